@@ -1,0 +1,92 @@
+// Budget arithmetic, pure. Every model call is planned here BEFORE it is made: the prompt's estimated tokens
+// plus the completion it may produce must fit in what is left of both the token and the dollar budget.
+// When they do not fit at the usual max_tokens, the call asks for fewer; when not even a minimal completion
+// fits, the call is not made.
+import { costUsd, type ModelPrice } from '../llm/pricing.js';
+
+export interface Budget {
+  /** Model calls that choose actions or answer (summaries and retries are not steps). */
+  maxSteps: number;
+  /** Prompt plus completion tokens of every model call of the run. */
+  maxTokens: number;
+  maxCostUsd: number;
+  /** Wall-clock time from the run's first start, in ms. */
+  deadlineMs: number;
+}
+
+export interface TokenUsage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface Usage extends TokenUsage {
+  totalTokens: number;
+  costUsd: number;
+}
+
+export type BudgetStopReason = 'token_budget' | 'cost_budget';
+
+export type CallPlan = { ok: true; maxTokens: number } | { ok: false; reason: BudgetStopReason };
+
+export interface CallRequirement {
+  /** Conservative estimate of the prompt's tokens. */
+  promptTokens: number;
+  /** The completion size the call would like (LLM_MAX_TOKENS, or smaller for summaries). */
+  desiredMaxTokens: number;
+  /** Below this the call is pointless (a tool call or an answer needs room). */
+  minCompletionTokens: number;
+}
+
+export function usageOf(tokens: TokenUsage, price: ModelPrice): Usage {
+  return {
+    promptTokens: tokens.promptTokens,
+    completionTokens: tokens.completionTokens,
+    totalTokens: tokens.promptTokens + tokens.completionTokens,
+    costUsd: costUsd(price, tokens.promptTokens, tokens.completionTokens),
+  };
+}
+
+export function addUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
+  return {
+    promptTokens: a.promptTokens + b.promptTokens,
+    completionTokens: a.completionTokens + b.completionTokens,
+  };
+}
+
+/** The largest completion the budget allows for this call, capped at what the call wants. */
+export function planCall(
+  used: TokenUsage,
+  budget: Budget,
+  price: ModelPrice,
+  need: CallRequirement,
+): CallPlan {
+  const usedTotal = used.promptTokens + used.completionTokens;
+  const tokenRoom = budget.maxTokens - usedTotal - need.promptTokens;
+  const costRoom = completionRoomForCost(used, budget.maxCostUsd, price, need.promptTokens);
+  const room = Math.min(need.desiredMaxTokens, tokenRoom, costRoom);
+  if (room >= need.minCompletionTokens) return { ok: true, maxTokens: room };
+  return { ok: false, reason: tokenRoom < need.minCompletionTokens ? 'token_budget' : 'cost_budget' };
+}
+
+/**
+ * How many completion tokens the dollar budget still pays for after this prompt. Computed in closed form,
+ * then corrected against the very function that prices the run, so float rounding can never let the
+ * reported cost land a hair above the limit.
+ */
+function completionRoomForCost(
+  used: TokenUsage,
+  maxCostUsd: number,
+  price: ModelPrice,
+  promptTokens: number,
+): number {
+  const prompt = used.promptTokens + promptTokens;
+  const fits = (completion: number) =>
+    costUsd(price, prompt, used.completionTokens + completion) <= maxCostUsd;
+  if (!fits(0)) return -1;
+  if (price.outputPerMillion <= 0) return Number.MAX_SAFE_INTEGER;
+  const leftMicro =
+    maxCostUsd * 1_000_000 - prompt * price.inputPerMillion - used.completionTokens * price.outputPerMillion;
+  let room = Math.max(0, Math.floor(leftMicro / price.outputPerMillion));
+  while (room > 0 && !fits(room)) room--;
+  return room;
+}

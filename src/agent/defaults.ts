@@ -1,0 +1,46 @@
+// Every default that changes how a run behaves, in one place. Environment variables (config/env.ts) and
+// per-task budgets override the ones they name.
+
+export const DEFAULT_MAX_STEPS = 8;
+export const DEFAULT_MAX_TOKENS = 50_000;
+export const DEFAULT_MAX_COST_USD = 0.05;
+export const DEFAULT_DEADLINE_MS = 300_000;
+export const DEFAULT_MEMORY_WINDOW = 6;
+export const DEFAULT_TEMPERATURE = 0.2;
+/** max_tokens of a normal step (LLM_MAX_TOKENS). */
+export const DEFAULT_COMPLETION_TOKENS = 512;
+
+/** A step that cannot afford this many completion tokens is not made: a tool call needs room. */
+export const MIN_STEP_COMPLETION_TOKENS = 64;
+/** The last, tool-less turn still needs room for a short answer. */
+export const MIN_FINAL_COMPLETION_TOKENS = 24;
+
+/**
+ * Our prompt count follows OpenAI's documented per-message overheads, but endpoints differ a little
+ * (tool definitions especially), so the pre-call check adds this margin to stay on the safe side.
+ */
+export const PROMPT_ESTIMATE_MARGIN = 0.02;
+export const PROMPT_ESTIMATE_SLACK_TOKENS = 8;
+
+/** Tool results are cut to this many tokens before they enter memory. */
+export const DEFAULT_TOOL_RESULT_MAX_TOKENS = 400;
+export const DEFAULT_TOOL_TIMEOUT_MS = 15_000;
+export const DEFAULT_TOOL_TRANSIENT_RETRIES = 2;
+export const DEFAULT_TOOL_RETRY_BASE_DELAY_MS = 200;
+
+export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
+/** Retries of a retryable model API error inside one step. */
+export const DEFAULT_MODEL_RETRIES = 3;
+export const DEFAULT_MODEL_RETRY_BASE_DELAY_MS = 500;
+export const MAX_MODEL_RETRY_DELAY_MS = 20_000;
+
+/** Time kept back before the deadline for the final answer turn: this share of the deadline, capped. */
+export const DEADLINE_RESERVE_SHARE = 0.15;
+export const DEADLINE_RESERVE_MAX_MS = 10_000;
+
+/** A model-written summary is worth its call only when the folded part is at least this big. */
+export const SUMMARY_MIN_TOKENS = 600;
+export const SUMMARY_MAX_TOKENS = 200;
+
+/** Observations are cut to this many characters in traces (memory has its own, token-based limit). */
+export const TRACE_OBSERVATION_MAX_CHARS = 2_000;

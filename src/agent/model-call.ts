@@ -1,0 +1,135 @@
+// One model call as the loop makes it: planned against the budget before every attempt, bounded in time,
+// retried on retryable API errors (honouring retry-after), and charged for every attempt it made.
+import { ModelApiError } from './errors.js';
+import { addUsage, planCall, type Budget, type BudgetStopReason, type TokenUsage } from './budget.js';
+import {
+  DEFAULT_MODEL_RETRY_BASE_DELAY_MS,
+  MAX_MODEL_RETRY_DELAY_MS,
+  PROMPT_ESTIMATE_MARGIN,
+  PROMPT_ESTIMATE_SLACK_TOKENS,
+} from './defaults.js';
+import type { ChatMessage, ToolSpec } from './messages.js';
+import type { ChatCompletion, ChatModel } from '../llm/chat-model.js';
+import type { ModelPrice } from '../llm/pricing.js';
+import { countCompletionTokens, countPromptTokens, type TokenCounter } from '../llm/tokens.js';
+
+export interface ModelCallEnv {
+  model: ChatModel;
+  price: ModelPrice;
+  budget: Budget;
+  count: TokenCounter;
+  temperature: number;
+  timeoutMs: number;
+  retries: number;
+  retryBaseDelayMs?: number;
+  signal: AbortSignal;
+  now: () => number;
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  /** Usage of the run so far, before this call. */
+  used: TokenUsage;
+}
+
+export interface ModelCallRequest {
+  messages: readonly ChatMessage[];
+  tools: readonly ToolSpec[] | undefined;
+  desiredMaxTokens: number;
+  minCompletionTokens: number;
+  /** The call must be answered by then (ms since epoch). */
+  answerBy: number;
+}
+
+interface CallCost {
+  /** What this call charged the run, over all its attempts. */
+  usage: TokenUsage;
+  attempts: number;
+  latencyMs: number;
+}
+
+export type ModelCallResult =
+  | ({ ok: true; completion: ChatCompletion } & CallCost)
+  | ({ ok: false; stop: BudgetStopReason | 'deadline' | 'cancelled' } & CallCost)
+  | ({ ok: false; stop: 'error'; error: ModelApiError } & CallCost);
+
+/** Conservative prompt size: the documented count plus a margin for endpoints that count differently. */
+export function estimatePromptTokens(
+  messages: readonly ChatMessage[],
+  tools: readonly ToolSpec[] | undefined,
+  count: TokenCounter,
+): number {
+  const counted = countPromptTokens(messages, tools, count);
+  return Math.ceil(counted * (1 + PROMPT_ESTIMATE_MARGIN)) + PROMPT_ESTIMATE_SLACK_TOKENS;
+}
+
+// An attempt that may have been processed but reported nothing (timed out, aborted in flight, garbled body)
+// is charged its whole reservation: the bill must never come out lower than what the provider charges.
+const CHARGED_WHEN_UNANSWERED = new Set(['timeout', 'aborted', 'malformed_response', 'empty_response']);
+
+export async function callModel(env: ModelCallEnv, request: ModelCallRequest): Promise<ModelCallResult> {
+  const started = env.now();
+  const promptEstimate = estimatePromptTokens(request.messages, request.tools, env.count);
+  let charged: TokenUsage = { promptTokens: 0, completionTokens: 0 };
+  const cost = (attempts: number): CallCost => ({ usage: charged, attempts, latencyMs: env.now() - started });
+
+  for (let attempt = 1; ; attempt++) {
+    if (env.signal.aborted) return { ok: false, stop: 'cancelled', ...cost(attempt - 1) };
+    const plan = planCall(addUsage(env.used, charged), env.budget, env.price, {
+      promptTokens: promptEstimate,
+      desiredMaxTokens: request.desiredMaxTokens,
+      minCompletionTokens: request.minCompletionTokens,
+    });
+    if (!plan.ok) return { ok: false, stop: plan.reason, ...cost(attempt - 1) };
+    const timeoutMs = Math.min(env.timeoutMs, request.answerBy - env.now());
+    if (timeoutMs <= 0) return { ok: false, stop: 'deadline', ...cost(attempt - 1) };
+
+    try {
+      const completion = await env.model.complete(
+        {
+          messages: request.messages,
+          tools: request.tools,
+          maxTokens: plan.maxTokens,
+          temperature: env.temperature,
+        },
+        { signal: env.signal, timeoutMs },
+      );
+      // The endpoint's count is authoritative; when it reports none, our estimate stands in.
+      const usage = completion.usage ?? {
+        promptTokens: promptEstimate,
+        completionTokens: countCompletionTokens(
+          completion.message.content,
+          completion.message.tool_calls,
+          env.count,
+        ),
+      };
+      charged = addUsage(charged, usage);
+      return { ok: true, completion, ...cost(attempt) };
+    } catch (error) {
+      const apiError =
+        error instanceof ModelApiError
+          ? error
+          : new ModelApiError('unknown', String(error), { retryable: false, cause: error });
+      if (CHARGED_WHEN_UNANSWERED.has(apiError.code)) {
+        charged = addUsage(charged, { promptTokens: promptEstimate, completionTokens: plan.maxTokens });
+      }
+      if (env.signal.aborted) return { ok: false, stop: 'cancelled', ...cost(attempt) };
+      if (apiError.code === 'timeout' && env.now() >= request.answerBy) {
+        return { ok: false, stop: 'deadline', ...cost(attempt) };
+      }
+      if (!apiError.retryable || attempt > env.retries)
+        return { ok: false, stop: 'error', error: apiError, ...cost(attempt) };
+      const backoff =
+        (env.retryBaseDelayMs ?? DEFAULT_MODEL_RETRY_BASE_DELAY_MS) *
+        2 ** (attempt - 1) *
+        (0.5 + Math.random() / 2);
+      const delay = Math.min(
+        apiError.retryAfterMs ?? backoff,
+        MAX_MODEL_RETRY_DELAY_MS,
+        Math.max(0, request.answerBy - env.now()),
+      );
+      try {
+        await env.sleep(delay, env.signal);
+      } catch {
+        return { ok: false, stop: 'cancelled', ...cost(attempt) };
+      }
+    }
+  }
+}

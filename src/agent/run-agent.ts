@@ -1,0 +1,565 @@
+// The agent kernel: one task, run to its end by a bounded think → act → observe loop.
+//
+//   before each call: stop conditions, memory fold, budget plan (never after: nothing overshoots)
+//   think: one model call (retried inside the step when the API error is retryable)
+//   act:   the tool calls it chose, concurrently, each validated and time-limited
+//   observe: results into memory, a trace event, a checkpoint to resume from
+//
+// It knows nothing of queues or databases: the worker adapts it to BullMQ, the store to MySQL.
+import { toRunError, type RunError } from './errors.js';
+import { addUsage, usageOf, type Budget, type TokenUsage } from './budget.js';
+import * as D from './defaults.js';
+import { deterministicSummary, foldCut, summaryRequestMessages } from './memory.js';
+import type { AssistantMessage, ChatMessage } from './messages.js';
+import {
+  callModel,
+  estimatePromptTokens,
+  type ModelCallRequest,
+  type ModelCallResult,
+} from './model-call.js';
+import type { AgentProtocol, PlannedCall, ProtocolName } from './protocol.js';
+import { jsonProtocol } from './protocol-json.js';
+import { toolsProtocol } from './protocol-tools.js';
+import { observeRepeat, REPEAT_NUDGE, turnSignature } from './repeat-detector.js';
+import { sleep as defaultSleep } from './sleep.js';
+import {
+  deadlineAt,
+  deadlineReserveMs,
+  decideTurn,
+  finalTurnWhy,
+  type FinalReason,
+} from './stop-conditions.js';
+import { truncateChars, truncateToTokens } from './truncate.js';
+import type {
+  AgentResult,
+  PendingTurn,
+  RunState,
+  RunStatus,
+  StepTrace,
+  StopReason,
+  ToolCallRecord,
+  TraceKind,
+} from './types.js';
+import type { ChatModel } from '../llm/chat-model.js';
+import type { ModelPrice } from '../llm/pricing.js';
+import { countMessageTokens, tokenCounterFor, type TokenCounter } from '../llm/tokens.js';
+import type { ToolRegistry } from '../tools/registry.js';
+import { runToolCall } from '../tools/run-tool-call.js';
+
+export interface AgentRunOptions {
+  /** Recent messages kept verbatim (AGENT_MEMORY_WINDOW). Default 6. */
+  memoryWindow?: number;
+  /** Default 0.2. */
+  temperature?: number;
+  /** max_tokens of a normal step (LLM_MAX_TOKENS). Default 512. */
+  completionTokens?: number;
+  /** Tool results are cut to this many tokens before entering memory. Default 400. */
+  toolResultMaxTokens?: number;
+  /** Per tool call, when the tool sets none. Default 15 s. */
+  toolTimeoutMs?: number;
+  /** Retries of a transient tool failure inside the call. Default 2. */
+  toolTransientRetries?: number;
+  toolRetryBaseDelayMs?: number;
+  /** Per model attempt. Default 60 s (always capped by the deadline). */
+  modelTimeoutMs?: number;
+  /** Retries of a retryable model API error inside a step. Default 3. */
+  modelRetries?: number;
+  modelRetryBaseDelayMs?: number;
+  /** Replaces the protocol's system prompt. */
+  systemPrompt?: string;
+}
+
+/** Only what the kernel logs: failures of observers it swallows. pino's logger fits. */
+export interface KernelLogger {
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface AgentRunInput {
+  runId: string;
+  task: string;
+  model: ChatModel;
+  price: ModelPrice;
+  tools: ToolRegistry;
+  budget: Budget;
+  /** Default 'tools'. A checkpoint keeps the protocol it was started with. */
+  protocol?: ProtocolName;
+  options?: AgentRunOptions;
+  /** Continue a run from the state a step callback was handed. */
+  checkpoint?: RunState;
+  /** Aborting it cancels the run: stopReason `cancelled`, unfinished tool calls left to a resume. */
+  signal?: AbortSignal;
+  /** After every step. Awaited; a throw is logged and ignored. */
+  onStep?: (trace: StepTrace) => void | Promise<void>;
+  /** Whenever the state changes in a way a resume must not repeat (a model call, a tool call). Awaited in order. */
+  onCheckpoint?: (state: RunState) => void | Promise<void>;
+  logger?: KernelLogger;
+  now?: () => number;
+  sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+const PROTOCOLS: Record<ProtocolName, AgentProtocol> = { tools: toolsProtocol, json: jsonProtocol };
+
+export function runAgent(input: AgentRunInput): Promise<AgentResult> {
+  return new AgentRun(input).run();
+}
+
+/** Usage not yet attributed to a step's trace: memory summaries made before that step. */
+interface TraceCarry {
+  usage: TokenUsage;
+  modelCalls: number;
+  latencyMs: number;
+}
+
+class AgentRun {
+  private readonly state: RunState;
+  private readonly protocol: AgentProtocol;
+  private readonly count: TokenCounter;
+  private readonly opts: Required<Omit<AgentRunOptions, 'systemPrompt'>>;
+  private readonly signal: AbortSignal;
+  private readonly now: () => number;
+  private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+  private readonly pinned: ChatMessage[];
+  private carry: TraceCarry = {
+    usage: { promptTokens: 0, completionTokens: 0 },
+    modelCalls: 0,
+    latencyMs: 0,
+  };
+  private checkpoints: Promise<void> = Promise.resolve();
+
+  constructor(private readonly input: AgentRunInput) {
+    this.now = input.now ?? Date.now;
+    this.sleep = input.sleep ?? defaultSleep;
+    this.signal = input.signal ?? new AbortController().signal;
+    this.count = tokenCounterFor(input.model.model);
+    const o = input.options ?? {};
+    this.opts = {
+      memoryWindow: o.memoryWindow ?? D.DEFAULT_MEMORY_WINDOW,
+      temperature: o.temperature ?? D.DEFAULT_TEMPERATURE,
+      completionTokens: o.completionTokens ?? D.DEFAULT_COMPLETION_TOKENS,
+      toolResultMaxTokens: o.toolResultMaxTokens ?? D.DEFAULT_TOOL_RESULT_MAX_TOKENS,
+      toolTimeoutMs: o.toolTimeoutMs ?? D.DEFAULT_TOOL_TIMEOUT_MS,
+      toolTransientRetries: o.toolTransientRetries ?? D.DEFAULT_TOOL_TRANSIENT_RETRIES,
+      toolRetryBaseDelayMs: o.toolRetryBaseDelayMs ?? D.DEFAULT_TOOL_RETRY_BASE_DELAY_MS,
+      modelTimeoutMs: o.modelTimeoutMs ?? D.DEFAULT_MODEL_TIMEOUT_MS,
+      modelRetries: o.modelRetries ?? D.DEFAULT_MODEL_RETRIES,
+      modelRetryBaseDelayMs: o.modelRetryBaseDelayMs ?? D.DEFAULT_MODEL_RETRY_BASE_DELAY_MS,
+    };
+    this.state = input.checkpoint ? structuredClone(input.checkpoint) : this.initialState();
+    this.protocol = PROTOCOLS[this.state.protocol];
+    const system = o.systemPrompt ?? this.protocol.systemPrompt(input.tools);
+    this.pinned = [
+      { role: 'system', content: system },
+      { role: 'user', content: this.state.task },
+    ];
+  }
+
+  private initialState(): RunState {
+    return {
+      version: 1,
+      runId: this.input.runId,
+      task: this.input.task,
+      protocol: this.input.protocol ?? 'tools',
+      budget: this.input.budget,
+      startedAt: this.now(),
+      history: [],
+      summary: null,
+      usage: { promptTokens: 0, completionTokens: 0 },
+      steps: 0,
+      toolCalls: 0,
+      modelCalls: 0,
+      pending: null,
+      repeat: { signature: null, count: 0 },
+    };
+  }
+
+  private get budget(): Budget {
+    return this.state.budget;
+  }
+
+  async run(): Promise<AgentResult> {
+    try {
+      return await this.loop();
+    } catch (error) {
+      // A bug, not a model or tool failure (those are observations): end the run, keep what was spent.
+      return this.finish('failed', 'error', null, toRunError(error));
+    } finally {
+      await this.checkpoints;
+    }
+  }
+
+  private async loop(): Promise<AgentResult> {
+    if (this.state.pending) {
+      const ended = await this.completeTurn(this.state.pending);
+      if (ended) return ended;
+    }
+    for (;;) {
+      const decision = decideTurn(
+        this.budget,
+        this.state.steps,
+        { now: this.now(), startedAt: this.state.startedAt },
+        this.signal,
+      );
+      if (decision.kind === 'stop')
+        return this.finish(statusOf(decision.reason), decision.reason, null, null);
+      await this.foldMemory();
+      if (decision.kind === 'final') return this.finalTurn(decision.reason);
+
+      const messages = this.prompt();
+      const tools = this.protocol.requestTools(this.input.tools);
+      const call = await this.callModel({
+        messages,
+        tools,
+        desiredMaxTokens: this.opts.completionTokens,
+        minCompletionTokens: D.MIN_STEP_COMPLETION_TOKENS,
+        answerBy: this.softDeadline(),
+      });
+      if (!call.ok) {
+        if (call.stop === 'error') return this.finish('failed', 'error', null, call.error.toRunError(), call);
+        if (call.stop === 'cancelled') return this.finish('stopped', 'cancelled', null, null, call);
+        // The budget or the clock cannot cover a normal step: one last turn without tools, if it fits.
+        this.carryOver(call);
+        return this.finalTurn(call.stop);
+      }
+
+      const step = ++this.state.steps;
+      const reply = call.completion.message;
+      const turn = this.protocol.parse(reply, step);
+      if (turn.kind === 'answer') {
+        await this.emitStep(step, 'answer', [], [turn.text], call, null);
+        return this.finish('succeeded', 'answer', turn.text, null);
+      }
+      if (turn.kind === 'invalid') {
+        // Bad JSON, an empty reply: the model is told what was wrong and tries again next step.
+        this.state.history.push(asMemory(reply), { role: 'user', content: turn.observation });
+        this.checkpoint();
+        await this.emitStep(step, 'invalid', [], [turn.observation], call, turn.observation);
+        continue;
+      }
+      const pending: PendingTurn = {
+        assistant: this.protocol.name === 'json' ? asMemory(reply) : withCallIds(reply, turn.calls),
+        calls: turn.calls,
+        results: turn.calls.map(() => null),
+        trace: {
+          usage: addUsage(call.usage, this.carry.usage),
+          modelLatencyMs: call.latencyMs + this.carry.latencyMs,
+          attempts: call.attempts + this.carry.modelCalls,
+          startedAt: this.now(),
+        },
+      };
+      this.carry = emptyCarry();
+      this.state.toolCalls += turn.calls.length;
+      this.state.pending = pending;
+      // Write-ahead: the model's decision is saved before any tool acts on it.
+      this.checkpoint();
+      await this.checkpoints;
+      const ended = await this.completeTurn(pending);
+      if (ended) return ended;
+    }
+  }
+
+  /** Runs the turn's unfinished tool calls, records the observations, and ends the step. */
+  private async completeTurn(pending: PendingTurn): Promise<AgentResult | null> {
+    const step = this.state.steps;
+    const toolSignal = AbortSignal.any([
+      this.signal,
+      AbortSignal.timeout(Math.max(0, this.softDeadline() - this.now())),
+    ]);
+    await Promise.all(
+      pending.calls.map(async (call, i) => {
+        if (pending.results[i]) return;
+        const outcome = await runToolCall(
+          this.input.tools,
+          call,
+          {
+            signal: toolSignal,
+            runId: this.state.runId,
+            callKey: `${this.state.runId}:${step}:${i + 1}`,
+            step,
+          },
+          {
+            defaultTimeoutMs: this.opts.toolTimeoutMs,
+            transientRetries: this.opts.toolTransientRetries,
+            retryBaseDelayMs: this.opts.toolRetryBaseDelayMs,
+          },
+          this.now,
+        );
+        // A call cut short by cancellation is left unfinished, so the resumed run makes it again.
+        if (this.signal.aborted && outcome.errorCode === 'aborted') return;
+        const output =
+          toolSignal.aborted && outcome.errorCode === 'aborted'
+            ? `${call.name} was stopped: time is nearly up.`
+            : outcome.output;
+        pending.results[i] = {
+          id: call.id,
+          tool: call.name,
+          args: call.args.ok ? call.args.value : null,
+          ok: outcome.ok,
+          output: truncateToTokens(output, this.opts.toolResultMaxTokens, this.count),
+          errorCode: outcome.errorCode ?? null,
+          latencyMs: outcome.latencyMs,
+        };
+        this.checkpoint();
+      }),
+    );
+    if (this.signal.aborted) return this.finish('stopped', 'cancelled', null, null);
+
+    const results = pending.results as ToolCallRecord[];
+    const outputs = results.map((r) => r.output);
+    const repeat = observeRepeat(this.state.repeat, turnSignature(pending.calls, outputs));
+    this.state.repeat = repeat.state;
+    if (repeat.verdict === 'nudge' && outputs.length > 0) outputs[outputs.length - 1] += REPEAT_NUDGE;
+
+    this.state.history.push(pending.assistant, ...this.protocol.observationMessages(pending.calls, outputs));
+    this.state.pending = null;
+    this.checkpoint();
+    const failed = results.filter((r) => !r.ok).map((r) => `${r.tool}: ${r.errorCode}`);
+    await this.emitStep(
+      step,
+      'action',
+      results.map((r) => ({ id: r.id, tool: r.tool, args: r.args })),
+      outputs,
+      {
+        usage: pending.trace.usage,
+        attempts: pending.trace.attempts,
+        latencyMs: pending.trace.modelLatencyMs + (this.now() - pending.trace.startedAt),
+      },
+      failed.length ? failed.join('; ') : null,
+    );
+    if (repeat.verdict === 'end') {
+      return this.finish('failed', 'error', null, {
+        kind: 'model_behavior',
+        code: 'repeated_action',
+        message: 'The model repeated the same action with the same result three times in a row.',
+        retryable: false,
+      });
+    }
+    return null;
+  }
+
+  /** The last turn: no tools, an instruction to answer now, whatever budget is left. */
+  private async finalTurn(reason: FinalReason): Promise<AgentResult> {
+    if (this.state.steps >= this.budget.maxSteps) return this.finish('stopped', reason, null, null);
+    const messages: ChatMessage[] = [
+      ...this.prompt(),
+      { role: 'user', content: this.protocol.finalTurnInstruction(finalTurnWhy(reason)) },
+    ];
+    const call = await this.callModel({
+      messages,
+      tools: undefined,
+      desiredMaxTokens: this.opts.completionTokens,
+      minCompletionTokens: D.MIN_FINAL_COMPLETION_TOKENS,
+      answerBy: deadlineAt(this.budget, this.state.startedAt),
+    });
+    if (!call.ok) {
+      if (call.stop === 'cancelled') return this.finish('stopped', 'cancelled', null, null, call);
+      const error = call.stop === 'error' ? call.error.toRunError() : null;
+      return this.finish('stopped', reason, null, error, call);
+    }
+    const step = ++this.state.steps;
+    const answer = this.protocol.parseFinalAnswer(call.completion.message);
+    await this.emitStep(
+      step,
+      'final',
+      [],
+      answer ? [answer] : [],
+      call,
+      answer ? null : 'empty final answer',
+    );
+    return this.finish('stopped', reason, answer, null);
+  }
+
+  /** Folds messages older than the window into the rolling summary, by the model when that is worth it. */
+  private async foldMemory(): Promise<void> {
+    const cut = foldCut(this.state.history, this.opts.memoryWindow);
+    if (cut === null) return;
+    const folded = this.state.history.slice(0, cut);
+    let summary: string | null = null;
+    if (this.worthModelSummary(folded)) {
+      const call = await this.callModel({
+        messages: summaryRequestMessages(this.state.task, this.state.summary, folded),
+        tools: undefined,
+        desiredMaxTokens: D.SUMMARY_MAX_TOKENS,
+        minCompletionTokens: D.SUMMARY_MAX_TOKENS,
+        answerBy: this.softDeadline(),
+      });
+      this.carryOver(call);
+      if (call.ok) summary = call.completion.message.content?.trim() || null;
+    }
+    this.state.summary = summary ?? deterministicSummary(this.state.summary, folded);
+    this.state.history = this.state.history.slice(cut);
+    this.checkpoint();
+  }
+
+  /** A model summary only pays when there is much to fold and the budget can afford it and a step after. */
+  private worthModelSummary(folded: readonly ChatMessage[]): boolean {
+    const foldedTokens = folded.reduce((sum, m) => sum + countMessageTokens(m, this.count), 0);
+    if (foldedTokens < D.SUMMARY_MIN_TOKENS) return false;
+    const summaryPrompt = estimatePromptTokens(
+      summaryRequestMessages(this.state.task, this.state.summary, folded),
+      undefined,
+      this.count,
+    );
+    const nextStep = estimatePromptTokens(
+      this.prompt(),
+      this.protocol.requestTools(this.input.tools),
+      this.count,
+    );
+    const afterSummary = {
+      promptTokens: summaryPrompt + nextStep,
+      completionTokens: D.SUMMARY_MAX_TOKENS + this.opts.completionTokens,
+    };
+    const total = addUsage(this.state.usage, afterSummary);
+    const usage = usageOf(total, this.input.price);
+    return usage.totalTokens <= this.budget.maxTokens && usage.costUsd <= this.budget.maxCostUsd;
+  }
+
+  private prompt(): ChatMessage[] {
+    const summary: ChatMessage[] = this.state.summary
+      ? [{ role: 'user', content: `Summary of earlier steps:\n${this.state.summary}` }]
+      : [];
+    return [...this.pinned, ...summary, ...this.state.history];
+  }
+
+  private async callModel(request: ModelCallRequest): Promise<ModelCallResult> {
+    const result = await callModel(
+      {
+        model: this.input.model,
+        price: this.input.price,
+        budget: this.budget,
+        count: this.count,
+        temperature: this.opts.temperature,
+        timeoutMs: this.opts.modelTimeoutMs,
+        retries: this.opts.modelRetries,
+        retryBaseDelayMs: this.opts.modelRetryBaseDelayMs,
+        signal: this.signal,
+        now: this.now,
+        sleep: this.sleep,
+        used: this.state.usage,
+      },
+      request,
+    );
+    this.state.usage = addUsage(this.state.usage, result.usage);
+    this.state.modelCalls += result.attempts;
+    return result;
+  }
+
+  /** Usage of a call that made no step of its own is reported with the next step's trace. */
+  private carryOver(call: ModelCallResult): void {
+    this.carry = {
+      usage: addUsage(this.carry.usage, call.usage),
+      modelCalls: this.carry.modelCalls + call.attempts,
+      latencyMs: this.carry.latencyMs + call.latencyMs,
+    };
+  }
+
+  /** Model calls of a step stop this long before the deadline, leaving time for the final answer. */
+  private softDeadline(): number {
+    return deadlineAt(this.budget, this.state.startedAt) - deadlineReserveMs(this.budget);
+  }
+
+  private checkpoint(): void {
+    const onCheckpoint = this.input.onCheckpoint;
+    if (!onCheckpoint) return;
+    const snapshot = structuredClone(this.state);
+    this.checkpoints = this.checkpoints.then(() => this.notify('checkpoint', () => onCheckpoint(snapshot)));
+  }
+
+  private async emitStep(
+    step: number,
+    kind: TraceKind,
+    actions: StepTrace['actions'],
+    observations: string[],
+    call: { usage: TokenUsage; attempts: number; latencyMs: number },
+    error: string | null,
+  ): Promise<void> {
+    const onStep = this.input.onStep;
+    const usage = kind === 'action' ? call.usage : addUsage(call.usage, this.carry.usage);
+    const modelCalls = call.attempts + (kind === 'action' ? 0 : this.carry.modelCalls);
+    const latencyMs = call.latencyMs + (kind === 'action' ? 0 : this.carry.latencyMs);
+    if (kind !== 'action') this.carry = emptyCarry();
+    if (!onStep) return;
+    const totals = usageOf(this.state.usage, this.input.price);
+    const trace: StepTrace = {
+      runId: this.state.runId,
+      step,
+      kind,
+      actions,
+      observations: observations.map((o) => truncateChars(o, D.TRACE_OBSERVATION_MAX_CHARS)),
+      promptTokens: usage.promptTokens,
+      completionTokens: usage.completionTokens,
+      costUsd: usageOf(usage, this.input.price).costUsd,
+      latencyMs,
+      modelCalls,
+      error,
+      totals: {
+        ...totals,
+        steps: this.state.steps,
+        maxSteps: this.budget.maxSteps,
+        toolCalls: this.state.toolCalls,
+      },
+    };
+    await this.notify('step', () => onStep(trace));
+  }
+
+  /** Observers never break a run: their failures are logged and swallowed. */
+  private async notify(what: string, fn: () => void | Promise<void>): Promise<void> {
+    try {
+      await fn();
+    } catch (error) {
+      this.input.logger?.warn(
+        { err: error, runId: this.state.runId, callback: what },
+        `${what} callback failed`,
+      );
+    }
+  }
+
+  private finish(
+    status: RunStatus,
+    stopReason: StopReason,
+    answer: string | null,
+    error: RunError | null,
+    lastCall?: ModelCallResult,
+  ): AgentResult {
+    if (lastCall) this.carryOver(lastCall);
+    this.checkpoint();
+    return {
+      jobId: this.state.runId,
+      status,
+      stopReason,
+      answer,
+      steps: this.state.steps,
+      toolCalls: this.state.toolCalls,
+      usage: usageOf(this.state.usage, this.input.price),
+      error,
+    };
+  }
+}
+
+function statusOf(reason: StopReason): RunStatus {
+  if (reason === 'answer') return 'succeeded';
+  if (reason === 'error') return 'failed';
+  return 'stopped';
+}
+
+const emptyCarry = (): TraceCarry => ({
+  usage: { promptTokens: 0, completionTokens: 0 },
+  modelCalls: 0,
+  latencyMs: 0,
+});
+
+/** The reply as memory keeps it: content and tool calls only, never an endpoint's extra fields. */
+function asMemory(reply: AssistantMessage): AssistantMessage {
+  return { role: 'assistant', content: reply.content ?? '' };
+}
+
+function withCallIds(reply: AssistantMessage, calls: readonly PlannedCall[]): AssistantMessage {
+  return {
+    role: 'assistant',
+    content: reply.content ?? null,
+    tool_calls: calls.map((call, i) => ({
+      id: call.id,
+      type: 'function',
+      function: { name: call.name, arguments: reply.tool_calls?.[i]?.function.arguments ?? '{}' },
+    })),
+  };
+}

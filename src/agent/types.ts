@@ -1,0 +1,82 @@
+// The kernel's public types: what a run returns (CONTRACT §4), what it reports after each step, and the
+// serializable state it can be resumed from.
+import type { RunError } from './errors.js';
+import type { Budget, TokenUsage, Usage } from './budget.js';
+import type { AssistantMessage, ChatMessage } from './messages.js';
+import type { PlannedCall, ProtocolName } from './protocol.js';
+
+export type RunStatus = 'succeeded' | 'stopped' | 'failed';
+export type StopReason =
+  'answer' | 'max_steps' | 'token_budget' | 'cost_budget' | 'deadline' | 'cancelled' | 'error';
+
+export interface AgentResult {
+  jobId: string;
+  status: RunStatus;
+  stopReason: StopReason;
+  answer: string | null;
+  steps: number;
+  toolCalls: number;
+  usage: Usage;
+  error: RunError | null;
+}
+
+export interface ToolCallRecord {
+  id: string;
+  tool: string;
+  args: unknown;
+  ok: boolean;
+  /** As it entered memory (cut to the tool-result token limit). */
+  output: string;
+  errorCode: string | null;
+  latencyMs: number;
+}
+
+/** A step whose model call is done but whose tool calls are not all finished: resumed call by call. */
+export interface PendingTurn {
+  assistant: AssistantMessage;
+  calls: PlannedCall[];
+  /** One per call, null while that call has not finished. */
+  results: (ToolCallRecord | null)[];
+  /** The step's share of usage and time, carried into its trace. */
+  trace: { usage: TokenUsage; modelLatencyMs: number; attempts: number; startedAt: number };
+}
+
+/** Everything needed to continue a run: plain JSON, stored by the worker after every step. */
+export interface RunState {
+  version: 1;
+  runId: string;
+  task: string;
+  protocol: ProtocolName;
+  budget: Budget;
+  startedAt: number;
+  /** Messages after the pinned system prompt and task (and the summary, when there is one). */
+  history: ChatMessage[];
+  summary: string | null;
+  usage: TokenUsage;
+  steps: number;
+  toolCalls: number;
+  modelCalls: number;
+  pending: PendingTurn | null;
+  repeat: { signature: string | null; count: number };
+}
+
+export type TraceKind = 'action' | 'answer' | 'invalid' | 'final';
+
+/** One event per step, for the trace store and the job's progress. */
+export interface StepTrace {
+  runId: string;
+  step: number;
+  kind: TraceKind;
+  actions: { id: string; tool: string; args: unknown }[];
+  /** One per action (or the single feedback of an invalid turn, or the answer), cut for storage. */
+  observations: string[];
+  /** Every model call made for this step: memory summaries and retries included. */
+  promptTokens: number;
+  completionTokens: number;
+  costUsd: number;
+  latencyMs: number;
+  modelCalls: number;
+  error: string | null;
+  /** The run's totals after this step, for progress displays. */
+  totals: Usage & { steps: number; maxSteps: number; toolCalls: number };
+}

@@ -1,0 +1,124 @@
+// ChatModel over the official `openai` client, for any OpenAI-compatible Chat Completions endpoint.
+// The client's own retries are off: the kernel retries, checking the budget before each attempt.
+import OpenAI from 'openai';
+import type { AssistantMessage, ToolCallRequest } from '../agent/messages.js';
+import { ModelApiError } from '../agent/errors.js';
+import type { ChatCallOptions, ChatCompletion, ChatModel, ChatRequest } from './chat-model.js';
+
+export interface OpenAIChatModelOptions {
+  model: string;
+  /** Default: the OpenAI API. */
+  baseURL?: string;
+  apiKey: string;
+}
+
+export class OpenAIChatModel implements ChatModel {
+  readonly model: string;
+  private readonly client: OpenAI;
+
+  constructor(options: OpenAIChatModelOptions) {
+    this.model = options.model;
+    this.client = new OpenAI({
+      apiKey: options.apiKey,
+      baseURL: options.baseURL ?? null,
+      maxRetries: 0,
+    });
+  }
+
+  async complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletion> {
+    const hasTools = request.tools !== undefined && request.tools.length > 0;
+    let response: OpenAI.Chat.Completions.ChatCompletion;
+    try {
+      response = await this.client.chat.completions.create(
+        {
+          model: this.model,
+          messages: request.messages as OpenAI.Chat.Completions.ChatCompletionMessageParam[],
+          max_tokens: request.maxTokens,
+          temperature: request.temperature,
+          ...(hasTools
+            ? {
+                tools: request.tools as OpenAI.Chat.Completions.ChatCompletionTool[],
+                parallel_tool_calls: true,
+              }
+            : {}),
+        },
+        { signal: options.signal, timeout: options.timeoutMs, maxRetries: 0 },
+      );
+    } catch (error) {
+      throw classifyApiError(error);
+    }
+    const choice = response.choices?.[0];
+    if (!choice?.message) {
+      throw new ModelApiError('empty_response', 'The model endpoint returned no choices.', {
+        retryable: true,
+      });
+    }
+    const message: AssistantMessage = { role: 'assistant', content: choice.message.content ?? null };
+    const toolCalls = (choice.message.tool_calls ?? []).filter((call) => call.type === 'function');
+    if (toolCalls.length > 0) {
+      message.tool_calls = toolCalls.map((call): ToolCallRequest => ({
+        id: call.id,
+        type: 'function',
+        function: { name: call.function.name, arguments: call.function.arguments },
+      }));
+    }
+    const usage = response.usage
+      ? { promptTokens: response.usage.prompt_tokens, completionTokens: response.usage.completion_tokens }
+      : null;
+    return { message, usage, finishReason: choice.finish_reason ?? null };
+  }
+}
+
+const RETRYABLE_STATUS = new Set([408, 409, 429]);
+
+/** 408/409/429/5xx, timeouts, dropped connections and garbled bodies are worth another attempt. */
+export function classifyApiError(error: unknown): ModelApiError {
+  if (error instanceof ModelApiError) return error;
+  if (error instanceof OpenAI.APIUserAbortError) {
+    return new ModelApiError('aborted', 'The model call was aborted.', { retryable: false, cause: error });
+  }
+  if (error instanceof OpenAI.APIConnectionTimeoutError) {
+    return new ModelApiError('timeout', 'The model call timed out.', { retryable: true, cause: error });
+  }
+  if (error instanceof OpenAI.APIConnectionError) {
+    return new ModelApiError('connection', `Cannot reach the model endpoint: ${error.message}`, {
+      retryable: true,
+      cause: error,
+    });
+  }
+  if (error instanceof OpenAI.APIError && error.status !== undefined) {
+    const status = error.status;
+    const retryable = RETRYABLE_STATUS.has(status) || status >= 500;
+    return new ModelApiError(`http_${status}`, `The model endpoint answered ${status}: ${error.message}`, {
+      retryable,
+      status,
+      retryAfterMs: retryAfterMs(error.headers),
+      cause: error,
+    });
+  }
+  if (error instanceof SyntaxError) {
+    return new ModelApiError(
+      'malformed_response',
+      `The model endpoint sent a malformed body: ${error.message}`,
+      {
+        retryable: true,
+        cause: error,
+      },
+    );
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new ModelApiError('unknown', `The model call failed: ${message}`, { retryable: true, cause: error });
+}
+
+/** `retry-after-ms` (OpenAI's) or `retry-after` in seconds or as an HTTP date. */
+function retryAfterMs(headers: Headers | undefined): number | undefined {
+  if (!headers) return undefined;
+  const ms = Number(headers.get('retry-after-ms'));
+  if (Number.isFinite(ms) && ms > 0) return ms;
+  const value = headers.get('retry-after');
+  if (!value) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}

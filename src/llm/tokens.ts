@@ -1,0 +1,84 @@
+// Token counting for Chat Completions requests, as OpenAI's cookbook documents it: every message costs its
+// content plus a fixed overhead, every reply is primed with a few tokens, and tool definitions are sent as
+// (roughly) their JSON. The kernel uses this, with a safety margin, to check budgets BEFORE a call; the
+// scripted model server uses the same count to report usage, the way a real endpoint would.
+import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
+import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
+import type { ChatMessage, ToolSpec } from '../agent/messages.js';
+
+const TOKENS_PER_MESSAGE = 3;
+const TOKENS_PER_REPLY_PRIMING = 3;
+const TOKENS_PER_TOOL_CALL = 4;
+const TOKENS_FOR_TOOLS_BLOCK = 12;
+
+export type TokenCounter = (text: string) => number;
+
+/** gpt-4o, gpt-4.1 and the o-series use o200k_base; older GPT-4 models cl100k_base. */
+export function tokenCounterFor(model: string): TokenCounter {
+  return /^(gpt-4o|gpt-4\.1|gpt-5|o\d)/.test(model) ? countO200k : countCl100k;
+}
+
+// Messages in memory are never mutated, so a message's count is computed once per counter however many
+// prompts it appears in: the loop re-counts the whole prompt before every call.
+const messageCache = new WeakMap<TokenCounter, WeakMap<ChatMessage, number>>();
+
+export function countMessageTokens(message: ChatMessage, count: TokenCounter): number {
+  let cache = messageCache.get(count);
+  if (!cache) {
+    cache = new WeakMap();
+    messageCache.set(count, cache);
+  }
+  const cached = cache.get(message);
+  if (cached !== undefined) return cached;
+  let tokens = TOKENS_PER_MESSAGE + count(message.role);
+  if (message.content) tokens += count(message.content);
+  if (message.role === 'tool') tokens += count(message.tool_call_id);
+  if (message.role === 'assistant' && message.tool_calls) {
+    for (const call of message.tool_calls) {
+      tokens +=
+        TOKENS_PER_TOOL_CALL + count(call.id) + count(call.function.name) + count(call.function.arguments);
+    }
+  }
+  cache.set(message, tokens);
+  return tokens;
+}
+
+const toolsCache = new WeakMap<TokenCounter, WeakMap<readonly ToolSpec[], number>>();
+
+export function countToolsTokens(tools: readonly ToolSpec[] | undefined, count: TokenCounter): number {
+  if (!tools || tools.length === 0) return 0;
+  let cache = toolsCache.get(count);
+  if (!cache) {
+    cache = new WeakMap();
+    toolsCache.set(count, cache);
+  }
+  const cached = cache.get(tools);
+  if (cached !== undefined) return cached;
+  const tokens = TOKENS_FOR_TOOLS_BLOCK + count(JSON.stringify(tools));
+  cache.set(tools, tokens);
+  return tokens;
+}
+
+/** Prompt tokens of a request: messages, tool definitions and the reply priming. */
+export function countPromptTokens(
+  messages: readonly ChatMessage[],
+  tools: readonly ToolSpec[] | undefined,
+  count: TokenCounter,
+): number {
+  let tokens = TOKENS_PER_REPLY_PRIMING + countToolsTokens(tools, count);
+  for (const message of messages) tokens += countMessageTokens(message, count);
+  return tokens;
+}
+
+/** Completion tokens of a reply: its text and the tool calls it makes. */
+export function countCompletionTokens(
+  content: string | null,
+  toolCalls: readonly { function: { name: string; arguments: string } }[] | undefined,
+  count: TokenCounter,
+): number {
+  let tokens = content ? count(content) : 0;
+  for (const call of toolCalls ?? []) {
+    tokens += TOKENS_PER_TOOL_CALL + count(call.function.name) + count(call.function.arguments);
+  }
+  return tokens;
+}

@@ -1,0 +1,334 @@
+// A scripted OpenAI-compatible Chat Completions endpoint over real HTTP. Tests, the demo and benchmarks drive
+// the real `openai` client against it, so retries, timeouts, error classes and header handling are exercised
+// exactly as they are against a provider, while every reply is decided by the test.
+import { createServer } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ChatMessage, ToolSpec } from '../agent/messages.js';
+import { countPromptTokens, tokenCounterFor } from '../llm/tokens.js';
+import { fitCompletion } from './completion-budget.js';
+import { isFault, renderReply } from './scripted-reply.js';
+import type { Protocol, ScriptedFault, ScriptedReply } from './scripted-reply.js';
+
+export type { Protocol, ScriptedAction, ScriptedReply } from './scripted-reply.js';
+
+export interface RecordedRequest {
+  index: number;
+  // Tests assert on whatever field the client sent (temperature, tool_choice, ...), so it stays untyped.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  body: any;
+  messages: ChatMessage[];
+  tools: ToolSpec[] | undefined;
+  protocol: Protocol;
+  receivedAt: number;
+}
+
+export type ReplyRule = (request: RecordedRequest) => ScriptedReply | undefined;
+
+export interface ScriptedModelOptions {
+  script?: ScriptedReply[];
+  rules?: ReplyRule[];
+  latencyMs?: number;
+  apiKey?: string;
+  port?: number;
+}
+
+export interface ScriptedModelServer {
+  readonly baseURL: string;
+  readonly requests: RecordedRequest[];
+  readonly failures: string[];
+  /** Replace the script and rules (resets the script cursor, keeps recorded requests). */
+  reset(options?: Pick<ScriptedModelOptions, 'script' | 'rules'>): void;
+  close(): Promise<void>;
+}
+
+const HOST = '127.0.0.1';
+const COMPLETION_PATHS = new Set(['/v1/chat/completions', '/chat/completions']);
+
+class BadRequest extends Error {}
+
+function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: OutgoingHttpHeaders = {},
+): void {
+  if (res.destroyed || res.headersSent) return;
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+    ...headers,
+  });
+  res.end(text);
+}
+
+function errorBody(message: string, type: string, code: string | null = null): unknown {
+  return { error: { message, type, param: null, code } };
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function parseRequest(raw: string): {
+  body: Record<string, unknown>;
+  messages: ChatMessage[];
+  tools: ToolSpec[] | undefined;
+} {
+  let body: unknown;
+  try {
+    body = JSON.parse(raw);
+  } catch {
+    throw new BadRequest('scripted model: request body is not valid JSON');
+  }
+  if (
+    typeof body !== 'object' ||
+    body === null ||
+    !Array.isArray((body as { messages?: unknown }).messages)
+  ) {
+    throw new BadRequest('scripted model: request body has no `messages` array');
+  }
+  const record = body as Record<string, unknown>;
+  if (record.stream === true) throw new BadRequest('scripted model: `stream: true` is not supported');
+  const maxTokens = record.max_completion_tokens ?? record.max_tokens;
+  if (
+    maxTokens !== undefined &&
+    maxTokens !== null &&
+    !(Number.isInteger(maxTokens) && (maxTokens as number) > 0)
+  ) {
+    throw new BadRequest(
+      `scripted model: max_tokens must be a positive integer, got ${JSON.stringify(maxTokens)}`,
+    );
+  }
+  const tools =
+    Array.isArray(record.tools) && record.tools.length > 0 ? (record.tools as ToolSpec[]) : undefined;
+  return { body: record, messages: record.messages as ChatMessage[], tools };
+}
+
+function maxTokensOf(body: Record<string, unknown>): number | undefined {
+  const value = body.max_completion_tokens ?? body.max_tokens;
+  return typeof value === 'number' ? value : undefined;
+}
+
+export async function startScriptedModel(options: ScriptedModelOptions = {}): Promise<ScriptedModelServer> {
+  let script = options.script ?? [];
+  let rules = options.rules ?? [];
+  let cursor = 0;
+  const requests: RecordedRequest[] = [];
+  const failures: string[] = [];
+  // Pending latency timers and hanging replies; close() cancels them so nothing outlives the server.
+  const cancellers = new Set<() => void>();
+  let closing: Promise<void> | undefined;
+
+  // A script mistake must not look like a model behaviour the agent then "handles": it is recorded, printed
+  // and answered with a 400 that no retry policy swallows.
+  function failLoudly(res: ServerResponse, message: string): void {
+    failures.push(message);
+    process.stderr.write(`${message}\n`);
+    sendJson(res, 400, errorBody(message, 'invalid_request_error'));
+  }
+
+  // Resolves false when the client went away (or the server closed) first, so a dead request sends nothing.
+  function wait(res: ServerResponse, ms: number): Promise<boolean> {
+    if (ms <= 0) return Promise.resolve(!res.destroyed);
+    return new Promise((resolve) => {
+      const cancel = (): void => {
+        clearTimeout(timer);
+        res.off('close', cancel);
+        cancellers.delete(cancel);
+        resolve(false);
+      };
+      const timer = setTimeout(() => {
+        res.off('close', cancel);
+        cancellers.delete(cancel);
+        resolve(!res.destroyed);
+      }, ms);
+      res.once('close', cancel);
+      cancellers.add(cancel);
+    });
+  }
+
+  function hang(res: ServerResponse): void {
+    const release = (): void => {
+      cancellers.delete(release);
+      res.off('close', release);
+      res.destroy();
+    };
+    res.once('close', release);
+    cancellers.add(release);
+  }
+
+  function nextReply(request: RecordedRequest): ScriptedReply | undefined {
+    if (cursor < script.length) return script[cursor++];
+    for (const rule of rules) {
+      const reply = rule(request);
+      if (reply !== undefined) return reply;
+    }
+    return undefined;
+  }
+
+  function sendFault(res: ServerResponse, fault: ScriptedFault): void {
+    switch (fault.fault) {
+      case 'rate_limit': {
+        const retryAfter = fault.retryAfterSeconds ?? 1;
+        sendJson(
+          res,
+          429,
+          errorBody('scripted model: rate limit reached', 'rate_limit_error', 'rate_limit_exceeded'),
+          { 'retry-after': String(retryAfter) },
+        );
+        return;
+      }
+      case 'server_error':
+        sendJson(res, 500, errorBody('scripted model: internal server error', 'server_error'));
+        return;
+      case 'bad_request':
+        sendJson(res, 400, errorBody('scripted model: bad request', 'invalid_request_error'));
+        return;
+      case 'unauthorized':
+        sendJson(
+          res,
+          401,
+          errorBody('scripted model: invalid api key', 'invalid_request_error', 'invalid_api_key'),
+        );
+        return;
+      case 'hang':
+        hang(res);
+        return;
+      case 'malformed_body': {
+        const text = '{"id": "x", "choices": [';
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+        res.end(text);
+        return;
+      }
+    }
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '').split('?')[0] ?? '';
+    if (req.method !== 'POST' || !COMPLETION_PATHS.has(path)) {
+      req.resume();
+      sendJson(
+        res,
+        404,
+        errorBody(`scripted model: no route for ${req.method} ${path}`, 'invalid_request_error'),
+      );
+      return;
+    }
+    if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
+      req.resume();
+      sendJson(
+        res,
+        401,
+        errorBody('scripted model: invalid api key', 'invalid_request_error', 'invalid_api_key'),
+      );
+      return;
+    }
+
+    const raw = await readBody(req);
+    let parsed: ReturnType<typeof parseRequest>;
+    try {
+      parsed = parseRequest(raw);
+    } catch (error) {
+      if (error instanceof BadRequest) return failLoudly(res, error.message);
+      throw error;
+    }
+    const { body, messages, tools } = parsed;
+    const request: RecordedRequest = {
+      index: requests.length,
+      body,
+      messages,
+      tools,
+      protocol: tools ? 'tools' : 'json',
+      receivedAt: Date.now(),
+    };
+    // Recorded before the reply is chosen, so a test counting calls also counts the ones that failed.
+    requests.push(request);
+
+    const reply = nextReply(request);
+    if (reply === undefined) {
+      return failLoudly(
+        res,
+        `scripted model: no reply for request #${request.index} ` +
+          `(script of ${script.length} replies used up, no rule matched)`,
+      );
+    }
+
+    if (!(await wait(res, (options.latencyMs ?? 0) + (reply.latencyMs ?? 0)))) return;
+    if (isFault(reply)) return sendFault(res, reply);
+
+    const model = typeof body.model === 'string' ? body.model : '';
+    const rendered = renderReply(reply, request.protocol, request.index);
+    const { reply: fitted, completionTokens } = fitCompletion(rendered, maxTokensOf(body), model);
+    const promptTokens = countPromptTokens(messages, tools, tokenCounterFor(model));
+    const message = {
+      role: 'assistant',
+      content: fitted.content,
+      ...(fitted.toolCalls ? { tool_calls: fitted.toolCalls } : {}),
+    };
+    sendJson(
+      res,
+      200,
+      {
+        id: `chatcmpl-scripted-${request.index}`,
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model: body.model,
+        choices: [{ index: 0, message, finish_reason: fitted.finishReason, logprobs: null }],
+        ...(reply.usage === false
+          ? {}
+          : {
+              usage: {
+                prompt_tokens: promptTokens,
+                completion_tokens: completionTokens,
+                total_tokens: promptTokens + completionTokens,
+              },
+            }),
+      },
+      { 'x-request-id': `req_scripted_${request.index}` },
+    );
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      // A client that aborts mid-body is routine; anything else is a bug in the script or the server.
+      if (res.destroyed) return;
+      const message = `scripted model: internal error: ${error instanceof Error ? error.message : String(error)}`;
+      failures.push(message);
+      process.stderr.write(`${message}\n`);
+      sendJson(res, 500, errorBody(message, 'server_error'));
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, HOST, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    baseURL: `http://${HOST}:${port}/v1`,
+    requests,
+    failures,
+    reset(next = {}) {
+      script = next.script ?? [];
+      rules = next.rules ?? [];
+      cursor = 0;
+    },
+    close() {
+      closing ??= new Promise<void>((resolve, reject) => {
+        server.close((error) => (error ? reject(error) : resolve()));
+        // Keep-alive sockets and hanging replies would otherwise hold server.close() open forever.
+        for (const cancel of [...cancellers]) cancel();
+        server.closeAllConnections();
+      });
+      return closing;
+    },
+  };
+}

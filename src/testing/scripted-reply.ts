@@ -1,0 +1,63 @@
+// What a scripted model says, and how it reads on the wire. A reply is written once, independent of the protocol
+// the agent speaks: the same script drives an agent using native tool calls and one parsing JSON out of the
+// text, so a test of one protocol is a test of the other.
+import type { ToolCallRequest } from '../agent/messages.js';
+
+export interface ScriptedAction {
+  tool: string;
+  args: unknown;
+}
+
+export type ScriptedFault =
+  | { fault: 'rate_limit'; retryAfterSeconds?: number }
+  | { fault: 'server_error' }
+  | { fault: 'bad_request' }
+  | { fault: 'unauthorized' }
+  | { fault: 'hang' }
+  | { fault: 'malformed_body' };
+
+export type ScriptedContent =
+  { answer: string } | { actions: ScriptedAction[]; thought?: string } | { text: string };
+
+export type ScriptedReply = (ScriptedContent | ScriptedFault) & { latencyMs?: number; usage?: false };
+
+/** `tools` when the request offers native tool definitions; otherwise the agent must read JSON from the text. */
+export type Protocol = 'tools' | 'json';
+
+export type FinishReason = 'stop' | 'tool_calls' | 'length';
+
+export interface RenderedReply {
+  content: string | null;
+  toolCalls: ToolCallRequest[] | undefined;
+  finishReason: FinishReason;
+}
+
+export function isFault(
+  reply: ScriptedReply,
+): reply is ScriptedFault & { latencyMs?: number; usage?: false } {
+  return 'fault' in reply;
+}
+
+export function renderReply(reply: ScriptedContent, protocol: Protocol, requestIndex: number): RenderedReply {
+  if ('text' in reply) return { content: reply.text, toolCalls: undefined, finishReason: 'stop' };
+  if ('answer' in reply) {
+    const content = protocol === 'tools' ? reply.answer : JSON.stringify({ answer: reply.answer });
+    return { content, toolCalls: undefined, finishReason: 'stop' };
+  }
+  if (protocol === 'tools') {
+    // Deterministic ids let a test assert on the tool messages the agent sends back.
+    const toolCalls = reply.actions.map((action, i): ToolCallRequest => ({
+      id: `call_${requestIndex}_${i}`,
+      type: 'function',
+      function: { name: action.tool, arguments: JSON.stringify(action.args) },
+    }));
+    return { content: reply.thought ?? null, toolCalls, finishReason: 'tool_calls' };
+  }
+  const json =
+    reply.actions.length === 1
+      ? JSON.stringify({ tool: reply.actions[0]?.tool, args: reply.actions[0]?.args })
+      : JSON.stringify({ tools: reply.actions.map(({ tool, args }) => ({ tool, args })) });
+  const content = reply.thought === undefined ? json : `${reply.thought}\n${json}`;
+  // In the JSON protocol the model only ever writes text, so it stops like any text reply.
+  return { content, toolCalls: undefined, finishReason: 'stop' };
+}

@@ -1,0 +1,168 @@
+// Runs one tool call the model asked for and turns every outcome, including refusals and failures, into an
+// observation the model can act on. Nothing here throws: a failing tool never crashes the run.
+import type { z } from 'zod';
+import { ToolError } from '../agent/errors.js';
+import { sleep } from '../agent/sleep.js';
+import type { ToolRegistry } from './registry.js';
+import type { ToolContext } from './tool.js';
+
+export interface ToolRunOptions {
+  /** Per-call limit when the tool sets none. */
+  defaultTimeoutMs: number;
+  /** How many times a transient failure is tried again inside the call. */
+  transientRetries: number;
+  /** First backoff delay; doubled on each retry, with jitter. */
+  retryBaseDelayMs: number;
+}
+
+export interface ToolCallOutcome {
+  ok: boolean;
+  /** What the tool returned, rendered as text, or why the call was refused or failed. Not yet truncated. */
+  output: string;
+  /** A machine-readable reason when not ok: unknown_tool, invalid_arguments, timeout, aborted, or the tool's. */
+  errorCode?: string;
+  attempts: number;
+  latencyMs: number;
+}
+
+export interface ProposedCall {
+  name: string;
+  /** Parsed arguments, or the reason they could not be parsed. */
+  args: { ok: true; value: unknown } | { ok: false; reason: string };
+}
+
+export async function runToolCall(
+  registry: ToolRegistry,
+  call: ProposedCall,
+  ctx: ToolContext,
+  options: ToolRunOptions,
+  now: () => number = Date.now,
+): Promise<ToolCallOutcome> {
+  const started = now();
+  const done = (fields: Omit<ToolCallOutcome, 'latencyMs'>): ToolCallOutcome => ({
+    ...fields,
+    latencyMs: now() - started,
+  });
+
+  const tool = registry.get(call.name);
+  if (!tool) {
+    return done({
+      ok: false,
+      errorCode: 'unknown_tool',
+      output: `Unknown tool "${call.name}". Available tools: ${registry.names.join(', ') || '(none)'}.`,
+      attempts: 0,
+    });
+  }
+  if (!call.args.ok) {
+    return done({
+      ok: false,
+      errorCode: 'invalid_arguments',
+      output: `Arguments for ${tool.name} are not valid JSON: ${call.args.reason}`,
+      attempts: 0,
+    });
+  }
+  const parsed = tool.parameters.safeParse(call.args.value ?? {});
+  if (!parsed.success) {
+    return done({
+      ok: false,
+      errorCode: 'invalid_arguments',
+      output: `Invalid arguments for ${tool.name}: ${formatIssues(parsed.error.issues)}`,
+      attempts: 0,
+    });
+  }
+
+  const timeoutMs = tool.timeoutMs ?? options.defaultTimeoutMs;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const value = await withTimeout(
+        (signal) => tool.execute(parsed.data, { ...ctx, signal }),
+        timeoutMs,
+        ctx.signal,
+      );
+      return done({ ok: true, output: render(value), attempts: attempt });
+    } catch (error) {
+      if (ctx.signal.aborted) {
+        return done({
+          ok: false,
+          errorCode: 'aborted',
+          output: `${tool.name} was interrupted.`,
+          attempts: attempt,
+        });
+      }
+      if (error instanceof CallTimeout) {
+        return done({
+          ok: false,
+          errorCode: 'timeout',
+          output: `${tool.name} timed out after ${timeoutMs} ms.`,
+          attempts: attempt,
+        });
+      }
+      const transient = error instanceof ToolError && error.transient;
+      if (transient && attempt <= options.transientRetries) {
+        const delay = options.retryBaseDelayMs * 2 ** (attempt - 1) * (0.5 + Math.random() / 2);
+        try {
+          await sleep(delay, ctx.signal);
+        } catch {
+          return done({
+            ok: false,
+            errorCode: 'aborted',
+            output: `${tool.name} was interrupted.`,
+            attempts: attempt,
+          });
+        }
+        continue;
+      }
+      const message = error instanceof Error ? error.message : String(error);
+      const code = error instanceof ToolError ? error.code : 'tool_failed';
+      const tries = attempt > 1 ? ` (after ${attempt} attempts)` : '';
+      return done({
+        ok: false,
+        errorCode: code,
+        output: `Error from ${tool.name}${tries}: ${message}`,
+        attempts: attempt,
+      });
+    }
+  }
+}
+
+/** Zod issues in one line that names each field: `to: Invalid email address; subject: Required`. */
+export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
+  return issues
+    .slice(0, 5)
+    .map((issue) => `${issue.path.length ? issue.path.join('.') : '(arguments)'}: ${issue.message}`)
+    .join('; ');
+}
+
+function render(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value === undefined) return 'OK';
+  return JSON.stringify(value);
+}
+
+class CallTimeout extends Error {}
+
+/**
+ * Runs `work` with its own AbortSignal that fires on the timeout or when the run's signal aborts, and stops
+ * waiting at that moment even if the tool ignores its signal.
+ */
+async function withTimeout<T>(
+  work: (signal: AbortSignal) => Promise<T>,
+  timeoutMs: number,
+  parent: AbortSignal,
+): Promise<T> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new CallTimeout()), timeoutMs);
+  const onParentAbort = () => controller.abort(parent.reason);
+  parent.addEventListener('abort', onParentAbort, { once: true });
+  if (parent.aborted) controller.abort(parent.reason);
+  try {
+    return await new Promise<T>((resolve, reject) => {
+      if (controller.signal.aborted) return reject(controller.signal.reason);
+      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+      work(controller.signal).then(resolve, reject);
+    });
+  } finally {
+    clearTimeout(timer);
+    parent.removeEventListener('abort', onParentAbort);
+  }
+}

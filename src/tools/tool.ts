@@ -1,0 +1,31 @@
+// A tool: a name, a description the model reads (descriptions decide accuracy), a zod schema for its
+// arguments, and an async execute that honours an AbortSignal.
+import type { z } from 'zod';
+
+export interface ToolContext {
+  /** Aborted when the call times out, the run is cancelled, or its deadline passes. */
+  signal: AbortSignal;
+  /** The run (job) this call belongs to. */
+  runId: string;
+  /**
+   * A key for this call that is stable across retries and resumes of the same run (run id, step, position):
+   * side effects use it to happen at most once.
+   */
+  callKey: string;
+  step: number;
+}
+
+export interface Tool<Schema extends z.ZodType = z.ZodType> {
+  name: string;
+  description: string;
+  parameters: Schema;
+  /** Per-call time limit in ms; the registry default applies when absent. */
+  timeoutMs?: number;
+  /** Returns what the model observes: a string, or a value rendered as compact JSON. */
+  execute(args: z.output<Schema>, ctx: ToolContext): Promise<unknown>;
+}
+
+/** Identity, for type inference of `execute`'s arguments from the schema. */
+export function defineTool<Schema extends z.ZodType>(tool: Tool<Schema>): Tool<Schema> {
+  return tool;
+}
