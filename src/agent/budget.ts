@@ -35,6 +35,8 @@ export interface CallRequirement {
   desiredMaxTokens: number;
   /** Below this the call is pointless (a tool call or an answer needs room). */
   minCompletionTokens: number;
+  /** Usage that must stay affordable after this call (the final answer turn a step must leave room for). */
+  reserveAfter?: TokenUsage;
 }
 
 export function usageOf(tokens: TokenUsage, price: ModelPrice): Usage {
@@ -55,11 +57,12 @@ export function addUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
 
 /** The largest completion the budget allows for this call, capped at what the call wants. */
 export function planCall(
-  used: TokenUsage,
+  usedSoFar: TokenUsage,
   budget: Budget,
   price: ModelPrice,
   need: CallRequirement,
 ): CallPlan {
+  const used = need.reserveAfter ? addUsage(usedSoFar, need.reserveAfter) : usedSoFar;
   const usedTotal = used.promptTokens + used.completionTokens;
   const tokenRoom = budget.maxTokens - usedTotal - need.promptTokens;
   const costRoom = completionRoomForCost(used, budget.maxCostUsd, price, need.promptTokens);

@@ -15,6 +15,9 @@ export const MIN_STEP_COMPLETION_TOKENS = 64;
 /** The last, tool-less turn still needs room for a short answer. */
 export const MIN_FINAL_COMPLETION_TOKENS = 24;
 
+/** What a step typically adds to the prompt; a step leaves room for a final turn this much bigger. */
+export const FINAL_TURN_PROMPT_GROWTH_TOKENS = 150;
+
 /**
  * Our prompt count follows OpenAI's documented per-message overheads, but endpoints differ a little
  * (tool definitions especially), so the pre-call check adds this margin to stay on the safe side.

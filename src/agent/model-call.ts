@@ -34,6 +34,8 @@ export interface ModelCallRequest {
   tools: readonly ToolSpec[] | undefined;
   desiredMaxTokens: number;
   minCompletionTokens: number;
+  /** Usage that must stay affordable after this call. */
+  reserveAfter?: TokenUsage;
   /** The call must be answered by then (ms since epoch). */
   answerBy: number;
 }
@@ -76,6 +78,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
       promptTokens: promptEstimate,
       desiredMaxTokens: request.desiredMaxTokens,
       minCompletionTokens: request.minCompletionTokens,
+      reserveAfter: request.reserveAfter,
     });
     if (!plan.ok) return { ok: false, stop: plan.reason, ...cost(attempt - 1) };
     const timeoutMs = Math.min(env.timeoutMs, request.answerBy - env.now());

@@ -1,6 +1,7 @@
 // The native protocol: tools travel as function definitions, the model answers with `tool_calls`
 // (several at once when they are independent) or with a plain message, which is its final answer.
 import type { ToolRegistry } from '../tools/registry.js';
+import { parseJsonReply } from './json-action-parser.js';
 import type { AgentProtocol, ParsedTurn, PlannedCall } from './protocol.js';
 import { INVALID_EMPTY_REPLY } from './protocol.js';
 import type { AssistantMessage, ChatMessage } from './messages.js';
@@ -40,7 +41,16 @@ export const toolsProtocol: AgentProtocol = {
   finalTurnInstruction: (why) =>
     `${why} No more tool calls. Reply now with your best final answer from what you know; say what is missing.`,
 
-  parseFinalAnswer: (reply) => reply.content?.trim() || null,
+  parseFinalAnswer(reply) {
+    const text = reply.content?.trim();
+    if (!text) return null;
+    // Without tool definitions some models fall back to JSON; take the answer out of it.
+    if (/^(\{|```)/.test(text)) {
+      const parsed = parseJsonReply(text);
+      if (parsed.kind === 'answer') return parsed.answer;
+    }
+    return text;
+  },
 };
 
 function parseArguments(text: string): PlannedCall['args'] {

@@ -211,6 +211,7 @@ class AgentRun {
         tools,
         desiredMaxTokens: this.opts.completionTokens,
         minCompletionTokens: D.MIN_STEP_COMPLETION_TOKENS,
+        reserveAfter: this.finalTurnReserve(messages),
         answerBy: this.softDeadline(),
       });
       if (!call.ok) {
@@ -366,6 +367,16 @@ class AgentRun {
       answer ? null : 'empty final answer',
     );
     return this.finish('stopped', reason, answer, null);
+  }
+
+  /**
+   * What a step must leave unspent so the final turn can still answer after it: that turn's prompt (this
+   * prompt without tools, plus one more tool result) and a short answer. A heuristic; the final turn is
+   * checked on its own before it is made.
+   */
+  private finalTurnReserve(messages: readonly ChatMessage[]): TokenUsage {
+    const prompt = estimatePromptTokens(messages, undefined, this.count) + D.FINAL_TURN_PROMPT_GROWTH_TOKENS;
+    return { promptTokens: prompt, completionTokens: D.MIN_FINAL_COMPLETION_TOKENS };
   }
 
   /** Folds messages older than the window into the rolling summary, by the model when that is worth it. */

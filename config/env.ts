@@ -1,0 +1,105 @@
+// The environment, parsed once with zod. Every variable is optional (CONTRACT §2); a bad value stops the
+// process at start with one line that names the variable.
+import { z } from 'zod';
+import * as D from '../src/agent/defaults.js';
+import { ConfigError } from '../src/agent/errors.js';
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
+const positive = () => z.coerce.number().positive().finite();
+const url = (protocols: string[]) =>
+  z.string().refine(
+    (value) => {
+      try {
+        return protocols.includes(new URL(value).protocol.replace(/:$/, ''));
+      } catch {
+        return false;
+      }
+    },
+    `must be a URL (${protocols.join(', ')})`,
+  );
+const commaList = z.string().transform((value) =>
+  value
+    .split(',')
+    .map((item) => item.trim().toLowerCase())
+    .filter(Boolean),
+);
+const priceTable = z
+  .string()
+  .transform((value, ctx) => {
+    try {
+      return JSON.parse(value) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be JSON' });
+      return z.NEVER;
+    }
+  })
+  .pipe(
+    z.record(
+      z.string(),
+      z
+        .object({ inputPerMillion: z.number().nonnegative(), outputPerMillion: z.number().nonnegative() })
+        .strict(),
+    ),
+  );
+
+export const envSchema = z.object({
+  REDIS_URL: url(['redis', 'rediss']).default('redis://127.0.0.1:6379'),
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'letters, digits and _.:- only')
+    .default('agentfleet'),
+  MYSQL_URL: url(['mysql']).default('mysql://root@127.0.0.1:3306/agent_fleet'),
+  DATA_MYSQL_URL: url(['mysql']).default('mysql://agent_reader:agent_reader@127.0.0.1:3306/agent_fleet_demo'),
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  OPENAI_BASE_URL: url(['http', 'https']).optional(),
+  LLM_MODEL: z.string().min(1).default('gpt-4-turbo-preview'),
+  LLM_TEMPERATURE: z.coerce.number().min(0).max(2).default(D.DEFAULT_TEMPERATURE),
+  LLM_MAX_TOKENS: int(16, 128_000).default(D.DEFAULT_COMPLETION_TOKENS),
+  LLM_TIMEOUT_MS: int(100).default(D.DEFAULT_MODEL_TIMEOUT_MS),
+  LLM_PRICES: priceTable.optional(),
+  AGENT_PROTOCOL: z.enum(['tools', 'json']).default('tools'),
+  AGENT_MAX_STEPS: int(1, 100).default(D.DEFAULT_MAX_STEPS),
+  AGENT_MAX_TOKENS: int(100, 10_000_000).default(D.DEFAULT_MAX_TOKENS),
+  AGENT_MAX_COST_USD: positive().max(1000).default(D.DEFAULT_MAX_COST_USD),
+  AGENT_DEADLINE_MS: int(1000, 86_400_000).default(D.DEFAULT_DEADLINE_MS),
+  AGENT_MEMORY_WINDOW: int(2, 200).default(D.DEFAULT_MEMORY_WINDOW),
+  AGENT_TOOL_RESULT_MAX_TOKENS: int(50, 100_000).default(D.DEFAULT_TOOL_RESULT_MAX_TOKENS),
+  WORKER_CONCURRENCY: int(1, 1000).default(10),
+  SMTP_URL: url(['smtp', 'smtps']).optional(),
+  EMAIL_FROM: z.email().default('reports@agent-fleet.local'),
+  EMAIL_ALLOWED_DOMAINS: commaList.default(['example.com']),
+  EMAIL_MAX_PER_RUN: int(0, 1000).default(10),
+  API_PORT: int(0, 65535).default(3100),
+  API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  BOARD_PORT: int(0, 65535).default(3200),
+  BOARD_USER: z.string().min(1).optional(),
+  BOARD_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
+  FLEET_DAILY_MAX_COST_USD: positive().optional(),
+  FLEET_DAILY_MAX_TOKENS: int(1).optional(),
+  MODEL_RPM: int(1).optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+
+export type Env = z.infer<typeof envSchema>;
+
+/** Parses the environment; throws a ConfigError whose message names the first bad variable. */
+export function parseEnv(source: Record<string, string | undefined> = process.env): Env {
+  // An empty variable means "not set", as it does in most shells' `VAR= cmd`.
+  const present = Object.fromEntries(
+    Object.entries(source).filter(([, value]) => value !== undefined && value !== ''),
+  );
+  const parsed = envSchema.safeParse(present);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const name = String(issue?.path[0] ?? 'environment');
+  const shown = /KEY|TOKEN|PASSWORD|SECRET/.test(name) ? '(hidden)' : JSON.stringify(present[name]);
+  throw new ConfigError('bad_env', `${name}=${shown} is invalid: ${issue?.message ?? 'bad value'}`);
+}
+
+let cached: Env | undefined;
+
+/** The process's environment, parsed on first use. Entry points call it at start so a bad value fails fast. */
+export function env(): Env {
+  cached ??= parseEnv();
+  return cached;
+}
