@@ -169,6 +169,7 @@ class AgentRun {
       modelCalls: 0,
       pending: null,
       repeat: { signature: null, count: 0 },
+      result: null,
     };
   }
 
@@ -188,6 +189,7 @@ class AgentRun {
   }
 
   private async loop(): Promise<AgentResult> {
+    if (this.state.result) return this.state.result;
     if (this.state.pending) {
       const ended = await this.completeTurn(this.state.pending);
       if (ended) return ended;
@@ -532,8 +534,7 @@ class AgentRun {
     lastCall?: ModelCallResult,
   ): AgentResult {
     if (lastCall) this.carryOver(lastCall);
-    this.checkpoint();
-    return {
+    this.state.result = {
       jobId: this.state.runId,
       status,
       stopReason,
@@ -543,6 +544,8 @@ class AgentRun {
       usage: usageOf(this.state.usage, this.input.price),
       error,
     };
+    this.checkpoint();
+    return this.state.result;
   }
 }
 

@@ -58,6 +58,8 @@ export interface RunState {
   modelCalls: number;
   pending: PendingTurn | null;
   repeat: { signature: string | null; count: number };
+  /** Set when the run has ended: resuming a finished run returns this instead of calling anything. */
+  result: AgentResult | null;
 }
 
 export type TraceKind = 'action' | 'answer' | 'invalid' | 'final';

@@ -101,7 +101,7 @@ export async function runWith(
   const { registry, log } = testTools(overrides.log);
   const traces: StepTrace[] = [];
   const checkpoints: RunState[] = [];
-  const { budget, log: _log, ...rest } = overrides;
+  const { budget, log: _log, options, ...rest } = overrides;
   const result = await runAgent({
     runId: 'run-1',
     task: 'Find customer 7 and add 2 and 3.',
@@ -115,7 +115,7 @@ export async function runWith(
       deadlineMs: 30_000,
       ...budget,
     },
-    options: { modelRetryBaseDelayMs: 10, toolRetryBaseDelayMs: 5, ...rest.options },
+    options: { modelRetryBaseDelayMs: 10, toolRetryBaseDelayMs: 5, ...options },
     onStep: (trace) => {
       traces.push(trace);
     },

@@ -1,0 +1,92 @@
+// Resume: given the state handed to the checkpoint callback at any point of a 6-step run, a new run goes on
+// from there and ends with the same result, repeating no finished model call and no finished tool call.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunState } from '../src/agent/types.js';
+import {
+  startScriptedModel,
+  type ScriptedModelServer,
+  type ScriptedReply,
+} from '../src/testing/scripted-model-server.js';
+import { runWith, type RunRecord } from './support/kernel-harness.js';
+
+let server: ScriptedModelServer;
+beforeAll(async () => {
+  server = await startScriptedModel();
+});
+afterAll(() => server.close());
+
+// Six model calls: five steps of tool calls (one of them three calls at once, one invalid) and the answer.
+const SCRIPT: ScriptedReply[] = [
+  { actions: [{ tool: 'lookup', args: { id: 1 } }] },
+  {
+    actions: [
+      { tool: 'lookup', args: { id: 2 } },
+      { tool: 'add', args: { a: 1, b: 2 } },
+      { tool: 'lookup', args: { id: 3 } },
+    ],
+  },
+  { actions: [{ tool: 'flaky', args: {} }] },
+  { actions: [{ tool: 'nope', args: {} }] },
+  { actions: [{ tool: 'add', args: { a: 3, b: 4 } }] },
+  { answer: 'customers 1, 2, 3; sums 3 and 7' },
+];
+
+/** The call keys whose tool calls had finished when the checkpoint was taken. */
+function finishedCallKeys(state: RunState, original: RunRecord): Set<string> {
+  const keys = new Set<string>();
+  const completedSteps = state.pending ? state.steps - 1 : state.steps;
+  for (const execution of original.log.executions) {
+    const step = Number(execution.callKey.split(':')[1]);
+    if (step <= completedSteps) keys.add(execution.callKey);
+  }
+  const executed = new Set(original.log.executions.map((e) => e.callKey));
+  state.pending?.results.forEach((result, i) => {
+    const key = `${state.runId}:${state.steps}:${i + 1}`;
+    // An unknown tool finishes without executing anything.
+    if (result && executed.has(key)) keys.add(key);
+  });
+  return keys;
+}
+
+describe.each(['tools', 'json'] as const)('resume (%s protocol)', (protocol) => {
+  it('from every checkpoint of a 6-step run gives the same result with no repeated call', async () => {
+    server.reset({ script: SCRIPT });
+    const original = await runWith(server, { protocol });
+    expect(original.result).toMatchObject({ status: 'succeeded', steps: 6, toolCalls: 7 });
+    const allKeys = original.log.executions.map((e) => e.callKey);
+    expect(new Set(allKeys).size).toBe(allKeys.length);
+    // After each model call, after each tool call, after each memory fold, and at the end.
+    expect(original.checkpoints.length).toBeGreaterThanOrEqual(12);
+
+    for (const checkpoint of original.checkpoints) {
+      server.reset({ script: SCRIPT.slice(checkpoint.modelCalls) });
+      const before = server.requests.length;
+      const resumed = await runWith(server, { protocol, checkpoint });
+
+      expect(resumed.result).toEqual(original.result);
+      expect(server.requests.length - before).toBe(SCRIPT.length - checkpoint.modelCalls);
+      expect(server.failures).toEqual([]);
+      const finished = finishedCallKeys(checkpoint, original);
+      const redone = resumed.log.executions.map((e) => e.callKey);
+      expect(redone.filter((key) => finished.has(key))).toEqual([]);
+      expect(new Set([...finished, ...redone])).toEqual(new Set(allKeys));
+    }
+  });
+});
+
+describe('resume details', () => {
+  it('keeps the original start, so the deadline counts from the first attempt', async () => {
+    server.reset({ script: SCRIPT });
+    const first = await runWith(server);
+    const checkpoint = { ...first.checkpoints[0]!, startedAt: Date.now() - 60_000 };
+    server.reset({ script: [] });
+    const resumed = await runWith(server, { checkpoint, budget: { deadlineMs: 30_000 } });
+    expect(resumed.result).toMatchObject({ status: 'stopped', stopReason: 'deadline' });
+  });
+
+  it('a checkpoint is plain JSON', async () => {
+    server.reset({ script: SCRIPT });
+    const { checkpoints } = await runWith(server);
+    for (const state of checkpoints) expect(JSON.parse(JSON.stringify(state))).toEqual(state);
+  });
+});

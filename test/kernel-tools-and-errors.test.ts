@@ -1,0 +1,141 @@
+// Tool execution (transient retries, timeouts, result cuts), model API errors (429 with retry-after, 500,
+// garbled bodies, no usage) and observers that throw.
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { ToolError } from '../src/agent/errors.js';
+import { countCompletionTokens, countPromptTokens, tokenCounterFor } from '../src/llm/tokens.js';
+import { priceOf } from '../src/llm/pricing.js';
+import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
+import { MODEL, runWith } from './support/kernel-harness.js';
+
+let server: ScriptedModelServer;
+beforeAll(async () => {
+  server = await startScriptedModel();
+});
+afterAll(() => server.close());
+
+const lastObservation = () => String(server.requests.at(-1)?.messages.at(-1)?.content);
+
+describe('tools', () => {
+  it('retries a transient failure inside the call before the model sees it', async () => {
+    server.reset({ script: [{ actions: [{ tool: 'flaky', args: {} }] }, { answer: 'ok' }] });
+    const { result, log } = await runWith(server, { log: { executions: [], flaky: { failuresLeft: 2 } } });
+    expect(result.status).toBe('succeeded');
+    expect(log.executions.filter((e) => e.tool === 'flaky')).toHaveLength(3);
+    expect(lastObservation()).toBe('flaky ok');
+  });
+
+  it('gives up after a bounded number of transient retries and tells the model', async () => {
+    server.reset({ script: [{ actions: [{ tool: 'flaky', args: {} }] }, { answer: 'ok' }] });
+    const { log } = await runWith(server, { log: { executions: [], flaky: { failuresLeft: 10 } } });
+    expect(log.executions).toHaveLength(3);
+    expect(lastObservation()).toMatch(/Error from flaky \(after 3 attempts\): connection reset/);
+  });
+
+  it('a tool that overruns its time limit is an observation', async () => {
+    server.reset({ script: [{ actions: [{ tool: 'slow', args: { ms: 2_000 } }] }, { answer: 'ok' }] });
+    const { result } = await runWith(server);
+    expect(result.status).toBe('succeeded');
+    expect(lastObservation()).toBe('slow timed out after 200 ms.');
+  });
+
+  it('cuts a long result to the configured token limit before it enters memory', async () => {
+    server.reset({ script: [{ actions: [{ tool: 'big', args: {} }] }, { answer: 'ok' }] });
+    await runWith(server, { options: { toolResultMaxTokens: 100 } });
+    const observation = lastObservation();
+    expect(tokenCounterFor(MODEL)(observation)).toBeLessThanOrEqual(100);
+    expect(observation).toMatch(/…\[cut: \d+ of \d+ tokens\]$/);
+  });
+
+  it('a ToolError code reaches the trace', async () => {
+    expect(new ToolError('refused', 'no').kind).toBe('tool');
+    server.reset({ script: [{ actions: [{ tool: 'broken', args: {} }] }, { answer: 'ok' }] });
+    const { traces } = await runWith(server);
+    expect(traces[0]?.error).toBe('broken: tool_failed');
+  });
+});
+
+describe('model API errors', () => {
+  it('retries a 429 after the retry-after it was given, and a 500', async () => {
+    server.reset({
+      script: [{ fault: 'rate_limit', retryAfterSeconds: 0 }, { fault: 'server_error' }, { answer: 'ok' }],
+    });
+    const before = server.requests.length;
+    const { result, traces } = await runWith(server);
+    expect(result).toMatchObject({ status: 'succeeded', steps: 1 });
+    expect(server.requests.length - before).toBe(3);
+    expect(traces[0]?.modelCalls).toBe(3);
+  });
+
+  it('waits as long as retry-after says', async () => {
+    server.reset({ script: [{ fault: 'rate_limit', retryAfterSeconds: 1 }, { answer: 'ok' }] });
+    const started = Date.now();
+    const { result } = await runWith(server);
+    expect(result.status).toBe('succeeded');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+  });
+
+  it('fails with a retryable error once the retries are spent, so the worker can retry the job', async () => {
+    server.reset({ rules: [() => ({ fault: 'server_error' })] });
+    const { result } = await runWith(server, { options: { modelRetries: 2 } });
+    expect(result).toMatchObject({ status: 'failed', stopReason: 'error' });
+    expect(result.error).toMatchObject({ kind: 'model_api', code: 'http_500', retryable: true });
+    expect(result.usage.totalTokens).toBe(0);
+  });
+
+  it('a garbled body is retried and charged its reservation, since it may have been billed', async () => {
+    server.reset({ script: [{ fault: 'malformed_body' }, { answer: 'ok' }] });
+    const { result, traces } = await runWith(server);
+    expect(result.status).toBe('succeeded');
+    expect(traces[0]?.modelCalls).toBe(2);
+    const answered = server.requests.at(-1)!;
+    const exact = countPromptTokens(answered.messages, answered.tools, tokenCounterFor(MODEL));
+    expect(result.usage.promptTokens).toBeGreaterThan(2 * exact);
+  });
+
+  it('when the endpoint reports no usage, the estimate stands in', async () => {
+    server.reset({ script: [{ answer: 'no usage here', usage: false }] });
+    const { result } = await runWith(server);
+    const request = server.requests.at(-1)!;
+    const count = tokenCounterFor(MODEL);
+    expect(result.usage.promptTokens).toBeGreaterThanOrEqual(
+      countPromptTokens(request.messages, request.tools, count),
+    );
+    expect(result.usage.completionTokens).toBe(countCompletionTokens('no usage here', undefined, count));
+    expect(result.usage.costUsd).toBeGreaterThan(0);
+  });
+
+  it('reported usage is authoritative and priced from the table', async () => {
+    server.reset({ script: [{ answer: 'priced' }] });
+    const { result } = await runWith(server);
+    const request = server.requests.at(-1)!;
+    const count = tokenCounterFor(MODEL);
+    const prompt = countPromptTokens(request.messages, request.tools, count);
+    const completion = countCompletionTokens('priced', undefined, count);
+    const price = priceOf(MODEL);
+    expect(result.usage).toEqual({
+      promptTokens: prompt,
+      completionTokens: completion,
+      totalTokens: prompt + completion,
+      costUsd: (prompt * price.inputPerMillion + completion * price.outputPerMillion) / 1e6,
+    });
+  });
+});
+
+describe('observers', () => {
+  it('a step or checkpoint callback that throws is logged and never breaks the run', async () => {
+    server.reset({ script: [{ actions: [{ tool: 'lookup', args: { id: 1 } }] }, { answer: 'ok' }] });
+    const warn = vi.fn();
+    const { result } = await runWith(server, {
+      onStep: () => {
+        throw new Error('trace store down');
+      },
+      onCheckpoint: async () => {
+        throw new Error('redis down');
+      },
+      logger: { warn },
+    });
+    expect(result).toMatchObject({ status: 'succeeded', answer: 'ok' });
+    expect(warn.mock.calls.map((call) => call[0].callback)).toContain('step');
+    expect(warn.mock.calls.map((call) => call[0].callback)).toContain('checkpoint');
+  });
+});
