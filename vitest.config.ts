@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Integration tests start real servers; two cores, so keep the pool small.
     maxWorkers: 2,
+    reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });

@@ -92,8 +92,13 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const name = String(issue?.path[0] ?? 'environment');
-  const shown = /KEY|TOKEN|PASSWORD|SECRET/.test(name) ? '(hidden)' : JSON.stringify(present[name]);
+  const shown = /KEY|TOKEN|PASSWORD|SECRET/.test(name) ? '(hidden)' : JSON.stringify(redactUrl(present[name]));
   throw new ConfigError('bad_env', `${name}=${shown} is invalid: ${issue?.message ?? 'bad value'}`);
+}
+
+/** A URL's password never reaches a log line, even in an error about that URL. */
+export function redactUrl(value: string | undefined): string | undefined {
+  return value?.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@]*@/i, '$1***@');
 }
 
 let cached: Env | undefined;

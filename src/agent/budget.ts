@@ -67,8 +67,10 @@ export function planCall(
   const tokenRoom = budget.maxTokens - usedTotal - need.promptTokens;
   const costRoom = completionRoomForCost(used, budget.maxCostUsd, price, need.promptTokens);
   const room = Math.min(need.desiredMaxTokens, tokenRoom, costRoom);
-  if (room >= need.minCompletionTokens) return { ok: true, maxTokens: room };
-  return { ok: false, reason: tokenRoom < need.minCompletionTokens ? 'token_budget' : 'cost_budget' };
+  // A call configured smaller than the usual minimum only needs what it asks for.
+  const min = Math.min(need.minCompletionTokens, need.desiredMaxTokens);
+  if (room >= min) return { ok: true, maxTokens: room };
+  return { ok: false, reason: tokenRoom < min ? 'token_budget' : 'cost_budget' };
 }
 
 /**

@@ -1,0 +1,119 @@
+// The pool of the fleet's own store. The database is created on first use (CONTRACT §2), every session runs
+// in UTC so CURRENT_TIMESTAMP defaults and NOW() agree with the UTC dates the driver writes, and DECIMAL/JSON
+// columns come back the same way on MySQL and MariaDB.
+import { createConnection, createPool } from 'mysql2/promise';
+import type { ConnectionOptions, Pool } from 'mysql2/promise';
+import { ConfigError } from '../agent/errors.js';
+import { StoreError } from './errors.js';
+import { parseMysqlUrl, type MysqlTarget } from './mysql-url.js';
+
+export interface StorePoolOptions {
+  /** Connections per process; a worker's jobs share them. Default 10. */
+  connectionLimit?: number;
+  /** Milliseconds to wait for the server at connect. Default 10,000. */
+  connectTimeout?: number;
+}
+
+/** Quotes a schema, table or column name for SQL text, where placeholders cannot be used. */
+export function quoteIdentifier(name: string): string {
+  return '`' + name.replaceAll('`', '``') + '`';
+}
+
+export async function createStorePool(url: string, options: StorePoolOptions = {}): Promise<Pool> {
+  const target = parseMysqlUrl(url);
+  const server: ConnectionOptions = {
+    host: target.host,
+    port: target.port,
+    user: target.user,
+    password: target.password,
+    connectTimeout: options.connectTimeout ?? 10_000,
+    charset: 'UTF8MB4_UNICODE_CI',
+  };
+  await ensureDatabase(server, target);
+  const pool = createPool({
+    ...server,
+    database: target.database,
+    connectionLimit: options.connectionLimit ?? 10,
+    waitForConnections: true,
+    queueLimit: 0,
+    enableKeepAlive: true,
+    timezone: 'Z',
+    dateStrings: false,
+    supportBigNumbers: true,
+    bigNumberStrings: false,
+    decimalNumbers: true,
+    // MySQL sends JSON as a JSON type and MariaDB as text: strings from both, parsed in one place (rows.ts).
+    jsonStrings: true,
+  });
+  pool.on('connection', (connection) => {
+    // mysql2 hands this event the callback-style connection whatever its typings say; the SET is queued
+    // before any query of the caller that asked for this connection.
+    const core = connection as unknown as CoreConnection;
+    core.query("SET time_zone = '+00:00'", (error) => {
+      if (error) core.destroy();
+    });
+  });
+  try {
+    await pool.query('SELECT 1');
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw connectError(target, error);
+  }
+  return pool;
+}
+
+interface CoreConnection {
+  query(sql: string, callback: (error: Error | null) => void): unknown;
+  destroy(): void;
+}
+
+async function ensureDatabase(server: ConnectionOptions, target: MysqlTarget): Promise<void> {
+  let connection;
+  try {
+    connection = await createConnection(server);
+  } catch (error) {
+    throw connectError(target, error);
+  }
+  try {
+    await connection.query(
+      `CREATE DATABASE IF NOT EXISTS ${quoteIdentifier(target.database)} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
+    );
+  } catch (error) {
+    // An account limited to an existing database may not create one; the pool's own check says whether the
+    // database is really missing.
+    if (!isAccessDenied(error)) throw connectError(target, error);
+  } finally {
+    await connection.end().catch(() => undefined);
+  }
+}
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'ECONNRESET',
+  'EAI_AGAIN',
+]);
+
+function isAccessDenied(error: unknown): boolean {
+  const code = errorCode(error);
+  return code === 'ER_DBACCESS_DENIED_ERROR' || code === 'ER_ACCESS_DENIED_ERROR';
+}
+
+function connectError(target: MysqlTarget, error: unknown): Error {
+  const code = errorCode(error);
+  const detail = error instanceof Error ? error.message : String(error);
+  let reason = [code, detail].filter(Boolean).join(': ');
+  // Driver messages do not carry the password today; make sure they never do.
+  if (target.password !== '') reason = reason.replaceAll(target.password, '***');
+  const message = `MYSQL_URL=${target.redacted}: cannot use the store (${reason})`;
+  if (isAccessDenied(error) || code === 'ER_BAD_DB_ERROR') return new ConfigError('mysql_access', message);
+  const retryable = code !== undefined && NETWORK_CODES.has(code);
+  return new StoreError(retryable ? 'store_unreachable' : 'store_connect_failed', message, { retryable });
+}
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}

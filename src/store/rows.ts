@@ -1,0 +1,198 @@
+// The rows of agent_runs and agent_steps as the application sees them, and the one place that converts
+// driver rows into them. Parsing (rather than casting) means a column that drifted from what the code
+// expects fails loudly at the read instead of surfacing later as a wrong type.
+import type { RowDataPacket } from 'mysql2/promise';
+import { z } from 'zod';
+import type { ErrorKind, RunError } from '../agent/errors.js';
+import type { ProtocolName } from '../agent/protocol.js';
+import type { RunStatus, StepTrace, StopReason, TraceKind } from '../agent/types.js';
+import { StoreError } from './errors.js';
+
+export type RunRowStatus = 'running' | RunStatus;
+
+export interface RunRow {
+  jobId: string;
+  batchId: string | null;
+  task: string;
+  model: string;
+  protocol: ProtocolName;
+  status: RunRowStatus;
+  stopReason: StopReason | null;
+  answer: string | null;
+  steps: number;
+  toolCalls: number;
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  costUsd: number;
+  error: RunError | null;
+  metadata: unknown;
+  attempts: number;
+  startedAt: Date;
+  finishedAt: Date | null;
+  updatedAt: Date;
+}
+
+export interface StepRow {
+  id: number;
+  jobId: string;
+  step: number;
+  kind: TraceKind;
+  actions: StepTrace['actions'];
+  observation: string;
+  promptTokens: number;
+  completionTokens: number;
+  costUsd: number;
+  latencyMs: number;
+  modelCalls: number;
+  error: string | null;
+  createdAt: Date;
+}
+
+// Records keyed by the unions, so adding a member to one of them fails to compile until it is listed here.
+const STATUSES: Record<RunRowStatus, RunRowStatus> = {
+  running: 'running',
+  succeeded: 'succeeded',
+  stopped: 'stopped',
+  failed: 'failed',
+};
+const STOP_REASONS: Record<StopReason, StopReason> = {
+  answer: 'answer',
+  max_steps: 'max_steps',
+  token_budget: 'token_budget',
+  cost_budget: 'cost_budget',
+  deadline: 'deadline',
+  cancelled: 'cancelled',
+  error: 'error',
+};
+const PROTOCOLS: Record<ProtocolName, ProtocolName> = { tools: 'tools', json: 'json' };
+const TRACE_KINDS: Record<TraceKind, TraceKind> = {
+  action: 'action',
+  answer: 'answer',
+  invalid: 'invalid',
+  final: 'final',
+};
+const ERROR_KINDS: Record<ErrorKind, ErrorKind> = {
+  config: 'config',
+  input: 'input',
+  model_api: 'model_api',
+  model_behavior: 'model_behavior',
+  tool: 'tool',
+  system: 'system',
+};
+
+/** JSON columns arrive as text (the pool sets jsonStrings, MariaDB has no JSON type anyway). */
+const json = <T extends z.ZodType>(schema: T) =>
+  z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'stored JSON does not parse' });
+        return z.NEVER;
+      }
+    })
+    .pipe(schema);
+
+const runErrorSchema = z.object({
+  kind: z.enum(ERROR_KINDS),
+  code: z.string(),
+  message: z.string(),
+  retryable: z.boolean(),
+});
+
+const actionsSchema = z.array(z.object({ id: z.string(), tool: z.string(), args: z.unknown() }));
+
+const runColumns = z.object({
+  job_id: z.string(),
+  batch_id: z.string().nullable(),
+  task: z.string(),
+  model: z.string(),
+  protocol: z.enum(PROTOCOLS),
+  status: z.enum(STATUSES),
+  stop_reason: z.enum(STOP_REASONS).nullable(),
+  answer: z.string().nullable(),
+  steps: z.number(),
+  tool_calls: z.number(),
+  prompt_tokens: z.number(),
+  completion_tokens: z.number(),
+  total_tokens: z.number(),
+  cost_usd: z.number(),
+  error: json(runErrorSchema).nullable(),
+  metadata: json(z.unknown()).nullable(),
+  attempts: z.number(),
+  started_at: z.date(),
+  finished_at: z.date().nullable(),
+  updated_at: z.date(),
+});
+
+const stepColumns = z.object({
+  // BIGINT: a number while it is a safe integer (supportBigNumbers), which an auto-increment id stays.
+  id: z.coerce.number(),
+  job_id: z.string(),
+  step: z.number(),
+  kind: z.enum(TRACE_KINDS),
+  action: json(actionsSchema),
+  observation: z.string(),
+  prompt_tokens: z.number(),
+  completion_tokens: z.number(),
+  cost_usd: z.number(),
+  latency_ms: z.number(),
+  model_calls: z.number(),
+  error: z.string().nullable(),
+  created_at: z.date(),
+});
+
+export function toRunRow(raw: RowDataPacket): RunRow {
+  const row = parse(runColumns, raw, 'agent_runs');
+  return {
+    jobId: row.job_id,
+    batchId: row.batch_id,
+    task: row.task,
+    model: row.model,
+    protocol: row.protocol,
+    status: row.status,
+    stopReason: row.stop_reason,
+    answer: row.answer,
+    steps: row.steps,
+    toolCalls: row.tool_calls,
+    promptTokens: row.prompt_tokens,
+    completionTokens: row.completion_tokens,
+    totalTokens: row.total_tokens,
+    costUsd: row.cost_usd,
+    error: row.error,
+    metadata: row.metadata,
+    attempts: row.attempts,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+export function toStepRow(raw: RowDataPacket): StepRow {
+  const row = parse(stepColumns, raw, 'agent_steps');
+  return {
+    id: row.id,
+    jobId: row.job_id,
+    step: row.step,
+    kind: row.kind,
+    actions: row.action,
+    observation: row.observation,
+    promptTokens: row.prompt_tokens,
+    completionTokens: row.completion_tokens,
+    costUsd: row.cost_usd,
+    latencyMs: row.latency_ms,
+    modelCalls: row.model_calls,
+    error: row.error,
+    createdAt: row.created_at,
+  };
+}
+
+function parse<T extends z.ZodType>(schema: T, raw: RowDataPacket, table: string): z.output<T> {
+  const parsed = schema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const column = issue?.path.join('.') || 'shape';
+  throw new StoreError('store_bad_row', `${table} row has an unexpected ${column}: ${issue?.message ?? ''}`);
+}

@@ -1,0 +1,127 @@
+// Runs and their step traces in MySQL (CONTRACT §8). Every write is an upsert keyed by the job id (and step),
+// because BullMQ may run a job again after a crash or a stall: the retry must update the run it started, and a
+// resumed run that reports a step again must replace that step rather than add a second one.
+//
+// `VALUES(col)` in ON DUPLICATE KEY UPDATE is deprecated on MySQL 8 but still works there, and the row-alias
+// form that replaces it does not exist on MariaDB.
+import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import type { ProtocolName } from '../agent/protocol.js';
+import type { AgentResult, StepTrace } from '../agent/types.js';
+import { StoreError } from './errors.js';
+import { toRunRow, toStepRow, type RunRow, type StepRow } from './rows.js';
+
+export interface StartRunInput {
+  jobId: string;
+  task: string;
+  model: string;
+  protocol: ProtocolName;
+  batchId?: string | null;
+  metadata?: unknown;
+  /** The job's attempt number, from 1. */
+  attempt: number;
+  startedAt?: Date;
+}
+
+// DECIMAL(16,10): rounding here keeps what is read back equal to what was written.
+const toDecimal = (usd: number): number => Number(usd.toFixed(10));
+const STEP_ERROR_MAX_CHARS = 10_000; // a TEXT column holds 64 KB, 4 bytes a character at worst
+
+export class RunsRepository {
+  constructor(private readonly pool: Pool) {}
+
+  /** Records a start; a retried or resumed job keeps its first start time and counts one more attempt. */
+  async startRun(input: StartRunInput): Promise<void> {
+    await this.pool.query(
+      `INSERT INTO agent_runs (job_id, batch_id, task, model, protocol, status, metadata, attempts, started_at)
+       VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)
+       ON DUPLICATE KEY UPDATE
+         status = 'running', stop_reason = NULL, answer = NULL, error = NULL, finished_at = NULL,
+         model = VALUES(model), protocol = VALUES(protocol),
+         batch_id = COALESCE(VALUES(batch_id), batch_id),
+         metadata = COALESCE(VALUES(metadata), metadata),
+         attempts = GREATEST(attempts + 1, VALUES(attempts))`,
+      [
+        input.jobId,
+        input.batchId ?? null,
+        input.task,
+        input.model,
+        input.protocol,
+        input.metadata === undefined ? null : JSON.stringify(input.metadata),
+        input.attempt,
+        input.startedAt ?? new Date(),
+      ],
+    );
+  }
+
+  /** Writes the traces in one statement; a step already stored is overwritten. */
+  async appendSteps(jobId: string, traces: readonly StepTrace[]): Promise<void> {
+    if (traces.length === 0) return;
+    const placeholders = traces.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
+    const values = traces.flatMap((trace) => [
+      jobId,
+      trace.step,
+      trace.kind,
+      JSON.stringify(trace.actions),
+      trace.observations.join('\n'),
+      trace.promptTokens,
+      trace.completionTokens,
+      toDecimal(trace.costUsd),
+      Math.round(trace.latencyMs),
+      trace.modelCalls,
+      trace.error === null ? null : trace.error.slice(0, STEP_ERROR_MAX_CHARS),
+    ]);
+    await this.pool.query(
+      `INSERT INTO agent_steps (job_id, step, kind, action, observation, prompt_tokens, completion_tokens,
+         cost_usd, latency_ms, model_calls, error)
+       VALUES ${placeholders}
+       ON DUPLICATE KEY UPDATE
+         kind = VALUES(kind), action = VALUES(action), observation = VALUES(observation),
+         prompt_tokens = VALUES(prompt_tokens), completion_tokens = VALUES(completion_tokens),
+         cost_usd = VALUES(cost_usd), latency_ms = VALUES(latency_ms), model_calls = VALUES(model_calls),
+         error = VALUES(error)`,
+      values,
+    );
+  }
+
+  /** Stores the result (CONTRACT §4) of a started run. */
+  async finishRun(result: AgentResult, finishedAt: Date = new Date()): Promise<void> {
+    const [header] = await this.pool.query<ResultSetHeader>(
+      `UPDATE agent_runs
+       SET status = ?, stop_reason = ?, answer = ?, steps = ?, tool_calls = ?, prompt_tokens = ?,
+         completion_tokens = ?, total_tokens = ?, cost_usd = ?, error = ?, finished_at = ?
+       WHERE job_id = ?`,
+      [
+        result.status,
+        result.stopReason,
+        result.answer,
+        result.steps,
+        result.toolCalls,
+        result.usage.promptTokens,
+        result.usage.completionTokens,
+        result.usage.totalTokens,
+        toDecimal(result.usage.costUsd),
+        result.error === null ? null : JSON.stringify(result.error),
+        finishedAt,
+        result.jobId,
+      ],
+    );
+    if (header.affectedRows === 0) {
+      throw new StoreError('run_not_found', `cannot finish run ${result.jobId}: it was never started`);
+    }
+  }
+
+  async getRun(jobId: string): Promise<RunRow | null> {
+    const [rows] = await this.pool.query<RowDataPacket[]>('SELECT * FROM agent_runs WHERE job_id = ?', [
+      jobId,
+    ]);
+    return rows[0] ? toRunRow(rows[0]) : null;
+  }
+
+  async getSteps(jobId: string): Promise<StepRow[]> {
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      'SELECT * FROM agent_steps WHERE job_id = ? ORDER BY step',
+      [jobId],
+    );
+    return rows.map(toStepRow);
+  }
+}

@@ -1,0 +1,387 @@
+// The store against the real MariaDB/MySQL of MYSQL_URL's server: each run works in databases of its own,
+// named af_test_store_<random>, and drops them at the end. With no server every test fails, none is skipped.
+import { randomBytes } from 'node:crypto';
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Pool, RowDataPacket } from 'mysql2/promise';
+import { describe, it, expect, beforeAll, afterAll, beforeEach } from 'vitest';
+import type { AgentResult, StepTrace } from '../src/agent/types.js';
+import { StoreError } from '../src/store/errors.js';
+import { loadMigrations, MIGRATIONS_DIRECTORY, splitStatements } from '../src/store/migration-files.js';
+import { migrate } from '../src/store/migrate.js';
+import { createStorePool, quoteIdentifier } from '../src/store/pool.js';
+import { RunsRepository } from '../src/store/runs-repository.js';
+
+const SERVER = process.env['MYSQL_URL'] || 'mysql://root@127.0.0.1:3306/agent_fleet';
+const RUN_ID = randomBytes(4).toString('hex');
+
+function databaseUrl(database: string): string {
+  const url = new URL(SERVER);
+  url.pathname = `/${database}`;
+  return url.href;
+}
+
+async function dropAndEnd(pool: Pool, database: string): Promise<void> {
+  await pool.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(database)}`);
+  await pool.end();
+}
+
+async function count(pool: Pool, sql: string, params: unknown[] = []): Promise<number> {
+  const [rows] = await pool.query<RowDataPacket[]>(sql, params);
+  return Number(rows[0]?.['n']);
+}
+
+async function tables(pool: Pool): Promise<string[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    'SELECT table_name AS name FROM information_schema.tables WHERE table_schema = DATABASE() ORDER BY 1',
+  );
+  return rows.map((row) => String(row['name']));
+}
+
+function trace(step: number, overrides: Partial<StepTrace> = {}): StepTrace {
+  return {
+    runId: 'ignored',
+    step,
+    kind: 'action',
+    actions: [
+      { id: 'call_1', tool: 'sql_query', args: { sql: 'SELECT name FROM customers LIMIT 3' } },
+      { id: 'call_2', tool: 'list_tables', args: {} },
+    ],
+    observations: ['[{"name":"Ada"}]', 'customers, orders — ünïcødé ✓'],
+    promptTokens: 812,
+    completionTokens: 64,
+    costUsd: 0.0123456789,
+    latencyMs: 1250,
+    modelCalls: 2,
+    error: null,
+    totals: {
+      promptTokens: 812,
+      completionTokens: 64,
+      totalTokens: 876,
+      costUsd: 0.0123456789,
+      steps: step,
+      maxSteps: 8,
+      toolCalls: 2,
+    },
+    ...overrides,
+  };
+}
+
+describe('splitStatements', () => {
+  it('splits a file into statements at semicolons that end a line', () => {
+    const text =
+      "-- header;\nCREATE TABLE a (x VARCHAR(3) DEFAULT ';');\n\nINSERT INTO a VALUES (1);  \nSELECT 1";
+    expect(splitStatements(text)).toEqual([
+      "CREATE TABLE a (x VARCHAR(3) DEFAULT ';')",
+      'INSERT INTO a VALUES (1)',
+      'SELECT 1',
+    ]);
+  });
+});
+
+describe('createStorePool without a server', () => {
+  it('names MYSQL_URL and hides the password when the server cannot be reached', async () => {
+    const password = 'Sup3r-Secret-pw';
+    const error = await createStorePool(`mysql://fleet:${password}@127.0.0.1:1/af_test_store_unreachable`, {
+      connectTimeout: 2000,
+    }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(StoreError);
+    expect(error).toMatchObject({ code: 'store_unreachable', retryable: true });
+    const shown = `${String(error)} ${JSON.stringify(error)} ${(error as Error).stack ?? ''}`;
+    expect(shown).toContain('MYSQL_URL');
+    expect(shown).not.toContain(password);
+  });
+});
+
+describe('store on a real server', () => {
+  const database = `af_test_store_${RUN_ID}`;
+  let pool: Pool;
+  let repository: RunsRepository;
+  let firstMigration: number[];
+  let setupError: unknown;
+
+  beforeAll(async () => {
+    try {
+      pool = await createStorePool(databaseUrl(database));
+      repository = new RunsRepository(pool);
+      firstMigration = await migrate(pool);
+    } catch (error) {
+      setupError = error;
+    }
+  });
+
+  // A failed beforeAll only marks the tests skipped; rethrowing per test makes a missing server a failure.
+  beforeEach(() => {
+    if (setupError !== undefined) throw setupError;
+  });
+
+  afterAll(async () => {
+    if (pool) await dropAndEnd(pool, database);
+  });
+
+  describe('migrate', () => {
+    it('creates the tables, and a second run applies nothing', async () => {
+      expect(firstMigration).toEqual([1]);
+      expect(await tables(pool)).toEqual(['agent_runs', 'agent_steps', 'schema_migrations']);
+      expect(await migrate(pool)).toEqual([]);
+      expect(await count(pool, 'SELECT COUNT(*) AS n FROM schema_migrations')).toBe(1);
+    });
+
+    it('applies the schema once when two processes migrate at the same time', async () => {
+      const fresh = `af_test_store_${RUN_ID}_race`;
+      const [a, b] = await Promise.all([
+        createStorePool(databaseUrl(fresh)),
+        createStorePool(databaseUrl(fresh)),
+      ]);
+      try {
+        const results = await Promise.all([migrate(a), migrate(b)]);
+        expect(results.flat()).toEqual([1]);
+        expect(await count(a, 'SELECT COUNT(*) AS n FROM schema_migrations')).toBe(1);
+        expect(await tables(b)).toEqual(['agent_runs', 'agent_steps', 'schema_migrations']);
+      } finally {
+        await b.end();
+        await dropAndEnd(a, fresh);
+      }
+    });
+
+    it('refuses a migration that was changed after it was applied, and frees its lock', async () => {
+      const [original] = await loadMigrations();
+      await pool.query("UPDATE schema_migrations SET checksum = REPEAT('0', 64) WHERE version = 1");
+      try {
+        const error = await migrate(pool).catch((caught: unknown) => caught);
+        expect(error).toBeInstanceOf(StoreError);
+        expect(error).toMatchObject({ code: 'migration_checksum' });
+        expect((error as Error).message).toContain('001_runs_and_steps.sql was changed');
+      } finally {
+        await pool.query('UPDATE schema_migrations SET checksum = ? WHERE version = 1', [original?.checksum]);
+      }
+      expect(await migrate(pool, { lockTimeoutSeconds: 1 })).toEqual([]);
+    });
+
+    it('applies a new migration after the ones already applied', async () => {
+      const directory = await mkdtemp(join(tmpdir(), 'af-migrations-'));
+      try {
+        await cp(MIGRATIONS_DIRECTORY, directory, { recursive: true });
+        await writeFile(
+          join(directory, '002_extra.sql'),
+          '-- a comment that ends with a semicolon;\nCREATE TABLE IF NOT EXISTS extra_a (id INT PRIMARY KEY);\n' +
+            'CREATE TABLE IF NOT EXISTS extra_b (id INT PRIMARY KEY);\n',
+        );
+        expect(await migrate(pool, { directory })).toEqual([2]);
+        expect(await tables(pool)).toEqual(expect.arrayContaining(['extra_a', 'extra_b']));
+        expect(await migrate(pool, { directory })).toEqual([]);
+      } finally {
+        await rm(directory, { recursive: true, force: true });
+      }
+    });
+  });
+
+  describe('pool', () => {
+    it('runs every session in UTC', async () => {
+      const [rows] = await pool.query<RowDataPacket[]>('SELECT @@session.time_zone AS tz');
+      expect(rows[0]?.['tz']).toBe('+00:00');
+    });
+  });
+
+  describe('RunsRepository', () => {
+    const startedAt = new Date('2026-11-30T08:15:30.123Z');
+    const finishedAt = new Date('2026-11-30T08:16:02.987Z');
+
+    it('stores a run and its steps and reads back exactly what was written', async () => {
+      const jobId = 'Job-Roundtrip-1';
+      const metadata = { batch: 'nightly-2026-11-30', report: 'q1-top-customers', nested: { n: 1 } };
+      await repository.startRun({
+        jobId,
+        task: 'Find the top 3 customers by Q1 2024 sales',
+        model: 'gpt-4-turbo-preview',
+        protocol: 'tools',
+        batchId: 'nightly-2026-11-30',
+        metadata,
+        attempt: 1,
+        startedAt,
+      });
+      const running = await repository.getRun(jobId);
+      expect(running).toMatchObject({
+        status: 'running',
+        stopReason: null,
+        attempts: 1,
+        startedAt,
+        finishedAt: null,
+      });
+      expect(Math.abs((running?.updatedAt.getTime() ?? 0) - Date.now())).toBeLessThan(60_000);
+
+      const steps = [
+        trace(1),
+        trace(2, { kind: 'answer', actions: [], observations: ['Ada, Grace, Linus'] }),
+      ];
+      await repository.appendSteps(jobId, steps);
+      const result: AgentResult = {
+        jobId,
+        status: 'succeeded',
+        stopReason: 'answer',
+        answer: 'Ada, Grace and Linus; emails sent.',
+        steps: 2,
+        toolCalls: 2,
+        usage: { promptTokens: 3100, completionTokens: 420, totalTokens: 3520, costUsd: 0.0436 },
+        error: null,
+      };
+      await repository.finishRun(result, finishedAt);
+
+      const run = await repository.getRun(jobId);
+      expect(run).toEqual({
+        jobId,
+        batchId: 'nightly-2026-11-30',
+        task: 'Find the top 3 customers by Q1 2024 sales',
+        model: 'gpt-4-turbo-preview',
+        protocol: 'tools',
+        status: 'succeeded',
+        stopReason: 'answer',
+        answer: 'Ada, Grace and Linus; emails sent.',
+        steps: 2,
+        toolCalls: 2,
+        promptTokens: 3100,
+        completionTokens: 420,
+        totalTokens: 3520,
+        costUsd: 0.0436,
+        error: null,
+        metadata,
+        attempts: 1,
+        startedAt,
+        finishedAt,
+        updatedAt: expect.any(Date),
+      });
+      expect(typeof run?.costUsd).toBe('number');
+
+      const stored = await repository.getSteps(jobId);
+      expect(stored).toEqual(
+        steps.map((step) => ({
+          id: expect.any(Number),
+          jobId,
+          step: step.step,
+          kind: step.kind,
+          actions: step.actions,
+          observation: step.observations.join('\n'),
+          promptTokens: 812,
+          completionTokens: 64,
+          costUsd: 0.0123456789,
+          latencyMs: 1250,
+          modelCalls: 2,
+          error: null,
+          createdAt: expect.any(Date),
+        })),
+      );
+    });
+
+    it('stores the error of a failed run as JSON', async () => {
+      const jobId = 'job-failed';
+      await repository.startRun({ jobId, task: 't', model: 'm', protocol: 'json', attempt: 1 });
+      const error = {
+        kind: 'model_api' as const,
+        code: 'http_500',
+        message: 'upstream said "no"',
+        retryable: true,
+      };
+      await repository.finishRun({
+        jobId,
+        status: 'failed',
+        stopReason: 'error',
+        answer: null,
+        steps: 0,
+        toolCalls: 0,
+        usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, costUsd: 0 },
+        error,
+      });
+      expect(await repository.getRun(jobId)).toMatchObject({
+        status: 'failed',
+        stopReason: 'error',
+        error,
+        batchId: null,
+        metadata: null,
+      });
+    });
+
+    it('overwrites a step reported again instead of adding a row', async () => {
+      const jobId = 'job-resumed-steps';
+      await repository.appendSteps(jobId, [trace(1), trace(2)]);
+      await repository.appendSteps(jobId, [
+        trace(2, { observations: ['redone'], error: 'tool timed out' }),
+        trace(3),
+      ]);
+      expect(await count(pool, 'SELECT COUNT(*) AS n FROM agent_steps WHERE job_id = ?', [jobId])).toBe(3);
+      const steps = await repository.getSteps(jobId);
+      expect(steps.map((step) => step.step)).toEqual([1, 2, 3]);
+      expect(steps[1]).toMatchObject({ observation: 'redone', error: 'tool timed out' });
+    });
+
+    it('does nothing for an empty list of steps', async () => {
+      await repository.appendSteps('job-no-steps', []);
+      expect(await repository.getSteps('job-no-steps')).toEqual([]);
+    });
+
+    it('keeps the first start time and counts attempts when a job starts again', async () => {
+      const jobId = 'job-retried';
+      const base = { jobId, task: 'retry me', model: 'gpt-4o-mini', protocol: 'tools' as const };
+      await repository.startRun({ ...base, attempt: 1, startedAt });
+      await repository.finishRun(
+        {
+          jobId,
+          status: 'stopped',
+          stopReason: 'deadline',
+          answer: null,
+          steps: 3,
+          toolCalls: 1,
+          usage: { promptTokens: 10, completionTokens: 5, totalTokens: 15, costUsd: 0.001 },
+          error: null,
+        },
+        finishedAt,
+      );
+      await repository.startRun({ ...base, attempt: 2, startedAt: new Date('2026-12-01T00:00:00.000Z') });
+      expect(await repository.getRun(jobId)).toMatchObject({
+        status: 'running',
+        stopReason: null,
+        finishedAt: null,
+        attempts: 2,
+        startedAt,
+      });
+      // A restart the queue does not count as an attempt (a stalled job) still counts here.
+      await repository.startRun({ ...base, attempt: 2 });
+      expect(await repository.getRun(jobId)).toMatchObject({ attempts: 3, startedAt });
+      expect(await count(pool, 'SELECT COUNT(*) AS n FROM agent_runs WHERE job_id = ?', [jobId])).toBe(1);
+    });
+
+    it('treats job ids as case-sensitive', async () => {
+      await repository.startRun({
+        jobId: 'job-case',
+        task: 'lower',
+        model: 'm',
+        protocol: 'tools',
+        attempt: 1,
+      });
+      await repository.startRun({
+        jobId: 'JOB-CASE',
+        task: 'upper',
+        model: 'm',
+        protocol: 'tools',
+        attempt: 1,
+      });
+      expect((await repository.getRun('job-case'))?.task).toBe('lower');
+      expect((await repository.getRun('JOB-CASE'))?.task).toBe('upper');
+    });
+
+    it('returns null for an unknown run and refuses to finish it', async () => {
+      expect(await repository.getRun('job-never-started')).toBeNull();
+      const finishing = repository.finishRun({
+        jobId: 'job-never-started',
+        status: 'succeeded',
+        stopReason: 'answer',
+        answer: 'x',
+        steps: 1,
+        toolCalls: 0,
+        usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2, costUsd: 0 },
+        error: null,
+      });
+      await expect(finishing).rejects.toMatchObject({ code: 'run_not_found' });
+    });
+  });
+});
