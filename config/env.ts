@@ -92,7 +92,9 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const name = String(issue?.path[0] ?? 'environment');
-  const shown = /KEY|TOKEN|PASSWORD|SECRET/.test(name) ? '(hidden)' : JSON.stringify(redactUrl(present[name]));
+  const shown = /KEY|TOKEN|PASSWORD|SECRET/.test(name)
+    ? '(hidden)'
+    : JSON.stringify(redactUrl(present[name]));
   throw new ConfigError('bad_env', `${name}=${shown} is invalid: ${issue?.message ?? 'bad value'}`);
 }
 
