@@ -5,7 +5,8 @@ import {
   type RecordedRequest,
   type ScriptedModelServer,
 } from '../src/testing/scripted-model-server.js';
-import { runWith } from './support/kernel-harness.js';
+import { countPromptTokens, tokenCounterFor } from '../src/llm/tokens.js';
+import { MODEL, runWith } from './support/kernel-harness.js';
 
 let server: ScriptedModelServer;
 beforeAll(async () => {
@@ -59,14 +60,25 @@ describe('stop reasons', () => {
 
   it('token_budget: a call that would not fit is not made; the final turn uses what is left', async () => {
     server.reset({ rules: [endlessLookups()] });
+    const before = server.requests.length;
     const { result } = await runWith(server, { budget: { maxTokens: 2_000 } });
     expect(result.status).toBe('stopped');
     expect(result.stopReason).toBe('token_budget');
     expect(result.answer).toMatch(/^looked up \d+ customers$/);
     expect(result.usage.totalTokens).toBeLessThanOrEqual(2_000);
-    // The calls near the end asked for fewer tokens rather than overshoot.
-    const maxTokens = server.requests.slice(-3).map((r) => r.body.max_tokens as number);
-    expect(Math.min(...maxTokens)).toBeLessThan(512);
+    expect(server.requests.length - before).toBe(result.steps);
+  });
+
+  it('a call asks for fewer tokens rather than overshoot the budget', async () => {
+    server.reset({ rules: [endlessLookups()] });
+    const before = server.requests.length;
+    const { result } = await runWith(server, { budget: { maxTokens: 900 } });
+    const first = server.requests[before]!;
+    const prompt = countPromptTokens(first.messages, first.tools, tokenCounterFor(MODEL));
+    expect(first.body.max_tokens).toBeLessThan(512);
+    expect(first.body.max_tokens).toBeGreaterThanOrEqual(64);
+    expect(prompt + first.body.max_tokens).toBeLessThanOrEqual(900);
+    expect(result.usage.totalTokens).toBeLessThanOrEqual(900);
   });
 
   it('cost_budget: the dollar limit binds before the token limit', async () => {
