@@ -90,3 +90,26 @@ describe('resume details', () => {
     for (const state of checkpoints) expect(JSON.parse(JSON.stringify(state))).toEqual(state);
   });
 });
+
+describe('open and closed states', () => {
+  it('a run failed by a retryable error resumes instead of replaying the failure', async () => {
+    server.reset({ script: [SCRIPT[0]!, { fault: 'server_error' }] });
+    const failed = await runWith(server, { options: { modelRetries: 0 } });
+    expect(failed.result.error).toMatchObject({ retryable: true });
+    const last = failed.checkpoints.at(-1)!;
+    expect(last.result).toBeNull();
+    server.reset({ script: SCRIPT.slice(1) });
+    const resumed = await runWith(server, { checkpoint: last });
+    expect(resumed.result).toMatchObject({ status: 'succeeded', steps: 6 });
+  });
+
+  it('a finished run resumed returns its result without calling the model', async () => {
+    server.reset({ script: SCRIPT });
+    const done = await runWith(server);
+    server.reset({ script: [] });
+    const before = server.requests.length;
+    const again = await runWith(server, { checkpoint: done.checkpoints.at(-1)! });
+    expect(again.result).toEqual(done.result);
+    expect(server.requests.length).toBe(before);
+  });
+});

@@ -534,7 +534,7 @@ class AgentRun {
     lastCall?: ModelCallResult,
   ): AgentResult {
     if (lastCall) this.carryOver(lastCall);
-    this.state.result = {
+    const result: AgentResult = {
       jobId: this.state.runId,
       status,
       stopReason,
@@ -544,8 +544,12 @@ class AgentRun {
       usage: usageOf(this.state.usage, this.input.price),
       error,
     };
+    // A run cancelled (a worker shutting down) or failed by something worth retrying is not over: its
+    // state stays open so the next attempt resumes it instead of replaying this outcome.
+    const final = stopReason !== 'cancelled' && !error?.retryable;
+    if (final) this.state.result = result;
     this.checkpoint();
-    return this.state.result;
+    return result;
   }
 }
 
