@@ -1,0 +1,17 @@
+// Queue names are part of the public contract (CONTRACT §4, §5); the prefix (QUEUE_PREFIX) lets several
+// fleets share one Redis.
+export const TASKS_QUEUE = 'agent-tasks';
+export const RESULTS_QUEUE = 'agent-results';
+/** The name of every job on the results queue. */
+export const RESULT_JOB_NAME = 'result';
+/** The name of every job on the tasks queue. */
+export const TASK_JOB_NAME = 'agent-task';
+
+/** Every queue of the fleet, for the board. */
+export const FLEET_QUEUES = [TASKS_QUEUE, RESULTS_QUEUE] as const;
+
+/**
+ * The id of a task's result job on agent-results. Derived from the task's id, so publishing twice is a
+ * no-op; prefixed, because BullMQ refuses custom ids that look like integers (task ids do).
+ */
+export const resultJobId = (taskJobId: string): string => `result-${taskJobId}`;

@@ -1,0 +1,46 @@
+// One place that makes Redis connections. Workers block on Redis and must never give up on a command
+// (BullMQ requires maxRetriesPerRequest: null); producers must fail fast with a clear error instead of
+// hanging when Redis is down.
+import { Redis } from 'ioredis';
+import { ConfigError } from '../agent/errors.js';
+import { redactUrl } from '../../config/env.js';
+
+export type RedisRole = 'worker' | 'producer';
+
+export function createRedis(url: string, role: RedisRole): Redis {
+  const common = { lazyConnect: false, connectionName: `agent-fleet-${role}` };
+  if (role === 'worker') return new Redis(url, { ...common, maxRetriesPerRequest: null });
+  return new Redis(url, {
+    ...common,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: true,
+    connectTimeout: 3_000,
+    // Give up reconnecting after a few tries so a producer command errors instead of waiting forever.
+    retryStrategy: (times) => (times > 3 ? null : Math.min(times * 200, 1_000)),
+  });
+}
+
+/** Waits until the connection answers PING, or throws an error that names REDIS_URL. */
+export async function assertRedisReachable(redis: Redis, url: string, timeoutMs = 5_000): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      redis.ping(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new ConfigError(
+      'redis_unreachable',
+      `Cannot reach Redis at REDIS_URL=${redactUrl(url)}: ${reason}`,
+      {
+        retryable: true,
+        cause: error,
+      },
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+}

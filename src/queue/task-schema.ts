@@ -1,0 +1,85 @@
+// The task (CONTRACT §3), validated by every producer before enqueue and again by the worker, which fails
+// an invalid job without retrying. Errors name the field's path.
+import { z } from 'zod';
+import { TOOL_NAMES } from './tool-names.js';
+
+export const MAX_TASK_CHARS = 8_000;
+
+export const budgetSchema = z
+  .object({
+    maxSteps: z.number().int().min(1).max(50),
+    maxTokens: z.number().int().min(100).max(5_000_000),
+    maxCostUsd: z.number().positive().max(100),
+    deadlineMs: z
+      .number()
+      .int()
+      .min(1_000)
+      .max(24 * 3_600_000),
+  })
+  .partial()
+  .strict();
+
+const metadataValue = z.union([z.string().max(1_000), z.number(), z.boolean(), z.null()]);
+
+export const taskSchema = z
+  .object({
+    task: z
+      .string()
+      .trim()
+      .min(1, 'must not be empty')
+      .max(MAX_TASK_CHARS, `must be at most ${MAX_TASK_CHARS} characters`),
+    budget: budgetSchema.optional(),
+    tools: z
+      .array(z.enum(TOOL_NAMES))
+      .min(1)
+      .refine((names) => new Set(names).size === names.length, 'must not repeat a tool')
+      .optional(),
+    model: z.string().min(1).max(100).optional(),
+    protocol: z.enum(['tools', 'json']).optional(),
+    metadata: z
+      .record(z.string().max(100), metadataValue)
+      .refine((record) => Object.keys(record).length <= 50, 'must have at most 50 keys')
+      .optional(),
+    /** The same key enqueued twice gives the same job. */
+    idempotencyKey: z
+      .string()
+      .regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'letters, digits and _.:- only, at most 128')
+      .optional(),
+  })
+  .strict();
+
+export type AgentTask = z.infer<typeof taskSchema>;
+export type TaskBudget = z.infer<typeof budgetSchema>;
+
+export interface FieldIssue {
+  /** Dotted path of the field, e.g. `budget.maxSteps`; empty for the task as a whole. */
+  path: string;
+  message: string;
+}
+
+export type TaskValidation = { ok: true; task: AgentTask } | { ok: false; issues: FieldIssue[] };
+
+export function validateTask(input: unknown): TaskValidation {
+  const parsed = taskSchema.safeParse(input);
+  if (parsed.success) return { ok: true, task: parsed.data };
+  return { ok: false, issues: toFieldIssues(parsed.error.issues) };
+}
+
+export function toFieldIssues(issues: readonly z.core.$ZodIssue[]): FieldIssue[] {
+  return issues.map((issue) => {
+    const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
+    const path = issue.path.map(String).join('.');
+    if (keys.length > 0) {
+      return {
+        path: keys.map((key) => (path ? `${path}.${key}` : key)).join(', '),
+        message: 'unknown field',
+      };
+    }
+    return { path, message: issue.message };
+  });
+}
+
+/** `budget.maxSteps: Too big: expected number to be <=50; tools.0: Invalid option` */
+export function formatFieldIssues(issues: readonly FieldIssue[]): string {
+  return issues.map((issue) => `${issue.path || '(task)'}: ${issue.message}`).join('; ');
+}

@@ -1,0 +1,31 @@
+// Where a job's kernel state lives between attempts: one Redis key per job, next to its queue. A job
+// delivered again (after a crash, a stall or a shutdown) resumes from it. Kept for a week, so a long
+// backoff never outlives it; deleted once the result is published.
+import type { Redis } from 'ioredis';
+import type { RunState } from '../agent/types.js';
+
+const TTL_SECONDS = 7 * 24 * 3600;
+
+export class CheckpointStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  private key(jobId: string): string {
+    return `${this.prefix}:agent-checkpoint:${jobId}`;
+  }
+
+  async load(jobId: string): Promise<RunState | null> {
+    const raw = await this.redis.get(this.key(jobId));
+    return raw ? (JSON.parse(raw) as RunState) : null;
+  }
+
+  async save(jobId: string, state: RunState): Promise<void> {
+    await this.redis.set(this.key(jobId), JSON.stringify(state), 'EX', TTL_SECONDS);
+  }
+
+  async delete(jobId: string): Promise<void> {
+    await this.redis.del(this.key(jobId));
+  }
+}

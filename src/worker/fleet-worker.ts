@@ -1,0 +1,124 @@
+// A BullMQ Worker running agent tasks, with the lifecycle of bullmq's production guide: concurrency per
+// process, locks that survive minute-long jobs, stalled jobs resumed elsewhere, a final failure that still
+// publishes a result, and a graceful close that is safe to call twice.
+import type { Queue } from 'bullmq';
+import { UnrecoverableError, Worker, type Job } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { AgentResult } from '../agent/types.js';
+import { usageOf } from '../agent/budget.js';
+import { priceOf } from '../llm/pricing.js';
+import { resultJobId, TASKS_QUEUE } from '../queue/names.js';
+import {
+  createTaskProcessor,
+  failedResult,
+  SHUTDOWN_REASON,
+  type TaskProcessorDeps,
+} from './task-processor.js';
+
+export interface FleetWorkerOptions {
+  connection: Redis;
+  prefix: string;
+  concurrency: number;
+  /**
+   * How long a job's lock lasts without renewal. The worker renews it every half of this while the process
+   * lives, so it only matters when a process dies or its event loop stalls: long enough (60 s by default)
+   * that a busy but healthy worker never loses a job lasting minutes, short enough that a dead worker's jobs
+   * are picked up again within about a minute.
+   */
+  lockDurationMs: number;
+  /** How often workers look for jobs whose lock expired (30 s by default); such jobs resume elsewhere. */
+  stalledIntervalMs: number;
+  /** On close, running jobs get this long to finish before they are checkpointed and released. */
+  shutdownGraceMs: number;
+}
+
+export class FleetWorker {
+  readonly worker: Worker<unknown, AgentResult>;
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    private readonly deps: TaskProcessorDeps & { results: Queue },
+    private readonly options: FleetWorkerOptions,
+  ) {
+    this.worker = new Worker(TASKS_QUEUE, createTaskProcessor(deps), {
+      connection: options.connection,
+      prefix: options.prefix,
+      concurrency: options.concurrency,
+      lockDuration: options.lockDurationMs,
+      stalledInterval: options.stalledIntervalMs,
+      // A job whose worker died twice is probably what kills workers: fail it rather than loop.
+      maxStalledCount: 2,
+      autorun: false,
+    });
+    this.worker.on('failed', (job, error) => {
+      if (job) void this.onFailed(job, error);
+    });
+    this.worker.on('error', (error) => deps.logger.error({ err: error }, 'worker error'));
+  }
+
+  start(): void {
+    void this.worker.run();
+    this.deps.logger.info({ concurrency: this.options.concurrency }, 'worker started');
+  }
+
+  /** Stops taking jobs, lets running ones finish within the grace period, then releases the rest. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      const timer = setTimeout(() => {
+        this.deps.logger.info('grace period over: checkpointing and releasing running jobs');
+        this.worker.cancelAllJobs(SHUTDOWN_REASON);
+      }, this.options.shutdownGraceMs);
+      try {
+        await this.worker.close();
+      } finally {
+        clearTimeout(timer);
+      }
+    })();
+    return this.closing;
+  }
+
+  private priceOf(job: Job) {
+    const model = (job.data as { model?: unknown } | undefined)?.model;
+    const { LLM_MODEL, LLM_PRICES } = this.deps.env;
+    try {
+      return priceOf(typeof model === 'string' ? model : LLM_MODEL, LLM_PRICES ?? {});
+    } catch {
+      return { inputPerMillion: 0, outputPerMillion: 0 };
+    }
+  }
+
+  /**
+   * A job that failed for good without a published result (the store or Redis down through every attempt,
+   * a stalled job given up) still gets one, with what its checkpoint says it spent.
+   */
+  private async onFailed(job: Job, error: Error): Promise<void> {
+    const final =
+      error instanceof UnrecoverableError ||
+      error.name === 'UnrecoverableError' ||
+      job.attemptsMade >= (job.opts.attempts ?? 1);
+    if (!final) return;
+    const jobId = String(job.id);
+    try {
+      if (await this.deps.results.getJob(resultJobId(jobId))) return;
+      const state = await this.deps.checkpoints.load(jobId);
+      const result = failedResult(jobId, {
+        kind: 'system',
+        code: 'attempts_exhausted',
+        message: `Failed after ${job.attemptsMade} attempts: ${error.message}`,
+        retryable: false,
+      });
+      if (state) {
+        result.steps = state.steps;
+        result.toolCalls = state.toolCalls;
+        result.usage = usageOf(state.usage, this.priceOf(job));
+      }
+      await this.deps.repository.finishRun(result).catch((err: unknown) => {
+        this.deps.logger.warn({ err, jobId }, 'could not record the failed run');
+      });
+      await this.deps.publisher.publish(result);
+      await this.deps.checkpoints.delete(jobId);
+    } catch (err) {
+      this.deps.logger.error({ err, jobId }, 'could not publish the result of a failed job');
+    }
+  }
+}

@@ -1,0 +1,161 @@
+// The BullMQ processor: one job, one kernel run. It adapts the kernel to the queue (progress, logs, the
+// AbortSignal, retries), resumes from the job's checkpoint, writes the trace while the run goes, and on the
+// way out records the run and publishes the result exactly once.
+//
+// Outcomes:  succeeded / stopped             → job completed, its return value the result
+//            failed, not worth retrying       → result published, job failed (UnrecoverableError)
+//            failed, retryable, attempts left → error rethrown: BullMQ retries with backoff, resuming
+//            the worker shutting down         → job released to the queue, resumed by whoever takes it
+import { UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
+import { ConfigError, type RunError } from '../agent/errors.js';
+import { usageOf } from '../agent/budget.js';
+import { runAgent } from '../agent/run-agent.js';
+import type { AgentResult } from '../agent/types.js';
+import type { Env } from '../../config/env.js';
+import type { ChatModel } from '../llm/chat-model.js';
+import type { Logger } from '../logging/logger.js';
+import { formatFieldIssues, validateTask } from '../queue/task-schema.js';
+import type { RunsRepository } from '../store/runs-repository.js';
+import type { CheckpointStore } from './checkpoint-store.js';
+import { progressOf, stepLogLine } from './progress.js';
+import type { ResultPublisher } from './result-publisher.js';
+import { withRetries } from './retry.js';
+import { runConfigFor } from './run-config.js';
+import type { ToolProvider } from './tool-provider.js';
+import { TraceWriter } from './trace-writer.js';
+
+/** The abort reason the worker uses when it shuts down: such a job is released, not ended. */
+export const SHUTDOWN_REASON = 'worker-shutdown';
+
+export interface TaskProcessorDeps {
+  env: Env;
+  checkpoints: CheckpointStore;
+  repository: RunsRepository;
+  publisher: ResultPublisher;
+  tools: ToolProvider;
+  createModel: (model: string) => ChatModel;
+  logger: Logger;
+}
+
+const STORE_RETRIES = { attempts: 4, baseDelayMs: 250 };
+
+export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown, AgentResult> {
+  return async (job, token, signal) => {
+    const jobId = String(job.id);
+    const log = deps.logger.child({ jobId, attempt: job.attemptsMade + 1 });
+
+    const validation = validateTask(job.data);
+    if (!validation.ok) {
+      const message = `Invalid task: ${formatFieldIssues(validation.issues)}`;
+      await finishWithoutRun(deps, job, { kind: 'input', code: 'invalid_task', message, retryable: false });
+      throw new UnrecoverableError(message);
+    }
+    const task = validation.task;
+    let config;
+    try {
+      config = runConfigFor(task, deps.env);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      await finishWithoutRun(deps, job, error.toRunError());
+      throw new UnrecoverableError(error.message);
+    }
+
+    const checkpoint = await deps.checkpoints.load(jobId);
+    await withRetries(
+      () =>
+        deps.repository.startRun({
+          jobId,
+          task: task.task,
+          model: config.model,
+          protocol: checkpoint?.protocol ?? config.protocol,
+          batchId: typeof task.metadata?.batch === 'string' ? task.metadata.batch : null,
+          metadata: task.metadata,
+          attempt: job.attemptsMade + 1,
+        }),
+      STORE_RETRIES,
+    );
+    if (checkpoint) log.info({ step: checkpoint.steps }, 'resuming from checkpoint');
+
+    const traces = new TraceWriter(deps.repository, jobId, log);
+    const result = await runAgent({
+      runId: jobId,
+      task: task.task,
+      model: deps.createModel(config.model),
+      price: config.price,
+      tools: deps.tools.registryFor(config.tools),
+      budget: config.budget,
+      protocol: config.protocol,
+      options: config.options,
+      checkpoint: checkpoint ?? undefined,
+      signal,
+      logger: log,
+      onStep: async (trace) => {
+        traces.add(trace);
+        log.info({ step: trace.step, kind: trace.kind, costUsd: trace.totals.costUsd }, 'step');
+        await Promise.all([job.updateProgress({ ...progressOf(trace) }), job.log(stepLogLine(trace))]);
+      },
+      onCheckpoint: (state) => deps.checkpoints.save(jobId, state),
+    });
+
+    await traces.flush();
+    if (result.stopReason === 'cancelled' && signal?.reason === SHUTDOWN_REASON) {
+      // Released, not ended: the checkpoint carries the run to whichever worker takes the job next.
+      log.info({ step: result.steps }, 'released on shutdown');
+      await job.moveToWait(token);
+      throw new WaitingError();
+    }
+    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    if (result.status === 'failed' && result.error?.retryable && !lastAttempt) {
+      log.warn({ error: result.error }, 'run failed, will be retried');
+      throw new Error(result.error.message);
+    }
+
+    await finish(deps, result);
+    log.info({ status: result.status, stopReason: result.stopReason, usage: result.usage }, 'run finished');
+    if (result.status === 'failed') throw new UnrecoverableError(result.error?.message ?? 'run failed');
+    return result;
+  };
+}
+
+/** Records the run, publishes its result, forgets its checkpoint: in that order, each step idempotent. */
+async function finish(deps: TaskProcessorDeps, result: AgentResult): Promise<void> {
+  await withRetries(() => deps.repository.finishRun(result), STORE_RETRIES);
+  await withRetries(() => deps.publisher.publish(result), STORE_RETRIES);
+  await deps.checkpoints.delete(result.jobId).catch(() => undefined);
+}
+
+/** A job that ends before any run starts (a bad task, an unknown model) still gets its record and result. */
+export async function finishWithoutRun(
+  deps: TaskProcessorDeps,
+  job: Job,
+  error: RunError,
+): Promise<AgentResult> {
+  const data = (job.data ?? {}) as { task?: unknown };
+  const result = failedResult(String(job.id), error);
+  await withRetries(
+    () =>
+      deps.repository.startRun({
+        jobId: result.jobId,
+        task: typeof data.task === 'string' ? data.task.slice(0, 8_000) : '',
+        model: deps.env.LLM_MODEL,
+        protocol: deps.env.AGENT_PROTOCOL,
+        attempt: job.attemptsMade + 1,
+      }),
+    STORE_RETRIES,
+  );
+  await finish(deps, result);
+  return result;
+}
+
+export function failedResult(jobId: string, error: RunError): AgentResult {
+  return {
+    jobId,
+    status: 'failed',
+    stopReason: 'error',
+    answer: null,
+    steps: 0,
+    toolCalls: 0,
+    usage: usageOf({ promptTokens: 0, completionTokens: 0 }, { inputPerMillion: 0, outputPerMillion: 0 }),
+    error,
+  };
+}

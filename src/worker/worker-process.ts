@@ -1,0 +1,101 @@
+// Wiring of a worker process: configuration, logger, store, Redis, tools, model, the BullMQ worker and
+// its signals. Kept apart from the entry file so the demo can start workers in-process.
+import { Queue } from 'bullmq';
+import { env as readEnv, type Env } from '../../config/env.js';
+import { priceOf } from '../llm/pricing.js';
+import { createLogger, type Logger } from '../logging/logger.js';
+import { RESULTS_QUEUE } from '../queue/names.js';
+import { assertRedisReachable, createRedis } from '../queue/redis.js';
+import { migrate } from '../store/migrate.js';
+import { createStorePool } from '../store/pool.js';
+import { RunsRepository } from '../store/runs-repository.js';
+import { CheckpointStore } from './checkpoint-store.js';
+import { FleetWorker } from './fleet-worker.js';
+import { modelFactoryFrom } from './model-factory.js';
+import { ResultPublisher } from './result-publisher.js';
+import { buildToolProvider } from './tool-wiring.js';
+
+export interface WorkerProcess {
+  worker: FleetWorker;
+  stop(): Promise<void>;
+}
+
+export async function startWorkerProcess(
+  options: { env?: Env; logger?: Logger; handleSignals?: boolean } = {},
+): Promise<WorkerProcess> {
+  const logger = options.logger ?? createLogger('worker');
+  let config: Env;
+  try {
+    config = options.env ?? readEnv();
+    priceOf(config.LLM_MODEL, config.LLM_PRICES ?? {});
+  } catch (error) {
+    return fatal(logger, error);
+  }
+  try {
+    const createModel = modelFactoryFrom(config);
+    const pool = await createStorePool(config.MYSQL_URL);
+    await migrate(pool, { logger });
+    const connection = createRedis(config.REDIS_URL, 'worker');
+    await assertRedisReachable(connection, config.REDIS_URL);
+    const results = new Queue(RESULTS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
+    const tools = await buildToolProvider(config, pool, logger);
+    const repository = new RunsRepository(pool);
+    const worker = new FleetWorker(
+      {
+        env: config,
+        checkpoints: new CheckpointStore(connection, config.QUEUE_PREFIX),
+        repository,
+        publisher: new ResultPublisher(results),
+        tools: tools.provider,
+        createModel,
+        logger,
+        results,
+      },
+      {
+        connection,
+        prefix: config.QUEUE_PREFIX,
+        concurrency: config.WORKER_CONCURRENCY,
+        lockDurationMs: config.WORKER_LOCK_DURATION_MS,
+        stalledIntervalMs: config.WORKER_STALLED_INTERVAL_MS,
+        shutdownGraceMs: config.WORKER_SHUTDOWN_GRACE_MS,
+      },
+    );
+    worker.start();
+
+    let stopping: Promise<void> | undefined;
+    const stop = () =>
+      (stopping ??= (async () => {
+        await worker.close();
+        await results.close();
+        await tools.close();
+        await pool.end();
+        connection.disconnect();
+        logger.info('worker stopped');
+      })());
+    if (options.handleSignals ?? true) {
+      for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+        process.once(signal, () => {
+          logger.info({ signal }, 'shutting down');
+          stop().then(
+            () => process.exit(0),
+            (error: unknown) => {
+              logger.error({ err: error }, 'shutdown failed');
+              process.exit(1);
+            },
+          );
+        });
+      }
+    }
+    return { worker, stop };
+  } catch (error) {
+    return fatal(logger, error);
+  }
+}
+
+function fatal(logger: Logger, error: unknown): never {
+  const message = error instanceof Error ? error.message : String(error);
+  logger.fatal({ err: error }, message);
+  // One clear line for a person, whatever the log format.
+  process.stderr.write(`worker: ${message}\n`);
+  process.exit(1);
+}

@@ -1,0 +1,122 @@
+// Integration set-up for the fleet: a fresh queue prefix and MySQL database per test file, a scripted model
+// over HTTP, and real worker processes (`npm run worker`'s entry) started and stopped like in production.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import mysql from 'mysql2/promise';
+import { FleetClient } from '../../producers/client.js';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const MYSQL_SERVER = 'mysql://root@127.0.0.1:3306';
+
+export interface FleetNamespace {
+  prefix: string;
+  database: string;
+  mysqlUrl: string;
+  client: FleetClient;
+  /** Deletes the Redis keys and the database. */
+  cleanup(): Promise<void>;
+}
+
+export function createNamespace(label: string): FleetNamespace {
+  const id = randomBytes(4).toString('hex');
+  const prefix = `test-${label}-${id}`;
+  const database = `af_test_${label.replace(/\W/g, '_')}_${id}`;
+  const client = new FleetClient({ redisUrl: REDIS_URL, prefix });
+  return {
+    prefix,
+    database,
+    mysqlUrl: `${MYSQL_SERVER}/${database}`,
+    client,
+    async cleanup() {
+      await client.close();
+      const redis = new Redis(REDIS_URL);
+      try {
+        let cursor = '0';
+        do {
+          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+          cursor = next;
+          if (keys.length) await redis.del(...keys);
+        } while (cursor !== '0');
+      } finally {
+        redis.disconnect();
+      }
+      const connection = await mysql.createConnection(MYSQL_SERVER);
+      await connection.query(`DROP DATABASE IF EXISTS \`${database}\``);
+      await connection.end();
+    },
+  };
+}
+
+export interface WorkerHandle {
+  child: ChildProcessWithoutNullStreams;
+  output(): string;
+  /** Resolves with the exit code (or the signal) when the process ends. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<void>;
+}
+
+export function startWorker(ns: FleetNamespace, env: Record<string, string>): WorkerHandle {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/agent-worker.ts'], {
+    env: {
+      ...process.env,
+      REDIS_URL,
+      QUEUE_PREFIX: ns.prefix,
+      MYSQL_URL: ns.mysqlUrl,
+      OPENAI_API_KEY: 'test-key',
+      LOG_LEVEL: 'info',
+      NODE_ENV: 'production',
+      ...env,
+    },
+    stdio: 'pipe',
+  });
+  let output = '';
+  const listeners = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    output += chunk.toString();
+    for (const listener of listeners) listener();
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return {
+    child,
+    output: () => output,
+    exited,
+    waitForOutput(pattern, timeoutMs = 20_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          if (pattern.test(output)) {
+            listeners.delete(check);
+            clearTimeout(timer);
+            resolve();
+          }
+        };
+        const timer = setTimeout(() => {
+          listeners.delete(check);
+          reject(new Error(`worker did not print ${pattern} within ${timeoutMs} ms. Output:\n${output}`));
+        }, timeoutMs);
+        listeners.add(check);
+        check();
+      });
+    },
+  };
+}
+
+/** Stops a worker for good at the end of a test, whatever state it is in. */
+export async function killWorker(worker: WorkerHandle): Promise<void> {
+  if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
+  await worker.exited;
+}
+
+export async function queryStore<T>(ns: FleetNamespace, sql: string, params: unknown[] = []): Promise<T[]> {
+  const connection = await mysql.createConnection(ns.mysqlUrl);
+  try {
+    const [rows] = await connection.query(sql, params);
+    return rows as T[];
+  } finally {
+    await connection.end();
+  }
+}

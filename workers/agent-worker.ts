@@ -1,0 +1,5 @@
+// `npm run worker`: one stateless worker process. Migrates the store, then pulls agent-tasks until SIGTERM
+// or SIGINT, which stop it taking jobs, let running ones finish or checkpoint them, and exit 0.
+import { startWorkerProcess } from '../src/worker/worker-process.js';
+
+await startWorkerProcess();
