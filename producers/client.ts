@@ -62,6 +62,9 @@ export class FleetClient {
     const prefix = options.prefix ?? 'agentfleet';
     this.tasks = new Queue(TASKS_QUEUE, { connection: this.redis, prefix });
     this.results = new Queue(RESULTS_QUEUE, { connection: this.redis, prefix });
+    // Connection errors surface as rejected calls; without listeners BullMQ would also print them raw.
+    this.tasks.on('error', () => undefined);
+    this.results.on('error', () => undefined);
   }
 
   /** Validates and enqueues one task. Throws TaskValidationError (nothing enqueued) on a bad task. */
@@ -132,8 +135,12 @@ export class FleetClient {
     this.redis.disconnect();
   }
 
+  /** Checks Redis once; a failed check is forgotten, so the next call tries again. */
   private connected(): Promise<void> {
-    this.ready ??= assertRedisReachable(this.redis, this.redisUrl);
+    this.ready ??= assertRedisReachable(this.redis, this.redisUrl).catch((error: unknown) => {
+      this.ready = undefined;
+      throw error;
+    });
     return this.ready;
   }
 }

@@ -12,11 +12,11 @@ export function createRedis(url: string, role: RedisRole): Redis {
   if (role === 'worker') return new Redis(url, { ...common, maxRetriesPerRequest: null });
   return new Redis(url, {
     ...common,
+    // A command fails after one reconnection attempt instead of waiting for Redis to come back; the
+    // connection itself keeps reconnecting, so a long-lived producer (the API) recovers from an outage.
     maxRetriesPerRequest: 1,
-    enableOfflineQueue: true,
     connectTimeout: 3_000,
-    // Give up reconnecting after a few tries so a producer command errors instead of waiting forever.
-    retryStrategy: (times) => (times > 3 ? null : Math.min(times * 200, 1_000)),
+    retryStrategy: (times) => Math.min(times * 200, 2_000),
   });
 }
 

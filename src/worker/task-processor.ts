@@ -7,6 +7,7 @@
 //            failed, retryable, attempts left → error rethrown: BullMQ retries with backoff, resuming
 //            the worker shutting down         → job released to the queue, resumed by whoever takes it
 import { UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
+import type { Redis } from 'ioredis';
 import { ConfigError, type RunError } from '../agent/errors.js';
 import { usageOf } from '../agent/budget.js';
 import { runAgent } from '../agent/run-agent.js';
@@ -30,6 +31,8 @@ export const SHUTDOWN_REASON = 'worker-shutdown';
 export interface TaskProcessorDeps {
   env: Env;
   checkpoints: CheckpointStore;
+  /** Parks traces until MySQL has them. */
+  redis: Redis;
   repository: RunsRepository;
   publisher: ResultPublisher;
   tools: ToolProvider;
@@ -76,7 +79,9 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     );
     if (checkpoint) log.info({ step: checkpoint.steps }, 'resuming from checkpoint');
 
-    const traces = new TraceWriter(deps.repository, jobId, log);
+    const traces = new TraceWriter(deps.repository, deps.redis, deps.env.QUEUE_PREFIX, jobId, log);
+    const recovered = await traces.recover();
+    if (recovered > 0) log.info({ traces: recovered }, 'writing traces an earlier attempt left unwritten');
     const result = await runAgent({
       runId: jobId,
       task: task.task,

@@ -44,6 +44,7 @@ export async function startWorkerProcess(
       {
         env: config,
         checkpoints: new CheckpointStore(connection, config.QUEUE_PREFIX),
+        redis: connection,
         repository,
         publisher: new ResultPublisher(results),
         tools: tools.provider,

@@ -1,0 +1,98 @@
+// `npm run board`: Bull Board for every queue of the fleet (QUEUE_PREFIX) on BOARD_PORT, behind HTTP Basic
+// auth. Refuses to start without BOARD_USER and BOARD_PASSWORD, except in demo mode (AGENT_FLEET_DEMO=1),
+// where the user is `admin` and the password is made up and logged once. SIGTERM/SIGINT: close, exit 0.
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Queue } from 'bullmq';
+import { env, type Env } from '../config/env.js';
+import { createLogger } from '../src/logging/logger.js';
+import { FLEET_QUEUES } from '../src/queue/names.js';
+import { createRedis } from '../src/queue/redis.js';
+import { createBoardApp } from './board-app.js';
+
+const SHUTDOWN_GRACE_MS = 10_000;
+
+const logger = createLogger('board');
+
+function fail(message: string): never {
+  logger.fatal(message);
+  logger.flush();
+  process.exit(1);
+}
+
+function loadConfig(): Env {
+  try {
+    return env();
+  } catch (error) {
+    return fail(error instanceof Error ? error.message : String(error));
+  }
+}
+
+const config = loadConfig();
+
+function credentials(): { user: string; password: string } {
+  const user = config.BOARD_USER;
+  const password = config.BOARD_PASSWORD;
+  if (user && password) return { user, password };
+  if (process.env['AGENT_FLEET_DEMO'] !== '1') {
+    const missing = [user ? null : 'BOARD_USER', password ? null : 'BOARD_PASSWORD']
+      .filter(Boolean)
+      .join(' and ');
+    fail(
+      `${missing} not set: the board refuses to start without a login (set AGENT_FLEET_DEMO=1 for a demo one)`,
+    );
+  }
+  const demoUser = user ?? 'admin';
+  if (password) return { user: demoUser, password };
+  const demoPassword = randomBytes(18).toString('base64url');
+  logger.info(
+    `demo mode: BOARD_PASSWORD is not set, so the demo login is user ${demoUser}, password ${demoPassword}`,
+  );
+  return { user: demoUser, password: demoPassword };
+}
+
+const { user, password } = credentials();
+
+// The board is long-lived: its connection keeps reconnecting through a Redis restart (the producer role gives
+// up after a few tries), and its pages wait for Redis instead of failing while it is away.
+const redis = createRedis(config.REDIS_URL, 'worker');
+redis.on('error', (error) => logger.warn({ reason: error.message }, 'redis connection error'));
+const queues = FLEET_QUEUES.map((name) => {
+  const queue = new Queue(name, { connection: redis, prefix: config.QUEUE_PREFIX });
+  queue.on('error', (error) => logger.warn({ queue: name, reason: error.message }, 'queue error'));
+  return queue;
+});
+
+const server = createServer(createBoardApp({ queues, user, password }));
+server.keepAliveTimeout = 5_000;
+server.once('error', (error) => fail(`cannot listen on BOARD_PORT=${config.BOARD_PORT}: ${error.message}`));
+server.listen(config.BOARD_PORT, () => {
+  const { port } = server.address() as AddressInfo;
+  logger.info(
+    { port, queuePrefix: config.QUEUE_PREFIX, queues: FLEET_QUEUES },
+    `board listening on http://127.0.0.1:${port}/`,
+  );
+});
+
+let stopping = false;
+async function shutdown(signal: NodeJS.Signals): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, 'shutting down');
+  const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+  force.unref();
+  await new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+  clearTimeout(force);
+  await Promise.allSettled(queues.map((queue) => queue.close()));
+  redis.disconnect();
+  logger.info('stopped');
+  logger.flush();
+  process.exit(0);
+}
+
+process.once('SIGTERM', (signal) => void shutdown(signal));
+process.once('SIGINT', (signal) => void shutdown(signal));

@@ -1,0 +1,124 @@
+// `npm run enqueue -- --task "…" [options]` (CONTRACT §5): validates and enqueues one task, prints
+// `{"jobId": …}`. With --wait it follows progress on stderr and prints the result JSON as the last line of
+// stdout. stdout carries only JSON; everything for people goes to stderr.
+// Exit codes: 0 enqueued (with --wait: the job succeeded) · 1 failure (Redis down, bad environment, job
+// stopped or failed) · 2 bad arguments or bad task, nothing enqueued · 124 --timeout elapsed.
+import { env } from '../config/env.js';
+import { AgentFleetError } from '../src/agent/errors.js';
+import type { AgentResult } from '../src/agent/types.js';
+import {
+  CLI_USAGE,
+  CliArgsError,
+  flagForPath,
+  formatProgress,
+  parseCliArgs,
+  type CliCommand,
+} from './cli-args.js';
+import { FleetClient, TaskValidationError } from './client.js';
+
+const EXIT_OK = 0;
+const EXIT_FAILED = 1;
+const EXIT_USAGE = 2;
+const EXIT_TIMEOUT = 124;
+
+const numberFormat = new Intl.NumberFormat('en-US');
+
+function say(text: string): void {
+  process.stderr.write(`${text.replace(/\s*\n\s*/g, ' ')}\n`);
+}
+
+function describeIssues(error: TaskValidationError): string {
+  return error.issues
+    .map((issue) => {
+      const flag = flagForPath(issue.path);
+      return `${issue.path || '(task)'}${flag ? ` (${flag})` : ''}: ${issue.message}`;
+    })
+    .join('; ');
+}
+
+function describeResult(result: AgentResult): string {
+  const usage = result.usage as Partial<AgentResult['usage']> | undefined;
+  const parts = [`job ${result.jobId}: ${result.status} (${result.stopReason})`, `${result.steps} steps`];
+  if (typeof usage?.totalTokens === 'number') parts.push(`${numberFormat.format(usage.totalTokens)} tokens`);
+  if (typeof usage?.costUsd === 'number') parts.push(`$${usage.costUsd.toFixed(4)}`);
+  return parts.join(' · ');
+}
+
+/**
+ * BullMQ prints connection errors with console.error when a Queue has no 'error' listener, and the client's
+ * queues have none, so a Redis outage would bury our one clear line under stack traces. This process writes
+ * its own lines with process.stderr.write; console.error is library noise, kept only at LOG_LEVEL=debug.
+ */
+function quietLibraryConsole(): void {
+  if (process.env['LOG_LEVEL'] === 'debug' || process.env['LOG_LEVEL'] === 'trace') return;
+  console.error = () => undefined;
+}
+
+async function run(argv: readonly string[]): Promise<number> {
+  let command: CliCommand;
+  try {
+    command = parseCliArgs(argv);
+  } catch (error) {
+    if (!(error instanceof CliArgsError)) throw error;
+    say(`error: ${error.message}`);
+    say(CLI_USAGE);
+    return EXIT_USAGE;
+  }
+  if (command.mode === 'help') {
+    process.stdout.write(`${CLI_USAGE}\n`);
+    return EXIT_OK;
+  }
+
+  const config = env();
+  quietLibraryConsole();
+  const client = new FleetClient({ redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX });
+  try {
+    let jobId: string;
+    try {
+      ({ jobId } = await client.enqueue(command.task));
+    } catch (error) {
+      if (error instanceof TaskValidationError) {
+        say(`error: invalid task, nothing enqueued: ${describeIssues(error)}`);
+        return EXIT_USAGE;
+      }
+      throw error;
+    }
+    process.stdout.write(`${JSON.stringify({ jobId })}\n`);
+    if (!command.wait) return EXIT_OK;
+
+    let result: AgentResult;
+    try {
+      result = await client.waitForResult(jobId, {
+        ...(command.timeoutMs === undefined ? {} : { timeoutMs: command.timeoutMs }),
+        onProgress: (progress) => say(formatProgress(jobId, progress)),
+      });
+    } catch (error) {
+      if (error instanceof AgentFleetError && error.code === 'wait_timeout') {
+        say(`error: job ${jobId} has not finished within --timeout ${(command.timeoutMs ?? 0) / 1000} s`);
+        return EXIT_TIMEOUT;
+      }
+      throw error;
+    }
+    say(describeResult(result));
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    return result.status === 'succeeded' ? EXIT_OK : EXIT_FAILED;
+  } finally {
+    await client.close();
+  }
+}
+
+async function main(): Promise<void> {
+  let code: number;
+  try {
+    code = await run(process.argv.slice(2));
+  } catch (error) {
+    // ConfigError (bad environment, Redis unreachable: the message names the variable) and anything else:
+    // one line, no stack.
+    say(`error: ${error instanceof Error ? error.message : String(error)}`);
+    code = EXIT_FAILED;
+  }
+  // Flush stdout before exiting: ioredis reconnect timers must not keep a finished CLI alive.
+  process.stdout.write('', () => process.exit(code));
+}
+
+await main();

@@ -1,0 +1,176 @@
+// The HTTP producer API (CONTRACT §5) as an express app, so tests mount it on an ephemeral port and
+// producers/api.ts on API_PORT. Every answer is JSON; no error ever carries a stack trace.
+//   POST /v1/tasks          202 {"jobId"} · 400 {"error": "invalid_task", "issues": [{path, message}]}
+//   GET  /v1/tasks/:jobId   200 {state, progress, result} · 404 {"error": "not_found"}
+//   GET  /healthz           200 when Redis answers, 503 otherwise; the only route without a token
+import { createHash, timingSafeEqual } from 'node:crypto';
+import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import { ConfigError } from '../src/agent/errors.js';
+import type { Logger } from '../src/logging/logger.js';
+import { TaskValidationError, type FleetClient } from './client.js';
+
+export const BODY_LIMIT_BYTES = 64 * 1024;
+const MAX_JOB_ID_CHARS = 256;
+const HEALTH_TIMEOUT_MS = 2_000;
+
+export interface ApiServerOptions {
+  client: FleetClient;
+  /** The bearer token every /v1 request must carry. */
+  token: string;
+  logger: Logger;
+  /** Resolves when Redis answers. Default: a read through the client. */
+  healthCheck?: () => Promise<unknown>;
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value, 'utf8').digest();
+}
+
+/** Constant time whatever the lengths: both sides are hashed to 32 bytes first. */
+export function safeEqual(given: string, expected: string): boolean {
+  return timingSafeEqual(digest(given), digest(expected));
+}
+
+function bearerAuth(token: string): RequestHandler {
+  return (req, res, next) => {
+    const match = /^Bearer +(\S+) *$/i.exec(req.get('authorization') ?? '');
+    // Always compare, even without a header, so a missing token costs the same as a wrong one.
+    const ok = safeEqual(match?.[1] ?? '', token) && match !== null;
+    if (ok) return next();
+    res.set('WWW-Authenticate', 'Bearer realm="agent-fleet"').status(401).json({ error: 'unauthorized' });
+  };
+}
+
+function requestLog(logger: Logger): RequestHandler {
+  return (req, res, next) => {
+    const started = process.hrtime.bigint();
+    // req.path: no query string, and headers (Authorization) are never logged.
+    const { method, path } = req;
+    let logged = false;
+    const log = () => {
+      if (logged) return;
+      logged = true;
+      const ms = Math.round(Number(process.hrtime.bigint() - started) / 1e5) / 10;
+      const status = res.writableFinished ? res.statusCode : 499;
+      logger.info({ method, path, status, ms }, `${method} ${path} ${status} ${ms}ms`);
+    };
+    res.once('finish', log);
+    res.once('close', log);
+    next();
+  };
+}
+
+const requireJson: RequestHandler = (req, res, next) => {
+  if (req.is('application/json')) return next();
+  res.status(415).json({ error: 'unsupported_media_type', message: 'Content-Type must be application/json' });
+};
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+interface BodyParserError {
+  type?: unknown;
+  status?: unknown;
+}
+
+function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (error: unknown, req, res, _next) => {
+    const parser = (typeof error === 'object' && error !== null ? error : {}) as BodyParserError;
+    let status = 500;
+    let body: Record<string, string> = { error: 'internal' };
+    if (parser.type === 'entity.too.large') {
+      status = 413;
+      body = { error: 'payload_too_large', message: `the body must be at most ${BODY_LIMIT_BYTES} bytes` };
+    } else if (parser.type === 'entity.parse.failed') {
+      status = 400;
+      body = { error: 'invalid_json', message: 'the body is not a JSON object' };
+    } else if (parser.type === 'encoding.unsupported' || parser.type === 'charset.unsupported') {
+      status = 415;
+      body = { error: 'unsupported_media_type', message: 'the body must be UTF-8 JSON' };
+    } else if (typeof parser.status === 'number' && parser.status >= 400 && parser.status < 500) {
+      status = parser.status;
+      body = { error: 'bad_request' };
+    } else if (error instanceof ConfigError) {
+      // Redis unreachable: the client names REDIS_URL; the caller only learns to try again later.
+      status = 503;
+      body = { error: 'unavailable' };
+      logger.warn({ method: req.method, path: req.path, reason: error.message }, 'redis unavailable');
+    } else {
+      logger.error({ method: req.method, path: req.path, err: error }, 'request failed');
+    }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    res.status(status).json(body);
+  };
+}
+
+/** The API as an express app; the caller listens, and closes the client on shutdown. */
+export function createApiServer(options: ApiServerOptions): Express {
+  const { client, token, logger } = options;
+  if (!token) throw new Error('createApiServer needs a token');
+  const healthCheck = options.healthCheck ?? (() => client.getResult('healthz'));
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.disable('etag');
+  app.use(requestLog(logger));
+
+  app.get('/healthz', async (_req, res) => {
+    try {
+      await withTimeout(healthCheck(), HEALTH_TIMEOUT_MS);
+      res.json({ status: 'ok' });
+    } catch (error) {
+      logger.warn({ reason: error instanceof Error ? error.message : String(error) }, 'health check failed');
+      res.status(503).json({ status: 'unavailable' });
+    }
+  });
+
+  // Authenticate before reading any body: an unauthenticated request is never parsed, let alone enqueued.
+  const v1 = express.Router();
+  v1.use(bearerAuth(token));
+
+  v1.post(
+    '/tasks',
+    requireJson,
+    express.json({ limit: BODY_LIMIT_BYTES, type: 'application/json', strict: true }),
+    async (req, res) => {
+      try {
+        const { jobId } = await client.enqueue(req.body);
+        res.status(202).json({ jobId });
+      } catch (error) {
+        if (!(error instanceof TaskValidationError)) throw error;
+        res.status(400).json({ error: 'invalid_task', issues: error.issues });
+      }
+    },
+  );
+
+  v1.get('/tasks/:jobId', async (req, res) => {
+    const jobId = req.params['jobId'] ?? '';
+    if (jobId.length === 0 || jobId.length > MAX_JOB_ID_CHARS) {
+      res.status(404).json({ error: 'not_found' });
+      return;
+    }
+    const status = await client.getTask(jobId);
+    if (status.state === 'unknown') {
+      res.status(404).json({ error: 'not_found' });
+      return;
+    }
+    res.json({ state: status.state, progress: status.progress, result: status.result });
+  });
+
+  app.use('/v1', v1);
+  app.use((_req, res) => {
+    res.status(404).json({ error: 'not_found' });
+  });
+  app.use(errorHandler(logger));
+  return app;
+}

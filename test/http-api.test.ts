@@ -1,0 +1,303 @@
+// The HTTP producer API against the real Redis of REDIS_URL, on an ephemeral port, under a queue prefix of
+// its own (test-api-<random>) that is obliterated at the end. No worker: jobs stay waiting.
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import { Queue } from 'bullmq';
+import type { Express } from 'express';
+import type { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { FleetClient } from '../producers/client.js';
+import { createApiServer } from '../producers/http-api.js';
+import {
+  RESULT_JOB_NAME,
+  resultJobId,
+  RESULTS_QUEUE,
+  TASK_JOB_NAME,
+  TASKS_QUEUE,
+} from '../src/queue/names.js';
+import { createRedis } from '../src/queue/redis.js';
+
+const REDIS_URL = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
+const PREFIX = `test-api-${randomBytes(4).toString('hex')}`;
+const TOKEN = `test-token-${randomBytes(16).toString('hex')}`;
+
+const logLines: string[] = [];
+const logger = pino(
+  { level: 'info' },
+  new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      logLines.push(...chunk.toString('utf8').split('\n').filter(Boolean));
+      callback();
+    },
+  }),
+);
+
+let redis: Redis;
+let tasks: Queue;
+let results: Queue;
+let client: FleetClient;
+const servers: Server[] = [];
+
+async function listen(app: Express): Promise<string> {
+  const server = createServer(app);
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+let base: string;
+
+function post(body: string | object, headers: Record<string, string> = {}, url = base): Promise<Response> {
+  return fetch(`${url}/v1/tasks`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+function get(path: string, headers: Record<string, string> = { authorization: `Bearer ${TOKEN}` }) {
+  return fetch(`${base}${path}`, { headers });
+}
+
+async function jobCount(): Promise<number> {
+  const counts = await tasks.getJobCounts();
+  return Object.values(counts).reduce((sum, n) => sum + n, 0);
+}
+
+beforeAll(async () => {
+  redis = createRedis(REDIS_URL, 'producer');
+  tasks = new Queue(TASKS_QUEUE, { connection: redis, prefix: PREFIX });
+  results = new Queue(RESULTS_QUEUE, { connection: redis, prefix: PREFIX });
+  client = new FleetClient({ redisUrl: REDIS_URL, prefix: PREFIX });
+  base = await listen(createApiServer({ client, token: TOKEN, logger }));
+});
+
+afterAll(async () => {
+  await Promise.all(
+    servers.map((server) => new Promise((resolve) => server.close(resolve) && server.closeAllConnections())),
+  );
+  await client?.close();
+  await tasks?.obliterate({ force: true });
+  await results?.obliterate({ force: true });
+  await tasks?.close();
+  await results?.close();
+  redis?.disconnect();
+});
+
+describe('authentication', () => {
+  it.each([
+    ['no Authorization header', {}],
+    ['a wrong token of the same length', { authorization: `Bearer ${'x'.repeat(TOKEN.length)}` }],
+    ['a wrong, shorter token', { authorization: 'Bearer nope' }],
+    ['the token with another scheme', { authorization: `Basic ${TOKEN}` }],
+    ['an empty bearer', { authorization: 'Bearer ' }],
+  ])('answers 401 to %s and enqueues nothing', async (_label, headers) => {
+    const before = await jobCount();
+    const response = await fetch(`${base}/v1/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ task: 'Find the top 3 customers' }),
+    });
+    expect(response.status).toBe(401);
+    expect(await response.json()).toEqual({ error: 'unauthorized' });
+    expect(await jobCount()).toBe(before);
+    expect(await jobCount()).toBe(0);
+  });
+
+  it('refuses before reading the body: an oversized unauthenticated body is 401, not 413', async () => {
+    const response = await fetch(`${base}/v1/tasks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ task: 'x'.repeat(100_000) }),
+    });
+    expect(response.status).toBe(401);
+    expect(await jobCount()).toBe(0);
+  });
+
+  it('guards GET /v1/tasks/:jobId too', async () => {
+    const response = await get('/v1/tasks/1', {});
+    expect(response.status).toBe(401);
+  });
+
+  it('lets /healthz through without a token when Redis answers', async () => {
+    const response = await fetch(`${base}/healthz`);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ status: 'ok' });
+  });
+});
+
+describe('POST /v1/tasks', () => {
+  it('enqueues a valid task with its validated data and answers 202 {jobId}', async () => {
+    const response = await post({
+      task: '  Find the top 3 customers by Q1 2024 sales  ',
+      budget: { maxSteps: 6, maxCostUsd: 0.02 },
+      tools: ['sql_query', 'list_tables'],
+      metadata: { batch: 'nightly', n: 3 },
+    });
+    expect(response.status).toBe(202);
+    const body = (await response.json()) as { jobId: string };
+    expect(Object.keys(body)).toEqual(['jobId']);
+    expect(typeof body.jobId).toBe('string');
+
+    const job = await tasks.getJob(body.jobId);
+    expect(job?.name).toBe(TASK_JOB_NAME);
+    // The schema trims the task: the queue holds the validated task, not the raw body.
+    expect(job?.data).toEqual({
+      task: 'Find the top 3 customers by Q1 2024 sales',
+      budget: { maxSteps: 6, maxCostUsd: 0.02 },
+      tools: ['sql_query', 'list_tables'],
+      metadata: { batch: 'nightly', n: 3 },
+    });
+  });
+
+  it.each([
+    ['a missing task', {}, 'task'],
+    ['an empty task', { task: '' }, 'task'],
+    ['a blank task', { task: '   ' }, 'task'],
+    ['an 8,001-character task', { task: 'x'.repeat(8_001) }, 'task'],
+    ['a task that is not a string', { task: 42 }, 'task'],
+    ['an unknown field', { task: 't', priority: 'high' }, 'priority'],
+    ['an unknown budget field', { task: 't', budget: { maxSeconds: 3 } }, 'budget.maxSeconds'],
+    ['an unknown tool', { task: 't', tools: ['sql_query', 'rm_rf'] }, 'tools.1'],
+    ['maxSteps 0', { task: 't', budget: { maxSteps: 0 } }, 'budget.maxSteps'],
+    ['maxSteps 1000', { task: 't', budget: { maxSteps: 1000 } }, 'budget.maxSteps'],
+    ['a negative cost', { task: 't', budget: { maxCostUsd: -0.01 } }, 'budget.maxCostUsd'],
+    ['a JSON array', [{ task: 't' }], ''],
+  ])('refuses %s with 400 and the field path, enqueuing nothing', async (_label, body, path) => {
+    const before = await jobCount();
+    const response = await post(body);
+    expect(response.status).toBe(400);
+    const answer = (await response.json()) as { error: string; issues: { path: string; message: string }[] };
+    expect(answer.error).toBe('invalid_task');
+    expect(answer.issues.map((issue) => issue.path)).toContain(path);
+    for (const issue of answer.issues) expect(typeof issue.message).toBe('string');
+    expect(await jobCount()).toBe(before);
+  });
+
+  it('answers 413 to a body over 64 KB', async () => {
+    const before = await jobCount();
+    const response = await post({
+      task: 't',
+      metadata: { blob: 'x'.repeat(1_000) },
+      pad: 'x'.repeat(66_000),
+    });
+    expect(response.status).toBe(413);
+    expect(await response.json()).toMatchObject({ error: 'payload_too_large' });
+    expect(await jobCount()).toBe(before);
+  });
+
+  it('answers 415 to a body that is not JSON', async () => {
+    const text = await post('task=hello', { 'content-type': 'text/plain' });
+    expect(text.status).toBe(415);
+    expect(await text.json()).toMatchObject({ error: 'unsupported_media_type' });
+    const form = await post('task=hello', { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(form.status).toBe(415);
+  });
+
+  it('answers 400 to malformed JSON, without a stack trace', async () => {
+    const response = await post('{"task": "unterminated');
+    expect(response.status).toBe(400);
+    const text = await response.text();
+    expect(JSON.parse(text)).toEqual({ error: 'invalid_json', message: 'the body is not a JSON object' });
+    expect(text).not.toMatch(/SyntaxError|at .*\.js|node_modules/);
+  });
+
+  it('gives the same jobId to the same idempotency key', async () => {
+    const key = `api-test-${randomBytes(4).toString('hex')}`;
+    const first = await post({ task: 'once', idempotencyKey: key });
+    const second = await post({ task: 'once', idempotencyKey: key });
+    expect(first.status).toBe(202);
+    expect(second.status).toBe(202);
+    const a = (await first.json()) as { jobId: string };
+    const b = (await second.json()) as { jobId: string };
+    expect(b.jobId).toBe(a.jobId);
+    const waiting = await tasks.getJobs(['waiting']);
+    expect(waiting.filter((job) => job.id === a.jobId)).toHaveLength(1);
+  });
+});
+
+describe('GET /v1/tasks/:jobId', () => {
+  it('answers 404 for an unknown job', async () => {
+    const response = await get('/v1/tasks/no-such-job');
+    expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({ error: 'not_found' });
+  });
+
+  it('answers state waiting, its progress and a null result for a waiting job', async () => {
+    const created = (await (await post({ task: 'wait for a worker' })).json()) as { jobId: string };
+    const response = await get(`/v1/tasks/${created.jobId}`);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as Record<string, unknown>;
+    expect(Object.keys(body).sort()).toEqual(['progress', 'result', 'state']);
+    expect(body['state']).toBe('waiting');
+    expect(body['result']).toBeNull();
+  });
+
+  it('answers the published result once there is one', async () => {
+    const created = (await (await post({ task: 'done' })).json()) as { jobId: string };
+    const result = {
+      jobId: created.jobId,
+      status: 'succeeded',
+      stopReason: 'answer',
+      answer: '42',
+      steps: 1,
+      toolCalls: 0,
+      usage: { promptTokens: 10, completionTokens: 2, totalTokens: 12, costUsd: 0.0001 },
+      error: null,
+    };
+    await results.add(RESULT_JOB_NAME, result, { jobId: resultJobId(created.jobId) });
+    const body = (await (await get(`/v1/tasks/${created.jobId}`)).json()) as Record<string, unknown>;
+    expect(body['result']).toEqual(result);
+  });
+});
+
+describe('everything else', () => {
+  it('answers 404 JSON to an unknown route', async () => {
+    const response = await get('/v2/anything');
+    expect(response.status).toBe(404);
+    expect(await response.json()).toEqual({ error: 'not_found' });
+  });
+
+  it('answers 500 without leaking the error when the client throws', async () => {
+    const broken = {
+      enqueue: () => Promise.reject(new Error('secret internals at /srv/app.js:1')),
+    } as unknown as FleetClient;
+    const url = await listen(createApiServer({ client: broken, token: TOKEN, logger }));
+    const response = await post({ task: 't' }, {}, url);
+    expect(response.status).toBe(500);
+    expect(await response.text()).toBe('{"error":"internal"}');
+  });
+
+  it('answers 503 to the health check and to a POST when Redis is unreachable', async () => {
+    // BullMQ prints each connection error of a queue without an 'error' listener; the client's have none.
+    const quiet = vi.spyOn(console, 'error').mockImplementation(() => undefined);
+    const down = new FleetClient({ redisUrl: 'redis://127.0.0.1:1', prefix: PREFIX });
+    try {
+      const url = await listen(createApiServer({ client: down, token: TOKEN, logger }));
+      const health = await fetch(`${url}/healthz`);
+      expect(health.status).toBe(503);
+      expect(await health.json()).toEqual({ status: 'unavailable' });
+      const response = await post({ task: 't' }, {}, url);
+      expect(response.status).toBe(503);
+      expect(await response.json()).toEqual({ error: 'unavailable' });
+    } finally {
+      await down.close();
+      quiet.mockRestore();
+    }
+  });
+
+  it('logs one line per request with method, path, status and ms, never the token', async () => {
+    logLines.length = 0;
+    await get('/v1/tasks/no-such-job');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const entries = logLines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    const entry = entries.find((e) => e['path'] === '/v1/tasks/no-such-job');
+    expect(entry).toMatchObject({ method: 'GET', path: '/v1/tasks/no-such-job', status: 404 });
+    expect(typeof entry?.['ms']).toBe('number');
+    expect(entries.filter((e) => e['path'] === '/v1/tasks/no-such-job')).toHaveLength(1);
+    expect(logLines.join('\n')).not.toContain(TOKEN);
+  });
+});
