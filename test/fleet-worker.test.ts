@@ -272,7 +272,7 @@ describe('shutdown and crashes', () => {
     expect(b.output()).toMatch(/run finished/);
     const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
     const resultsQueue = new Queue(RESULTS_QUEUE, { connection, prefix: ns.prefix });
-    const published = await resultsQueue.getJobs(['waiting', 'paused', 'delayed', 'prioritized']);
+    const published = await resultsQueue.getJobs(['waiting', 'delayed', 'prioritized']);
     const batchResults = published.filter((job) => jobs.some(({ jobId }) => job.data.jobId === jobId));
     expect(batchResults).toHaveLength(50);
     await resultsQueue.close();
