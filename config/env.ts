@@ -4,8 +4,14 @@ import { z } from 'zod';
 import * as D from '../src/agent/defaults.js';
 import { ConfigError } from '../src/agent/errors.js';
 
-const int = (min: number, max = Number.MAX_SAFE_INTEGER) => z.coerce.number().int().min(min).max(max);
-const positive = () => z.coerce.number().positive().finite();
+/** Plain decimal numbers only: no hex, no exponent, no whitespace read as 0 (as z.coerce would). */
+const decimal = (schema: z.ZodNumber) =>
+  z.preprocess(
+    (value) => (typeof value === 'string' && /^-?\d+(\.\d+)?$/.test(value) ? Number(value) : value),
+    schema,
+  );
+const int = (min: number, max = Number.MAX_SAFE_INTEGER) => decimal(z.number().int().min(min).max(max));
+const positive = () => decimal(z.number().positive().finite());
 const url = (protocols: string[]) =>
   z.string().refine(
     (value) => {
@@ -53,14 +59,14 @@ export const envSchema = z.object({
   OPENAI_API_KEY: z.string().min(1).optional(),
   OPENAI_BASE_URL: url(['http', 'https']).optional(),
   LLM_MODEL: z.string().min(1).default('gpt-4-turbo-preview'),
-  LLM_TEMPERATURE: z.coerce.number().min(0).max(2).default(D.DEFAULT_TEMPERATURE),
+  LLM_TEMPERATURE: decimal(z.number().min(0).max(2)).default(D.DEFAULT_TEMPERATURE),
   LLM_MAX_TOKENS: int(16, 128_000).default(D.DEFAULT_COMPLETION_TOKENS),
   LLM_TIMEOUT_MS: int(100).default(D.DEFAULT_MODEL_TIMEOUT_MS),
   LLM_PRICES: priceTable.optional(),
   AGENT_PROTOCOL: z.enum(['tools', 'json']).default('tools'),
   AGENT_MAX_STEPS: int(1, 100).default(D.DEFAULT_MAX_STEPS),
   AGENT_MAX_TOKENS: int(100, 10_000_000).default(D.DEFAULT_MAX_TOKENS),
-  AGENT_MAX_COST_USD: positive().max(1000).default(D.DEFAULT_MAX_COST_USD),
+  AGENT_MAX_COST_USD: decimal(z.number().positive().max(1000)).default(D.DEFAULT_MAX_COST_USD),
   AGENT_DEADLINE_MS: int(1000, 86_400_000).default(D.DEFAULT_DEADLINE_MS),
   AGENT_MEMORY_WINDOW: int(2, 200).default(D.DEFAULT_MEMORY_WINDOW),
   AGENT_TOOL_RESULT_MAX_TOKENS: int(50, 100_000).default(D.DEFAULT_TOOL_RESULT_MAX_TOKENS),
@@ -87,23 +93,36 @@ export type Env = z.infer<typeof envSchema>;
 
 /** Parses the environment; throws a ConfigError whose message names the first bad variable. */
 export function parseEnv(source: Record<string, string | undefined> = process.env): Env {
-  // An empty variable means "not set", as it does in most shells' `VAR= cmd`.
+  // An empty or blank variable means "not set", as it does in most shells' `VAR= cmd`.
   const present = Object.fromEntries(
-    Object.entries(source).filter(([, value]) => value !== undefined && value !== ''),
+    Object.entries(source)
+      .filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1].trim() !== '')
+      .map(([key, value]) => [key, value.trim()]),
   );
   const parsed = envSchema.safeParse(present);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const name = String(issue?.path[0] ?? 'environment');
-  const shown = /KEY|TOKEN|PASSWORD|SECRET/.test(name)
-    ? '(hidden)'
-    : JSON.stringify(redactUrl(present[name]));
+  const shown = isSecretName(name) ? '(hidden)' : JSON.stringify(redactUrl(present[name]));
   throw new ConfigError('bad_env', `${name}=${shown} is invalid: ${issue?.message ?? 'bad value'}`);
 }
 
+/** API_KEY, API_TOKEN, BOARD_PASSWORD…; not AGENT_MAX_TOKENS, whose value is worth showing. */
+const isSecretName = (name: string): boolean => /(_KEY|_TOKEN|PASSWORD|SECRET)$/.test(name);
+
 /** A URL's password never reaches a log line, even in an error about that URL. */
 export function redactUrl(value: string | undefined): string | undefined {
-  return value?.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@]*@/i, '$1***@');
+  if (value === undefined) return undefined;
+  try {
+    const url = new URL(value);
+    if (!url.password) return value;
+    url.password = '***';
+    return url.toString();
+  } catch {
+    // Not a URL the parser takes: hide everything between the scheme's `user:` and the last `@` of the
+    // authority, which is where a password with an unencoded `@` ends.
+    return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^/]*@/i, '$1***@');
+  }
 }
 
 let cached: Env | undefined;

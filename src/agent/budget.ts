@@ -65,7 +65,13 @@ export function planCall(
   const used = need.reserveAfter ? addUsage(usedSoFar, need.reserveAfter) : usedSoFar;
   const usedTotal = used.promptTokens + used.completionTokens;
   const tokenRoom = budget.maxTokens - usedTotal - need.promptTokens;
-  const costRoom = completionRoomForCost(used, budget.maxCostUsd, price, need.promptTokens);
+  const costRoom = completionRoomForCost(
+    used,
+    budget.maxCostUsd,
+    price,
+    need.promptTokens,
+    need.desiredMaxTokens,
+  );
   const room = Math.min(need.desiredMaxTokens, tokenRoom, costRoom);
   // A call configured smaller than the usual minimum only needs what it asks for.
   const min = Math.min(need.minCompletionTokens, need.desiredMaxTokens);
@@ -83,15 +89,18 @@ function completionRoomForCost(
   maxCostUsd: number,
   price: ModelPrice,
   promptTokens: number,
+  cap: number,
 ): number {
   const prompt = used.promptTokens + promptTokens;
   const fits = (completion: number) =>
     costUsd(price, prompt, used.completionTokens + completion) <= maxCostUsd;
   if (!fits(0)) return -1;
-  if (price.outputPerMillion <= 0) return Number.MAX_SAFE_INTEGER;
+  if (price.outputPerMillion <= 0) return cap;
   const leftMicro =
     maxCostUsd * 1_000_000 - prompt * price.inputPerMillion - used.completionTokens * price.outputPerMillion;
-  let room = Math.max(0, Math.floor(leftMicro / price.outputPerMillion));
+  // Capped before the correction loop: with a tiny output price the closed form can exceed 2^53, where
+  // `room--` no longer changes the number.
+  let room = Math.min(cap, Math.max(0, Math.floor(leftMicro / price.outputPerMillion)));
   while (room > 0 && !fits(room)) room--;
   return room;
 }

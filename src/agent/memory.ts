@@ -47,8 +47,13 @@ const DETERMINISTIC_MAX_CHARS = 2400;
  */
 export function deterministicSummary(previous: string | null, folded: readonly ChatMessage[]): string {
   const earlier = previous ? extractDoneLines(previous) : [];
-  const fresh = renderForSummary(folded, DETERMINISTIC_LINE_CHARS)
-    .split('\n')
+  const fresh = folded
+    .map((message) =>
+      renderForSummary([message], DETERMINISTIC_LINE_CHARS)
+        .replace(/\s*\n\s*/g, ' ')
+        .trim(),
+    )
+    .filter((line) => line.length > 0)
     .map((line) => `- ${line}`);
   const lines = [...earlier, ...fresh];
   // Keep the newest lines when the summary outgrows its cap: they are closest to the current goal.
@@ -61,7 +66,11 @@ export function deterministicSummary(previous: string | null, folded: readonly C
 }
 
 function extractDoneLines(summary: string): string[] {
-  const body = summary.replace(/^Done so far:\n/, '').replace(/\nCurrent goal:[\s\S]*$/, '');
+  // The goal of an earlier summary is stale: only its record of what was done carries over.
+  const body = summary
+    .replace(/^Done so far:\n/, '')
+    .replace(/\nCurrent goal:[\s\S]*$/, '')
+    .replace(/\bGoal:[\s\S]*$/, '');
   return body
     .split('\n')
     .filter((line) => line.trim().length > 0)

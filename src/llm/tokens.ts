@@ -15,7 +15,8 @@ export type TokenCounter = (text: string) => number;
 
 /** gpt-4o, gpt-4.1 and the o-series use o200k_base; older GPT-4 models cl100k_base. */
 export function tokenCounterFor(model: string): TokenCounter {
-  return /^(gpt-4o|gpt-4\.1|gpt-5|o\d)/.test(model) ? countO200k : countCl100k;
+  // Fine-tuned models are named `ft:<base>:<org>::<id>`: their base model decides.
+  return /^(ft:)?(gpt-4o|gpt-4\.1|gpt-5|o\d)/.test(model) ? countO200k : countCl100k;
 }
 
 // Messages in memory are never mutated, so a message's count is computed once per counter however many

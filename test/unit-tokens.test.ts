@@ -1,0 +1,205 @@
+// Token counting: the encoding chosen per model, the per-message and per-tool overheads, and the caches that
+// must never change a count.
+import { countTokens as cl100k } from 'gpt-tokenizer/encoding/cl100k_base';
+import { countTokens as o200k } from 'gpt-tokenizer/encoding/o200k_base';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { ChatMessage, ToolSpec } from '../src/agent/messages.js';
+import {
+  countCompletionTokens,
+  countMessageTokens,
+  countPromptTokens,
+  countToolsTokens,
+  tokenCounterFor,
+  type TokenCounter,
+} from '../src/llm/tokens.js';
+
+/** A counter that counts its own calls, to see the caches at work. */
+function spyCounter(inner: TokenCounter = cl100k) {
+  const calls: string[] = [];
+  const count: TokenCounter = (text) => {
+    calls.push(text);
+    return inner(text);
+  };
+  return { count, calls };
+}
+
+const TOOLS: ToolSpec[] = [
+  {
+    type: 'function',
+    function: {
+      name: 'sql_query',
+      description: 'Run a read-only SQL query.',
+      parameters: { type: 'object', properties: { sql: { type: 'string' } }, required: ['sql'] },
+    },
+  },
+];
+
+describe('tokenCounterFor', () => {
+  it('o200k_base for gpt-4o, gpt-4.1, gpt-5 and the o-series', () => {
+    for (const model of [
+      'gpt-4o',
+      'gpt-4o-mini',
+      'gpt-4.1',
+      'gpt-4.1-mini',
+      'gpt-4.1-nano',
+      'gpt-5',
+      'o1',
+      'o3-mini',
+    ])
+      expect(tokenCounterFor(model), model).toBe(o200k);
+  });
+
+  it('cl100k_base for the older GPT-4 models and anything else', () => {
+    for (const model of ['gpt-4-turbo', 'gpt-4-turbo-preview', 'gpt-4', 'gpt-3.5-turbo', 'my-local-model'])
+      expect(tokenCounterFor(model), model).toBe(cl100k);
+  });
+
+  it('the two encodings really count differently', () => {
+    const text = 'Здравствуйте, как дела? 你好世界 — ñandú';
+    expect(tokenCounterFor('gpt-4o')(text)).toBe(o200k(text));
+    expect(tokenCounterFor('gpt-4-turbo')(text)).toBe(cl100k(text));
+    expect(o200k(text)).not.toBe(cl100k(text));
+  });
+});
+
+describe('countMessageTokens', () => {
+  it('content plus 3 tokens plus the role', () => {
+    const count = cl100k;
+    expect(countMessageTokens({ role: 'user', content: 'hello world' }, count)).toBe(
+      3 + count('user') + count('hello world'),
+    );
+    expect(countMessageTokens({ role: 'system', content: '' }, count)).toBe(3 + count('system'));
+    expect(countMessageTokens({ role: 'assistant', content: null }, count)).toBe(3 + count('assistant'));
+  });
+
+  it('a tool result counts its call id', () => {
+    const message: ChatMessage = { role: 'tool', tool_call_id: 'call_abc123', content: '42 rows' };
+    expect(countMessageTokens(message, o200k)).toBe(
+      3 + o200k('tool') + o200k('42 rows') + o200k('call_abc123'),
+    );
+  });
+
+  it('an assistant tool call counts 4 tokens plus its id, name and arguments', () => {
+    const message: ChatMessage = {
+      role: 'assistant',
+      content: 'Let me look.',
+      tool_calls: [
+        { id: 'call_1', type: 'function', function: { name: 'sql_query', arguments: '{"sql":"SELECT 1"}' } },
+        { id: 'call_2', type: 'function', function: { name: 'list_tables', arguments: '{}' } },
+      ],
+    };
+    const c = cl100k;
+    expect(countMessageTokens(message, c)).toBe(
+      3 +
+        c('assistant') +
+        c('Let me look.') +
+        (4 + c('call_1') + c('sql_query') + c('{"sql":"SELECT 1"}')) +
+        (4 + c('call_2') + c('list_tables') + c('{}')),
+    );
+  });
+
+  it('is counted once per message object and counter', () => {
+    const { count, calls } = spyCounter();
+    const message: ChatMessage = { role: 'user', content: 'count me once' };
+    const first = countMessageTokens(message, count);
+    const afterFirst = calls.length;
+    expect(afterFirst).toBeGreaterThan(0);
+    expect(countMessageTokens(message, count)).toBe(first);
+    expect(calls.length).toBe(afterFirst);
+    // a copy is a new object: counted afresh, to the same number
+    expect(countMessageTokens({ ...message }, count)).toBe(first);
+    expect(calls.length).toBeGreaterThan(afterFirst);
+  });
+
+  it('the cache is per counter: the same message under another encoding gets that encoding’s count', () => {
+    const message: ChatMessage = { role: 'user', content: 'Здравствуйте, как дела? 你好世界' };
+    const a = countMessageTokens(message, cl100k);
+    const b = countMessageTokens(message, o200k);
+    expect(a).toBe(3 + cl100k('user') + cl100k(message.content));
+    expect(b).toBe(3 + o200k('user') + o200k(message.content));
+    expect(a).not.toBe(b);
+  });
+
+  it('a cached count equals a fresh count (property)', () => {
+    const call = fc.record({
+      id: fc.string({ minLength: 1, maxLength: 12 }),
+      type: fc.constant('function' as const),
+      function: fc.record({ name: fc.string({ maxLength: 12 }), arguments: fc.string({ maxLength: 40 }) }),
+    });
+    const message: fc.Arbitrary<ChatMessage> = fc.oneof(
+      fc.record({
+        role: fc.constantFrom('system' as const, 'user' as const),
+        content: fc.string({ maxLength: 80 }),
+      }),
+      fc.record({
+        role: fc.constant('tool' as const),
+        tool_call_id: fc.string(),
+        content: fc.string({ maxLength: 80 }),
+      }),
+      fc.record(
+        {
+          role: fc.constant('assistant' as const),
+          content: fc.option(fc.string({ maxLength: 80 })),
+          tool_calls: fc.array(call, { maxLength: 3 }),
+        },
+        { requiredKeys: ['role', 'content'] },
+      ),
+    );
+    fc.assert(
+      fc.property(fc.array(message, { maxLength: 6 }), fc.constantFrom(cl100k, o200k), (messages, count) => {
+        const cached = messages.map((m) => countMessageTokens(m, count));
+        expect(messages.map((m) => countMessageTokens(m, count))).toEqual(cached);
+        expect(messages.map((m) => countMessageTokens(structuredClone(m), count))).toEqual(cached);
+        expect(countPromptTokens(messages, undefined, count)).toBe(3 + cached.reduce((a, b) => a + b, 0));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('countToolsTokens / countPromptTokens', () => {
+  it('no tools cost nothing; tools cost their JSON plus 12', () => {
+    expect(countToolsTokens(undefined, cl100k)).toBe(0);
+    expect(countToolsTokens([], cl100k)).toBe(0);
+    expect(countToolsTokens(TOOLS, cl100k)).toBe(12 + cl100k(JSON.stringify(TOOLS)));
+    expect(countToolsTokens(TOOLS, o200k)).toBe(12 + o200k(JSON.stringify(TOOLS)));
+  });
+
+  it('the tools count is cached per array', () => {
+    const { count, calls } = spyCounter();
+    const tools = structuredClone(TOOLS);
+    const first = countToolsTokens(tools, count);
+    expect(countToolsTokens(tools, count)).toBe(first);
+    expect(calls).toHaveLength(1);
+  });
+
+  it('a prompt is its messages, its tools and 3 tokens of reply priming', () => {
+    const messages: ChatMessage[] = [
+      { role: 'system', content: 'You are an agent.' },
+      { role: 'user', content: 'How many customers?' },
+    ];
+    const bare = 3 + countMessageTokens(messages[0]!, o200k) + countMessageTokens(messages[1]!, o200k);
+    expect(countPromptTokens(messages, undefined, o200k)).toBe(bare);
+    expect(countPromptTokens(messages, TOOLS, o200k)).toBe(bare + countToolsTokens(TOOLS, o200k));
+    expect(countPromptTokens([], undefined, o200k)).toBe(3);
+  });
+});
+
+describe('countCompletionTokens', () => {
+  it('text plus, per call, 4 tokens, the name and the arguments (no ids)', () => {
+    const c = o200k;
+    expect(countCompletionTokens(null, undefined, c)).toBe(0);
+    expect(countCompletionTokens('The answer is 42.', undefined, c)).toBe(c('The answer is 42.'));
+    expect(
+      countCompletionTokens(
+        null,
+        [
+          { function: { name: 'sql_query', arguments: '{"sql":"SELECT 1"}' } },
+          { function: { name: 'list_tables', arguments: '{}' } },
+        ],
+        c,
+      ),
+    ).toBe(4 + c('sql_query') + c('{"sql":"SELECT 1"}') + 4 + c('list_tables') + c('{}'));
+  });
+});

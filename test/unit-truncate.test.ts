@@ -1,0 +1,77 @@
+// Cutting text to a token or character limit, with the real tokenizers the kernel uses.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { truncateChars, truncateToTokens } from '../src/agent/truncate.js';
+import { tokenCounterFor } from '../src/llm/tokens.js';
+
+const counters = [
+  ['gpt-4o', tokenCounterFor('gpt-4o')],
+  ['gpt-4-turbo', tokenCounterFor('gpt-4-turbo')],
+] as const;
+const MARKER = / …\[cut: (\d+) of (\d+) tokens\]$/;
+
+describe.each(counters)('truncateToTokens (%s)', (_model, count) => {
+  it('leaves a text within the limit unchanged', () => {
+    expect(truncateToTokens('', 0, count)).toBe('');
+    expect(truncateToTokens('short text', 100, count)).toBe('short text');
+    const exact = 'one two three four five';
+    expect(truncateToTokens(exact, count(exact), count)).toBe(exact);
+  });
+
+  it('cuts a long text to the limit and says how much was cut', () => {
+    const text = Array.from({ length: 400 }, (_, i) => `row ${i}: customer-${i}@example.com`).join('\n');
+    const total = count(text);
+    const cut = truncateToTokens(text, 100, count);
+    expect(count(cut)).toBeLessThanOrEqual(100);
+    const match = MARKER.exec(cut);
+    expect(match).not.toBeNull();
+    expect(Number(match?.[2])).toBe(total);
+    const head = cut.replace(MARKER, '');
+    expect(text.startsWith(head)).toBe(true);
+    expect(Number(match?.[1])).toBe(total - count(head));
+    // a generous share of the limit is kept, not just the marker
+    expect(count(head)).toBeGreaterThan(50);
+  });
+
+  it('never exceeds the limit, keeps a prefix and marks the cut (property)', () => {
+    const text = fc.oneof(
+      fc.string({ minLength: 100, maxLength: 3_000 }),
+      fc.string({ unit: 'grapheme', maxLength: 1_000 }),
+      fc
+        .array(fc.constantFrom('SELECT', ' id', ',', ' name', '\n', '42', ' 😀', 'Ж', '  '), {
+          maxLength: 800,
+        })
+        .map((parts) => parts.join('')),
+    );
+    let cuts = 0;
+    fc.assert(
+      fc.property(text, fc.integer({ min: 20, max: 300 }), (input, limit) => {
+        const result = truncateToTokens(input, limit, count);
+        expect(count(result)).toBeLessThanOrEqual(limit);
+        if (count(input) <= limit) {
+          expect(result).toBe(input);
+        } else {
+          cuts++;
+          const match = MARKER.exec(result);
+          expect(match).not.toBeNull();
+          expect(Number(match?.[2])).toBe(count(input));
+          expect(input.startsWith(result.replace(MARKER, ''))).toBe(true);
+        }
+      }),
+      { numRuns: 300 },
+    );
+    expect(cuts).toBeGreaterThan(30);
+  });
+});
+
+describe('truncateChars', () => {
+  it('leaves a short text unchanged', () => {
+    expect(truncateChars('', 0)).toBe('');
+    expect(truncateChars('abc', 3)).toBe('abc');
+  });
+
+  it('keeps the first maxChars characters and says how many were cut', () => {
+    expect(truncateChars('abcdefghij', 4)).toBe('abcd …[cut: 6 chars]');
+    expect(truncateChars('abc', 0)).toBe(' …[cut: 3 chars]');
+  });
+});
