@@ -1,0 +1,264 @@
+// The ledger that makes send_email happen at most once per call (CONTRACT §7). A call claims its row, keyed by
+// the call key that is stable across retries and resumes, before it talks to the SMTP server, and settles the
+// row afterwards. Whoever finds the row already there learns what happened instead of sending again:
+//   pending  claimed; the attempt that claimed it is sending, or crashed before recording the outcome
+//   sent     the server accepted the message (smtp_response holds its reply)
+//   dry_run  recorded without sending
+//   failed   the send certainly did not reach the server; the call may claim the row again
+// Claims of one job are serialized by a named lock when a per-job cap is given, so parallel calls of one job
+// cannot all pass the count before any of them is recorded.
+import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { z } from 'zod';
+import { StoreError } from '../store/errors.js';
+
+export type EmailStatus = 'pending' | 'sent' | 'dry_run' | 'failed';
+
+export interface EmailLedgerEntry {
+  callKey: string;
+  jobId: string;
+  recipient: string;
+  subject: string;
+  messageId: string;
+  status: EmailStatus;
+  smtpResponse: string | null;
+  error: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface EmailClaim {
+  callKey: string;
+  jobId: string;
+  recipient: string;
+  subject: string;
+  messageId: string;
+  /**
+   * The per-job cap: the claim is refused (`cap_reached`) when the job already has this many emails sent,
+   * pending or recorded as a dry run, not counting this call's own row.
+   */
+  maxForJob?: number;
+}
+
+export type ClaimResult =
+  | { kind: 'new' }
+  | { kind: 'sent' | 'dry_run'; smtpResponse: string | null; entry: EmailLedgerEntry }
+  | { kind: 'pending'; entry: EmailLedgerEntry }
+  | { kind: 'cap_reached'; count: number };
+
+const TEXT_MAX_CHARS = 10_000; // a TEXT column holds 64 KB, 4 bytes a character at worst
+const ER_DUP_ENTRY = 1062;
+
+// The lock is server-wide, so its name includes the database; GET_LOCK names are limited to 64 characters,
+// hence the hash. Computed in SQL so acquiring and releasing use the very same expression.
+const LOCK_NAME = "CONCAT('af_email:', LEFT(SHA2(CONCAT(DATABASE(), '/', ?), 256), 48))";
+
+const rowSchema = z.object({
+  call_key: z.string(),
+  job_id: z.string(),
+  recipient: z.string(),
+  subject: z.string(),
+  message_id: z.string(),
+  status: z.enum(['pending', 'sent', 'dry_run', 'failed']),
+  smtp_response: z.string().nullable(),
+  error: z.string().nullable(),
+  created_at: z.date(),
+  updated_at: z.date(),
+});
+
+export class EmailLedger {
+  constructor(
+    private readonly pool: Pool,
+    private readonly options: { lockTimeoutSeconds?: number } = {},
+  ) {}
+
+  /**
+   * Claims the call's row, atomically: the first claim inserts it as pending (`new`: go ahead and send);
+   * any later one gets the row as it stands, except that a `failed` row is claimed again as `new`.
+   */
+  async claim(claim: EmailClaim): Promise<ClaimResult> {
+    const connection = await this.pool.getConnection();
+    let locked = false;
+    try {
+      if (claim.maxForJob !== undefined) {
+        await this.lockJob(connection, claim.jobId);
+        locked = true;
+      }
+      return await this.claimOn(connection, claim);
+    } finally {
+      await release(connection, locked ? claim.jobId : undefined);
+    }
+  }
+
+  /** The server accepted the message. */
+  async markSent(callKey: string, smtpResponse: string): Promise<void> {
+    await this.settle(callKey, 'sent', clip(smtpResponse), null);
+  }
+
+  /** Dry-run mode: recorded as if sent, nothing went to the server. */
+  async markDryRun(callKey: string): Promise<void> {
+    await this.settle(callKey, 'dry_run', null, null);
+  }
+
+  /** The send certainly did not reach the server: the row may be claimed again. */
+  async markFailed(callKey: string, error: string): Promise<void> {
+    await this.settle(callKey, 'failed', null, clip(error));
+  }
+
+  /**
+   * The send failed at a point where the server may already have accepted the message: the row stays
+   * pending (nobody sends it again) and the error is kept for whoever investigates.
+   */
+  async noteUncertain(callKey: string, error: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE email_ledger SET error = ?, updated_at = CURRENT_TIMESTAMP(3)
+       WHERE call_key = ? AND status = 'pending'`,
+      [clip(error), callKey],
+    );
+  }
+
+  /** Emails of a job that count against its cap: sent, pending (maybe sent) and dry runs. */
+  async countForJob(jobId: string, exceptCallKey?: string): Promise<number> {
+    return this.countOn(this.pool, jobId, exceptCallKey);
+  }
+
+  async get(callKey: string): Promise<EmailLedgerEntry | null> {
+    return this.read(this.pool, callKey);
+  }
+
+  async listForJob(jobId: string): Promise<EmailLedgerEntry[]> {
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      'SELECT * FROM email_ledger WHERE job_id = ? ORDER BY created_at, call_key',
+      [jobId],
+    );
+    return rows.map(toEntry);
+  }
+
+  private async claimOn(connection: PoolConnection, claim: EmailClaim): Promise<ClaimResult> {
+    // Rows are never deleted, so each round either decides or sees a concurrent claim's row; three rounds
+    // cover an insert race followed by a failed row being re-claimed by someone else.
+    for (let round = 0; round < 3; round++) {
+      const existing = await this.read(connection, claim.callKey);
+      if (existing && existing.status !== 'failed') return settled(existing);
+      if (claim.maxForJob !== undefined) {
+        const count = await this.countOn(connection, claim.jobId, claim.callKey);
+        if (count >= claim.maxForJob) return { kind: 'cap_reached', count };
+      }
+      if (existing) {
+        // Failed earlier without reaching the server: take it back, for whatever this attempt sends.
+        const [header] = await connection.query<ResultSetHeader>(
+          `UPDATE email_ledger
+           SET status = 'pending', recipient = ?, subject = ?, message_id = ?, smtp_response = NULL,
+             error = NULL, updated_at = CURRENT_TIMESTAMP(3)
+           WHERE call_key = ? AND status = 'failed'`,
+          [claim.recipient, claim.subject, claim.messageId, claim.callKey],
+        );
+        if (header.affectedRows === 1) return { kind: 'new' };
+        continue;
+      }
+      try {
+        await connection.query(
+          `INSERT INTO email_ledger (call_key, job_id, recipient, subject, message_id, status)
+           VALUES (?, ?, ?, ?, ?, 'pending')`,
+          [claim.callKey, claim.jobId, claim.recipient, claim.subject, claim.messageId],
+        );
+        return { kind: 'new' };
+      } catch (error) {
+        if ((error as { errno?: unknown }).errno !== ER_DUP_ENTRY) throw error;
+      }
+    }
+    throw new StoreError('email_ledger_contended', `could not claim email ${claim.callKey}: too many races`, {
+      retryable: true,
+    });
+  }
+
+  private async settle(
+    callKey: string,
+    status: Exclude<EmailStatus, 'pending'>,
+    smtpResponse: string | null,
+    error: string | null,
+  ): Promise<void> {
+    const [header] = await this.pool.query<ResultSetHeader>(
+      `UPDATE email_ledger SET status = ?, smtp_response = ?, error = ?, updated_at = CURRENT_TIMESTAMP(3)
+       WHERE call_key = ? AND status = 'pending'`,
+      [status, smtpResponse, error, callKey],
+    );
+    // Only a pending row moves on: a settled outcome is never overwritten by a late attempt.
+    if (header.affectedRows !== 1) {
+      throw new StoreError('email_ledger_state', `email ${callKey} is not pending; cannot mark it ${status}`);
+    }
+  }
+
+  private async read(db: Pool | PoolConnection, callKey: string): Promise<EmailLedgerEntry | null> {
+    const [rows] = await db.query<RowDataPacket[]>('SELECT * FROM email_ledger WHERE call_key = ?', [
+      callKey,
+    ]);
+    return rows[0] ? toEntry(rows[0]) : null;
+  }
+
+  private async countOn(db: Pool | PoolConnection, jobId: string, exceptCallKey?: string): Promise<number> {
+    const [rows] = await db.query<RowDataPacket[]>(
+      `SELECT COUNT(*) AS n FROM email_ledger
+       WHERE job_id = ? AND status IN ('pending', 'sent', 'dry_run') AND call_key <> ?`,
+      [jobId, exceptCallKey ?? ''],
+    );
+    return Number(rows[0]?.['n'] ?? 0);
+  }
+
+  private async lockJob(connection: PoolConnection, jobId: string): Promise<void> {
+    const timeout = this.options.lockTimeoutSeconds ?? 10;
+    const [rows] = await connection.query<RowDataPacket[]>(`SELECT GET_LOCK(${LOCK_NAME}, ?) AS got`, [
+      jobId,
+      timeout,
+    ]);
+    if (Number(rows[0]?.['got']) !== 1) {
+      throw new StoreError('email_ledger_lock_timeout', `email lock of job ${jobId} busy for ${timeout}s`, {
+        retryable: true,
+      });
+    }
+  }
+}
+
+function settled(entry: EmailLedgerEntry): ClaimResult {
+  if (entry.status === 'sent' || entry.status === 'dry_run') {
+    return { kind: entry.status, smtpResponse: entry.smtpResponse, entry };
+  }
+  return { kind: 'pending', entry };
+}
+
+async function release(connection: PoolConnection, lockedJobId: string | undefined): Promise<void> {
+  if (lockedJobId === undefined) {
+    connection.release();
+    return;
+  }
+  try {
+    await connection.query(`SELECT RELEASE_LOCK(${LOCK_NAME})`, [lockedJobId]);
+    connection.release();
+  } catch {
+    // A lock belongs to its session: closing the connection is the sure way to free it.
+    connection.destroy();
+  }
+}
+
+function toEntry(row: RowDataPacket): EmailLedgerEntry {
+  const parsed = rowSchema.safeParse(row);
+  if (!parsed.success) {
+    throw new StoreError('email_ledger_row', `unexpected email_ledger row: ${parsed.error.message}`);
+  }
+  const r = parsed.data;
+  return {
+    callKey: r.call_key,
+    jobId: r.job_id,
+    recipient: r.recipient,
+    subject: r.subject,
+    messageId: r.message_id,
+    status: r.status,
+    smtpResponse: r.smtp_response,
+    error: r.error,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+function clip(text: string): string {
+  return text.length > TEXT_MAX_CHARS ? text.slice(0, TEXT_MAX_CHARS) : text;
+}

@@ -1,0 +1,278 @@
+// send_email (CONTRACT §7): one plain-text email to one recipient of an allowed domain, at most once per job
+// and call however often the job is retried or resumed.
+//
+// The checks run cheapest and most certain first: recipient, subject, body, then the ledger, which enforces
+// the per-job cap and exactly one attempt per call key. The ledger row is written before the SMTP transaction
+// (pending) and after it (sent, with the server's reply). A call that finds its row pending cannot know
+// whether the earlier attempt's message went out, and settles that in favour of at most once: it does not
+// send, and says so. The Message-ID is derived from the call key, so every attempt of one call carries the
+// same one and a receiving side can deduplicate on it.
+import { createHash } from 'node:crypto';
+import type { SendMailOptions, SentMessageInfo } from 'nodemailer';
+import { z } from 'zod';
+import { ConfigError, ToolError, TransientToolError } from '../agent/errors.js';
+import { parseRecipient } from './email-address.js';
+import type { ClaimResult, EmailClaim, EmailLedgerEntry } from './email-ledger.js';
+import { classifySendError } from './smtp-transport.js';
+import { defineTool, type Tool } from './tool.js';
+
+/** What the tool needs of the ledger; EmailLedger is the real one. */
+export interface EmailLedgerPort {
+  claim(claim: EmailClaim): Promise<ClaimResult>;
+  markSent(callKey: string, smtpResponse: string): Promise<void>;
+  markDryRun(callKey: string): Promise<void>;
+  markFailed(callKey: string, error: string): Promise<void>;
+  noteUncertain(callKey: string, error: string): Promise<void>;
+}
+
+/** What the tool needs of a nodemailer Transporter (createSmtpTransport's, or any other). */
+export interface MailSender {
+  sendMail(mail: SendMailOptions): Promise<SentMessageInfo>;
+}
+
+export interface EmailLogger {
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface SendEmailToolOptions {
+  ledger: EmailLedgerPort;
+  transport: MailSender;
+  /** EMAIL_FROM: a plain address; its domain also names the Message-IDs. */
+  from: string;
+  /** EMAIL_ALLOWED_DOMAINS: recipients must be at one of these domains exactly. */
+  allowedDomains: readonly string[];
+  /** EMAIL_MAX_PER_RUN: emails one job may send (or have pending, or record as dry runs). */
+  maxPerRun: number;
+  /** Record in the ledger as if sent, but never talk to the SMTP server. */
+  dryRun?: boolean;
+  maxSubjectChars?: number;
+  maxBodyChars?: number;
+  /**
+   * The call's time limit. Longer than the transport's own timeouts together, so the runner does not give up
+   * on a send that is still going to settle its ledger row. Default 60,000 ms.
+   */
+  timeoutMs?: number;
+  logger?: EmailLogger;
+}
+
+export const SEND_EMAIL = 'send_email';
+
+const parameters = z.strictObject({
+  to: z.string().describe('One recipient: a bare address like name@example.com, nothing else.'),
+  subject: z.string().describe('One line of plain text.'),
+  body: z.string().describe('Plain text; no HTML, no attachments.'),
+});
+
+// Line breaks (header injection), other C0/C1 controls, Unicode line separators and unpaired surrogates.
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const SUBJECT_FORBIDDEN = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]|\p{Cs}/u;
+// In a body, tabs and line breaks are content; other controls are dropped.
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const BODY_CONTROLS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/g;
+
+export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof parameters> {
+  const maxSubjectChars = options.maxSubjectChars ?? 200;
+  const maxBodyChars = options.maxBodyChars ?? 10_000;
+  const from = checkFrom(options.from);
+  const messageIdDomain = from.slice(from.lastIndexOf('@') + 1);
+  const allowed = options.allowedDomains.join(', ') || '(none)';
+
+  return defineTool({
+    name: SEND_EMAIL,
+    description:
+      `Send one plain-text email to one recipient. "to" must be a single bare address at an allowed domain ` +
+      `(${allowed}); no names, lists, CC or HTML. At most ${options.maxPerRun} emails per run. Each call ` +
+      `sends at most once: if the result says the email was sent or its delivery is uncertain, do not send ` +
+      `it again.`,
+    parameters,
+    timeoutMs: options.timeoutMs ?? 60_000,
+    async execute(args, ctx) {
+      const recipient = parseRecipient(args.to, options.allowedDomains);
+      if (!recipient.ok) {
+        throw new ToolError(
+          'email_recipient_refused',
+          `recipient ${quote(args.to)} refused: ${recipient.reason}`,
+        );
+      }
+      const address = recipient.address;
+      const subject = checkSubject(args.subject, maxSubjectChars);
+      const body = checkBody(args.body, maxBodyChars);
+      const messageId = deriveMessageId(ctx.callKey, messageIdDomain);
+      // Nothing is claimed for a call that is already being abandoned.
+      if (ctx.signal.aborted) throw new ToolError('aborted', 'the call was cancelled; nothing was sent');
+
+      let claim: ClaimResult;
+      try {
+        claim = await options.ledger.claim({
+          callKey: ctx.callKey,
+          jobId: ctx.runId,
+          recipient: address,
+          subject,
+          messageId,
+          maxForJob: options.maxPerRun,
+        });
+      } catch (error) {
+        throw new TransientToolError(
+          `the email ledger is unavailable (${messageOf(error)}); nothing was sent`,
+          {
+            code: 'email_ledger_unavailable',
+            cause: error,
+          },
+        );
+      }
+
+      switch (claim.kind) {
+        case 'cap_reached':
+          throw new ToolError(
+            'email_cap_reached',
+            `this run already has ${claim.count} emails, the most one run may send ` +
+              `(EMAIL_MAX_PER_RUN=${options.maxPerRun}); nothing was sent`,
+          );
+        case 'sent':
+          return (
+            `Already sent to ${claim.entry.recipient} (message-id ${claim.entry.messageId}) by an earlier ` +
+            `attempt of this call; not sent again.${differs(claim.entry, address, subject)}`
+          );
+        case 'dry_run':
+          return (
+            `Dry run: already recorded for ${claim.entry.recipient} (message-id ${claim.entry.messageId}) ` +
+            `by an earlier attempt of this call; nothing sent.${differs(claim.entry, address, subject)}`
+          );
+        case 'pending':
+          return (
+            `Delivery uncertain: an earlier attempt of this call to send to ${claim.entry.recipient} stopped ` +
+            `before its outcome was recorded, so the email may or may not have gone out. It was not sent ` +
+            `again, to avoid a duplicate (message-id ${claim.entry.messageId}, on which the receiving side can ` +
+            `deduplicate). Do not send it again.`
+          );
+        case 'new':
+          break;
+      }
+
+      if (options.dryRun) {
+        await record(() => options.ledger.markDryRun(ctx.callKey));
+        return `Dry run: email to ${address} recorded but not sent (message-id ${messageId}).`;
+      }
+
+      let info: SentMessageInfo;
+      try {
+        info = await options.transport.sendMail({
+          from,
+          to: address,
+          subject,
+          text: body,
+          messageId,
+          // The envelope is what routes the message: exactly the checked sender and recipient.
+          envelope: { from, to: [address] },
+          disableFileAccess: true,
+          disableUrlAccess: true,
+        });
+      } catch (error) {
+        return settleFailure(error);
+      }
+      if (info.rejected && info.rejected.length > 0) {
+        return settleFailure(Object.assign(new Error('recipient rejected'), { code: 'EENVELOPE' }));
+      }
+      const response = typeof info.response === 'string' ? info.response : 'accepted';
+      try {
+        await options.ledger.markSent(ctx.callKey, response);
+      } catch (error) {
+        // The server has the message: tell the truth to the model. The row stays pending, so a retry of this
+        // call reports "uncertain" rather than sending again.
+        options.logger?.warn({ callKey: ctx.callKey, err: messageOf(error) }, 'email sent but not recorded');
+      }
+      return `Sent to ${address} (message-id ${messageId}).`;
+
+      async function settleFailure(error: unknown): Promise<string> {
+        const failure = classifySendError(error);
+        if (failure.delivery === 'unknown') {
+          await record(() => options.ledger.noteUncertain(ctx.callKey, failure.summary));
+          return (
+            `Delivery uncertain: ${failure.summary}. The server may already have the email to ${address}; it ` +
+            `will not be sent again by this call (message-id ${messageId}). Do not send it again.`
+          );
+        }
+        await record(() => options.ledger.markFailed(ctx.callKey, failure.summary));
+        const message = `${failure.summary}; the email to ${address} was not sent`;
+        if (failure.transient)
+          throw new TransientToolError(message, { code: 'email_smtp_unavailable', cause: error });
+        throw new ToolError('email_smtp_refused', message, { cause: error });
+      }
+
+      // A ledger write that fails after the SMTP outcome is known leaves the row pending: later attempts then
+      // report "uncertain" instead of sending, which is the safe side.
+      async function record(write: () => Promise<void>): Promise<void> {
+        try {
+          await write();
+        } catch (error) {
+          options.logger?.warn({ callKey: ctx.callKey, err: messageOf(error) }, 'email outcome not recorded');
+        }
+      }
+    },
+  });
+}
+
+/** `<32 hex characters of sha256(callKey)@domain>`: the same for every attempt of one call. */
+export function deriveMessageId(callKey: string, domain: string): string {
+  return `<${createHash('sha256').update(callKey).digest('hex').slice(0, 32)}@${domain}>`;
+}
+
+function checkFrom(from: string): string {
+  // The sender is checked by the recipient rules against its own domain: one plain address, nothing else.
+  const parsed = parseRecipient(from, [from.slice(from.lastIndexOf('@') + 1)]);
+  if (!parsed.ok) {
+    const why = parsed.reason.slice(0, parsed.reason.indexOf('. ') + 1);
+    throw new ConfigError('bad_email_from', `EMAIL_FROM=${quote(from)} must be one plain address: ${why}`);
+  }
+  return parsed.address;
+}
+
+function checkSubject(subject: string, maxChars: number): string {
+  const forbidden = SUBJECT_FORBIDDEN.exec(subject);
+  if (forbidden) {
+    const what = /[\r\n\u2028\u2029]/.test(forbidden[0]) ? 'a line break' : 'a control character';
+    throw new ToolError(
+      'email_subject_refused',
+      `the subject contains ${what}; it must be one line of plain text`,
+    );
+  }
+  if (subject.trim() === '') throw new ToolError('email_subject_refused', 'the subject is empty');
+  const length = [...subject].length;
+  if (length > maxChars) {
+    throw new ToolError(
+      'email_subject_refused',
+      `the subject has ${length} characters; at most ${maxChars} are allowed`,
+    );
+  }
+  return subject;
+}
+
+function checkBody(body: string, maxChars: number): string {
+  const text = body
+    .replace(/\r\n?/g, '\n')
+    .replace(BODY_CONTROLS, '')
+    .replace(/\p{Cs}/gu, '\uFFFD');
+  if (text.trim() === '') throw new ToolError('email_body_refused', 'the body is empty');
+  const length = [...text].length;
+  if (length > maxChars) {
+    throw new ToolError(
+      'email_body_refused',
+      `the body has ${length} characters; at most ${maxChars} are allowed: shorten it`,
+    );
+  }
+  return text;
+}
+
+function differs(entry: EmailLedgerEntry, address: string, subject: string): string {
+  if (entry.recipient === address && entry.subject === subject) return '';
+  return ` This attempt asked for a different email (to ${address}); it was not sent: one email per call.`;
+}
+
+/** The model's input, quoted and cut short, so control characters in it cannot shape the observation. */
+function quote(value: string): string {
+  return JSON.stringify(value.length > 100 ? `${value.slice(0, 100)}…` : value);
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,378 @@
+// send_email end to end: through runToolCall, against a real MariaDB/MySQL ledger (a database of its own,
+// af_test_email_<random>, dropped at the end) and a real SMTP sink. With no database server every test fails,
+// none is skipped.
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server, type Socket } from 'node:net';
+import type { Pool, RowDataPacket } from 'mysql2/promise';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';
+import { migrate } from '../src/store/migrate.js';
+import { createStorePool, quoteIdentifier } from '../src/store/pool.js';
+import { EmailLedger } from '../src/tools/email-ledger.js';
+import { ToolRegistry } from '../src/tools/registry.js';
+import { runToolCall, type ToolCallOutcome, type ToolRunOptions } from '../src/tools/run-tool-call.js';
+import { createSendEmailTool, deriveMessageId, type SendEmailToolOptions } from '../src/tools/send-email.js';
+import { createSmtpTransport, type SmtpTransport } from '../src/tools/smtp-transport.js';
+
+const SERVER = process.env['MYSQL_URL'] || 'mysql://root@127.0.0.1:3306/agent_fleet';
+const DATABASE = `af_test_email_${randomBytes(4).toString('hex')}`;
+const FROM = 'reports@agent-fleet.local';
+const ALLOWED = ['example.com'];
+const RUN_OPTIONS: ToolRunOptions = { defaultTimeoutMs: 15_000, transientRetries: 2, retryBaseDelayMs: 5 };
+
+function databaseUrl(database: string): string {
+  const url = new URL(SERVER);
+  url.pathname = `/${database}`;
+  return url.href;
+}
+
+let pool: Pool;
+let ledger: EmailLedger;
+let sink: SmtpSink;
+let transport: SmtpTransport;
+let setupError: unknown;
+const transports: SmtpTransport[] = [];
+
+beforeAll(async () => {
+  try {
+    pool = await createStorePool(databaseUrl(DATABASE), { connectTimeout: 5000 });
+    await migrate(pool);
+    ledger = new EmailLedger(pool);
+    sink = await startSmtpSink();
+    transport = track(createSmtpTransport(sink.url));
+  } catch (error) {
+    setupError = error;
+  }
+});
+
+// A failed beforeAll only marks the tests skipped; rethrowing per test makes a missing server a failure.
+beforeEach(() => {
+  if (setupError !== undefined) throw setupError;
+});
+
+afterAll(async () => {
+  for (const t of transports) t.close();
+  await sink?.close();
+  if (pool) {
+    await pool.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(DATABASE)}`);
+    await pool.end();
+  }
+});
+
+function track(t: SmtpTransport): SmtpTransport {
+  transports.push(t);
+  return t;
+}
+
+/** A fresh job id per test, so the tests share the database without seeing each other's rows. */
+function newJob(): string {
+  return `job-${randomBytes(4).toString('hex')}`;
+}
+
+function tool(overrides: Partial<SendEmailToolOptions> = {}) {
+  return createSendEmailTool({
+    ledger,
+    transport,
+    from: FROM,
+    allowedDomains: ALLOWED,
+    maxPerRun: 10,
+    ...overrides,
+  });
+}
+
+async function call(
+  sendEmail: ReturnType<typeof tool>,
+  callKey: string,
+  args: Record<string, unknown>,
+): Promise<ToolCallOutcome> {
+  const registry = new ToolRegistry([sendEmail]);
+  const jobId = callKey.split(':')[0] ?? callKey;
+  return runToolCall(
+    registry,
+    { name: 'send_email', args: { ok: true, value: args } },
+    { signal: new AbortController().signal, runId: jobId, callKey, step: 1 },
+    RUN_OPTIONS,
+  );
+}
+
+const received = (messageId: string, from: SmtpSink = sink) =>
+  from.messages.filter((message) => message.messageId === messageId);
+
+async function ledgerRows(jobId: string): Promise<RowDataPacket[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(
+    'SELECT * FROM email_ledger WHERE job_id = ? ORDER BY call_key',
+    [jobId],
+  );
+  return rows;
+}
+
+const email = { to: 'ada@example.com', subject: 'Thank you', body: 'Dear Ada,\n\nThanks for your orders.\n' };
+
+describe('send_email', () => {
+  it('sends one email with exactly the checked envelope and a Message-ID derived from the call key', async () => {
+    const job = newJob();
+    const callKey = `${job}:1:0`;
+    const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+    const outcome = await call(tool(), callKey, email);
+
+    expect(outcome).toMatchObject({ ok: true, attempts: 1 });
+    expect(outcome.output).toBe(`Sent to ada@example.com (message-id ${messageId}).`);
+    expect(messageId).toMatch(/^<[0-9a-f]{32}@agent-fleet\.local>$/);
+    const [message, ...others] = received(messageId);
+    expect(others).toEqual([]);
+    expect(message).toMatchObject({
+      from: FROM,
+      to: ['ada@example.com'],
+      subject: 'Thank you',
+      messageId,
+    });
+    expect(message?.text.trim()).toBe(email.body.trim());
+    expect(message?.raw).not.toMatch(/^(Cc|Bcc):/im);
+
+    const [row] = await ledgerRows(job);
+    expect(row).toMatchObject({
+      call_key: callKey,
+      status: 'sent',
+      recipient: 'ada@example.com',
+      message_id: messageId,
+    });
+    expect(String(row?.['smtp_response'])).toMatch(/^250/);
+  });
+
+  it('sends once when the same call runs twice, and the second run says it was already sent', async () => {
+    const job = newJob();
+    const callKey = `${job}:2:0`;
+    const first = await call(tool(), callKey, email);
+    const second = await call(tool(), callKey, email);
+    // A resumed job whose model now proposes something else at the same call position: still nothing sent.
+    const changed = await call(tool(), callKey, { ...email, to: 'bob@example.com' });
+
+    expect(first.output).toMatch(/^Sent to/);
+    expect(second).toMatchObject({ ok: true });
+    expect(second.output).toMatch(/^Already sent to ada@example\.com .*not sent again\.$/);
+    expect(changed.output).toMatch(
+      /Already sent to ada@example\.com.*different email \(to bob@example\.com\)/,
+    );
+    expect(received(deriveMessageId(callKey, 'agent-fleet.local'))).toHaveLength(1);
+    expect(sink.messages.filter((m) => m.to.includes('bob@example.com'))).toEqual([]);
+    expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['sent']);
+  });
+
+  it('does not send when an earlier attempt crashed between claiming and recording, and says so', async () => {
+    const job = newJob();
+    const callKey = `${job}:3:0`;
+    const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+    await pool.query(
+      `INSERT INTO email_ledger (call_key, job_id, recipient, subject, message_id, status)
+       VALUES (?, ?, 'ada@example.com', 'Thank you', ?, 'pending')`,
+      [callKey, job, messageId],
+    );
+
+    const outcome = await call(tool(), callKey, email);
+
+    expect(outcome.output).toMatch(/uncertain/i);
+    expect(outcome.output).toContain(messageId);
+    expect(outcome.output).toMatch(/not sent again/);
+    expect(received(messageId)).toEqual([]);
+    expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['pending']);
+  });
+
+  it('refuses the call past EMAIL_MAX_PER_RUN and sends nothing for it', async () => {
+    const job = newJob();
+    const capped = tool({ maxPerRun: 2 });
+    const outcomes = [];
+    for (let step = 1; step <= 3; step++) {
+      outcomes.push(await call(capped, `${job}:${step}:0`, { ...email, subject: `Note ${step}` }));
+    }
+
+    expect(outcomes.map((o) => o.ok)).toEqual([true, true, false]);
+    expect(outcomes[2]).toMatchObject({ errorCode: 'email_cap_reached' });
+    expect(outcomes[2]?.output).toMatch(/^Error from send_email: .*EMAIL_MAX_PER_RUN=2.*nothing was sent/);
+    expect(received(deriveMessageId(`${job}:3:0`, 'agent-fleet.local'))).toEqual([]);
+    expect(await ledgerRows(job)).toHaveLength(2);
+    // A replay of a call that did send is reported as sent, not refused by the cap.
+    expect((await call(capped, `${job}:2:0`, { ...email, subject: 'Note 2' })).output).toMatch(
+      /^Already sent/,
+    );
+  });
+
+  it('holds the cap when one step asks for several emails at once', async () => {
+    const job = newJob();
+    const capped = tool({ maxPerRun: 2 });
+    const outcomes = await Promise.all(
+      [0, 1, 2, 3, 4].map((n) => call(capped, `${job}:1:${n}`, { ...email, subject: `Parallel ${n}` })),
+    );
+
+    expect(outcomes.filter((o) => o.ok)).toHaveLength(2);
+    expect(outcomes.filter((o) => o.errorCode === 'email_cap_reached')).toHaveLength(3);
+    const ids = [0, 1, 2, 3, 4].map((n) => deriveMessageId(`${job}:1:${n}`, 'agent-fleet.local'));
+    expect(ids.flatMap((id) => received(id))).toHaveLength(2);
+    expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['sent', 'sent']);
+  });
+
+  it('refuses header injection in the subject, before anything is recorded or sent', async () => {
+    const job = newJob();
+    const before = sink.messages.length;
+    for (const subject of [
+      'Hi\r\nBcc: x@evil.com',
+      'Hi\nBcc: x@evil.com',
+      'Hi\u0000',
+      'Hi\u2028Bcc: x@evil.com',
+    ]) {
+      const outcome = await call(tool(), `${job}:1:0`, { ...email, subject });
+      expect(outcome).toMatchObject({ ok: false, errorCode: 'email_subject_refused', attempts: 1 });
+    }
+    const long = await call(tool({ maxSubjectChars: 10 }), `${job}:1:0`, {
+      ...email,
+      subject: 'x'.repeat(11),
+    });
+    expect(long.output).toMatch(/at most 10/);
+    expect(sink.messages.length).toBe(before);
+    expect(await ledgerRows(job)).toEqual([]);
+  });
+
+  it('refuses a recipient outside the allowed domains and sends nothing', async () => {
+    const job = newJob();
+    const before = sink.messages.length;
+    for (const to of [
+      'x@evil.com',
+      '"Boss" <ada@example.com>',
+      'ada@example.com, x@evil.com',
+      'a@mail.example.com',
+    ]) {
+      const outcome = await call(tool(), `${job}:1:0`, { ...email, to });
+      expect(outcome).toMatchObject({ ok: false, errorCode: 'email_recipient_refused' });
+      expect(outcome.output).toContain('example.com');
+    }
+    // No other fields: cc, bcc or headers from the model are not even parsed.
+    const extra = await call(tool(), `${job}:1:0`, { ...email, bcc: 'x@evil.com' });
+    expect(extra).toMatchObject({ ok: false, errorCode: 'invalid_arguments' });
+    expect(sink.messages.length).toBe(before);
+    expect(await ledgerRows(job)).toEqual([]);
+  });
+
+  it('records a dry run without sending, once', async () => {
+    const job = newJob();
+    const callKey = `${job}:1:0`;
+    const before = sink.messages.length;
+    const dry = tool({ dryRun: true });
+    const first = await call(dry, callKey, email);
+    const second = await call(dry, callKey, email);
+
+    expect(first.output).toMatch(/^Dry run: email to ada@example\.com recorded but not sent/);
+    expect(second.output).toMatch(/^Dry run: already recorded/);
+    expect(sink.messages.length).toBe(before);
+    expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['dry_run']);
+  });
+
+  it('reports an unreachable SMTP server after the retries, marks the row failed, and sends once when it is back', async () => {
+    const job = newJob();
+    const callKey = `${job}:1:0`;
+    const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+    // A port that was just free: nothing listens there until the sink comes back on it.
+    const probe = await startSmtpSink();
+    const port = probe.port;
+    await probe.close();
+    const down = tool({ transport: track(createSmtpTransport(`smtp://127.0.0.1:${port}`)) });
+
+    const failed = await call(down, callKey, email);
+    expect(failed).toMatchObject({ ok: false, errorCode: 'email_smtp_unavailable', attempts: 3 });
+    expect(failed.output).toMatch(
+      /^Error from send_email \(after 3 attempts\): the SMTP server could not be reached/,
+    );
+    expect(failed.output).toMatch(/was not sent$/);
+    const [row] = await ledgerRows(job);
+    expect(row).toMatchObject({ status: 'failed' });
+    expect(String(row?.['error'])).toMatch(/ECONNREFUSED/);
+
+    const back = await startSmtpSink({ port });
+    try {
+      const retried = await call(down, callKey, email);
+      const again = await call(down, callKey, email);
+      expect(retried.output).toBe(`Sent to ada@example.com (message-id ${messageId}).`);
+      expect(again.output).toMatch(/^Already sent/);
+      expect(received(messageId, back)).toHaveLength(1);
+      expect((await ledgerRows(job)).map((r) => r['status'])).toEqual(['sent']);
+    } finally {
+      await back.close();
+    }
+  });
+
+  it('does not retry when the connection drops after the message was transmitted: delivery is uncertain', async () => {
+    const job = newJob();
+    const callKey = `${job}:1:0`;
+    const server = await startDroppingServer();
+    try {
+      const dropping = tool({ transport: track(createSmtpTransport(`smtp://127.0.0.1:${server.port}`)) });
+      const outcome = await call(dropping, callKey, email);
+      expect(outcome).toMatchObject({ ok: true, attempts: 1 });
+      expect(outcome.output).toMatch(/^Delivery uncertain: .*Do not send it again\.$/);
+      expect(server.messagesTransmitted()).toBe(1);
+      const [row] = await ledgerRows(job);
+      expect(row).toMatchObject({ status: 'pending' });
+      expect(String(row?.['error'])).toMatch(/mid-send/);
+
+      // The job is retried: still not sent again.
+      const retried = await call(dropping, callKey, email);
+      expect(retried.output).toMatch(/uncertain/i);
+      expect(server.messagesTransmitted()).toBe(1);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+/**
+ * An SMTP server that takes the whole message and then hangs up instead of answering the final dot: the
+ * client cannot know whether the message was accepted.
+ */
+async function startDroppingServer(): Promise<{
+  port: number;
+  messagesTransmitted(): number;
+  close(): Promise<void>;
+}> {
+  let transmitted = 0;
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    let inData = false;
+    let buffer = '';
+    socket.write('220 dropper ESMTP\r\n');
+    socket.on('data', (chunk) => {
+      buffer += chunk.toString('latin1');
+      for (;;) {
+        if (inData) {
+          const end = buffer.indexOf('\r\n.\r\n');
+          if (end === -1) return;
+          transmitted++;
+          socket.destroy();
+          return;
+        }
+        const eol = buffer.indexOf('\r\n');
+        if (eol === -1) return;
+        const line = buffer.slice(0, eol).toUpperCase();
+        buffer = buffer.slice(eol + 2);
+        if (line.startsWith('EHLO')) socket.write('250-dropper\r\n250 8BITMIME\r\n');
+        else if (line.startsWith('DATA')) {
+          inData = true;
+          buffer = `\r\n${buffer}`;
+          socket.write('354 go ahead\r\n');
+        } else socket.write('250 OK\r\n');
+      }
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : 0;
+  return {
+    port,
+    messagesTransmitted: () => transmitted,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
