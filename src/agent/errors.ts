@@ -85,6 +85,12 @@ export class TransientToolError extends ToolError {
   }
 }
 
+/** The fleet's own machinery failed (Redis, MySQL): not the task's fault; usually worth retrying. */
+export class SystemError extends AgentFleetError {
+  override readonly name = 'SystemError';
+  readonly kind = 'system';
+}
+
 /** Anything unexpected: a bug or an environment failure. */
 export function toRunError(error: unknown): RunError {
   if (error instanceof AgentFleetError) return error.toRunError();

@@ -1,6 +1,9 @@
 // One model call as the loop makes it: planned against the budget before every attempt, bounded in time,
 // retried on retryable API errors (honouring retry-after), and charged for every attempt it made.
-import { ModelApiError } from './errors.js';
+import type { CallGate } from './call-gate.js';
+import type { AgentFleetError } from './errors.js';
+import { ModelApiError, SystemError } from './errors.js';
+import { costUsd } from '../llm/pricing.js';
 import { addUsage, planCall, type Budget, type BudgetStopReason, type TokenUsage } from './budget.js';
 import {
   DEFAULT_MODEL_RETRY_BASE_DELAY_MS,
@@ -27,6 +30,8 @@ export interface ModelCallEnv {
   sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   /** Usage of the run so far, before this call. */
   used: TokenUsage;
+  /** Limits shared with the rest of the fleet; absent, only the run's budget applies. */
+  gate?: CallGate;
 }
 
 export interface ModelCallRequest {
@@ -49,8 +54,8 @@ interface CallCost {
 
 export type ModelCallResult =
   | ({ ok: true; completion: ChatCompletion } & CallCost)
-  | ({ ok: false; stop: BudgetStopReason | 'deadline' | 'cancelled' } & CallCost)
-  | ({ ok: false; stop: 'error'; error: ModelApiError } & CallCost);
+  | ({ ok: false; stop: BudgetStopReason | 'deadline' | 'cancelled'; message?: string } & CallCost)
+  | ({ ok: false; stop: 'error'; error: AgentFleetError } & CallCost);
 
 /** Conservative prompt size: the documented count plus a margin for endpoints that count differently. */
 export function estimatePromptTokens(
@@ -81,8 +86,53 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
       reserveAfter: request.reserveAfter,
     });
     if (!plan.ok) return { ok: false, stop: plan.reason, ...cost(attempt - 1) };
+    if (request.answerBy - env.now() <= 0) return { ok: false, stop: 'deadline', ...cost(attempt - 1) };
+    const worstCase = {
+      tokens: promptEstimate + plan.maxTokens,
+      costUsd: costUsd(env.price, promptEstimate, plan.maxTokens),
+    };
+    let ticket: string | undefined;
+    if (env.gate) {
+      let decision;
+      try {
+        decision = await env.gate.acquire(worstCase, env.signal);
+      } catch (error) {
+        if (env.signal.aborted) return { ok: false, stop: 'cancelled', ...cost(attempt - 1) };
+        const message = error instanceof Error ? error.message : String(error);
+        const failure = new SystemError(
+          'gate_unavailable',
+          `The fleet's spend ledger is unavailable: ${message}`,
+          {
+            retryable: true,
+            cause: error,
+          },
+        );
+        return { ok: false, stop: 'error', error: failure, ...cost(attempt - 1) };
+      }
+      if (!decision.ok)
+        return { ok: false, stop: decision.reason, message: decision.message, ...cost(attempt - 1) };
+      ticket = decision.ticket;
+    }
+    // Waiting at the gate took time: what is left of it bounds the call.
     const timeoutMs = Math.min(env.timeoutMs, request.answerBy - env.now());
-    if (timeoutMs <= 0) return { ok: false, stop: 'deadline', ...cost(attempt - 1) };
+    const chargedBefore = charged;
+    const settle = async () => {
+      if (!env.gate || ticket === undefined) return;
+      const spent = {
+        promptTokens: charged.promptTokens - chargedBefore.promptTokens,
+        completionTokens: charged.completionTokens - chargedBefore.completionTokens,
+      };
+      await env.gate
+        .release(ticket, {
+          tokens: spent.promptTokens + spent.completionTokens,
+          costUsd: costUsd(env.price, spent.promptTokens, spent.completionTokens),
+        })
+        .catch(() => undefined);
+    };
+    if (timeoutMs <= 0) {
+      await settle();
+      return { ok: false, stop: 'deadline', ...cost(attempt - 1) };
+    }
 
     try {
       const completion = await env.model.complete(
@@ -104,6 +154,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
         ),
       };
       charged = addUsage(charged, usage);
+      await settle();
       return { ok: true, completion, ...cost(attempt) };
     } catch (error) {
       const apiError =
@@ -113,6 +164,8 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
       if (CHARGED_WHEN_UNANSWERED.has(apiError.code)) {
         charged = addUsage(charged, { promptTokens: promptEstimate, completionTokens: plan.maxTokens });
       }
+      await settle();
+      if (apiError.status === 429) env.gate?.rateLimited?.(apiError.retryAfterMs);
       if (env.signal.aborted) return { ok: false, stop: 'cancelled', ...cost(attempt) };
       if (apiError.code === 'timeout' && env.now() >= request.answerBy) {
         return { ok: false, stop: 'deadline', ...cost(attempt) };

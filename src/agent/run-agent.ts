@@ -10,6 +10,7 @@ import { toRunError, type RunError } from './errors.js';
 import { addUsage, usageOf, type Budget, type TokenUsage } from './budget.js';
 import * as D from './defaults.js';
 import { deterministicSummary, foldCut, summaryRequestMessages } from './memory.js';
+import type { CallGate } from './call-gate.js';
 import type { AssistantMessage, ChatMessage } from './messages.js';
 import {
   callModel,
@@ -92,6 +93,8 @@ export interface AgentRunInput {
   onStep?: (trace: StepTrace) => void | Promise<void>;
   /** Whenever the state changes in a way a resume must not repeat (a model call, a tool call). Awaited in order. */
   onCheckpoint?: (state: RunState) => void | Promise<void>;
+  /** Limits shared with the rest of the fleet (batch and daily budgets, rate limits). */
+  gate?: CallGate;
   logger?: KernelLogger;
   now?: () => number;
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
@@ -448,6 +451,7 @@ class AgentRun {
         now: this.now,
         sleep: this.sleep,
         used: this.state.usage,
+        gate: this.input.gate,
       },
       request,
     );
