@@ -322,12 +322,20 @@ class AgentRun {
     await this.emitStep(
       step,
       'action',
-      results.map((r) => ({ id: r.id, tool: r.tool, args: r.args })),
+      results.map((r) => ({
+        id: r.id,
+        tool: r.tool,
+        args: r.args,
+        ok: r.ok,
+        errorCode: r.errorCode,
+        latencyMs: r.latencyMs,
+      })),
       outputs,
       {
         usage: pending.trace.usage,
         attempts: pending.trace.attempts,
         latencyMs: pending.trace.modelLatencyMs + (this.now() - pending.trace.startedAt),
+        modelLatencyMs: pending.trace.modelLatencyMs,
       },
       failed.length ? failed.join('; ') : null,
     );
@@ -486,13 +494,16 @@ class AgentRun {
     kind: TraceKind,
     actions: StepTrace['actions'],
     observations: string[],
-    call: { usage: TokenUsage; attempts: number; latencyMs: number },
+    call: { usage: TokenUsage; attempts: number; latencyMs: number; modelLatencyMs?: number },
     error: string | null,
   ): Promise<void> {
     const onStep = this.input.onStep;
-    const usage = kind === 'action' ? call.usage : addUsage(call.usage, this.carry.usage);
-    const modelCalls = call.attempts + (kind === 'action' ? 0 : this.carry.modelCalls);
-    const latencyMs = call.latencyMs + (kind === 'action' ? 0 : this.carry.latencyMs);
+    // An action step's carried calls were folded into its pending turn already.
+    const carried = kind === 'action' ? emptyCarry() : this.carry;
+    const usage = addUsage(call.usage, carried.usage);
+    const modelCalls = call.attempts + carried.modelCalls;
+    const latencyMs = call.latencyMs + carried.latencyMs;
+    const modelLatencyMs = (call.modelLatencyMs ?? call.latencyMs) + carried.latencyMs;
     if (kind !== 'action') this.carry = emptyCarry();
     if (!onStep) return;
     const totals = usageOf(this.state.usage, this.input.price);
@@ -506,6 +517,7 @@ class AgentRun {
       completionTokens: usage.completionTokens,
       costUsd: usageOf(usage, this.input.price).costUsd,
       latencyMs,
+      modelLatencyMs,
       modelCalls,
       error,
       totals: {

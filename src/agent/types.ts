@@ -69,14 +69,25 @@ export interface StepTrace {
   runId: string;
   step: number;
   kind: TraceKind;
-  actions: { id: string; tool: string; args: unknown }[];
+  actions: {
+    id: string;
+    tool: string;
+    args: unknown;
+    /** Whether the call succeeded, why not (unknown_tool, invalid_arguments, timeout, …), and how long it ran. */
+    ok: boolean;
+    errorCode: string | null;
+    latencyMs: number;
+  }[];
   /** One per action (or the single feedback of an invalid turn, or the answer), cut for storage. */
   observations: string[];
   /** Every model call made for this step: memory summaries and retries included. */
   promptTokens: number;
   completionTokens: number;
   costUsd: number;
+  /** The whole step, model and tools. */
   latencyMs: number;
+  /** The model calls of the step alone (retries and memory summaries included). */
+  modelLatencyMs: number;
   modelCalls: number;
   error: string | null;
   /** The run's totals after this step, for progress displays. */

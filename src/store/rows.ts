@@ -102,7 +102,17 @@ const runErrorSchema = z.object({
   retryable: z.boolean(),
 });
 
-const actionsSchema = z.array(z.object({ id: z.string(), tool: z.string(), args: z.unknown() }));
+// Rows written before actions carried their outcome read as successful calls of unknown duration.
+const actionsSchema = z.array(
+  z.object({
+    id: z.string(),
+    tool: z.string(),
+    args: z.unknown(),
+    ok: z.boolean().default(true),
+    errorCode: z.string().nullable().default(null),
+    latencyMs: z.number().default(0),
+  }),
+);
 
 const runColumns = z.object({
   job_id: z.string(),
