@@ -74,10 +74,17 @@ export const envSchema = z.object({
   WORKER_LOCK_DURATION_MS: int(1_000).default(60_000),
   WORKER_STALLED_INTERVAL_MS: int(500).default(30_000),
   WORKER_SHUTDOWN_GRACE_MS: int(0).default(25_000),
-  SMTP_URL: url(['smtp', 'smtps']).optional(),
+  SMTP_URL: url(['smtp', 'smtps']).default('smtp://127.0.0.1:1025'),
+  EMAIL_DRY_RUN: z
+    .enum(['0', '1', 'true', 'false'])
+    .transform((v) => v === '1' || v === 'true')
+    .default(false),
   EMAIL_FROM: z.email().default('reports@agent-fleet.local'),
   EMAIL_ALLOWED_DOMAINS: commaList.default(['example.com']),
   EMAIL_MAX_PER_RUN: int(0, 1000).default(10),
+  SQL_MAX_ROWS: int(1, 1_000).default(10),
+  SQL_TIMEOUT_MS: int(100, 600_000).default(5_000),
+  SQL_ALLOWED_TABLES: commaList.optional(),
   API_PORT: int(0, 65535).default(3100),
   API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   BOARD_PORT: int(0, 65535).default(3200),

@@ -45,7 +45,13 @@ let ns: FleetNamespace;
 const workers: WorkerHandle[] = [];
 
 function worker(env: Record<string, string> = {}): WorkerHandle {
-  const handle = startWorker(ns, { OPENAI_BASE_URL: server.baseURL, AGENT_PROTOCOL: 'json', ...env });
+  // Real tools answer at length: a budget that six steps of them fit in.
+  const handle = startWorker(ns, {
+    OPENAI_BASE_URL: server.baseURL,
+    AGENT_PROTOCOL: 'json',
+    AGENT_MAX_COST_USD: '1',
+    ...env,
+  });
   workers.push(handle);
   return handle;
 }

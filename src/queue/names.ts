@@ -7,8 +7,14 @@ export const RESULT_JOB_NAME = 'result';
 /** The name of every job on the tasks queue. */
 export const TASK_JOB_NAME = 'agent-task';
 
+/** Parent jobs of batches (CONTRACT §9): each completes when all its tasks have finished. */
+export const BATCHES_QUEUE = 'agent-batches';
+export const BATCH_JOB_NAME = 'agent-batch';
+/** Fires the named schedules of config/schedules.json. */
+export const SCHEDULES_QUEUE = 'agent-schedules';
+
 /** Every queue of the fleet, for the board. */
-export const FLEET_QUEUES = [TASKS_QUEUE, RESULTS_QUEUE] as const;
+export const FLEET_QUEUES = [TASKS_QUEUE, RESULTS_QUEUE, BATCHES_QUEUE, SCHEDULES_QUEUE] as const;
 
 /**
  * The id of a task's result job on agent-results. Derived from the task's id, so publishing twice is a

@@ -1,7 +1,15 @@
-// Which tools a worker process offers, built once at start from the configuration.
+// The tools a worker process offers (CONTRACT §7), built once at start: the SQL tools on the data database
+// through its read-only account, and send_email through the ledger and SMTP.
 import type { Pool } from 'mysql2/promise';
+import { ConfigError } from '../agent/errors.js';
 import type { Env } from '../../config/env.js';
+import { seedDemoDatabase } from '../demo/seed-demo-database.js';
 import type { Logger } from '../logging/logger.js';
+import { openDataDatabase, type DataDatabase } from '../tools/data-database.js';
+import { EmailLedger } from '../tools/email-ledger.js';
+import { createSendEmailTool } from '../tools/send-email.js';
+import { createSmtpTransport } from '../tools/smtp-transport.js';
+import { createSqlTools } from '../tools/sql-tools.js';
 import { StaticToolProvider, type ToolProvider } from './tool-provider.js';
 
 export interface ToolWiring {
@@ -9,6 +17,55 @@ export interface ToolWiring {
   close(): Promise<void>;
 }
 
-export async function buildToolProvider(_env: Env, _store: Pool, _logger: Logger): Promise<ToolWiring> {
-  return { provider: new StaticToolProvider([]), close: async () => undefined };
+export async function buildToolProvider(
+  env: Env,
+  store: Pool,
+  logger: Logger,
+  options: { dataUrlIsDefault: boolean },
+): Promise<ToolWiring> {
+  const data = await openData(env, logger, options.dataUrlIsDefault);
+  const transport = createSmtpTransport(env.SMTP_URL);
+  const tools = [
+    ...createSqlTools(data, {
+      maxRows: env.SQL_MAX_ROWS,
+      timeoutMs: env.SQL_TIMEOUT_MS,
+      ...(env.SQL_ALLOWED_TABLES ? { allowedTables: env.SQL_ALLOWED_TABLES } : {}),
+    }),
+    createSendEmailTool({
+      ledger: new EmailLedger(store),
+      transport,
+      from: env.EMAIL_FROM,
+      allowedDomains: env.EMAIL_ALLOWED_DOMAINS,
+      maxPerRun: env.EMAIL_MAX_PER_RUN,
+      dryRun: env.EMAIL_DRY_RUN,
+      logger,
+    }),
+  ];
+  logger.info(
+    { tools: tools.map((t) => t.name), dataDatabase: data.database, emailDryRun: env.EMAIL_DRY_RUN },
+    'tools ready',
+  );
+  return {
+    provider: new StaticToolProvider(tools),
+    close: async () => {
+      transport.close();
+      await data.close();
+    },
+  };
+}
+
+/**
+ * Opens the data database, refusing an account that can write. When DATA_MYSQL_URL is left at its default
+ * (the demo's sales database) and that database is missing, it is seeded first, so a fresh machine works.
+ */
+async function openData(env: Env, logger: Logger, dataUrlIsDefault: boolean): Promise<DataDatabase> {
+  try {
+    return await openDataDatabase(env.DATA_MYSQL_URL);
+  } catch (error) {
+    const writable = error instanceof ConfigError && error.code === 'data_mysql_not_read_only';
+    if (writable || !dataUrlIsDefault) throw error;
+    logger.info('the demo sales database is missing: seeding it (DATA_MYSQL_URL is at its default)');
+    await seedDemoDatabase({ adminUrl: env.MYSQL_URL });
+    return openDataDatabase(env.DATA_MYSQL_URL);
+  }
 }

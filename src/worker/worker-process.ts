@@ -38,7 +38,9 @@ export async function startWorkerProcess(
     const connection = createRedis(config.REDIS_URL, 'worker');
     await assertRedisReachable(connection, config.REDIS_URL);
     const results = new Queue(RESULTS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
-    const tools = await buildToolProvider(config, pool, logger);
+    const tools = await buildToolProvider(config, pool, logger, {
+      dataUrlIsDefault: !process.env['DATA_MYSQL_URL'],
+    });
     const repository = new RunsRepository(pool);
     const worker = new FleetWorker(
       {

@@ -1,0 +1,111 @@
+// The demo's scripted model: without an API key, `npm run demo` runs against this instead of a real LLM.
+// It plays the reference trajectory of the original article, reading the conversation like a model would:
+//   1. a SQL query with a mistake (a column that does not exist), which the database refuses;
+//   2. the corrected query;
+//   3. one thank-you email to each of the top 3 customers, as three parallel calls;
+//   4. the answer.
+// Report tasks get one query and an answer built from its result. It speaks both protocols, because the
+// scripted server renders each reply for the protocol of the request.
+import type { ChatMessage } from '../agent/messages.js';
+import { isSummaryRequest } from '../agent/memory.js';
+import type { RecordedRequest, ReplyRule, ScriptedReply } from '../testing/scripted-model-server.js';
+
+export const REFERENCE_TASK = 'Find the top 3 customers by Q1 2024 sales and email each a thank-you note';
+
+const WRONG_SQL =
+  "SELECT c.name, c.email, SUM(o.amount) AS q1_sales FROM customers c JOIN orders o ON o.customer_id = c.id WHERE o.status = 'completed' AND o.order_date BETWEEN '2024-01-01' AND '2024-03-31' GROUP BY c.id ORDER BY q1_sales DESC LIMIT 3";
+const RIGHT_SQL =
+  "SELECT c.name, c.email, SUM(o.total) AS q1_sales FROM customers c JOIN orders o ON o.customer_id = c.id WHERE o.status = 'completed' AND o.order_date BETWEEN '2024-01-01' AND '2024-03-31' GROUP BY c.id, c.name, c.email ORDER BY q1_sales DESC LIMIT 3";
+
+/** The demo's report tasks, each with the query the scripted model answers it with. */
+export const REPORT_TASKS: readonly { task: string; sql: string }[] = [
+  {
+    task: 'Report the number of completed orders and the revenue per quarter of 2024',
+    sql: "SELECT QUARTER(order_date) AS quarter, COUNT(*) AS orders, SUM(total) AS revenue FROM orders WHERE status = 'completed' AND YEAR(order_date) = 2024 GROUP BY quarter ORDER BY quarter",
+  },
+  {
+    task: 'Which product category brought the most revenue in 2023?',
+    sql: "SELECT p.category, SUM(i.quantity * i.unit_price) AS revenue FROM order_items i JOIN products p ON p.id = i.product_id JOIN orders o ON o.id = i.order_id WHERE o.status = 'completed' AND YEAR(o.order_date) = 2023 GROUP BY p.category ORDER BY revenue DESC LIMIT 3",
+  },
+  {
+    task: 'How many customers do we have per country? List the top 5 countries',
+    sql: 'SELECT country, COUNT(*) AS customers FROM customers GROUP BY country ORDER BY customers DESC LIMIT 5',
+  },
+];
+
+/** The results the model has seen so far, oldest first: tool messages, or JSON-protocol observations. */
+function observations(messages: readonly ChatMessage[]): string[] {
+  return messages
+    .slice(2)
+    .filter((m) => m.role === 'tool' || (m.role === 'user' && m.content.startsWith('Result')))
+    .map((m) => String(m.content));
+}
+
+interface Customer {
+  name: string;
+  email: string;
+  sales: string;
+}
+
+/** Rows of the top-customers result, whatever the exact rendering: any line with an address in it. */
+function customersIn(result: string): Customer[] {
+  const customers: Customer[] = [];
+  for (const line of result.split('\n')) {
+    const email = /[\w.+'-]+@example\.com/.exec(line)?.[0];
+    if (!email) continue;
+    const cells = line.split('|').map((cell) => cell.trim());
+    const at = cells.findIndex((cell) => cell.includes(email));
+    customers.push({ name: cells[at - 1] ?? email, email, sales: cells[at + 1] ?? '' });
+  }
+  return customers;
+}
+
+function referenceReply(request: RecordedRequest): ScriptedReply {
+  const seen = observations(request.messages);
+  const last = seen.at(-1) ?? '';
+  if (seen.length === 0) return { actions: [{ tool: 'sql_query', args: { sql: WRONG_SQL } }] };
+  if (/sent|already/i.test(last) && seen.some((o) => customersIn(o).length > 0)) {
+    const customers = customersIn(seen.find((o) => customersIn(o).length > 0)!);
+    const list = customers.map((c, i) => `${i + 1}. ${c.name} <${c.email}> (${c.sales})`).join('; ');
+    return { answer: `Top 3 customers by Q1 2024 sales: ${list}. Each was emailed a thank-you note.` };
+  }
+  const customers = customersIn(last);
+  if (customers.length > 0) {
+    return {
+      actions: customers.slice(0, 3).map((c) => ({
+        tool: 'send_email',
+        args: {
+          to: c.email,
+          subject: 'Thank you for your business',
+          body: `Dear ${c.name},\n\nThank you for being one of our top customers in the first quarter of 2024. We truly appreciate your business.\n\nBest regards,\nThe Sales Team`,
+        },
+      })),
+    };
+  }
+  // The first query failed (or returned nothing useful): fix it.
+  return { actions: [{ tool: 'sql_query', args: { sql: RIGHT_SQL } }] };
+}
+
+function reportReply(request: RecordedRequest, sql: string): ScriptedReply {
+  const seen = observations(request.messages);
+  if (seen.length === 0) return { actions: [{ tool: 'sql_query', args: { sql } }] };
+  const rows = (seen.at(-1) ?? '').replace(/^Result of sql_query: /, '').trim();
+  return { answer: `Here is the report:\n${rows}` };
+}
+
+/** The rules of the demo's scripted model. */
+export const referenceModelRules: ReplyRule[] = [
+  (request) => {
+    if (isSummaryRequest(request.messages)) {
+      return { text: 'Done: earlier queries ran. Goal: finish the task with the results at hand.' };
+    }
+    const task = String(request.messages[1]?.content ?? '');
+    if (request.tools === undefined && String(request.messages.at(-1)?.content).includes('No more tool')) {
+      return { answer: 'Stopped at the limit; see the steps so far.' };
+    }
+    if (task === REFERENCE_TASK) return referenceReply(request);
+    const report = REPORT_TASKS.find((r) => r.task === task);
+    if (report) return reportReply(request, report.sql);
+    return { answer: 'The demo model only knows the demo tasks; set OPENAI_API_KEY to use a real model.' };
+  },
+];

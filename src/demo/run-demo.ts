@@ -1,0 +1,180 @@
+// `npm run demo`: the whole pipeline on one machine, offline. It migrates the store, seeds the demo sales
+// database with its read-only account, starts an SMTP sink that keeps every message, two worker processes,
+// the HTTP API and Bull Board; then enqueues the reference task (through the API) and a small batch of report
+// tasks (through the client library), shows their progress, and prints what they did and cost.
+// Without OPENAI_API_KEY the model is the scripted one, playing the reference trajectory; it says so.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseEnv, redactUrl } from '../../config/env.js';
+import { FleetClient } from '../../producers/client.js';
+import type { AgentResult } from '../agent/types.js';
+import { migrate } from '../store/migrate.js';
+import { createStorePool } from '../store/pool.js';
+import { startScriptedModel, type ScriptedModelServer } from '../testing/scripted-model-server.js';
+import { startFleetProcess, type FleetProcess } from './child-process.js';
+import { emailsTable, resultsTable, type DemoTaskRow } from './demo-table.js';
+import { freePort } from './free-port.js';
+import { REFERENCE_TASK, REPORT_TASKS, referenceModelRules } from './reference-model.js';
+import { seedDemoDatabase } from './seed-demo-database.js';
+import { startSmtpSink, type SmtpSink } from './smtp-sink.js';
+
+const say = (line = '') => process.stdout.write(`${line}\n`);
+const ARTICLE = { calls: 6, promptTokens: 12_300, completionTokens: 1_780 };
+
+export async function runDemo(argv: readonly string[] = process.argv.slice(2)): Promise<number> {
+  const exitWhenDone = argv.includes('--exit') || !process.stdout.isTTY;
+  const config = parseEnv();
+  const logDir = join('reports', 'demo-logs');
+  mkdirSync(logDir, { recursive: true });
+  const processes: FleetProcess[] = [];
+  let model: ScriptedModelServer | undefined;
+  let sink: SmtpSink | undefined;
+  let client: FleetClient | undefined;
+
+  const shutdown = async () => {
+    await Promise.allSettled(processes.map((p) => p.stop()));
+    await Promise.allSettled([model?.close(), sink?.close(), client?.close()]);
+  };
+  let interrupted = false;
+  const onSignal = () => {
+    if (interrupted) return;
+    interrupted = true;
+    say('\nStopping the demo…');
+    void shutdown().then(() => process.exit(0));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+
+  try {
+    say('agent-fleet demo');
+    say('================');
+    // 1. The store and the data the SQL tools read.
+    const pool = await createStorePool(config.MYSQL_URL);
+    await migrate(pool);
+    await pool.end();
+    say(`store      ${redactUrl(config.MYSQL_URL)} (migrated)`);
+    const seeded = await seedDemoDatabase({ adminUrl: config.MYSQL_URL });
+    say(`sales data ${seeded.database}: ${seeded.rows.customers} customers, ${seeded.rows.orders} orders (read-only account agent_reader)`);
+
+    // 2. The mail sink and the model.
+    sink = await startSmtpSink({ port: await freePort(1025) });
+    const smtpUrl = process.env['SMTP_URL'] ? config.SMTP_URL! : sink.url;
+    say(`email      ${smtpUrl}${process.env['SMTP_URL'] ? '' : ' (embedded sink: every message is kept, none leaves this machine)'}`);
+    const modelEnv: Record<string, string> = {};
+    if (config.OPENAI_API_KEY) {
+      say(`model      ${config.LLM_MODEL} at ${config.OPENAI_BASE_URL ?? 'OpenAI'} (OPENAI_API_KEY is set: real calls, real cost)`);
+    } else {
+      model = await startScriptedModel({ rules: referenceModelRules });
+      modelEnv['OPENAI_BASE_URL'] = model.baseURL;
+      modelEnv['OPENAI_API_KEY'] = 'scripted-demo';
+      say('model      SCRIPTED: no OPENAI_API_KEY, so a local scripted model plays the reference trajectory.');
+      say(`           It answers over HTTP like OpenAI would and reports usage with the real tokenizer, priced as ${config.LLM_MODEL}.`);
+    }
+
+    // 3. The fleet: two workers, the API and the board, as separate processes.
+    const apiPort = await freePort(config.API_PORT);
+    const boardPort = await freePort(config.BOARD_PORT);
+    const apiToken = config.API_TOKEN ?? randomBytes(18).toString('base64url');
+    const boardUser = config.BOARD_USER ?? 'admin';
+    const boardPassword = config.BOARD_PASSWORD ?? randomBytes(9).toString('base64url');
+    const fleetEnv: NodeJS.ProcessEnv = {
+      ...process.env,
+      ...modelEnv,
+      SMTP_URL: smtpUrl,
+      API_PORT: String(apiPort),
+      API_TOKEN: apiToken,
+      BOARD_PORT: String(boardPort),
+      BOARD_USER: boardUser,
+      BOARD_PASSWORD: boardPassword,
+      LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'info',
+      NODE_ENV: 'production',
+    };
+    for (const name of ['worker-1', 'worker-2']) {
+      processes.push(startFleetProcess(name, 'workers/agent-worker.ts', fleetEnv, join(logDir, `${name}.log`)));
+    }
+    processes.push(startFleetProcess('api', 'producers/api.ts', fleetEnv, join(logDir, 'api.log')));
+    processes.push(startFleetProcess('board', 'producers/board.ts', fleetEnv, join(logDir, 'board.log')));
+    await Promise.all([
+      processes[0]!.waitFor(/worker started/),
+      processes[1]!.waitFor(/worker started/),
+      processes[2]!.waitFor(/API listening/),
+      processes[3]!.waitFor(/board listening/),
+    ]);
+    say(`fleet      2 workers (concurrency ${config.WORKER_CONCURRENCY} each), API on :${apiPort}, board on :${boardPort}; logs in ${logDir}/`);
+    say();
+
+    // 4. The work: the reference task through the HTTP API, the report batch through the library.
+    client = new FleetClient({ redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX });
+    const apiUrl = `http://127.0.0.1:${apiPort}`;
+    const posted = await fetch(`${apiUrl}/v1/tasks`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ task: REFERENCE_TASK, metadata: { demo: 'reference' } }),
+    });
+    if (posted.status !== 202) throw new Error(`the API refused the reference task: ${posted.status} ${await posted.text()}`);
+    const { jobId: referenceId } = (await posted.json()) as { jobId: string };
+    const batch = `demo-${new Date().toISOString().slice(0, 19)}`;
+    const reports = await client.enqueueMany(REPORT_TASKS.map(({ task }) => ({ task, tools: ['sql_query', 'list_tables', 'describe_table'], metadata: { batch } })));
+    const rows: DemoTaskRow[] = [
+      { label: '[ref]', task: REFERENCE_TASK, result: null },
+      ...REPORT_TASKS.map(({ task }, i) => ({ label: `[r${i + 1}] `, task, result: null })),
+    ];
+    const ids = [referenceId, ...reports.map((r) => r.jobId)];
+    say(`enqueued   ${ids.length} tasks: the reference task (job ${referenceId}, via POST /v1/tasks) and ${reports.length} report tasks (batch ${batch})`);
+    await Promise.all(
+      ids.map(async (jobId, i) => {
+        const row = rows[i]!;
+        row.result = await client!.waitForResult(jobId, {
+          timeoutMs: 10 * 60_000,
+          onProgress: (p) => {
+            const progress = p as { step?: number; maxSteps?: number; totalTokens?: number; costUsd?: number } | null;
+            if (progress?.step) {
+              say(`  ${row.label} step ${progress.step}/${progress.maxSteps} · ${progress.totalTokens?.toLocaleString('en-US')} tokens · $${progress.costUsd?.toFixed(4)}`);
+            }
+          },
+        });
+        say(`  ${row.label} ${row.result.status} (${row.result.stopReason}) in ${row.result.steps} steps`);
+      }),
+    );
+
+    // 5. What happened.
+    say();
+    say(resultsTable(rows));
+    say();
+    const reference = rows[0]!.result!;
+    say('The reference task');
+    say(`  answer: ${reference.answer ?? '(none)'}`);
+    say(referenceCost(reference, model, referenceId));
+    say();
+    say(`Emails captured by the sink (${sink.messages.length}):`);
+    say(emailsTable(sink.messages));
+    say();
+    say(`Bull Board  http://127.0.0.1:${boardPort}/   user ${boardUser}, password ${boardPassword}`);
+    say(`HTTP API    ${apiUrl}/v1/tasks   Authorization: Bearer ${apiToken}`);
+    say(`Results are on the agent-results queue and in MySQL (agent_runs, agent_steps); traces per step in the board's job logs.`);
+    if (!exitWhenDone) {
+      say();
+      say('The fleet keeps running so you can look around. Press Ctrl-C to stop everything.');
+      await new Promise<void>(() => undefined);
+    }
+    await shutdown();
+    return rows.every((row) => row.result && row.result.status !== 'failed') ? 0 : 1;
+  } catch (error) {
+    process.stderr.write(`demo failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    await shutdown();
+    return 1;
+  }
+}
+
+/** The reference task against the original article's figures. */
+function referenceCost(result: AgentResult, model: ScriptedModelServer | undefined, jobId: string): string {
+  const calls = model
+    ? model.requests.filter((r) => r.messages[1]?.content === REFERENCE_TASK).length
+    : result.steps;
+  const u = result.usage;
+  return (
+    `  ${calls} model calls, ${u.promptTokens.toLocaleString('en-US')} prompt + ${u.completionTokens.toLocaleString('en-US')} completion tokens, $${u.costUsd.toFixed(4)} (job ${jobId})\n` +
+    `  the original article: ${ARTICLE.calls} calls, ${ARTICLE.promptTokens.toLocaleString('en-US')} + ${ARTICLE.completionTokens.toLocaleString('en-US')} tokens`
+  );
+}

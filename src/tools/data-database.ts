@@ -1,0 +1,725 @@
+// The database the SQL tools read (DATA_MYSQL_URL), behind the layers of defence that do not depend on the
+// SQL guard (sql-guard.ts, layer a):
+// b. the account: assertReadOnly() refuses to start with one that holds anything beyond SELECT / SHOW VIEW /
+//    USAGE, at any level, or SELECT on every database (mysql.user's password hashes) — root is refused;
+// c. the session: every query runs in a READ ONLY transaction of a READ ONLY session (the session setting
+//    also covers statements that commit implicitly: a SELECT-only MariaDB account may otherwise change its
+//    own password with SET PASSWORD), on a connection reset when it goes back to the pool (no variable,
+//    charset or temporary state survives into the next query), without multi-statements or LOCAL INFILE;
+// d. limits: a server-side statement time limit, a client timeout that kills the query, the caller's
+//    AbortSignal (KILL QUERY from another connection, then the connection is dropped), and at most
+//    maxRows + 1 rows fetched.
+//
+// Row limit: the query is NOT wrapped in `SELECT * FROM (<sql>) q LIMIT n`: MariaDB ignores an ORDER BY
+// inside a derived table (the outer query may return rows in any order), and a derived table refuses
+// duplicate column names (`SELECT c.name, p.name …`). Instead sql_select_limit = maxRows + 1 caps the top-level
+// result on the server, leaving the query's own ORDER BY and LIMIT semantics intact. A query with a larger
+// LIMIT of its own overrides sql_select_limit, so rows are also streamed and the query is stopped (KILL QUERY,
+// connection dropped) once one row beyond maxRows + 1 arrives: never more than maxRows + 2 rows in memory.
+import { createConnection, createPool } from 'mysql2/promise';
+import type {
+  Connection as PromiseConnection,
+  ConnectionOptions,
+  FieldPacket,
+  Pool,
+  PoolConnection,
+  PoolOptions,
+  RowDataPacket,
+} from 'mysql2/promise';
+import type { Connection as CoreConnection } from 'mysql2';
+import { ConfigError, ToolError, TransientToolError } from '../agent/errors.js';
+import { StoreError } from '../store/errors.js';
+import { parseMysqlUrl, type MysqlTarget } from '../store/mysql-url.js';
+
+export type ServerFlavour = 'mariadb' | 'mysql';
+
+export interface DataDatabaseOptions {
+  /** Connections of this process to the data database (one per running query). Default 10, as WORKER_CONCURRENCY. */
+  connectionLimit?: number;
+  /** Milliseconds to wait for the server at connect. Default 10,000. */
+  connectTimeoutMs?: number;
+  /** Run assertReadOnly() before returning (default true); off only for tests that check it themselves. */
+  checkGrants?: boolean;
+}
+
+export interface QueryOptions {
+  signal?: AbortSignal;
+  /** Server-side limit of the statement; the client gives up a second later. Default 5,000. */
+  timeoutMs?: number;
+  /** Rows returned; one more is fetched to know whether there were more. Default 10. */
+  maxRows?: number;
+}
+
+export interface QueryResult {
+  /** Column names in result order; duplicates (`c.name, p.name`) are kept. */
+  columns: string[];
+  /** At most maxRows rows, each an array in column order. */
+  rows: unknown[][];
+  /**
+   * Rows of the whole result: rows.length when not truncated; when truncated, a COUNT(*) of the query run
+   * under what was left of the same time limit, or null when that was not cheap ("more than maxRows").
+   */
+  rowCount: number | null;
+  truncated: boolean;
+}
+
+export interface TableSummary {
+  name: string;
+  isView: boolean;
+  columns: string[];
+}
+
+export interface ColumnDescription {
+  name: string;
+  /** COLUMN_TYPE, e.g. `decimal(12,2)`, `int(10) unsigned`. */
+  type: string;
+  nullable: boolean;
+  /** COLUMN_KEY: PRI, UNI, MUL or ''. */
+  key: string;
+  default: string | null;
+  extra: string;
+  /** `table.column` this column references (foreign key), if any. */
+  references: string | null;
+}
+
+export interface TableDescription {
+  name: string;
+  isView: boolean;
+  columns: ColumnDescription[];
+}
+
+const DEFAULT_TIMEOUT_MS = 5_000;
+const DEFAULT_MAX_ROWS = 10;
+const MAX_MAX_ROWS = 10_000;
+/** The client waits this long past the server-side limit, so the server's clearer error normally wins. */
+const CLIENT_GRACE_MS = 1_000;
+/** Bookkeeping statements (SET, START TRANSACTION, ROLLBACK, information_schema) get this long. */
+const ADMIN_TIMEOUT_MS = 5_000;
+/** Every use of a connection starts with this: UTF-8 both ways, and UTC (see the pool's timezone option). */
+const SESSION_BASICS = "SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci, SESSION time_zone = '+00:00'";
+/** A COUNT(*) for "showing 10 of N" is only tried with at least this much of the time limit left. */
+const MIN_COUNT_MS = 200;
+
+/** Privileges a read-only account may hold. */
+const ALLOWED_PRIVILEGES = new Set(['SELECT', 'SHOW VIEW', 'USAGE']);
+
+/** Driver and server codes of a connection that broke (not of a query that failed): worth one more try. */
+const TRANSIENT_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR',
+  'ER_SERVER_SHUTDOWN',
+  'ER_CON_COUNT_ERROR',
+  'ER_TOO_MANY_USER_CONNECTIONS',
+  'ER_CONNECTION_KILLED',
+  'ER_NET_READ_ERROR',
+  'ER_NET_READ_INTERRUPTED',
+  'ER_NET_WRITE_INTERRUPTED',
+  'ER_NET_ERROR_ON_WRITE',
+  'ER_CLIENT_INTERACTION_TIMEOUT',
+]);
+/** Server errors of a statement stopped by its time limit: MariaDB max_statement_time, MySQL MAX_EXECUTION_TIME. */
+const TIMEOUT_ERRNOS = new Set([1969, 3024]);
+
+export async function openDataDatabase(
+  url: string,
+  options: DataDatabaseOptions = {},
+): Promise<DataDatabase> {
+  const target = parseDataUrl(url);
+  const server: ConnectionOptions = {
+    host: target.host,
+    port: target.port,
+    user: target.user,
+    password: target.password,
+    connectTimeout: options.connectTimeoutMs ?? 10_000,
+    charset: 'UTF8MB4_UNICODE_CI',
+    // No LOCAL INFILE capability (the server can never ask for a client file) and no stacked statements.
+    flags: ['-LOCAL_FILES', '-MULTI_STATEMENTS'],
+    multipleStatements: false,
+  };
+  const pool = createPool({
+    ...server,
+    database: target.database,
+    connectionLimit: options.connectionLimit ?? 10,
+    waitForConnections: true,
+    queueLimit: 0,
+    enableKeepAlive: true,
+    // COM_RESET_CONNECTION on release: whatever a query changed in its session dies with it.
+    resetOnRelease: true,
+    // Sessions run in UTC (set per query), so DATETIME/TIMESTAMP values map to Dates without shifting.
+    timezone: 'Z',
+    dateStrings: false,
+    // DECIMAL as exact text ('1234.50'); BIGINT as numbers while exact (COUNT(*)), text beyond 2^53.
+    decimalNumbers: false,
+    supportBigNumbers: true,
+    bigNumberStrings: false,
+    jsonStrings: true,
+  } satisfies PoolOptions);
+  let version: string;
+  try {
+    const [rows] = await pool.query<RowDataPacket[]>({
+      sql: 'SELECT VERSION() AS v',
+      timeout: ADMIN_TIMEOUT_MS,
+    });
+    version = String(rows[0]?.['v'] ?? '');
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw connectError(target, error);
+  }
+  const db = new DataDatabase(pool, target, server, version);
+  if (options.checkGrants ?? true) {
+    try {
+      await db.assertReadOnly();
+    } catch (error) {
+      await db.close();
+      throw error;
+    }
+  }
+  return db;
+}
+
+export class DataDatabase {
+  readonly flavour: ServerFlavour;
+  readonly database: string;
+  /** DATA_MYSQL_URL with its password replaced, for messages and logs. */
+  readonly redactedUrl: string;
+
+  constructor(
+    private readonly pool: Pool,
+    private readonly target: MysqlTarget,
+    /** Connection options without a database, for the side connection that sends KILL QUERY. */
+    private readonly server: ConnectionOptions,
+    readonly serverVersion: string,
+  ) {
+    this.flavour = /mariadb/i.test(serverVersion) ? 'mariadb' : 'mysql';
+    this.database = target.database;
+    this.redactedUrl = target.redacted;
+  }
+
+  /**
+   * Refuses (ConfigError naming DATA_MYSQL_URL and the privilege) unless the account can only read: root, any
+   * privilege other than SELECT / SHOW VIEW / USAGE at any level (global, database, table, column, routine,
+   * proxy), GRANT OPTION, a granted role (its privileges are not listed here, so it is not trusted), SELECT
+   * on every database (*.*) or anything on the `mysql` schema.
+   */
+  async assertReadOnly(): Promise<void> {
+    const [who] = await this.adminQuery('SELECT CURRENT_USER() AS u', []);
+    const account = String(who[0]?.['u'] ?? '');
+    const user = account.slice(0, Math.max(account.lastIndexOf('@'), 0)) || account;
+    const prefix = `DATA_MYSQL_URL=${this.redactedUrl}: the SQL tools need a read-only account (SELECT on ${this.database} only)`;
+    if (user === 'root') throw new ConfigError('data_mysql_not_read_only', `${prefix}; got root`);
+
+    const lines = await this.grantLines('SHOW GRANTS FOR CURRENT_USER()');
+    if (this.flavour === 'mariadb') {
+      // MariaDB 10.11+ applies grants TO PUBLIC to every account; older servers reject the statement.
+      lines.push(...(await this.grantLines('SHOW GRANTS FOR PUBLIC').catch(() => [])));
+    }
+    for (const line of lines) {
+      const problem = grantLineProblem(line);
+      if (problem) {
+        throw new ConfigError('data_mysql_not_read_only', `${prefix}; ${account} holds ${problem}`);
+      }
+    }
+  }
+
+  async query(sql: string, options: QueryOptions = {}): Promise<QueryResult> {
+    const maxRows = Math.min(Math.max(Math.floor(options.maxRows ?? DEFAULT_MAX_ROWS), 0), MAX_MAX_ROWS);
+    const timeoutMs = Math.max(Math.floor(options.timeoutMs ?? DEFAULT_TIMEOUT_MS), 1);
+    const deadline = Date.now() + timeoutMs;
+    // The server takes one statement without multi-statements; a trailing `;` is the model's habit, not a second.
+    const statement = sql.replace(/[\s;]+$/, '');
+    const { signal } = options;
+    const { columns, rows } = await this.run(statement, { timeoutMs, signal, fetch: maxRows + 1 });
+    if (rows.length <= maxRows) return { columns, rows, rowCount: rows.length, truncated: false };
+    const rowCount = await this.countRows(statement, deadline, signal);
+    return { columns, rows: rows.slice(0, maxRows), rowCount, truncated: true };
+  }
+
+  /** Tables and views of the data database with their column names, sorted by name. */
+  async listTables(): Promise<TableSummary[]> {
+    const [tables] = await this.adminQuery(
+      'SELECT TABLE_NAME AS name, TABLE_TYPE AS type FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME',
+      [this.database],
+    );
+    const [columns] = await this.adminQuery(
+      'SELECT TABLE_NAME AS t, COLUMN_NAME AS c FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME, ORDINAL_POSITION',
+      [this.database],
+    );
+    const byTable = new Map<string, string[]>();
+    for (const row of columns) {
+      const table = String(row['t']);
+      const list = byTable.get(table) ?? [];
+      list.push(String(row['c']));
+      byTable.set(table, list);
+    }
+    return tables
+      .map((row) => ({
+        name: String(row['name']),
+        isView: String(row['type']).toUpperCase().includes('VIEW'),
+        columns: byTable.get(String(row['name'])) ?? [],
+      }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)); // code points: same on every server
+  }
+
+  /** Columns of one table of the data database (exact name first, then case-insensitive); undefined if none. */
+  async describeTable(name: string): Promise<TableDescription | undefined> {
+    const tables = await this.listTables();
+    const table =
+      tables.find((t) => t.name === name) ?? tables.find((t) => t.name.toLowerCase() === name.toLowerCase());
+    if (!table) return undefined;
+    const [columns] = await this.adminQuery(
+      'SELECT COLUMN_NAME AS name, COLUMN_TYPE AS type, IS_NULLABLE AS nullable, COLUMN_KEY AS k, ' +
+        'COLUMN_DEFAULT AS d, EXTRA AS extra FROM information_schema.COLUMNS ' +
+        'WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION',
+      [this.database, table.name],
+    );
+    const [keys] = await this.adminQuery(
+      'SELECT COLUMN_NAME AS c, REFERENCED_TABLE_NAME AS rt, REFERENCED_COLUMN_NAME AS rc ' +
+        'FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ' +
+        'AND REFERENCED_TABLE_NAME IS NOT NULL',
+      [this.database, table.name],
+    );
+    const references = new Map(
+      keys.map((row) => [String(row['c']), `${String(row['rt'])}.${String(row['rc'])}`]),
+    );
+    return {
+      name: table.name,
+      isView: table.isView,
+      columns: columns.map((row) => ({
+        name: String(row['name']),
+        type: String(row['type']),
+        nullable: String(row['nullable']).toUpperCase() === 'YES',
+        key: String(row['k'] ?? ''),
+        default: row['d'] == null ? null : String(row['d']),
+        extra: String(row['extra'] ?? ''),
+        references: references.get(String(row['name'])) ?? null,
+      })),
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end().catch(() => undefined);
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+
+  private async grantLines(sql: string): Promise<string[]> {
+    return this.withConnection(async (connection) => {
+      const [rows] = await connection.query<RowDataPacket[]>({
+        sql,
+        timeout: ADMIN_TIMEOUT_MS,
+        rowsAsArray: true,
+      });
+      return (rows as unknown as unknown[][]).map((row) => String(row[0] ?? ''));
+    });
+  }
+
+  /** A fixed, parameterized query of our own (information_schema), with errors mapped like the model's. */
+  private async adminQuery(sql: string, values: unknown[]): Promise<[RowDataPacket[], FieldPacket[]]> {
+    try {
+      return await this.withConnection((connection) =>
+        connection.query<RowDataPacket[]>({ sql, timeout: ADMIN_TIMEOUT_MS }, values),
+      );
+    } catch (error) {
+      throw this.toolError(error, ADMIN_TIMEOUT_MS);
+    }
+  }
+
+  /**
+   * A pooled connection with the session every caller expects. The reset on release brings session variables
+   * back to the server's defaults but not the character set a `SET NAMES` changed (seen on MariaDB 10.11), and
+   * the server's time zone may be anything: both are set on every use.
+   */
+  private async withConnection<T>(work: (connection: PoolConnection) => Promise<T>): Promise<T> {
+    let connection: PoolConnection;
+    try {
+      connection = await this.pool.getConnection();
+    } catch (error) {
+      throw this.connectFailure(error);
+    }
+    let reusable = true;
+    try {
+      await connection.query({ sql: SESSION_BASICS, timeout: ADMIN_TIMEOUT_MS });
+      return await work(connection);
+    } catch (error) {
+      if (!isServerSqlError(error) || isTransient(error)) reusable = false;
+      throw error;
+    } finally {
+      if (reusable) connection.release();
+      else connection.destroy();
+    }
+  }
+
+  /**
+   * Runs one statement in a read-only transaction of a read-only session with the time limits, streaming at
+   * most `fetch` rows; a row beyond that stops the query (KILL QUERY) and drops the connection.
+   */
+  private async run(
+    sql: string,
+    { timeoutMs, signal, fetch }: { timeoutMs: number; signal: AbortSignal | undefined; fetch: number },
+  ): Promise<{ columns: string[]; rows: unknown[][] }> {
+    if (signal?.aborted) throw this.toolError(new QueryStopped('aborted'), timeoutMs);
+    let connection: PoolConnection;
+    try {
+      connection = await this.pool.getConnection();
+    } catch (error) {
+      throw this.connectFailure(error);
+    }
+    const threadId = connection.threadId;
+    let reusable = true;
+    let sent = false;
+    try {
+      await this.prepareSession(connection, timeoutMs, fetch);
+      throwIfAborted(signal);
+      sent = true;
+      const text =
+        this.flavour === 'mariadb'
+          ? // Bound to this statement alone; sql_select_limit caps only the top-level result (see the header).
+            `SET STATEMENT max_statement_time=${(timeoutMs / 1000).toFixed(3)}, sql_select_limit=${fetch} FOR ${sql}`
+          : sql;
+      const outcome = await streamRows(connection, text, {
+        fetch,
+        signal,
+        clientTimeoutMs: timeoutMs + CLIENT_GRACE_MS,
+      });
+      if (outcome.stopped) {
+        reusable = false;
+        await this.killQuery(threadId);
+      } else {
+        await connection.query({ sql: 'ROLLBACK', timeout: ADMIN_TIMEOUT_MS });
+      }
+      return outcome;
+    } catch (error) {
+      // A server error about the SQL leaves the connection fine (the reset on release rolls back); anything
+      // else (abort, client timeout, broken connection) may leave the query running or the protocol mid-way.
+      const stoppedEarly = error instanceof QueryStopped && !sent;
+      if ((!isServerSqlError(error) || isTransient(error)) && !stoppedEarly) reusable = false;
+      if (sent && (error instanceof QueryStopped || errorCode(error) === 'PROTOCOL_SEQUENCE_TIMEOUT')) {
+        await this.killQuery(threadId);
+      }
+      throw this.toolError(error, timeoutMs);
+    } finally {
+      if (reusable) connection.release();
+      else connection.destroy();
+    }
+  }
+
+  /** SET … then START TRANSACTION READ ONLY; on MySQL also the session limits MariaDB puts on the statement. */
+  private async prepareSession(connection: PoolConnection, timeoutMs: number, fetch: number): Promise<void> {
+    const statements =
+      this.flavour === 'mariadb'
+        ? [SESSION_BASICS]
+        : [
+            `${SESSION_BASICS}, SESSION MAX_EXECUTION_TIME = ${timeoutMs}, SESSION sql_select_limit = ${fetch}`,
+          ];
+    // The session setting covers what the transaction cannot: statements that commit implicitly first.
+    statements.push('SET SESSION TRANSACTION READ ONLY', 'START TRANSACTION READ ONLY');
+    for (const sql of statements) await connection.query({ sql, timeout: ADMIN_TIMEOUT_MS });
+  }
+
+  /** COUNT(*) of the query under what is left of its time limit; null when too little is left or it fails. */
+  private async countRows(
+    statement: string,
+    deadline: number,
+    signal: AbortSignal | undefined,
+  ): Promise<number | null> {
+    const remaining = deadline - Date.now();
+    if (remaining < MIN_COUNT_MS) return null;
+    try {
+      // Newlines: a trailing `-- comment` in the query must not swallow the closing parenthesis.
+      const { rows } = await this.run(`SELECT COUNT(*) FROM (\n${statement}\n) AS af_counted`, {
+        timeoutMs: remaining,
+        signal,
+        fetch: 1,
+      });
+      const count = Number(rows[0]?.[0]);
+      return Number.isSafeInteger(count) ? count : null;
+    } catch (error) {
+      // Aborted: say so. Anything else (duplicate column names, a timeout) just means "more than maxRows".
+      if (signal?.aborted) throw error;
+      return null;
+    }
+  }
+
+  /** KILL QUERY from a connection of its own: the pool may be exhausted, and the victim is busy. */
+  private async killQuery(threadId: number): Promise<void> {
+    let side: PromiseConnection | undefined;
+    try {
+      side = await createConnection({ ...this.server, connectTimeout: 2_000 });
+      await side.query({ sql: `KILL QUERY ${Number(threadId)}`, timeout: 2_000 });
+    } catch {
+      // Best effort: the query may have ended already (unknown thread), and dropping its connection makes the
+      // server stop it at its next write anyway.
+    } finally {
+      side?.destroy();
+    }
+  }
+
+  /** Every failure as the model should read it: its SQL's error verbatim, never the URL or the password. */
+  private toolError(error: unknown, timeoutMs: number): ToolError {
+    if (error instanceof ToolError) return error;
+    if (error instanceof QueryStopped) return new ToolError('aborted', 'The query was cancelled.');
+    const code = errorCode(error);
+    if (isTimeoutError(error)) {
+      return new ToolError(
+        'query_timeout',
+        `The query ran longer than ${formatSeconds(timeoutMs)} and was stopped; filter with WHERE, aggregate, or add LIMIT.`,
+        { cause: error },
+      );
+    }
+    const raw = error instanceof Error ? error.message : String(error);
+    const message = this.redact(sqlMessage(error) ?? raw);
+    if (isTransient(error)) {
+      return new TransientToolError(`The data database connection failed (${code ?? message}); try again.`, {
+        code: 'data_db_unavailable',
+        cause: error,
+      });
+    }
+    return new ToolError(isServerSqlError(error) ? 'sql_error' : 'sql_failed', message, { cause: error });
+  }
+
+  /** A new connection failed: the server is away (transient) or refuses the account (it will keep doing so). */
+  private connectFailure(error: unknown): ToolError {
+    const code = errorCode(error);
+    if (
+      code === 'ER_ACCESS_DENIED_ERROR' ||
+      code === 'ER_DBACCESS_DENIED_ERROR' ||
+      code === 'ER_BAD_DB_ERROR'
+    ) {
+      const message = this.redact(sqlMessage(error) ?? String(error));
+      return new ToolError('data_db_access', `The data database refused the connection: ${message}`, {
+        cause: error,
+      });
+    }
+    return this.toolError(error, ADMIN_TIMEOUT_MS);
+  }
+
+  private redact(text: string): string {
+    const { password } = this.target;
+    let result = text.replaceAll(this.redactedUrl, '(DATA_MYSQL_URL)');
+    if (password.length >= 3) result = result.replaceAll(password, '***');
+    return result;
+  }
+}
+
+/**
+ * Why one line of SHOW GRANTS makes an account more than read-only ("INSERT on `db`.*"), or undefined.
+ * Handles MariaDB and MySQL 8 forms: column lists (`SELECT (a), INSERT (b) ON db.t`), routines
+ * (`EXECUTE ON PROCEDURE db.p`), dynamic privileges (`BACKUP_ADMIN,…`), PROXY, roles (`GRANT r TO u`),
+ * grants TO PUBLIC and WITH GRANT OPTION. Unknown shapes are refused (fail closed).
+ */
+export function grantLineProblem(line: string): string | undefined {
+  const text = line.trim();
+  // Partial revokes only take away; a default role is harmless unless granted, and that grant has its own line.
+  if (/^(REVOKE|SET\s+DEFAULT\s+ROLE)\b/i.test(text)) return undefined;
+  if (!/^GRANT\s/i.test(text)) return `an unrecognised grant (${text.slice(0, 60)})`;
+  const on = findKeyword(text, 'ON', 6);
+  const to = findKeyword(text, 'TO', on ?? 6);
+  if (to === undefined) return `an unrecognised grant (${text.slice(0, 60)})`;
+  if (on === undefined) {
+    return `the role ${text.slice(6, to).trim()} (roles are not allowed: grant SELECT to the account directly)`;
+  }
+  const target = text.slice(on + 2, to).trim();
+  const privileges = splitTopLevel(text.slice(6, on)).map((privilege) =>
+    privilege
+      .replace(/\([\s\S]*\)\s*$/, '')
+      .trim()
+      .replace(/\s+/g, ' ')
+      .toUpperCase(),
+  );
+  const database = /^`?([^`.]*)`?\./.exec(target.replace(/^(PROCEDURE|FUNCTION|PACKAGE(\s+BODY)?)\s+/i, ''));
+  for (const privilege of privileges) {
+    if (!ALLOWED_PRIVILEGES.has(privilege)) return `${privilege} on ${target}`;
+    if (privilege === 'USAGE') continue;
+    if (target === '*.*') return `${privilege} on *.* (every database, including the mysql schema)`;
+    if (database?.[1]?.toLowerCase() === 'mysql') return `${privilege} on ${target} (the mysql schema)`;
+  }
+  if (/\bWITH\b[\s\S]*\bGRANT\s+OPTION\b/i.test(text.slice(to))) return `GRANT OPTION on ${target}`;
+  return undefined;
+}
+
+/** Index of `keyword` as a whole word outside quotes and parentheses, from `from` on. */
+function findKeyword(text: string, keyword: string, from: number): number | undefined {
+  let depth = 0;
+  let quote: string | undefined;
+  for (let i = from; i < text.length; i++) {
+    const char = text[i] as string;
+    if (quote) {
+      if (char === quote) quote = undefined;
+      continue;
+    }
+    if (char === '`' || char === "'" || char === '"') quote = char;
+    else if (char === '(') depth++;
+    else if (char === ')') depth--;
+    else if (
+      depth === 0 &&
+      /\s/.test(text[i - 1] ?? ' ') &&
+      text.slice(i, i + keyword.length).toUpperCase() === keyword &&
+      /\s/.test(text[i + keyword.length] ?? ' ')
+    ) {
+      return i;
+    }
+  }
+  return undefined;
+}
+
+/** Splits on commas outside quotes and parentheses. */
+function splitTopLevel(text: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let quote: string | undefined;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const char = text[i] as string;
+    if (quote) {
+      if (char === quote) quote = undefined;
+    } else if (char === '`' || char === "'" || char === '"') quote = char;
+    else if (char === '(') depth++;
+    else if (char === ')') depth--;
+    else if (char === ',' && depth === 0) {
+      parts.push(text.slice(start, i));
+      start = i + 1;
+    }
+  }
+  parts.push(text.slice(start));
+  return parts.filter((part) => part.trim() !== '');
+}
+
+/** Rejected with when the caller's signal aborts a running query. */
+class QueryStopped extends Error {}
+
+interface StreamOutcome {
+  columns: string[];
+  rows: unknown[][];
+  /** True when the query was still sending rows and we stopped reading: the connection cannot be reused. */
+  stopped: boolean;
+}
+
+/** Reads the first result set row by row (as arrays, so duplicate column names survive), `fetch` rows at most. */
+function streamRows(
+  connection: PoolConnection,
+  sql: string,
+  options: { fetch: number; signal: AbortSignal | undefined; clientTimeoutMs: number },
+): Promise<StreamOutcome> {
+  // The promise wrapper buffers whole results; the callback-style connection underneath emits row events.
+  const core = connection.connection as unknown as CoreConnection;
+  return new Promise<StreamOutcome>((resolve, reject) => {
+    let columns: string[] | undefined;
+    const rows: unknown[][] = [];
+    let settled = false;
+    const settle = (finish: () => void) => {
+      if (settled) return;
+      settled = true;
+      options.signal?.removeEventListener('abort', onAbort);
+      core.removeListener('error', onConnectionError);
+      finish();
+    };
+    // mysql2 reports a connection lost under a callback-less (streaming) query on the connection, not on the
+    // query: without this the promise would wait for the client timeout.
+    const onConnectionError = (error: Error) => settle(() => reject(error));
+    core.on('error', onConnectionError);
+    const onAbort = () =>
+      settle(() => {
+        core.pause();
+        reject(new QueryStopped('aborted'));
+      });
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+
+    const query = core.query({ sql, rowsAsArray: true, timeout: options.clientTimeoutMs });
+    query.on('fields', (fields: FieldPacket[] | undefined) => {
+      if (fields) columns ??= fields.map((field) => field.name);
+    });
+    query.on('result', (row: unknown, resultIndex: number) => {
+      if (settled || resultIndex > 0 || !Array.isArray(row)) return;
+      if (rows.length >= options.fetch) {
+        settle(() => {
+          core.pause();
+          resolve({ columns: columns ?? [], rows, stopped: true });
+        });
+        return;
+      }
+      rows.push(row);
+    });
+    query.on('error', (error: Error) => settle(() => reject(error)));
+    query.on('end', () => settle(() => resolve({ columns: columns ?? [], rows, stopped: false })));
+  });
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new QueryStopped('aborted');
+}
+
+function isTimeoutError(error: unknown): boolean {
+  const errno = (error as { errno?: unknown } | null)?.errno;
+  return (
+    errorCode(error) === 'PROTOCOL_SEQUENCE_TIMEOUT' ||
+    (typeof errno === 'number' && TIMEOUT_ERRNOS.has(errno))
+  );
+}
+
+/** An error the server sent about a statement (it has an SQLSTATE), as opposed to a broken connection. */
+function isServerSqlError(error: unknown): boolean {
+  const state = (error as { sqlState?: unknown } | null)?.sqlState;
+  return typeof state === 'string' && state !== '' && !isFatal(error);
+}
+
+/** A broken connection rather than a failed statement: worth trying again on another connection. */
+function isTransient(error: unknown): boolean {
+  const code = errorCode(error);
+  return (code !== undefined && TRANSIENT_CODES.has(code)) || (isFatal(error) && !isServerSqlError(error));
+}
+
+function sqlMessage(error: unknown): string | undefined {
+  const message = (error as { sqlMessage?: unknown } | null)?.sqlMessage;
+  return typeof message === 'string' ? message : undefined;
+}
+
+function isFatal(error: unknown): boolean {
+  return (error as { fatal?: unknown } | null)?.fatal === true;
+}
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function formatSeconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** DATA_MYSQL_URL through the store's parser, with its messages naming the right variable. */
+function parseDataUrl(url: string): MysqlTarget {
+  try {
+    return parseMysqlUrl(url);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      throw new ConfigError(error.code, error.message.replace(/^MYSQL_URL/, 'DATA_MYSQL_URL'));
+    }
+    throw error;
+  }
+}
+
+function connectError(target: MysqlTarget, error: unknown): Error {
+  const code = errorCode(error);
+  let reason = [code, error instanceof Error ? error.message : String(error)].filter(Boolean).join(': ');
+  if (target.password !== '') reason = reason.replaceAll(target.password, '***');
+  const message = `DATA_MYSQL_URL=${target.redacted}: cannot use the data database (${reason})`;
+  if (
+    code === 'ER_ACCESS_DENIED_ERROR' ||
+    code === 'ER_DBACCESS_DENIED_ERROR' ||
+    code === 'ER_BAD_DB_ERROR'
+  ) {
+    return new ConfigError('data_mysql_access', message);
+  }
+  // Unreachable now may be reachable in a moment (a server still starting): retryable, like the store's.
+  const retryable = code !== undefined && TRANSIENT_CODES.has(code);
+  return new StoreError(retryable ? 'data_db_unreachable' : 'data_db_connect_failed', message, { retryable });
+}

@@ -1,0 +1,106 @@
+// The three data tools of CONTRACT §7 over a DataDatabase. Their descriptions and schemas are sent to the model
+// on every call, so they are short; the outputs are compact text (render-rows.ts) for the same reason.
+// sql_query runs the SQL guard first (layer a) and refuses with its reason, so the model can fix the query;
+// the database layers (read-only account, read-only session, limits) stand behind it either way.
+import { z } from 'zod';
+import { ToolError } from '../agent/errors.js';
+import type { DataDatabase, TableDescription, TableSummary } from './data-database.js';
+import { renderRows } from './render-rows.js';
+import { checkSelectOnly } from './sql-guard.js';
+import { defineTool, type Tool } from './tool.js';
+
+export interface SqlToolsOptions {
+  /** Rows shown to the model per query. Default 10. */
+  maxRows?: number;
+  /** Optional allowlist (`table` or `db.table`, case-insensitive); also limits list_tables/describe_table. */
+  allowedTables?: string[];
+  /** Server-side time limit per query. Default 5,000 ms. */
+  timeoutMs?: number;
+  /** Characters of one observation. Default 4,000. */
+  maxChars?: number;
+}
+
+/** Past the query's own limit: the client's grace and the optional COUNT(*) fit inside. */
+const TOOL_GRACE_MS = 2_000;
+
+export function createSqlTools(db: DataDatabase, options: SqlToolsOptions = {}): Tool[] {
+  const maxRows = options.maxRows ?? 10;
+  const timeoutMs = options.timeoutMs ?? 5_000;
+  const allowed = options.allowedTables
+    ? new Set(options.allowedTables.map((t) => t.toLowerCase()))
+    : undefined;
+  const visible = (table: string) =>
+    !allowed || allowed.has(table.toLowerCase()) || allowed.has(`${db.database}.${table}`.toLowerCase());
+  const visibleTables = async () => (await db.listTables()).filter((table) => visible(table.name));
+
+  const sqlQuery = defineTool({
+    name: 'sql_query',
+    description:
+      `Run one read-only SELECT (MySQL dialect) on the data database. At most ${maxRows} rows come back, ` +
+      'so use WHERE, GROUP BY, aggregates, ORDER BY and LIMIT to get just the answer.',
+    parameters: z.object({ sql: z.string() }),
+    timeoutMs: timeoutMs + TOOL_GRACE_MS,
+    async execute({ sql }, ctx) {
+      const verdict = checkSelectOnly(
+        sql,
+        options.allowedTables ? { allowedTables: options.allowedTables } : {},
+      );
+      if (!verdict.ok) throw new ToolError('sql_refused', verdict.reason);
+      const result = await db.query(sql, { signal: ctx.signal, timeoutMs, maxRows });
+      return renderRows(result, options.maxChars === undefined ? {} : { maxChars: options.maxChars });
+    },
+  });
+
+  const listTables = defineTool({
+    name: 'list_tables',
+    description: 'List the tables of the data database with their columns.',
+    parameters: z.object({}),
+    async execute() {
+      const tables = await visibleTables();
+      return tables.length === 0 ? '(no tables)' : tables.map(renderSummary).join('\n');
+    },
+  });
+
+  const describeTable = defineTool({
+    name: 'describe_table',
+    description: 'Columns of one table: type, keys, nullability and foreign keys.',
+    // No length limits in the schema: they would cost tokens on every request; a bad name is simply unknown.
+    parameters: z.object({ table: z.string() }),
+    async execute({ table }) {
+      const name = table.trim().replace(/^`(.*)`$/, '$1');
+      const plausible = name !== '' && name.length <= 64 && visible(name);
+      const description = plausible ? await db.describeTable(name) : undefined;
+      if (!description || !visible(description.name)) {
+        const names = (await visibleTables()).map((t) => t.name);
+        throw new ToolError(
+          'unknown_table',
+          `No table named "${table.slice(0, 64)}". Tables: ${names.join(', ') || '(none)'}.`,
+        );
+      }
+      return renderDescription(description);
+    },
+  });
+
+  return [sqlQuery, listTables, describeTable] as Tool[];
+}
+
+/** `orders(id, customer_id, order_date, status, total)`: enough to write most queries without describe_table. */
+function renderSummary(table: TableSummary): string {
+  return `${table.name}(${table.columns.join(', ')})${table.isView ? ' view' : ''}`;
+}
+
+/** One line per column: `customer_id int(10) unsigned, indexed, references customers.id`. */
+function renderDescription(table: TableDescription): string {
+  const lines = table.columns.map((column) => {
+    const notes = [`${column.name} ${column.type}`];
+    if (column.key === 'PRI') notes.push('primary key');
+    else if (column.key === 'UNI') notes.push('unique');
+    else if (column.key === 'MUL') notes.push('indexed');
+    if (column.nullable) notes.push('nullable');
+    if (column.references) notes.push(`references ${column.references}`);
+    if (column.default !== null) notes.push(`default ${column.default}`);
+    if (column.extra) notes.push(column.extra.toLowerCase());
+    return notes.join(', ');
+  });
+  return [`${table.name}${table.isView ? ' (view)' : ''}:`, ...lines].join('\n');
+}
