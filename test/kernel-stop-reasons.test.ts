@@ -72,13 +72,13 @@ describe('stop reasons', () => {
   it('a call asks for fewer tokens rather than overshoot the budget', async () => {
     server.reset({ rules: [endlessLookups()] });
     const before = server.requests.length;
-    const { result } = await runWith(server, { budget: { maxTokens: 900 } });
+    const { result } = await runWith(server, { budget: { maxTokens: 700 } });
     const first = server.requests[before]!;
     const prompt = countPromptTokens(first.messages, first.tools, tokenCounterFor(MODEL));
     expect(first.body.max_tokens).toBeLessThan(512);
     expect(first.body.max_tokens).toBeGreaterThanOrEqual(64);
-    expect(prompt + first.body.max_tokens).toBeLessThanOrEqual(900);
-    expect(result.usage.totalTokens).toBeLessThanOrEqual(900);
+    expect(prompt + first.body.max_tokens).toBeLessThanOrEqual(700);
+    expect(result.usage.totalTokens).toBeLessThanOrEqual(700);
   });
 
   it('cost_budget: the dollar limit binds before the token limit', async () => {

@@ -120,21 +120,22 @@ describe('planCall', () => {
     });
   });
 
-  it('keeps reserveAfter unspent, in tokens and in dollars', () => {
+  it('makes a call only if its minimum leaves reserveAfter affordable, without cutting its max_tokens', () => {
     const reserveAfter = { promptTokens: 300, completionTokens: 24 };
-    // tokens: 10_000 - 9_000 - 300 - 24 - 100 = 576, capped at 512; with 9_200 used, 376
+    // tokens left after the prompt: 10_000 - 9_000 - 100 = 900; minimum 64 + reserve 324 fits: full 512
     expect(
       planCall({ promptTokens: 9_000, completionTokens: 0 }, budget(), FREE, need({ reserveAfter })),
     ).toEqual({ ok: true, maxTokens: 512 });
+    // 9_500 used: 400 left; 64 + 324 = 388 fits, and the call may use all 400
     expect(
-      planCall({ promptTokens: 9_200, completionTokens: 0 }, budget(), FREE, need({ reserveAfter })),
-    ).toEqual({ ok: true, maxTokens: 376 });
-    // dollars: 600 - 300 - 24 - 100 = 176
+      planCall({ promptTokens: 9_500, completionTokens: 0 }, budget(), FREE, need({ reserveAfter })),
+    ).toEqual({ ok: true, maxTokens: 400 });
+    // dollars: 600 - 100 = 500 left; 64 + 324 fits
     expect(planCall(ZERO, budget({ maxCostUsd: 600 }), DOLLAR, need({ reserveAfter }))).toEqual({
       ok: true,
-      maxTokens: 176,
+      maxTokens: 500,
     });
-    // the same call without the reserve would fit
+    // 9_600 used: 300 left; the call alone would fit, but not with the reserve
     expect(planCall({ promptTokens: 9_600, completionTokens: 0 }, budget(), FREE, need())).toEqual({
       ok: true,
       maxTokens: 300,
@@ -232,10 +233,14 @@ describe('planCall (property)', () => {
     let tokenRefusals = 0;
     fc.assert(
       fc.property(scenario, ({ used, budget: b, price: p, need: n }) => {
-        const base = n.reserveAfter ? addUsage(used, n.reserveAfter) : used;
-        const prompt = base.promptTokens + n.promptTokens;
-        const tokensWith = (completion: number) => prompt + base.completionTokens + completion;
-        const costWith = (completion: number) => costUsd(p, prompt, base.completionTokens + completion);
+        // The call's own worst case must fit; with a reserve, its minimum must fit together with the reserve.
+        const withReserve = n.reserveAfter ? addUsage(used, n.reserveAfter) : used;
+        const tokensFrom = (base: typeof used) => (completion: number) =>
+          base.promptTokens + n.promptTokens + base.completionTokens + completion;
+        const costFrom = (base: typeof used) => (completion: number) =>
+          costUsd(p, base.promptTokens + n.promptTokens, base.completionTokens + completion);
+        const tokensWith = tokensFrom(used);
+        const costWith = costFrom(used);
         const min = Math.min(n.minCompletionTokens, n.desiredMaxTokens);
         const plan = planCall(used, b, p, n);
         if (plan.ok) {
@@ -250,9 +255,11 @@ describe('planCall (property)', () => {
             const next = plan.maxTokens + 1;
             expect(tokensWith(next) > b.maxTokens || costWith(next) > b.maxCostUsd).toBe(true);
           }
+          expect(tokensFrom(withReserve)(min)).toBeLessThanOrEqual(b.maxTokens);
+          expect(costFrom(withReserve)(min)).toBeLessThanOrEqual(b.maxCostUsd);
         } else {
-          const tokensBind = tokensWith(min) > b.maxTokens;
-          const costBinds = costWith(min) > b.maxCostUsd;
+          const tokensBind = tokensFrom(withReserve)(min) > b.maxTokens;
+          const costBinds = costFrom(withReserve)(min) > b.maxCostUsd;
           expect(tokensBind || costBinds).toBe(true);
           expect(plan.reason).toBe(tokensBind ? 'token_budget' : 'cost_budget');
           if (plan.reason === 'cost_budget') costRefusals++;

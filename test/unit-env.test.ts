@@ -36,6 +36,9 @@ describe('parseEnv defaults', () => {
       EMAIL_FROM: 'reports@agent-fleet.local',
       EMAIL_ALLOWED_DOMAINS: ['example.com'],
       EMAIL_MAX_PER_RUN: 10,
+      // The demo's embedded sink listens there.
+      SMTP_URL: 'smtp://127.0.0.1:1025',
+      EMAIL_DRY_RUN: false,
       API_PORT: 3100,
       BOARD_PORT: 3200,
       LOG_LEVEL: 'info',
@@ -44,7 +47,6 @@ describe('parseEnv defaults', () => {
       'OPENAI_API_KEY',
       'OPENAI_BASE_URL',
       'LLM_PRICES',
-      'SMTP_URL',
       'API_TOKEN',
       'BOARD_USER',
       'BOARD_PASSWORD',

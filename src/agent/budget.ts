@@ -55,16 +55,36 @@ export function addUsage(a: TokenUsage, b: TokenUsage): TokenUsage {
   };
 }
 
-/** The largest completion the budget allows for this call, capped at what the call wants. */
+/**
+ * The largest completion the budget allows for this call, capped at what the call wants. With `reserveAfter`,
+ * the call is made only if its minimum still leaves the reserve affordable; its max_tokens is not cut by
+ * the reserve, because a step that answers needs no final turn, and one that calls a tool rarely writes much.
+ */
 export function planCall(
-  usedSoFar: TokenUsage,
+  used: TokenUsage,
   budget: Budget,
   price: ModelPrice,
   need: CallRequirement,
 ): CallPlan {
-  const used = need.reserveAfter ? addUsage(usedSoFar, need.reserveAfter) : usedSoFar;
-  const usedTotal = used.promptTokens + used.completionTokens;
-  const tokenRoom = budget.maxTokens - usedTotal - need.promptTokens;
+  // A call configured smaller than the usual minimum only needs what it asks for.
+  const min = Math.min(need.minCompletionTokens, need.desiredMaxTokens);
+  if (need.reserveAfter) {
+    const withReserve = roomFor(addUsage(used, need.reserveAfter), budget, price, need);
+    if (withReserve.room < min)
+      return { ok: false, reason: withReserve.tokenRoom < min ? 'token_budget' : 'cost_budget' };
+  }
+  const { room, tokenRoom } = roomFor(used, budget, price, need);
+  if (room >= min) return { ok: true, maxTokens: room };
+  return { ok: false, reason: tokenRoom < min ? 'token_budget' : 'cost_budget' };
+}
+
+function roomFor(
+  used: TokenUsage,
+  budget: Budget,
+  price: ModelPrice,
+  need: CallRequirement,
+): { room: number; tokenRoom: number } {
+  const tokenRoom = budget.maxTokens - used.promptTokens - used.completionTokens - need.promptTokens;
   const costRoom = completionRoomForCost(
     used,
     budget.maxCostUsd,
@@ -72,11 +92,7 @@ export function planCall(
     need.promptTokens,
     need.desiredMaxTokens,
   );
-  const room = Math.min(need.desiredMaxTokens, tokenRoom, costRoom);
-  // A call configured smaller than the usual minimum only needs what it asks for.
-  const min = Math.min(need.minCompletionTokens, need.desiredMaxTokens);
-  if (room >= min) return { ok: true, maxTokens: room };
-  return { ok: false, reason: tokenRoom < min ? 'token_budget' : 'cost_budget' };
+  return { room: Math.min(need.desiredMaxTokens, tokenRoom, costRoom), tokenRoom };
 }
 
 /**
