@@ -216,7 +216,7 @@ class AgentRun {
         tools,
         desiredMaxTokens: this.opts.completionTokens,
         minCompletionTokens: D.MIN_STEP_COMPLETION_TOKENS,
-        reserveAfter: this.finalTurnReserve(messages),
+        reserveAfter: this.finalTurnReserve(),
         answerBy: this.softDeadline(),
       });
       if (!call.ok) {
@@ -353,17 +353,25 @@ class AgentRun {
   /** The last turn: no tools, an instruction to answer now, whatever budget is left. */
   private async finalTurn(reason: FinalReason): Promise<AgentResult> {
     if (this.state.steps >= this.budget.maxSteps) return this.finish('stopped', reason, null, null);
-    const messages: ChatMessage[] = [
-      ...this.prompt(),
-      { role: 'user', content: this.protocol.finalTurnInstruction(finalTurnWhy(reason)) },
-    ];
-    const call = await this.callModel({
-      messages,
-      tools: undefined,
-      desiredMaxTokens: this.opts.completionTokens,
-      minCompletionTokens: D.MIN_FINAL_COMPLETION_TOKENS,
-      answerBy: deadlineAt(this.budget, this.state.startedAt),
-    });
+    const instruction: ChatMessage = {
+      role: 'user',
+      content: this.protocol.finalTurnInstruction(finalTurnWhy(reason)),
+    };
+    const ask = (messages: ChatMessage[]) =>
+      this.callModel({
+        messages,
+        tools: undefined,
+        desiredMaxTokens: this.opts.completionTokens,
+        minCompletionTokens: D.MIN_FINAL_COMPLETION_TOKENS,
+        answerBy: deadlineAt(this.budget, this.state.startedAt),
+      });
+    let call = await ask([...this.prompt(), instruction]);
+    const priced = !call.ok && (call.stop === 'token_budget' || call.stop === 'cost_budget');
+    const compact = this.compactPrompt();
+    if (priced && call.attempts === 0 && compact) {
+      // The whole conversation no longer fits: try again with all but the latest turn folded away.
+      call = await ask([...compact, instruction]);
+    }
     if (!call.ok) {
       if (call.stop === 'cancelled') return this.finish('stopped', 'cancelled', null, null, call);
       const error = call.stop === 'error' ? call.error.toRunError() : null;
@@ -383,13 +391,29 @@ class AgentRun {
   }
 
   /**
-   * What a step must leave unspent so the final turn can still answer after it: that turn's prompt (this
-   * prompt without tools, plus one more tool result) and a short answer. A heuristic; the final turn is
-   * checked on its own before it is made.
+   * What a step must leave affordable so that a final turn can still answer after it: the compact final
+   * prompt (which is small: pinned messages, a summary and one turn), what the step will add to it, and a
+   * short answer. It decides whether a step is made, never how long its answer may be.
    */
-  private finalTurnReserve(messages: readonly ChatMessage[]): TokenUsage {
-    const prompt = estimatePromptTokens(messages, undefined, this.count) + D.FINAL_TURN_PROMPT_GROWTH_TOKENS;
+  private finalTurnReserve(): TokenUsage {
+    const compact = this.compactPrompt() ?? this.prompt();
+    const prompt = estimatePromptTokens(compact, undefined, this.count) + D.FINAL_TURN_PROMPT_GROWTH_TOKENS;
     return { promptTokens: prompt, completionTokens: D.MIN_FINAL_COMPLETION_TOKENS };
+  }
+
+  /**
+   * The prompt with everything but the latest turn folded into a deterministic summary: the cheapest prompt
+   * that still says what was done and what was just seen. Null when there is nothing to fold.
+   */
+  private compactPrompt(): ChatMessage[] | null {
+    const cut = foldCut(this.state.history, 0);
+    if (cut === null) return null;
+    const summary = deterministicSummary(this.state.summary, this.state.history.slice(0, cut));
+    return [
+      ...this.pinned,
+      { role: 'user', content: `Summary of earlier steps:\n${summary}` },
+      ...this.state.history.slice(cut),
+    ];
   }
 
   /** Folds messages older than the window into the rolling summary, by the model when that is worth it. */

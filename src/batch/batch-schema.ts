@@ -26,7 +26,9 @@ export type BatchValidation = { ok: true; batch: BatchInput } | { ok: false; iss
 
 export function validateBatch(input: unknown): BatchValidation {
   const parsed = batchSchema.safeParse(input);
-  return parsed.success ? { ok: true, batch: parsed.data } : { ok: false, issues: toFieldIssues(parsed.error.issues) };
+  return parsed.success
+    ? { ok: true, batch: parsed.data }
+    : { ok: false, issues: toFieldIssues(parsed.error.issues) };
 }
 
 /** The data of a batch's parent job. */

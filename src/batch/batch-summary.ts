@@ -12,7 +12,11 @@ export interface BatchSummary {
   usage: Usage;
 }
 
-export function summarizeBatch(batchId: string, tasks: number, results: readonly AgentResult[]): BatchSummary {
+export function summarizeBatch(
+  batchId: string,
+  tasks: number,
+  results: readonly AgentResult[],
+): BatchSummary {
   const summary: BatchSummary = {
     batchId,
     tasks,

@@ -10,8 +10,16 @@ export interface FleetProcess {
   stop(timeoutMs?: number): Promise<number | null>;
 }
 
-export function startFleetProcess(name: string, entry: string, env: NodeJS.ProcessEnv, logFile: string): FleetProcess {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', entry], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+export function startFleetProcess(
+  name: string,
+  entry: string,
+  env: NodeJS.ProcessEnv,
+  logFile: string,
+): FleetProcess {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', entry], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const log = createWriteStream(logFile, { flags: 'a' });
   let output = '';
   const waiters = new Set<() => void>();
@@ -36,7 +44,11 @@ export function startFleetProcess(name: string, entry: string, env: NodeJS.Proce
             resolve();
           } else if (child.exitCode !== null) {
             cleanup();
-            reject(new Error(`${name} exited with code ${child.exitCode}; see ${logFile}:\n${output.slice(-2_000)}`));
+            reject(
+              new Error(
+                `${name} exited with code ${child.exitCode}; see ${logFile}:\n${output.slice(-2_000)}`,
+              ),
+            );
           }
         };
         const timer = setTimeout(() => {

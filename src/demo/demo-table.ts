@@ -10,7 +10,11 @@ export interface DemoTaskRow {
 
 function table(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }
 
@@ -36,6 +40,10 @@ export function emailsTable(messages: readonly CapturedMessage[]): string {
   if (messages.length === 0) return '(no email captured)';
   return table(
     ['to', 'subject', 'first line'],
-    messages.map((m) => [m.to.join(', '), clip(m.subject, 40), clip((m.text ?? '').split('\n')[0] ?? '', 50)]),
+    messages.map((m) => [
+      m.to.join(', '),
+      clip(m.subject, 40),
+      clip((m.text ?? '').split('\n')[0] ?? '', 50),
+    ]),
   );
 }

@@ -55,21 +55,31 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
     await pool.end();
     say(`store      ${redactUrl(config.MYSQL_URL)} (migrated)`);
     const seeded = await seedDemoDatabase({ adminUrl: config.MYSQL_URL });
-    say(`sales data ${seeded.database}: ${seeded.rows.customers} customers, ${seeded.rows.orders} orders (read-only account agent_reader)`);
+    say(
+      `sales data ${seeded.database}: ${seeded.rows.customers} customers, ${seeded.rows.orders} orders (read-only account agent_reader)`,
+    );
 
     // 2. The mail sink and the model.
     sink = await startSmtpSink({ port: await freePort(1025) });
     const smtpUrl = process.env['SMTP_URL'] ? config.SMTP_URL! : sink.url;
-    say(`email      ${smtpUrl}${process.env['SMTP_URL'] ? '' : ' (embedded sink: every message is kept, none leaves this machine)'}`);
+    say(
+      `email      ${smtpUrl}${process.env['SMTP_URL'] ? '' : ' (embedded sink: every message is kept, none leaves this machine)'}`,
+    );
     const modelEnv: Record<string, string> = {};
     if (config.OPENAI_API_KEY) {
-      say(`model      ${config.LLM_MODEL} at ${config.OPENAI_BASE_URL ?? 'OpenAI'} (OPENAI_API_KEY is set: real calls, real cost)`);
+      say(
+        `model      ${config.LLM_MODEL} at ${config.OPENAI_BASE_URL ?? 'OpenAI'} (OPENAI_API_KEY is set: real calls, real cost)`,
+      );
     } else {
       model = await startScriptedModel({ rules: referenceModelRules });
       modelEnv['OPENAI_BASE_URL'] = model.baseURL;
       modelEnv['OPENAI_API_KEY'] = 'scripted-demo';
-      say('model      SCRIPTED: no OPENAI_API_KEY, so a local scripted model plays the reference trajectory.');
-      say(`           It answers over HTTP like OpenAI would and reports usage with the real tokenizer, priced as ${config.LLM_MODEL}.`);
+      say(
+        'model      SCRIPTED: no OPENAI_API_KEY, so a local scripted model plays the reference trajectory.',
+      );
+      say(
+        `           It answers over HTTP like OpenAI would and reports usage with the real tokenizer, priced as ${config.LLM_MODEL}.`,
+      );
     }
 
     // 3. The fleet: two workers, the API and the board, as separate processes.
@@ -91,7 +101,9 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
       NODE_ENV: 'production',
     };
     for (const name of ['worker-1', 'worker-2']) {
-      processes.push(startFleetProcess(name, 'workers/agent-worker.ts', fleetEnv, join(logDir, `${name}.log`)));
+      processes.push(
+        startFleetProcess(name, 'workers/agent-worker.ts', fleetEnv, join(logDir, `${name}.log`)),
+      );
     }
     processes.push(startFleetProcess('api', 'producers/api.ts', fleetEnv, join(logDir, 'api.log')));
     processes.push(startFleetProcess('board', 'producers/board.ts', fleetEnv, join(logDir, 'board.log')));
@@ -101,7 +113,9 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
       processes[2]!.waitFor(/API listening/),
       processes[3]!.waitFor(/board listening/),
     ]);
-    say(`fleet      2 workers (concurrency ${config.WORKER_CONCURRENCY} each), API on :${apiPort}, board on :${boardPort}; logs in ${logDir}/`);
+    say(
+      `fleet      2 workers (concurrency ${config.WORKER_CONCURRENCY} each), API on :${apiPort}, board on :${boardPort}; logs in ${logDir}/`,
+    );
     say();
 
     // 4. The work: the reference task through the HTTP API, the report batch through the library.
@@ -112,25 +126,41 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
       headers: { authorization: `Bearer ${apiToken}`, 'content-type': 'application/json' },
       body: JSON.stringify({ task: REFERENCE_TASK, metadata: { demo: 'reference' } }),
     });
-    if (posted.status !== 202) throw new Error(`the API refused the reference task: ${posted.status} ${await posted.text()}`);
+    if (posted.status !== 202)
+      throw new Error(`the API refused the reference task: ${posted.status} ${await posted.text()}`);
     const { jobId: referenceId } = (await posted.json()) as { jobId: string };
     const batch = `demo-${new Date().toISOString().slice(0, 19)}`;
-    const reports = await client.enqueueMany(REPORT_TASKS.map(({ task }) => ({ task, tools: ['sql_query', 'list_tables', 'describe_table'], metadata: { batch } })));
+    const reports = await client.enqueueMany(
+      REPORT_TASKS.map(({ task }) => ({
+        task,
+        tools: ['sql_query', 'list_tables', 'describe_table'],
+        metadata: { batch },
+      })),
+    );
     const rows: DemoTaskRow[] = [
       { label: '[ref]', task: REFERENCE_TASK, result: null },
       ...REPORT_TASKS.map(({ task }, i) => ({ label: `[r${i + 1}] `, task, result: null })),
     ];
     const ids = [referenceId, ...reports.map((r) => r.jobId)];
-    say(`enqueued   ${ids.length} tasks: the reference task (job ${referenceId}, via POST /v1/tasks) and ${reports.length} report tasks (batch ${batch})`);
+    say(
+      `enqueued   ${ids.length} tasks: the reference task (job ${referenceId}, via POST /v1/tasks) and ${reports.length} report tasks (batch ${batch})`,
+    );
     await Promise.all(
       ids.map(async (jobId, i) => {
         const row = rows[i]!;
         row.result = await client!.waitForResult(jobId, {
           timeoutMs: 10 * 60_000,
           onProgress: (p) => {
-            const progress = p as { step?: number; maxSteps?: number; totalTokens?: number; costUsd?: number } | null;
+            const progress = p as {
+              step?: number;
+              maxSteps?: number;
+              totalTokens?: number;
+              costUsd?: number;
+            } | null;
             if (progress?.step) {
-              say(`  ${row.label} step ${progress.step}/${progress.maxSteps} · ${progress.totalTokens?.toLocaleString('en-US')} tokens · $${progress.costUsd?.toFixed(4)}`);
+              say(
+                `  ${row.label} step ${progress.step}/${progress.maxSteps} · ${progress.totalTokens?.toLocaleString('en-US')} tokens · $${progress.costUsd?.toFixed(4)}`,
+              );
             }
           },
         });
@@ -152,7 +182,9 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
     say();
     say(`Bull Board  http://127.0.0.1:${boardPort}/   user ${boardUser}, password ${boardPassword}`);
     say(`HTTP API    ${apiUrl}/v1/tasks   Authorization: Bearer ${apiToken}`);
-    say(`Results are on the agent-results queue and in MySQL (agent_runs, agent_steps); traces per step in the board's job logs.`);
+    say(
+      `Results are on the agent-results queue and in MySQL (agent_runs, agent_steps); traces per step in the board's job logs.`,
+    );
     if (!exitWhenDone) {
       say();
       say('The fleet keeps running so you can look around. Press Ctrl-C to stop everything.');

@@ -1,0 +1,141 @@
+// The kernel's call gate backed by the fleet's Redis: before each model call, wait for a request slot (MODEL_RPM)
+// and book the call's worst case in the spend ledger over the job's scopes (the UTC day, and its batch if it
+// belongs to one); after the call, settle with what it cost; on a 429, pause the whole fleet.
+import type { Redis } from 'ioredis';
+import type { Env } from '../../config/env.js';
+import type { CallCost, CallGate, GateDecision } from '../agent/call-gate.js';
+import { RateLimiter } from './rate-limiter.js';
+import { batchScope, dayScope, SpendLedger, type ReserveResult } from './spend-ledger.js';
+
+export const DEFAULT_LEDGER_TIMEOUT_MS = 10_000;
+export const DEFAULT_RATE_LIMIT_PAUSE_MS = 1_000;
+
+const NOTHING: CallCost = { tokens: 0, costUsd: 0 };
+
+export interface FleetGateOptions {
+  ledger: SpendLedger;
+  limiter?: RateLimiter;
+  /** The scopes every call is booked in; a function is asked again before each call (the day may change). */
+  scopes: readonly string[] | (() => readonly string[]);
+  /** Told of every 429 with the pause it asked for (ms). */
+  onRateLimited?: (ms: number) => void;
+  /** A ledger that does not answer by then fails the call (retryably) instead of hanging the run. */
+  ledgerTimeoutMs?: number;
+  /** Pause after a 429 that gave no retry-after. */
+  defaultPauseMs?: number;
+  /** A fleet-wide pause that could not be set (the call itself goes on). */
+  onError?: (error: unknown) => void;
+}
+
+export class FleetGate implements CallGate {
+  private readonly ledger: SpendLedger;
+  private readonly limiter: RateLimiter | undefined;
+  private readonly scopes: () => readonly string[];
+  private readonly options: FleetGateOptions;
+
+  constructor(options: FleetGateOptions) {
+    this.ledger = options.ledger;
+    this.limiter = options.limiter;
+    const scopes = options.scopes;
+    this.scopes = typeof scopes === 'function' ? scopes : () => scopes;
+    this.options = options;
+  }
+
+  async acquire(worstCase: CallCost, signal: AbortSignal): Promise<GateDecision> {
+    if (this.limiter) await this.limiter.acquire(signal);
+    signal.throwIfAborted();
+    const result = await this.answered(this.ledger.reserve(this.scopes(), worstCase), signal);
+    if (!result.ok) return { ok: false, reason: result.reason, message: result.message };
+    return { ok: true, ticket: result.ticket };
+  }
+
+  async release(ticket: string, actual: CallCost): Promise<void> {
+    await this.ledger.settle(ticket, actual);
+  }
+
+  rateLimited(retryAfterMs: number | undefined): void {
+    const ms = retryAfterMs ?? this.options.defaultPauseMs ?? DEFAULT_RATE_LIMIT_PAUSE_MS;
+    this.options.onRateLimited?.(ms);
+    this.limiter?.pause(ms).catch((error: unknown) => this.options.onError?.(error));
+  }
+
+  /**
+   * The ledger's answer, unless the run is aborted or the ledger is too slow first. A reservation that is made
+   * after the caller gave up is given back (settled with nothing), since no model call will use it.
+   */
+  private async answered(pending: Promise<ReserveResult>, signal: AbortSignal): Promise<ReserveResult> {
+    const timeoutMs = this.options.ledgerTimeoutMs ?? DEFAULT_LEDGER_TIMEOUT_MS;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const givenUp = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`the spend ledger did not answer within ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+      onAbort = () => reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([pending, givenUp]);
+    } catch (error) {
+      pending
+        .then((late) => (late.ok ? this.ledger.settle(late.ticket, NOTHING) : undefined))
+        .catch(() => undefined);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) signal.removeEventListener('abort', onAbort);
+    }
+  }
+}
+
+export interface JobGateOptions {
+  ledger: SpendLedger;
+  limiter?: RateLimiter;
+  /** The job's batch (`metadata.batch`), if any: its budget applies too. */
+  batchId?: string;
+  /** The clock that picks the UTC day of each call. */
+  now?: () => number;
+  onRateLimited?: (ms: number) => void;
+  ledgerTimeoutMs?: number;
+  onError?: (error: unknown) => void;
+}
+
+/**
+ * The gate of one job: every call is booked in the day of the call (always, so the fleet's daily spend is
+ * known even without a daily cap) and in the job's batch, if any.
+ */
+export function gateForJob(options: JobGateOptions): FleetGate {
+  const now = options.now ?? Date.now;
+  const batch = options.batchId === undefined ? [] : [batchScope(options.batchId)];
+  return new FleetGate({
+    ledger: options.ledger,
+    limiter: options.limiter,
+    scopes: () => [dayScope(now()), ...batch],
+    onRateLimited: options.onRateLimited,
+    ledgerTimeoutMs: options.ledgerTimeoutMs,
+    onError: options.onError,
+  });
+}
+
+export type FleetLimitsEnv = Pick<
+  Env,
+  'QUEUE_PREFIX' | 'FLEET_DAILY_MAX_COST_USD' | 'FLEET_DAILY_MAX_TOKENS' | 'MODEL_RPM'
+>;
+
+/** The ledger of the fleet and, when MODEL_RPM is set, its request limiter, from the environment (§2). */
+export function fleetLimitsFromEnv(
+  redis: Redis,
+  env: FleetLimitsEnv,
+): { ledger: SpendLedger; limiter: RateLimiter | undefined } {
+  const ledger = new SpendLedger({
+    redis,
+    prefix: env.QUEUE_PREFIX,
+    dailyCaps: { maxCostUsd: env.FLEET_DAILY_MAX_COST_USD, maxTokens: env.FLEET_DAILY_MAX_TOKENS },
+  });
+  const limiter =
+    env.MODEL_RPM === undefined
+      ? undefined
+      : new RateLimiter({ redis, prefix: env.QUEUE_PREFIX, limit: env.MODEL_RPM });
+  return { ledger, limiter };
+}

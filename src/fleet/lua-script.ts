@@ -1,0 +1,21 @@
+// A Lua script run with EVALSHA: the server compiles it once and every later call sends only its SHA1. When the
+// server does not know it (first use, a restart, SCRIPT FLUSH), one EVAL sends the source and caches it again.
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+export class LuaScript {
+  readonly sha: string;
+
+  constructor(readonly source: string) {
+    this.sha = createHash('sha1').update(source).digest('hex');
+  }
+
+  async run(redis: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    try {
+      return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+      return redis.eval(this.source, keys.length, ...keys, ...args);
+    }
+  }
+}

@@ -1,0 +1,136 @@
+// The fleet's limit of model requests per window (MODEL_RPM: per 60 s), shared by every worker through Redis.
+// A sliding-window log: a sorted set holds the grant time of every request of the last window; a request is
+// granted, in one Lua script, only while fewer than `limit` are in it, so no window of `windowMs` anywhere in
+// time ever holds more than `limit` grants. The script answers how long until the oldest grant leaves the
+// window, and `acquire` sleeps that long (plus a little jitter, so waiters do not all wake at once).
+// After a 429, `pause(ms)` sets a key with a PX expiry that every acquire respects: nobody is granted a request
+// until it expires. A pause only ever lengthens a running one.
+// Times are the Redis server's clock, one clock for the whole fleet.
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import { sleep as abortableSleep } from '../agent/sleep.js';
+import { LuaScript } from './lua-script.js';
+
+export const DEFAULT_RATE_WINDOW_MS = 60_000;
+
+export interface RateLimiterOptions {
+  redis: Redis;
+  /** QUEUE_PREFIX. */
+  prefix?: string;
+  /** Requests granted per window (MODEL_RPM). */
+  limit: number;
+  /** 60 s for MODEL_RPM; shorter in tests. */
+  windowMs?: number;
+  /** What is limited, so several limits can share a prefix. */
+  name?: string;
+  /** Longest sleep between two tries (a waiter re-reads the limit at least this often). */
+  maxPollMs?: number;
+  /** Upper bound of the random delay added to every wait. */
+  jitterMs?: number;
+  sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+}
+
+export type TryAcquireResult =
+  { ok: true; grantedAt: number } | { ok: false; waitMs: number; paused: boolean };
+
+const NOW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
+
+// KEYS: window log, pause key. ARGV: limit, window ms, member. Reply: {1, now} | {0, wait ms, paused 0|1}.
+const TRY_ACQUIRE = new LuaScript(`${NOW}
+local paused = redis.call('PTTL', KEYS[2])
+if paused > 0 then return {0, paused, 1} end
+local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) < limit then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], window + 1000)
+  return {1, now}
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local wait = tonumber(oldest[2]) + window - now
+if wait < 1 then wait = 1 end
+return {0, wait, 0}
+`);
+
+// KEYS: pause key. ARGV: ms. Never shortens a longer pause already running.
+const PAUSE = `
+local left = redis.call('PTTL', KEYS[1])
+if left < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], '1', 'PX', ARGV[1]) end
+return redis.call('PTTL', KEYS[1])
+`;
+const PAUSE_SCRIPT = new LuaScript(PAUSE);
+
+export class RateLimiter {
+  readonly limit: number;
+  readonly windowMs: number;
+  private readonly redis: Redis;
+  private readonly logKey: string;
+  private readonly pauseKey: string;
+  private readonly maxPollMs: number;
+  private readonly jitterMs: number;
+  private readonly sleep: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+
+  constructor(options: RateLimiterOptions) {
+    if (!Number.isInteger(options.limit) || options.limit < 1)
+      throw new RangeError('limit must be an integer >= 1');
+    this.limit = options.limit;
+    this.windowMs = options.windowMs ?? DEFAULT_RATE_WINDOW_MS;
+    if (!Number.isInteger(this.windowMs) || this.windowMs < 1) throw new RangeError('windowMs must be >= 1');
+    this.redis = options.redis;
+    const base = `${options.prefix ?? 'agentfleet'}:{fleet-rate:${options.name ?? 'model'}}`;
+    this.logKey = `${base}:log`;
+    this.pauseKey = `${base}:pause`;
+    this.maxPollMs = options.maxPollMs ?? 1_000;
+    this.jitterMs = options.jitterMs ?? 25;
+    this.sleep = options.sleep ?? abortableSleep;
+  }
+
+  /** One try: a grant, or how long to wait before the next one can succeed. */
+  async tryAcquire(): Promise<TryAcquireResult> {
+    const reply = await TRY_ACQUIRE.run(
+      this.redis,
+      [this.logKey, this.pauseKey],
+      [this.limit, this.windowMs, randomUUID()],
+    );
+    if (!Array.isArray(reply)) throw new Error(`rate limiter: unexpected reply ${JSON.stringify(reply)}`);
+    if (reply[0] === 1) return { ok: true, grantedAt: Number(reply[1]) };
+    return { ok: false, waitMs: Number(reply[1]), paused: reply[2] === 1 };
+  }
+
+  /**
+   * Waits until a request is granted; rejects with the signal's reason when it aborts first.
+   * Returns the grant time (Redis clock) and how long it waited.
+   */
+  async acquire(signal?: AbortSignal): Promise<{ grantedAt: number; waitedMs: number }> {
+    const started = Date.now();
+    for (;;) {
+      signal?.throwIfAborted();
+      const answer = await this.tryAcquire();
+      // A grant that arrives after the abort is still a grant: the caller gave up, so it is not used.
+      signal?.throwIfAborted();
+      if (answer.ok) return { grantedAt: answer.grantedAt, waitedMs: Date.now() - started };
+      const wait = Math.min(answer.waitMs, this.maxPollMs) + Math.floor(Math.random() * (this.jitterMs + 1));
+      await this.sleep(wait, signal);
+    }
+  }
+
+  /** Nobody in the fleet is granted a request for `ms` (or longer, if a longer pause is running). */
+  async pause(ms: number): Promise<void> {
+    const duration = Math.ceil(ms);
+    if (!Number.isFinite(duration) || duration <= 0) return;
+    await PAUSE_SCRIPT.run(this.redis, [this.pauseKey], [duration]);
+  }
+
+  /** How long the running pause has left, in ms (0: none). */
+  async pausedFor(): Promise<number> {
+    return Math.max(0, await this.redis.pttl(this.pauseKey));
+  }
+
+  /** The Redis keys of the limiter (for operators and tests). */
+  keys(): string[] {
+    return [this.logKey, this.pauseKey];
+  }
+}

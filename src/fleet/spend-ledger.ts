@@ -1,0 +1,497 @@
+// The fleet's spend ledger: budgets shared by every worker, kept in Redis. A scope is what a budget covers:
+//   day:<YYYY-MM-DD>  the UTC day; caps from FLEET_DAILY_MAX_COST_USD / FLEET_DAILY_MAX_TOKENS (the process's
+//                     configuration, `dailyCaps`), absent = unlimited; kept ~3 days
+//   batch:<id>        a batch (CONTRACT §9); caps stored in Redis by `setCaps` when the batch is created; kept
+//                     ~30 days after its last use
+// Before a model call, `reserve` books the call's worst case in every scope of the call, in ONE Lua script: either
+// every scope can cover it (used + live reservations + worst case within each cap) and it is booked in all of
+// them, or nothing is booked. After the call, `settle` (one Lua script) moves the reservation out and adds what
+// the call really cost; settling a ticket twice counts once.
+//
+// Money is counted in integer micro-dollars: worst cases and actuals are rounded UP, caps DOWN, so float drift
+// can never let the ledger pass a cap (the price is an overcount below $0.000001 per call). The conversion works
+// on the amount's decimal digits, so a round amount such as $0.57 is exactly 570000 micro-dollars.
+//
+// Crashed workers: every reservation expires (10 minutes by default, longer than any model call), and every
+// reserve first sweeps the expired reservations of the scopes it touches. An expired reservation is counted as
+// SPENT AT ITS WORST CASE: the worker may have called the model before it died, and the ledger cannot know, so
+// it errs on the side of "never overspent" (a crashed call costs the budget its worst case, never more). If the
+// worker was only slow and settles after the expiry, the settle replaces the worst case with the actual.
+//
+// Clock: expiries use the Redis server's clock (one clock for the whole fleet) unless `now` is injected (tests);
+// every ledger over the same keys must use the same clock.
+// All keys of the ledger share one hash tag, so the multi-scope scripts also run on a Redis Cluster.
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { BudgetStopReason } from '../agent/budget.js';
+import type { CallCost } from '../agent/call-gate.js';
+import { LuaScript } from './lua-script.js';
+
+export const MICRO_USD_PER_USD = 1_000_000;
+export const DEFAULT_RESERVATION_TTL_MS = 10 * 60_000;
+export const DEFAULT_DAY_SCOPE_TTL_MS = 3 * 86_400_000;
+export const DEFAULT_BATCH_SCOPE_TTL_MS = 30 * 86_400_000;
+
+/**
+ * Largest amount (micro-dollars or tokens) one call may book. Lua prints numbers with 14 significant digits,
+ * so every figure a script handles stays below 10^14; this bound ($10M, 10^13 tokens) is far above any call.
+ */
+const MAX_AMOUNT = 1e13;
+
+export interface SpendCaps {
+  maxCostUsd?: number;
+  maxTokens?: number;
+}
+
+export type ReserveResult =
+  | { ok: true; ticket: string; expiresAt: number }
+  | { ok: false; reason: BudgetStopReason; scope: string; message: string };
+
+/** Per scope of the ticket: `settled` now, `late` (settled after it expired), `none` (already settled). */
+export type SettleStatus = 'settled' | 'late' | 'none';
+
+export interface ScopeSpend {
+  usedUsd: number;
+  usedTokens: number;
+  /** Live (unexpired) reservations of calls in flight. */
+  reservedUsd: number;
+  reservedTokens: number;
+  /** null: unlimited. */
+  capUsd: number | null;
+  capTokens: number | null;
+  /** The same figures in exact micro-dollars. */
+  usedMicroUsd: number;
+  reservedMicroUsd: number;
+  capMicroUsd: number | null;
+  liveReservations: number;
+}
+
+export interface SpendLedgerOptions {
+  redis: Redis;
+  /** QUEUE_PREFIX: several fleets may share one Redis. */
+  prefix?: string;
+  /** FLEET_DAILY_MAX_COST_USD / FLEET_DAILY_MAX_TOKENS, applied to every `day:` scope. */
+  dailyCaps?: SpendCaps;
+  reservationTtlMs?: number;
+  dayScopeTtlMs?: number;
+  batchScopeTtlMs?: number;
+  /** Clock for reservation expiries (ms since epoch); absent, the Redis server's clock. */
+  now?: () => number;
+}
+
+/** Rounds a dollar amount up to whole micro-dollars (worst cases, actuals). */
+export function microUsdUp(usd: number): number {
+  return checkedAmount(toMicroUsd(finiteNonNegative(usd, 'amount in USD'), 'up'), 'amount in USD');
+}
+
+/** Rounds a dollar cap down to whole micro-dollars. */
+export function microUsdDown(usd: number): number {
+  return Math.min(toMicroUsd(finiteNonNegative(usd, 'cap in USD'), 'down'), Number.MAX_SAFE_INTEGER);
+}
+
+/**
+ * Whole micro-dollars of an amount, computed exactly from its shortest decimal form (the digits JavaScript prints
+ * for it): 0.57 is 570000, not the 569999.9999999999 that `0.57 * 1e6` gives; 0.0000029 is 2.9, so 3 rounded up
+ * and 2 rounded down.
+ */
+function toMicroUsd(usd: number, direction: 'up' | 'down'): number {
+  const match = /^(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(usd.toString());
+  if (!match) throw new RangeError(`not an amount in USD: ${usd}`);
+  const integer = match[1] ?? '';
+  const digits = integer + (match[2] ?? '');
+  // How many of the digits come before the micro-dollar point.
+  const point = integer.length + Number(match[3] ?? 0) + 6;
+  const whole = point <= 0 ? 0 : Number(digits.slice(0, point).padEnd(point, '0'));
+  const fraction = point <= 0 ? digits : digits.slice(point);
+  return direction === 'up' && /[1-9]/.test(fraction) ? whole + 1 : whole;
+}
+
+/** The scope of a UTC day: `day:YYYY-MM-DD`. */
+export function dayScope(at: number | Date): string {
+  return `day:${new Date(at).toISOString().slice(0, 10)}`;
+}
+
+/** The scope of a batch: `batch:<id>` (1 to 256 characters, no control characters). */
+export function batchScope(batchId: string): string {
+  const scope = `batch:${batchId}`;
+  assertScope(scope);
+  return scope;
+}
+
+const SCOPE = /^(day:\d{4}-\d{2}-\d{2}|batch:[^\p{Cc}]{1,256})$/u;
+
+export function assertScope(scope: string): void {
+  if (!SCOPE.test(scope)) throw new RangeError(`bad spend scope ${JSON.stringify(scope)}`);
+}
+
+function finiteNonNegative(value: number, what: string): number {
+  if (!Number.isFinite(value) || value < 0)
+    throw new RangeError(`${what} must be a finite number >= 0: ${value}`);
+  return value;
+}
+
+function checkedAmount(value: number, what: string): number {
+  if (value > MAX_AMOUNT) throw new RangeError(`${what} is too large for the spend ledger: ${value}`);
+  return value;
+}
+
+const tokensUp = (tokens: number) =>
+  checkedAmount(Math.ceil(finiteNonNegative(tokens, 'token count')), 'token count');
+
+// --- Lua -------------------------------------------------------------------------------------------------
+// Per scope, four keys: state (hash: used_usd, used_tok, res_usd, res_tok, cap_usd, cap_tok), res (sorted set:
+// ticket -> expiry ms), amt (hash: ticket -> "<micro-usd>:<tokens>" reserved), exp (hash: expired tickets ->
+// their amounts, until a late settle corrects them). Figures are passed to Redis as the strings they came in,
+// never as Lua numbers, so no formatting can round them.
+
+const LUA_COMMON = `
+local function now_ms(arg)
+  if arg ~= '' then return tonumber(arg) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function add(key, field, amount, negate)
+  if amount == '0' then return end
+  if negate then amount = '-' .. amount end
+  redis.call('HINCRBY', key, field, amount)
+end
+
+local function split(amounts)
+  return string.match(amounts, '^(%d+):(%d+)$')
+end
+
+-- Expired reservations are counted as spent at their worst case, and remembered for a late settle.
+local function sweep(st, rs, am, ex, now)
+  local expired = redis.call('ZRANGEBYSCORE', rs, '-inf', now)
+  if #expired == 0 then return 0 end
+  for _, t in ipairs(expired) do
+    local a = redis.call('HGET', am, t)
+    if a then
+      local u, k = split(a)
+      add(st, 'used_usd', u)
+      add(st, 'used_tok', k)
+      add(st, 'res_usd', u, true)
+      add(st, 'res_tok', k, true)
+      redis.call('HSET', ex, t, a)
+      redis.call('HDEL', am, t)
+    end
+  end
+  redis.call('ZREMRANGEBYSCORE', rs, '-inf', now)
+  return #expired
+end
+
+local function touch(base, ttl)
+  for j = 1, 4 do redis.call('PEXPIRE', KEYS[base + j], ttl) end
+end
+`;
+
+// The tighter of the stored cap and the configured one; '' for none.
+const RESERVE = new LuaScript(`${LUA_COMMON}
+local function cap_of(stored, configured)
+  if stored and configured ~= '' then
+    if tonumber(configured) < tonumber(stored) then return configured end
+    return stored
+  end
+  if stored then return stored end
+  return configured
+end
+
+local now = now_ms(ARGV[1])
+local ticket, usd, tok = ARGV[2], ARGV[3], ARGV[4]
+local ttl, n = tonumber(ARGV[5]), tonumber(ARGV[6])
+for i = 0, n - 1 do
+  sweep(KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4], now)
+end
+for i = 0, n - 1 do
+  local f = redis.call('HMGET', KEYS[4 * i + 1], 'used_usd', 'used_tok', 'res_usd', 'res_tok', 'cap_usd', 'cap_tok')
+  local cap_usd = cap_of(f[5], ARGV[8 + 3 * i])
+  local cap_tok = cap_of(f[6], ARGV[9 + 3 * i])
+  local used_usd, used_tok, res_usd, res_tok = f[1] or '0', f[2] or '0', f[3] or '0', f[4] or '0'
+  local refusal
+  if cap_usd ~= '' and tonumber(used_usd) + tonumber(res_usd) + tonumber(usd) > tonumber(cap_usd) then
+    refusal = {0, 'cost_budget', i + 1, used_usd, res_usd, cap_usd}
+  elseif cap_tok ~= '' and tonumber(used_tok) + tonumber(res_tok) + tonumber(tok) > tonumber(cap_tok) then
+    refusal = {0, 'token_budget', i + 1, used_tok, res_tok, cap_tok}
+  end
+  if refusal then
+    for j = 0, n - 1 do touch(4 * j, ARGV[7 + 3 * j]) end
+    return refusal
+  end
+end
+for i = 0, n - 1 do
+  if redis.call('HEXISTS', KEYS[4 * i + 3], ticket) == 1 then return redis.error_reply('ERR duplicate spend ticket') end
+end
+local expires = now + ttl
+for i = 0, n - 1 do
+  local st, rs, am = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3]
+  add(st, 'res_usd', usd)
+  add(st, 'res_tok', tok)
+  redis.call('ZADD', rs, expires, ticket)
+  redis.call('HSET', am, ticket, usd .. ':' .. tok)
+  touch(4 * i, ARGV[7 + 3 * i])
+end
+return {1, expires}
+`);
+
+const SETTLE = new LuaScript(`${LUA_COMMON}
+local ticket, usd, tok, n = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local out = {}
+for i = 0, n - 1 do
+  local st, rs, am, ex = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4]
+  local a = redis.call('HGET', am, ticket)
+  local e = redis.call('HGET', ex, ticket)
+  if a then
+    local u, k = split(a)
+    add(st, 'res_usd', u, true)
+    add(st, 'res_tok', k, true)
+    add(st, 'used_usd', usd)
+    add(st, 'used_tok', tok)
+    redis.call('HDEL', am, ticket)
+    redis.call('ZREM', rs, ticket)
+    out[i + 1] = 'settled'
+  elseif e then
+    local u, k = split(e)
+    add(st, 'used_usd', u, true)
+    add(st, 'used_tok', k, true)
+    add(st, 'used_usd', usd)
+    add(st, 'used_tok', tok)
+    redis.call('HDEL', ex, ticket)
+    out[i + 1] = 'late'
+  else
+    out[i + 1] = 'none'
+  end
+  touch(4 * i, ARGV[5 + i])
+end
+return out
+`);
+
+const READ = new LuaScript(`${LUA_COMMON}
+if sweep(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now_ms(ARGV[1])) > 0 then touch(0, ARGV[2]) end
+local f = redis.call('HMGET', KEYS[1], 'used_usd', 'used_tok', 'res_usd', 'res_tok', 'cap_usd', 'cap_tok')
+return {f[1] or '0', f[2] or '0', f[3] or '0', f[4] or '0', f[5] or '', f[6] or '', redis.call('ZCARD', KEYS[2])}
+`);
+
+// --- tickets --------------------------------------------------------------------------------------------
+// A ticket names its reservation (a random id, unique across processes) and the scopes it was booked in, so
+// any process can settle it without another lookup.
+
+interface DecodedTicket {
+  id: string;
+  scopes: string[];
+}
+
+function encodeTicket(ticket: DecodedTicket): string {
+  return `v1.${ticket.id}.${Buffer.from(JSON.stringify(ticket.scopes)).toString('base64url')}`;
+}
+
+export function decodeTicket(ticket: string): DecodedTicket {
+  const match = /^v1\.([0-9a-f-]{36})\.([A-Za-z0-9_-]+)$/.exec(ticket);
+  let scopes: unknown;
+  try {
+    scopes = match ? JSON.parse(Buffer.from(match[2] ?? '', 'base64url').toString('utf8')) : undefined;
+  } catch {
+    scopes = undefined;
+  }
+  if (
+    !match ||
+    !Array.isArray(scopes) ||
+    scopes.length === 0 ||
+    !scopes.every((s): s is string => typeof s === 'string' && SCOPE.test(s))
+  ) {
+    throw new RangeError(`not a spend ticket: ${JSON.stringify(ticket)}`);
+  }
+  return { id: match[1] ?? '', scopes };
+}
+
+// --- the ledger ---------------------------------------------------------------------------------------------
+
+export class SpendLedger {
+  private readonly redis: Redis;
+  private readonly prefix: string;
+  private readonly dailyCapMicroUsd: number | undefined;
+  private readonly dailyCapTokens: number | undefined;
+  private readonly reservationTtlMs: number;
+  private readonly dayScopeTtlMs: number;
+  private readonly batchScopeTtlMs: number;
+  private readonly now: (() => number) | undefined;
+
+  constructor(options: SpendLedgerOptions) {
+    this.redis = options.redis;
+    this.prefix = options.prefix ?? 'agentfleet';
+    const daily = options.dailyCaps ?? {};
+    this.dailyCapMicroUsd = daily.maxCostUsd === undefined ? undefined : microUsdDown(daily.maxCostUsd);
+    this.dailyCapTokens = daily.maxTokens === undefined ? undefined : capTokens(daily.maxTokens);
+    this.reservationTtlMs = positiveMs(options.reservationTtlMs ?? DEFAULT_RESERVATION_TTL_MS, 'reservation');
+    this.dayScopeTtlMs = positiveMs(options.dayScopeTtlMs ?? DEFAULT_DAY_SCOPE_TTL_MS, 'day scope');
+    this.batchScopeTtlMs = positiveMs(options.batchScopeTtlMs ?? DEFAULT_BATCH_SCOPE_TTL_MS, 'batch scope');
+    this.now = options.now;
+  }
+
+  /** Whether `day:` scopes have a cap in this process's configuration. */
+  get hasDailyCaps(): boolean {
+    return this.dailyCapMicroUsd !== undefined || this.dailyCapTokens !== undefined;
+  }
+
+  /** Stores the caps of a scope (a batch's budget), replacing earlier ones; an absent cap is unlimited. */
+  async setCaps(scope: string, caps: SpendCaps): Promise<void> {
+    assertScope(scope);
+    const state = this.key('state', scope);
+    const multi = this.redis.multi();
+    if (caps.maxCostUsd === undefined) multi.hdel(state, 'cap_usd');
+    else multi.hset(state, 'cap_usd', String(microUsdDown(caps.maxCostUsd)));
+    if (caps.maxTokens === undefined) multi.hdel(state, 'cap_tok');
+    else multi.hset(state, 'cap_tok', String(capTokens(caps.maxTokens)));
+    multi.pexpire(state, this.scopeTtlMs(scope));
+    const replies = await multi.exec();
+    const failed = replies?.find(([error]) => error)?.[0];
+    if (failed) throw failed;
+    if (!replies) throw new Error('setCaps: transaction aborted');
+  }
+
+  /** Books the worst case in every scope, atomically, or refuses naming the scope and cap that bind. */
+  async reserve(scopes: readonly string[], worstCase: CallCost): Promise<ReserveResult> {
+    const unique = [...new Set(scopes)];
+    if (unique.length === 0) throw new RangeError('reserve needs at least one scope');
+    unique.forEach(assertScope);
+    const usd = microUsdUp(worstCase.costUsd);
+    const tokens = tokensUp(worstCase.tokens);
+    const id = randomUUID();
+    const args: (string | number)[] = [this.clock(), id, String(usd), String(tokens), this.reservationTtlMs];
+    args.push(unique.length);
+    for (const scope of unique) {
+      const caps = this.configuredCaps(scope);
+      args.push(this.scopeTtlMs(scope), caps.usd ?? '', caps.tokens ?? '');
+    }
+    const reply = await RESERVE.run(this.redis, this.scopeKeys(unique), args);
+    if (!Array.isArray(reply)) throw new Error(`spend ledger: unexpected reply ${JSON.stringify(reply)}`);
+    if (reply[0] === 1) {
+      return { ok: true, ticket: encodeTicket({ id, scopes: unique }), expiresAt: Number(reply[1]) };
+    }
+    const [, reason, index, used, reserved, cap] = reply as [
+      0,
+      BudgetStopReason,
+      number,
+      string,
+      string,
+      string,
+    ];
+    const scope = unique[index - 1] ?? '?';
+    const needed = reason === 'cost_budget' ? usd : tokens;
+    return {
+      ok: false,
+      reason,
+      scope,
+      message: refusalMessage(scope, reason, Number(used), Number(reserved), needed, Number(cap)),
+    };
+  }
+
+  /**
+   * Settles a reservation with what the call cost (0 for a request that was never answered): the reservation
+   * leaves every scope of the ticket and the actual is added to what they used. Settling again changes nothing.
+   */
+  async settle(ticket: string, actual: CallCost): Promise<Record<string, SettleStatus>> {
+    const { id, scopes } = decodeTicket(ticket);
+    const usd = microUsdUp(actual.costUsd);
+    const tokens = tokensUp(actual.tokens);
+    const args: (string | number)[] = [id, String(usd), String(tokens), scopes.length];
+    for (const scope of scopes) args.push(this.scopeTtlMs(scope));
+    const reply = await SETTLE.run(this.redis, this.scopeKeys(scopes), args);
+    if (!Array.isArray(reply) || reply.length !== scopes.length) {
+      throw new Error(`spend ledger: unexpected reply ${JSON.stringify(reply)}`);
+    }
+    return Object.fromEntries(scopes.map((scope, i) => [scope, reply[i] as SettleStatus]));
+  }
+
+  /** What a scope used and has reserved (expired reservations counted as used), and its caps. */
+  async getSpend(scope: string): Promise<ScopeSpend> {
+    assertScope(scope);
+    const reply = await READ.run(this.redis, this.scopeKeys([scope]), [this.clock(), this.scopeTtlMs(scope)]);
+    if (!Array.isArray(reply) || reply.length !== 7) {
+      throw new Error(`spend ledger: unexpected reply ${JSON.stringify(reply)}`);
+    }
+    const [usedUsd, usedTok, resUsd, resTok, storedUsd, storedTok, live] = reply as string[];
+    const configured = this.configuredCaps(scope);
+    const capMicroUsd = tighter(storedUsd, configured.usd);
+    const capTokens = tighter(storedTok, configured.tokens);
+    return {
+      usedUsd: Number(usedUsd) / MICRO_USD_PER_USD,
+      usedTokens: Number(usedTok),
+      reservedUsd: Number(resUsd) / MICRO_USD_PER_USD,
+      reservedTokens: Number(resTok),
+      capUsd: capMicroUsd === null ? null : capMicroUsd / MICRO_USD_PER_USD,
+      capTokens,
+      usedMicroUsd: Number(usedUsd),
+      reservedMicroUsd: Number(resUsd),
+      capMicroUsd,
+      liveReservations: Number(live),
+    };
+  }
+
+  /** The Redis keys of a scope (for operators and tests). */
+  keysOf(scope: string): string[] {
+    assertScope(scope);
+    return this.scopeKeys([scope]);
+  }
+
+  private scopeKeys(scopes: readonly string[]): string[] {
+    return scopes.flatMap((scope) =>
+      (['state', 'res', 'amt', 'exp'] as const).map((k) => this.key(k, scope)),
+    );
+  }
+
+  private key(kind: 'state' | 'res' | 'amt' | 'exp', scope: string): string {
+    return `${this.prefix}:{fleet-ledger}:${kind}:${scope}`;
+  }
+
+  private clock(): string {
+    return this.now ? String(Math.floor(this.now())) : '';
+  }
+
+  private scopeTtlMs(scope: string): number {
+    return scope.startsWith('day:') ? this.dayScopeTtlMs : this.batchScopeTtlMs;
+  }
+
+  private configuredCaps(scope: string): { usd?: number; tokens?: number } {
+    if (!scope.startsWith('day:')) return {};
+    return { usd: this.dailyCapMicroUsd, tokens: this.dailyCapTokens };
+  }
+}
+
+function capTokens(tokens: number): number {
+  return Math.min(Math.floor(finiteNonNegative(tokens, 'token cap')), Number.MAX_SAFE_INTEGER);
+}
+
+function positiveMs(ms: number, what: string): number {
+  if (!Number.isInteger(ms) || ms <= 0) throw new RangeError(`${what} TTL must be a positive integer of ms`);
+  return ms;
+}
+
+function tighter(stored: string | undefined, configured: number | undefined): number | null {
+  const values = [stored ? Number(stored) : undefined, configured].filter(
+    (v): v is number => v !== undefined,
+  );
+  return values.length === 0 ? null : Math.min(...values);
+}
+
+const formatUsd = (micro: number) => `$${(micro / MICRO_USD_PER_USD).toFixed(6).replace(/0{1,4}$/, '')}`;
+const formatTokens = (tokens: number) => `${tokens.toLocaleString('en-US')} tokens`;
+
+function refusalMessage(
+  scope: string,
+  reason: BudgetStopReason,
+  used: number,
+  reserved: number,
+  needed: number,
+  cap: number,
+): string {
+  const what = reason === 'cost_budget' ? 'cost' : 'token';
+  const owner = scope.startsWith('day:')
+    ? `the fleet's daily ${what} cap for ${scope.slice(4)}`
+    : `the ${what} budget of batch ${scope.slice(6)}`;
+  const f = reason === 'cost_budget' ? formatUsd : formatTokens;
+  return (
+    `${owner[0]?.toUpperCase()}${owner.slice(1)} cannot cover this call: ${f(used)} spent + ` +
+    `${f(reserved)} reserved by calls in flight + ${f(needed)} for this call > ${f(cap)}`
+  );
+}

@@ -1,0 +1,307 @@
+// Prometheus metrics of the fleet: what the agents do (jobs, steps, tokens, cost, model and tool latency,
+// tool errors) and how deep the queues are. Each instance owns its registry, so tests and several
+// instances in one process never collide, and nothing is registered on prom-client's global registry.
+//
+// Label values are bounded: tool names come from the model, so only known tools are labelled by name
+// (the rest are `other`); tool error codes, step kinds, outcomes and stop reasons likewise.
+//
+// Queue depths are read on scrape, from BullMQ, with a short timeout: a slow or unreachable Redis never
+// hangs a scrape; the last values read are kept and agentfleet_scrape_errors_total counts the failure.
+import type { Queue } from 'bullmq';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { AgentResult, RunStatus, StepTrace, StopReason, TraceKind } from '../agent/types.js';
+import { TOOL_NAMES } from '../queue/tool-names.js';
+
+export const METRIC_PREFIX = 'agentfleet_';
+
+/** The label value of anything outside a known set. */
+export const OTHER = 'other';
+
+/**
+ * Tool error codes worth their own label value: those of the tool runner (run-tool-call.ts) and of the
+ * fleet's tools. Any other code is counted as `other`.
+ */
+export const KNOWN_TOOL_ERROR_CODES: readonly string[] = [
+  // The runner, whatever the tool.
+  'unknown_tool',
+  'invalid_arguments',
+  'timeout',
+  'aborted',
+  'tool_failed',
+  'transient',
+  // sql_query, list_tables, describe_table.
+  'sql_refused',
+  'sql_error',
+  'sql_failed',
+  'query_timeout',
+  'unknown_table',
+  'data_db_unavailable',
+  'data_db_access',
+  // send_email.
+  'email_recipient_refused',
+  'email_subject_refused',
+  'email_body_refused',
+  'email_cap_reached',
+  'email_smtp_refused',
+  'email_smtp_unavailable',
+  'email_ledger_unavailable',
+];
+
+/** Model calls last from a fraction of a second to a minute (the model timeout). */
+export const MODEL_CALL_BUCKETS_SECONDS: readonly number[] = [0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60];
+/** Tool calls: a fast query in milliseconds, a slow one or an email in seconds. */
+export const TOOL_CALL_BUCKETS_SECONDS: readonly number[] = [
+  0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+];
+
+/**
+ * The BullMQ states read for agentfleet_queue_jobs, as getJobCounts names them (and as the `state` label
+ * shows them): `waiting` is BullMQ's wait list.
+ */
+export const QUEUE_STATES = [
+  'waiting',
+  'active',
+  'delayed',
+  'prioritized',
+  'waiting-children',
+  'completed',
+  'failed',
+] as const;
+
+export const DEFAULT_QUEUE_TIMEOUT_MS = 500;
+
+const OUTCOMES: ReadonlySet<string> = new Set<RunStatus>(['succeeded', 'stopped', 'failed']);
+const STOP_REASONS: ReadonlySet<string> = new Set<StopReason>([
+  'answer',
+  'max_steps',
+  'token_budget',
+  'cost_budget',
+  'deadline',
+  'cancelled',
+  'error',
+]);
+const STEP_KINDS: ReadonlySet<string> = new Set<TraceKind>(['action', 'answer', 'invalid', 'final']);
+
+/** What the queue gauge needs of a BullMQ Queue (a real Queue fits). */
+export type WatchedQueue = Pick<Queue, 'name' | 'getJobCounts'>;
+
+export interface FleetMetricsOptions {
+  /** Tool names labelled as themselves; any other is `other`. Default: the fleet's tools (TOOL_NAMES). */
+  knownTools?: Iterable<string>;
+  /** Tool error codes labelled as themselves; any other is `other`. Default: KNOWN_TOOL_ERROR_CODES. */
+  knownErrorCodes?: Iterable<string>;
+  /** Process metrics (CPU, memory, event loop, GC…) prefixed agentfleet_. Default: true. */
+  defaultMetrics?: boolean;
+  /** How long a scrape waits for each queue's counts before keeping the last ones. Default: 500 ms. */
+  queueTimeoutMs?: number;
+}
+
+type Counts = Record<string, number>;
+
+export class FleetMetrics {
+  readonly registry: Registry;
+  private readonly knownTools: ReadonlySet<string>;
+  private readonly knownErrorCodes: ReadonlySet<string>;
+  private readonly queueTimeoutMs: number;
+  private readonly queues: WatchedQueue[] = [];
+  /** At most one count request per queue: a scrape that times out leaves it running for the next one. */
+  private readonly inflight = new Map<WatchedQueue, Promise<Counts>>();
+  private refreshing: Promise<void> | undefined;
+
+  private readonly jobs: Counter<'outcome' | 'stop_reason'>;
+  private readonly steps: Counter<'kind'>;
+  private readonly tokens: Counter<'type'>;
+  private readonly cost: Counter;
+  private readonly modelCallDuration: Histogram;
+  private readonly toolCallDuration: Histogram<'tool'>;
+  private readonly toolErrors: Counter<'tool' | 'code'>;
+  private readonly queueJobs: Gauge<'queue' | 'state'>;
+  private readonly scrapeErrors: Counter<'queue'>;
+
+  constructor(options: FleetMetricsOptions = {}) {
+    this.registry = new Registry();
+    this.knownTools = new Set(options.knownTools ?? TOOL_NAMES);
+    this.knownErrorCodes = new Set(options.knownErrorCodes ?? KNOWN_TOOL_ERROR_CODES);
+    this.queueTimeoutMs = options.queueTimeoutMs ?? DEFAULT_QUEUE_TIMEOUT_MS;
+    if (options.defaultMetrics ?? true) {
+      collectDefaultMetrics({ register: this.registry, prefix: METRIC_PREFIX });
+    }
+    const registers = [this.registry];
+
+    this.jobs = new Counter({
+      name: `${METRIC_PREFIX}jobs_total`,
+      help: 'Agent jobs finished (result published), by outcome and stop reason.',
+      labelNames: ['outcome', 'stop_reason'] as const,
+      registers,
+    });
+    this.steps = new Counter({
+      name: `${METRIC_PREFIX}steps_total`,
+      help: 'Agent steps, by kind.',
+      labelNames: ['kind'] as const,
+      registers,
+    });
+    this.tokens = new Counter({
+      name: `${METRIC_PREFIX}tokens_total`,
+      help: 'Model tokens used by agent steps (retries and memory summaries included), by type.',
+      labelNames: ['type'] as const,
+      registers,
+    });
+    this.cost = new Counter({
+      name: `${METRIC_PREFIX}cost_usd_total`,
+      help: 'Model cost of agent steps, in US dollars.',
+      registers,
+    });
+    this.modelCallDuration = new Histogram({
+      name: `${METRIC_PREFIX}model_call_duration_seconds`,
+      help: "Model call duration: each step's model time spread evenly over the step's model calls.",
+      buckets: [...MODEL_CALL_BUCKETS_SECONDS],
+      registers,
+    });
+    this.toolCallDuration = new Histogram({
+      name: `${METRIC_PREFIX}tool_call_duration_seconds`,
+      help: 'Tool call duration, by tool (unknown tools as "other").',
+      labelNames: ['tool'] as const,
+      buckets: [...TOOL_CALL_BUCKETS_SECONDS],
+      registers,
+    });
+    this.toolErrors = new Counter({
+      name: `${METRIC_PREFIX}tool_errors_total`,
+      help: 'Failed tool calls, by tool and error code (unknown ones as "other").',
+      labelNames: ['tool', 'code'] as const,
+      registers,
+    });
+    this.queueJobs = new Gauge({
+      name: `${METRIC_PREFIX}queue_jobs`,
+      help: 'Jobs in each BullMQ queue, by state, read on scrape.',
+      labelNames: ['queue', 'state'] as const,
+      registers,
+      // Arrow functions: prom-client calls collect with the metric as `this`.
+      collect: () => this.refreshQueues(),
+    });
+    this.scrapeErrors = new Counter({
+      name: `${METRIC_PREFIX}scrape_errors_total`,
+      help: 'Queue counts that could not be read in time during a scrape (the last values were kept).',
+      labelNames: ['queue'] as const,
+      registers,
+      // Also waits for the scrape's queue reads, whatever order prom-client collects in, so an error
+      // shows in the scrape that met it.
+      collect: () => this.refreshQueues(),
+    });
+  }
+
+  /** The Content-Type of metrics(): the Prometheus text format. */
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Call on every step trace (the kernel's onStep). Tokens and cost are counted here, step by step. */
+  observeStep(trace: StepTrace): void {
+    this.steps.inc({ kind: bounded(trace.kind, STEP_KINDS) });
+    this.tokens.inc({ type: 'prompt' }, nonNegative(trace.promptTokens));
+    this.tokens.inc({ type: 'completion' }, nonNegative(trace.completionTokens));
+    this.cost.inc(nonNegative(trace.costUsd));
+
+    const modelSeconds = nonNegative(trace.modelLatencyMs) / 1000;
+    const calls = Math.floor(nonNegative(trace.modelCalls));
+    if (calls > 0) {
+      // Retries and memory summaries make several calls per step: count each, so that sum / count is the
+      // mean call duration.
+      for (let i = 0; i < calls; i++) this.modelCallDuration.observe(modelSeconds / calls);
+    } else if (modelSeconds > 0) {
+      this.modelCallDuration.observe(modelSeconds);
+    }
+
+    for (const action of trace.actions) {
+      const tool = this.toolLabel(action.tool);
+      this.toolCallDuration.observe({ tool }, nonNegative(action.latencyMs) / 1000);
+      if (!action.ok) this.toolErrors.inc({ tool, code: this.errorCodeLabel(action.errorCode) });
+    }
+  }
+
+  /** Call once per finished job, when its result is published. */
+  observeResult(result: AgentResult): void {
+    this.jobs.inc({
+      outcome: bounded(result.status, OUTCOMES),
+      stop_reason: bounded(result.stopReason, STOP_REASONS),
+    });
+  }
+
+  /** Reports these queues' job counts on every scrape. The caller keeps ownership (and closes them). */
+  watchQueues(queues: readonly WatchedQueue[]): void {
+    for (const queue of queues) {
+      if (this.queues.includes(queue)) continue;
+      this.queues.push(queue);
+      // Present from the first scrape, so rate() and alerts see the series before any error.
+      this.scrapeErrors.inc({ queue: queue.name }, 0);
+    }
+  }
+
+  /** Every metric in the Prometheus text format; never rejects because of a queue. */
+  metrics(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  /** The label of a tool name: itself when known, else `other`. */
+  toolLabel(tool: string): string {
+    return this.knownTools.has(tool) ? tool : OTHER;
+  }
+
+  /** The label of a tool error code: itself when known, else `other` (a missing code too). */
+  errorCodeLabel(code: string | null | undefined): string {
+    return code != null && this.knownErrorCodes.has(code) ? code : OTHER;
+  }
+
+  /** Reads every watched queue once per scrape, however many metrics wait for it. */
+  private refreshQueues(): Promise<void> {
+    this.refreshing ??= Promise.all(this.queues.map((queue) => this.collectQueue(queue)))
+      .catch(() => undefined)
+      .then(() => {
+        this.refreshing = undefined;
+      });
+    return this.refreshing;
+  }
+
+  private async collectQueue(queue: WatchedQueue): Promise<void> {
+    let counts: Counts;
+    try {
+      counts = await withTimeout(this.countsOf(queue), this.queueTimeoutMs);
+    } catch {
+      this.scrapeErrors.inc({ queue: queue.name });
+      return;
+    }
+    for (const state of QUEUE_STATES) {
+      this.queueJobs.set({ queue: queue.name, state }, counts[state] ?? 0);
+    }
+  }
+
+  private countsOf(queue: WatchedQueue): Promise<Counts> {
+    let pending = this.inflight.get(queue);
+    if (!pending) {
+      const request = queue.getJobCounts(...QUEUE_STATES).finally(() => this.inflight.delete(queue));
+      // A request outliving its scrape may still fail: that failure is already counted.
+      request.catch(() => undefined);
+      this.inflight.set(queue, request);
+      pending = request;
+    }
+    return pending;
+  }
+}
+
+function bounded(value: string, known: ReadonlySet<string>): string {
+  return known.has(value) ? value : OTHER;
+}
+
+/** Counters only go up; a missing or bad number counts as nothing. */
+function nonNegative(value: number): number {
+  return Number.isFinite(value) && value > 0 ? value : 0;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

@@ -1,0 +1,457 @@
+// The fleet's spend ledger against the real Redis of REDIS_URL, under a key prefix of its own
+// (test-ledger-<random>) whose keys are deleted at the end.
+import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gateForJob } from '../src/fleet/fleet-gate.js';
+import {
+  batchScope,
+  dayScope,
+  microUsdDown,
+  microUsdUp,
+  SpendLedger,
+  type SpendLedgerOptions,
+} from '../src/fleet/spend-ledger.js';
+import { createRedis } from '../src/queue/redis.js';
+
+const REDIS_URL = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
+const PREFIX = `test-ledger-${randomBytes(4).toString('hex')}`;
+
+let redis: Redis;
+let scopeSeq = 0;
+/** A batch scope no other test uses. */
+const freshBatch = (label: string) => batchScope(`${label}-${++scopeSeq}`);
+const ledgerOf = (options: Partial<SpendLedgerOptions> = {}) =>
+  new SpendLedger({ redis, prefix: PREFIX, ...options });
+
+beforeAll(() => {
+  redis = createRedis(REDIS_URL, 'producer');
+});
+
+afterAll(async () => {
+  if (!redis) return;
+  const keys = await redis.keys(`${PREFIX}:*`);
+  if (keys.length > 0) await redis.del(...keys);
+  redis.disconnect();
+});
+
+describe('money', () => {
+  it('rounds worst cases and actuals up and caps down, to whole micro-dollars', () => {
+    expect(microUsdUp(0.0000001)).toBe(1);
+    expect(microUsdUp(0.000001)).toBe(1);
+    expect(microUsdUp(0)).toBe(0);
+    expect(microUsdDown(0.0000019)).toBe(1);
+    expect(microUsdDown(5)).toBe(5_000_000);
+    expect(microUsdUp(0.57)).toBe(570_000);
+    expect(microUsdDown(0.57)).toBe(570_000);
+    expect(microUsdUp(0.0000029)).toBe(3);
+    expect(microUsdDown(0.0000029)).toBe(2);
+    expect(microUsdUp(1.5)).toBe(1_500_000);
+    expect(microUsdDown(1e21)).toBe(Number.MAX_SAFE_INTEGER);
+    expect(() => microUsdUp(1e8)).toThrow(/too large/);
+    expect(() => microUsdUp(-1)).toThrow(RangeError);
+    expect(() => microUsdUp(Number.NaN)).toThrow(RangeError);
+  });
+
+  it('round amounts convert exactly; any other amount is bracketed by its two roundings', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 10 ** 12 }), (micro) => {
+        const usd = micro / 1e6;
+        expect(microUsdUp(usd)).toBe(micro);
+        expect(microUsdDown(usd)).toBe(micro);
+      }),
+    );
+    fc.assert(
+      fc.property(fc.double({ min: 0, max: 1e6, noNaN: true }), (usd) => {
+        const up = microUsdUp(usd);
+        const down = microUsdDown(usd);
+        expect(up / 1e6).toBeGreaterThanOrEqual(usd);
+        expect(down / 1e6).toBeLessThanOrEqual(usd);
+        expect(up - down).toBeLessThanOrEqual(1);
+        expect(up - usd * 1e6).toBeLessThan(1 + 1e-6);
+      }),
+    );
+  });
+
+  it('a cap of 2 micro-dollars holds two bookings of a tenth of a micro-dollar, not three', async () => {
+    const ledger = ledgerOf();
+    const scope = freshBatch('tiny');
+    await ledger.setCaps(scope, { maxCostUsd: 0.0000029 });
+    const tiny = { tokens: 0, costUsd: 0.0000001 };
+    expect((await ledger.reserve([scope], tiny)).ok).toBe(true);
+    expect((await ledger.reserve([scope], tiny)).ok).toBe(true);
+    expect(await ledger.reserve([scope], tiny)).toMatchObject({ ok: false, reason: 'cost_budget' });
+  });
+});
+
+describe('caps', () => {
+  it('books worst cases until the dollar cap binds, and the refusal names that cap', async () => {
+    const ledger = ledgerOf();
+    const scope = freshBatch('nightly');
+    await ledger.setCaps(scope, { maxCostUsd: 0.01 });
+    const call = { tokens: 100, costUsd: 0.004 };
+    expect(await ledger.reserve([scope], call)).toMatchObject({ ok: true });
+    expect(await ledger.reserve([scope], call)).toMatchObject({ ok: true });
+    const refused = await ledger.reserve([scope], call);
+    expect(refused).toMatchObject({ ok: false, reason: 'cost_budget', scope });
+    if (refused.ok) throw new Error('unreachable');
+    expect(refused.message).toContain(`cost budget of batch ${scope.slice(6)}`);
+    expect(refused.message).toContain('$0.008 reserved');
+    expect(await ledger.getSpend(scope)).toMatchObject({
+      usedUsd: 0,
+      reservedUsd: 0.008,
+      reservedTokens: 200,
+      capUsd: 0.01,
+      capTokens: null,
+      liveReservations: 2,
+    });
+  });
+
+  it('refuses with token_budget when the token cap binds', async () => {
+    const ledger = ledgerOf();
+    const scope = freshBatch('tokens');
+    await ledger.setCaps(scope, { maxCostUsd: 1, maxTokens: 1000 });
+    expect(await ledger.reserve([scope], { tokens: 600, costUsd: 0.001 })).toMatchObject({ ok: true });
+    const refused = await ledger.reserve([scope], { tokens: 401, costUsd: 0.001 });
+    expect(refused).toMatchObject({ ok: false, reason: 'token_budget', scope });
+    expect(await ledger.reserve([scope], { tokens: 400, costUsd: 0.001 })).toMatchObject({ ok: true });
+  });
+
+  it('a scope without caps is unlimited; setCaps replaces the caps', async () => {
+    const ledger = ledgerOf();
+    const scope = freshBatch('open');
+    expect(await ledger.reserve([scope], { tokens: 1e9, costUsd: 1e6 })).toMatchObject({ ok: true });
+    await ledger.setCaps(scope, { maxTokens: 10 });
+    expect((await ledger.getSpend(scope)).capTokens).toBe(10);
+    await ledger.setCaps(scope, {});
+    expect(await ledger.getSpend(scope)).toMatchObject({ capUsd: null, capTokens: null });
+  });
+
+  it('books in every scope or in none: the scope that binds is named and the others are untouched', async () => {
+    const ledger = ledgerOf({ dailyCaps: { maxTokens: 1000 } });
+    const day = dayScope(Date.UTC(2031, 0, 5, 12));
+    const batch = freshBatch('atomic');
+    await ledger.setCaps(batch, { maxCostUsd: 10 });
+    expect(await ledger.reserve([day, batch], { tokens: 900, costUsd: 0.01 })).toMatchObject({ ok: true });
+    const refused = await ledger.reserve([batch, day], { tokens: 200, costUsd: 0.01 });
+    expect(refused).toMatchObject({ ok: false, reason: 'token_budget', scope: day });
+    if (refused.ok) throw new Error('unreachable');
+    expect(refused.message).toContain('daily token cap for 2031-01-05');
+    expect(await ledger.getSpend(batch)).toMatchObject({ reservedTokens: 900, liveReservations: 1 });
+    expect(await ledger.getSpend(day)).toMatchObject({ reservedTokens: 900, capTokens: 1000 });
+  });
+
+  it('takes the tighter of a stored cap and the configured daily cap', async () => {
+    const ledger = ledgerOf({ dailyCaps: { maxCostUsd: 5, maxTokens: 100 } });
+    const day = dayScope(Date.UTC(2031, 0, 6));
+    await ledger.setCaps(day, { maxCostUsd: 1, maxTokens: 1000 });
+    expect(await ledger.getSpend(day)).toMatchObject({ capUsd: 1, capTokens: 100 });
+  });
+
+  it('refuses bad scopes and amounts', async () => {
+    const ledger = ledgerOf();
+    await expect(ledger.reserve(['week:1'], { tokens: 1, costUsd: 0 })).rejects.toThrow(/bad spend scope/);
+    await expect(ledger.reserve([], { tokens: 1, costUsd: 0 })).rejects.toThrow(/at least one scope/);
+    await expect(ledger.reserve([freshBatch('x')], { tokens: -1, costUsd: 0 })).rejects.toThrow(RangeError);
+    expect(() => batchScope('')).toThrow(/bad spend scope/);
+    expect(() => batchScope('a\nb')).toThrow(/bad spend scope/);
+    await expect(ledger.settle('not-a-ticket', { tokens: 0, costUsd: 0 })).rejects.toThrow(
+      /not a spend ticket/,
+    );
+  });
+});
+
+describe('settle', () => {
+  it('returns the unused part of the reservation and counts the actual as used', async () => {
+    const ledger = ledgerOf();
+    const scope = freshBatch('settle');
+    await ledger.setCaps(scope, { maxCostUsd: 0.01, maxTokens: 1000 });
+    const first = await ledger.reserve([scope], { tokens: 1000, costUsd: 0.01 });
+    if (!first.ok) throw new Error(first.message);
+    expect((await ledger.reserve([scope], { tokens: 1, costUsd: 0.000001 })).ok).toBe(false);
+    expect(await ledger.settle(first.ticket, { tokens: 300, costUsd: 0.003 })).toEqual({
+      [scope]: 'settled',
+    });
+    expect(await ledger.getSpend(scope)).toMatchObject({
+      usedUsd: 0.003,
+      usedTokens: 300,
+      reservedUsd: 0,
+      reservedTokens: 0,
+      liveReservations: 0,
+    });
+    // Exactly what is left fits.
+    expect((await ledger.reserve([scope], { tokens: 700, costUsd: 0.007 })).ok).toBe(true);
+    expect((await ledger.reserve([scope], { tokens: 1, costUsd: 0 })).ok).toBe(false);
+  });
+
+  it('settling twice counts once', async () => {
+    const ledger = ledgerOf();
+    const scope = freshBatch('twice');
+    const reserved = await ledger.reserve([scope], { tokens: 50, costUsd: 0.002 });
+    if (!reserved.ok) throw new Error(reserved.message);
+    const actual = { tokens: 40, costUsd: 0.0015 };
+    const [a, b] = await Promise.all([
+      ledger.settle(reserved.ticket, actual),
+      ledger.settle(reserved.ticket, actual),
+    ]);
+    expect([a?.[scope], b?.[scope]].sort()).toEqual(['none', 'settled']);
+    expect(await ledger.settle(reserved.ticket, actual)).toEqual({ [scope]: 'none' });
+    expect(await ledger.getSpend(scope)).toMatchObject({ usedUsd: 0.0015, usedTokens: 40, reservedUsd: 0 });
+  });
+
+  it('any process can settle a ticket, in every scope it was booked in', async () => {
+    const other = createRedis(REDIS_URL, 'producer');
+    try {
+      const scopes = [freshBatch('a'), freshBatch('b')];
+      const reserved = await ledgerOf().reserve(scopes, { tokens: 10, costUsd: 0.001 });
+      if (!reserved.ok) throw new Error(reserved.message);
+      const elsewhere = new SpendLedger({ redis: other, prefix: PREFIX });
+      expect(await elsewhere.settle(reserved.ticket, { tokens: 5, costUsd: 0.0005 })).toEqual({
+        [scopes[0]!]: 'settled',
+        [scopes[1]!]: 'settled',
+      });
+      for (const scope of scopes) {
+        expect(await elsewhere.getSpend(scope)).toMatchObject({ usedMicroUsd: 500, reservedMicroUsd: 0 });
+      }
+    } finally {
+      other.disconnect();
+    }
+  });
+
+  it('tickets are unique', async () => {
+    const ledger = ledgerOf();
+    const scope = freshBatch('unique');
+    const tickets = await Promise.all(
+      Array.from({ length: 50 }, () => ledger.reserve([scope], { tokens: 1, costUsd: 0 })),
+    );
+    expect(new Set(tickets.map((t) => (t.ok ? t.ticket : t.message))).size).toBe(50);
+    expect((await ledger.getSpend(scope)).liveReservations).toBe(50);
+  });
+});
+
+describe('expired reservations (a worker that crashed between reserve and settle)', () => {
+  it('count as spent at their worst case; a late settle replaces the worst case with the actual', async () => {
+    let clock = Date.UTC(2031, 1, 1, 10);
+    const ledger = ledgerOf({ reservationTtlMs: 60_000, now: () => clock });
+    const scope = freshBatch('crash');
+    await ledger.setCaps(scope, { maxCostUsd: 0.01 });
+    const crashed = await ledger.reserve([scope], { tokens: 800, costUsd: 0.008 });
+    if (!crashed.ok) throw new Error(crashed.message);
+    expect(crashed.expiresAt).toBe(clock + 60_000);
+
+    clock += 59_999;
+    expect(await ledger.getSpend(scope)).toMatchObject({
+      usedUsd: 0,
+      reservedUsd: 0.008,
+      liveReservations: 1,
+    });
+    clock += 1;
+    expect(await ledger.getSpend(scope)).toMatchObject({
+      usedUsd: 0.008,
+      usedTokens: 800,
+      reservedUsd: 0,
+      reservedTokens: 0,
+      liveReservations: 0,
+    });
+    // The worst case of the lost call still counts against the cap.
+    expect(await ledger.reserve([scope], { tokens: 1, costUsd: 0.003 })).toMatchObject({
+      ok: false,
+      reason: 'cost_budget',
+    });
+    // The worker was only slow: its settle corrects the bill, once.
+    expect(await ledger.settle(crashed.ticket, { tokens: 100, costUsd: 0.001 })).toEqual({ [scope]: 'late' });
+    expect(await ledger.settle(crashed.ticket, { tokens: 100, costUsd: 0.001 })).toEqual({ [scope]: 'none' });
+    expect(await ledger.getSpend(scope)).toMatchObject({ usedUsd: 0.001, usedTokens: 100, reservedUsd: 0 });
+    expect((await ledger.reserve([scope], { tokens: 1, costUsd: 0.009 })).ok).toBe(true);
+  });
+
+  it('are swept by the next reserve of the scope', async () => {
+    let clock = Date.UTC(2031, 1, 2);
+    const ledger = ledgerOf({ reservationTtlMs: 1_000, now: () => clock });
+    const scope = freshBatch('sweep');
+    for (let i = 0; i < 3; i++) await ledger.reserve([scope], { tokens: 10, costUsd: 0.001 });
+    clock += 1_000;
+    await ledger.reserve([scope], { tokens: 1, costUsd: 0.0001 });
+    const [, res, amt, exp] = ledger.keysOf(scope);
+    expect(await redis.zcard(res!)).toBe(1);
+    expect(await redis.hlen(amt!)).toBe(1);
+    expect(await redis.hlen(exp!)).toBe(3);
+    expect(await ledger.getSpend(scope)).toMatchObject({ usedTokens: 30, reservedTokens: 1 });
+  });
+});
+
+describe('keys', () => {
+  it('live under the prefix and expire: day scopes after ~3 days, batch scopes after ~30', async () => {
+    const ledger = ledgerOf();
+    const day = dayScope(Date.UTC(2031, 2, 3));
+    const batch = freshBatch('ttl');
+    const reserved = await ledger.reserve([day, batch], { tokens: 1, costUsd: 0.001 });
+    if (!reserved.ok) throw new Error(reserved.message);
+    const [dayState, dayRes] = ledger.keysOf(day);
+    const [batchState, batchRes] = ledger.keysOf(batch);
+    for (const key of [dayState, dayRes, batchState, batchRes])
+      expect(key!.startsWith(`${PREFIX}:`)).toBe(true);
+    const days = async (key: string | undefined) => (await redis.pttl(key!)) / 86_400_000;
+    expect(await days(dayState)).toBeGreaterThan(2.9);
+    expect(await days(dayState)).toBeLessThanOrEqual(3);
+    expect(await days(dayRes)).toBeGreaterThan(2.9);
+    expect(await days(batchState)).toBeGreaterThan(29.9);
+    expect(await days(batchRes)).toBeGreaterThan(29.9);
+  });
+});
+
+describe('the day scope', () => {
+  it('rolls over at midnight UTC: a new day has a new daily budget', async () => {
+    let clock = Date.UTC(2031, 3, 10, 23, 59, 0);
+    const ledger = ledgerOf({ dailyCaps: { maxCostUsd: 0.01 }, now: () => clock });
+    const gate = gateForJob({ ledger, now: () => clock });
+    const signal = new AbortController().signal;
+    const first = await gate.acquire({ tokens: 100, costUsd: 0.008 }, signal);
+    if (!first.ok) throw new Error(first.message);
+    await gate.release(first.ticket, { tokens: 100, costUsd: 0.008 });
+    expect(await gate.acquire({ tokens: 100, costUsd: 0.005 }, signal)).toMatchObject({
+      ok: false,
+      reason: 'cost_budget',
+      message: expect.stringContaining('daily cost cap for 2031-04-10'),
+    });
+    clock = Date.UTC(2031, 3, 11, 0, 0, 1);
+    const next = await gate.acquire({ tokens: 100, costUsd: 0.005 }, signal);
+    expect(next.ok).toBe(true);
+    expect((await ledger.getSpend('day:2031-04-10')).usedUsd).toBe(0.008);
+    expect((await ledger.getSpend('day:2031-04-11')).reservedUsd).toBe(0.005);
+  });
+
+  it('a batch job is booked in its day and its batch; the batch budget binds across days', async () => {
+    let clock = Date.UTC(2031, 4, 1, 23, 0);
+    const ledger = ledgerOf({ now: () => clock });
+    const batch = freshBatch('nightly');
+    await ledger.setCaps(batch, { maxCostUsd: 0.01 });
+    const gate = gateForJob({ ledger, batchId: batch.slice(6), now: () => clock });
+    const signal = new AbortController().signal;
+    const first = await gate.acquire({ tokens: 10, costUsd: 0.006 }, signal);
+    if (!first.ok) throw new Error(first.message);
+    clock += 2 * 3_600_000;
+    expect(await gate.acquire({ tokens: 10, costUsd: 0.006 }, signal)).toMatchObject({
+      ok: false,
+      reason: 'cost_budget',
+      message: expect.stringContaining(`budget of batch ${batch.slice(6)}`),
+    });
+    await gate.release(first.ticket, { tokens: 10, costUsd: 0.002 });
+    expect((await ledger.getSpend('day:2031-05-01')).usedUsd).toBe(0.002);
+    expect((await ledger.getSpend(batch)).usedUsd).toBe(0.002);
+    expect((await gate.acquire({ tokens: 10, costUsd: 0.006 }, signal)).ok).toBe(true);
+  });
+});
+
+describe('concurrency', () => {
+  it('fifty reservers on eight connections: exactly as many as the cap covers get through', async () => {
+    const connections = Array.from({ length: 8 }, () => createRedis(REDIS_URL, 'producer'));
+    try {
+      const scope = freshBatch('race');
+      await ledgerOf().setCaps(scope, { maxCostUsd: 0.01 });
+      const ledgers = connections.map((c) => new SpendLedger({ redis: c, prefix: PREFIX }));
+      const results = await Promise.all(
+        Array.from({ length: 50 }, (_, i) => ledgers[i % 8]!.reserve([scope], { tokens: 1, costUsd: 0.001 })),
+      );
+      expect(results.filter((r) => r.ok)).toHaveLength(10);
+    } finally {
+      connections.forEach((c) => c.disconnect());
+    }
+  });
+
+  it('property: concurrent reserve/settle never push used + live reservations above a cap', async () => {
+    const WORKERS = 8;
+    const connections = Array.from({ length: WORKERS }, () => createRedis(REDIS_URL, 'producer'));
+    const ledgers = connections.map((c) => new SpendLedger({ redis: c, prefix: PREFIX }));
+    const monitor = ledgerOf();
+    let refusals = 0;
+    let grants = 0;
+    const op = fc.record({
+      worker: fc.integer({ min: 0, max: WORKERS - 1 }),
+      /** 0: scope A only, 1: scope B only, 2: both. */
+      scopes: fc.integer({ min: 0, max: 2 }),
+      worstUsd: fc.double({ min: 0, max: 0.01, noNaN: true }),
+      worstTokens: fc.integer({ min: 0, max: 2_000 }),
+      spentShare: fc.double({ min: 0, max: 1, noNaN: true }),
+      settleAtEnd: fc.boolean(),
+    });
+    const caps = fc.record({
+      aUsd: fc.double({ min: 0.001, max: 0.2, noNaN: true }),
+      aTokens: fc.integer({ min: 1, max: 100_000 }),
+      bUsd: fc.double({ min: 0.001, max: 0.2, noNaN: true }),
+      bTokens: fc.integer({ min: 1, max: 100_000 }),
+    });
+    try {
+      await fc.assert(
+        fc.asyncProperty(caps, fc.array(op, { minLength: 200, maxLength: 200 }), async (cap, ops) => {
+          const a = freshBatch('prop-a');
+          const b = freshBatch('prop-b');
+          await monitor.setCaps(a, { maxCostUsd: cap.aUsd, maxTokens: cap.aTokens });
+          await monitor.setCaps(b, { maxCostUsd: cap.bUsd, maxTokens: cap.bTokens });
+          const expected = new Map([a, b].map((s) => [s, { micro: 0, tokens: 0 }]));
+          const violations: string[] = [];
+          const check = async () => {
+            for (const scope of [a, b]) {
+              const s = await monitor.getSpend(scope);
+              if (s.usedMicroUsd + s.reservedMicroUsd > s.capMicroUsd!)
+                violations.push(`${scope} $ ${JSON.stringify(s)}`);
+              if (s.usedTokens + s.reservedTokens > s.capTokens!)
+                violations.push(`${scope} tokens ${JSON.stringify(s)}`);
+            }
+          };
+          let done = false;
+          const watching = (async () => {
+            while (!done) await check();
+          })();
+          const runWorker = async (worker: number) => {
+            const ledger = ledgers[worker]!;
+            const later: (() => Promise<void>)[] = [];
+            for (const o of ops.filter((x) => x.worker === worker)) {
+              const scopes = [[a], [b], [a, b]][o.scopes]!;
+              const reserved = await ledger.reserve(scopes, { tokens: o.worstTokens, costUsd: o.worstUsd });
+              if (!reserved.ok) {
+                refusals++;
+                continue;
+              }
+              grants++;
+              const actual = {
+                tokens: Math.floor(o.worstTokens * o.spentShare),
+                costUsd: o.worstUsd * o.spentShare,
+              };
+              const settle = async () => {
+                const statuses = await ledger.settle(reserved.ticket, actual);
+                for (const scope of scopes) {
+                  if (statuses[scope] !== 'settled') violations.push(`${scope} not settled`);
+                  const e = expected.get(scope)!;
+                  e.micro += microUsdUp(actual.costUsd);
+                  e.tokens += actual.tokens;
+                }
+              };
+              if (o.settleAtEnd) later.push(settle);
+              else await settle();
+            }
+            for (const settle of later) await settle();
+          };
+          await Promise.all(Array.from({ length: WORKERS }, (_, w) => runWorker(w)));
+          done = true;
+          await watching;
+          await check();
+          expect(violations).toEqual([]);
+          for (const scope of [a, b]) {
+            const s = await monitor.getSpend(scope);
+            expect(s).toMatchObject({ reservedMicroUsd: 0, reservedTokens: 0, liveReservations: 0 });
+            expect(s.usedMicroUsd).toBe(expected.get(scope)!.micro);
+            expect(s.usedTokens).toBe(expected.get(scope)!.tokens);
+          }
+        }),
+        { numRuns: 15, endOnFailure: true },
+      );
+      // The caps were tight enough to bind, and loose enough to let calls through.
+      expect(refusals).toBeGreaterThan(0);
+      expect(grants).toBeGreaterThan(0);
+    } finally {
+      connections.forEach((c) => c.disconnect());
+    }
+  });
+});
