@@ -93,6 +93,7 @@ export const envSchema = z.object({
   FLEET_DAILY_MAX_COST_USD: positive().optional(),
   FLEET_DAILY_MAX_TOKENS: int(1).optional(),
   MODEL_RPM: int(1).optional(),
+  METRICS_PORT: int(0, 65535).default(9464),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

@@ -5,7 +5,11 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { env, type Env } from '../config/env.js';
+import { Queue } from 'bullmq';
 import { createLogger } from '../src/logging/logger.js';
+import { FleetMetrics } from '../src/metrics/fleet-metrics.js';
+import { FLEET_QUEUES } from '../src/queue/names.js';
+import { createRedis } from '../src/queue/redis.js';
 import { FleetClient } from './client.js';
 import { createApiServer } from './http-api.js';
 
@@ -41,7 +45,16 @@ if (!token) {
 }
 
 const client = new FleetClient({ redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX });
-const server = createServer(createApiServer({ client, token, logger }));
+// The API reports the depth of every queue of the fleet on /metrics.
+const metricsRedis = createRedis(config.REDIS_URL, 'producer');
+metricsRedis.on('error', () => undefined);
+const watched = FLEET_QUEUES.map(
+  (name) => new Queue(name, { connection: metricsRedis, prefix: config.QUEUE_PREFIX }),
+);
+for (const queue of watched) queue.on('error', () => undefined);
+const metrics = new FleetMetrics();
+metrics.watchQueues(watched);
+const server = createServer(createApiServer({ client, token, logger, metrics }));
 server.keepAliveTimeout = 5_000;
 
 server.once('error', (error) => fail(`cannot listen on API_PORT=${config.API_PORT}: ${error.message}`));
@@ -66,6 +79,8 @@ async function shutdown(signal: NodeJS.Signals): Promise<void> {
   });
   clearTimeout(force);
   await client.close();
+  await Promise.all(watched.map((queue) => queue.close()));
+  metricsRedis.disconnect();
   logger.info('stopped');
   logger.flush();
   process.exit(0);

@@ -7,6 +7,8 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { ConfigError } from '../src/agent/errors.js';
 import type { Logger } from '../src/logging/logger.js';
+import type { FleetMetrics } from '../src/metrics/fleet-metrics.js';
+import { metricsHandler } from '../src/metrics/metrics-server.js';
 import { TaskValidationError, type FleetClient } from './client.js';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -18,6 +20,8 @@ export interface ApiServerOptions {
   /** The bearer token every /v1 request must carry. */
   token: string;
   logger: Logger;
+  /** Served at GET /metrics, without a token (like /healthz); not served when absent. */
+  metrics?: FleetMetrics;
   /** Resolves when Redis answers. Default: a read through the client. */
   healthCheck?: () => Promise<unknown>;
 }
@@ -122,6 +126,7 @@ export function createApiServer(options: ApiServerOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
+  if (options.metrics) app.get('/metrics', metricsHandler(options.metrics));
   app.use(requestLog(logger));
 
   app.get('/healthz', async (_req, res) => {

@@ -48,6 +48,9 @@ export class FleetWorker {
       stalledInterval: options.stalledIntervalMs,
       // A job whose worker died twice is probably what kills workers: fail it rather than loop.
       maxStalledCount: 2,
+      // Effectively unlimited; BullMQ honours a manual rate limit (queue.rateLimit, after a 429) only when a
+      // limiter is set.
+      limiter: { max: 1_000_000, duration: 1_000 },
       autorun: false,
     });
     this.worker.on('failed', (job, error) => {
@@ -116,6 +119,7 @@ export class FleetWorker {
         this.deps.logger.warn({ err, jobId }, 'could not record the failed run');
       });
       await this.deps.publisher.publish(result);
+      this.deps.metrics?.observeResult(result);
       await this.deps.checkpoints.delete(jobId);
     } catch (err) {
       this.deps.logger.error({ err, jobId }, 'could not publish the result of a failed job');

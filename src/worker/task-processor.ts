@@ -13,7 +13,9 @@ import { usageOf } from '../agent/budget.js';
 import { runAgent } from '../agent/run-agent.js';
 import type { AgentResult } from '../agent/types.js';
 import type { Env } from '../../config/env.js';
+import type { CallGate } from '../agent/call-gate.js';
 import type { ChatModel } from '../llm/chat-model.js';
+import type { FleetMetrics } from '../metrics/fleet-metrics.js';
 import type { Logger } from '../logging/logger.js';
 import { formatFieldIssues, validateTask } from '../queue/task-schema.js';
 import type { RunsRepository } from '../store/runs-repository.js';
@@ -37,6 +39,10 @@ export interface TaskProcessorDeps {
   publisher: ResultPublisher;
   tools: ToolProvider;
   createModel: (model: string) => ChatModel;
+  /** The fleet's shared limits for a job: its batch's budget, the daily caps, the request rate. */
+  gateFor?: (batchId: string | undefined) => CallGate;
+  /** Step and result metrics; none when absent. */
+  metrics?: FleetMetrics;
   logger: Logger;
 }
 
@@ -63,6 +69,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
       throw new UnrecoverableError(error.message);
     }
 
+    const batchId = typeof task.metadata?.batch === 'string' ? task.metadata.batch : undefined;
     const checkpoint = await deps.checkpoints.load(jobId);
     await withRetries(
       () =>
@@ -71,7 +78,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
           task: task.task,
           model: config.model,
           protocol: checkpoint?.protocol ?? config.protocol,
-          batchId: typeof task.metadata?.batch === 'string' ? task.metadata.batch : null,
+          batchId: batchId ?? null,
           metadata: task.metadata,
           attempt: job.attemptsMade + 1,
         }),
@@ -93,9 +100,11 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
       options: config.options,
       checkpoint: checkpoint ?? undefined,
       signal,
+      gate: deps.gateFor?.(batchId),
       logger: log,
       onStep: async (trace) => {
         traces.add(trace);
+        deps.metrics?.observeStep(trace);
         log.info({ step: trace.step, kind: trace.kind, costUsd: trace.totals.costUsd }, 'step');
         await Promise.all([job.updateProgress({ ...progressOf(trace) }), job.log(stepLogLine(trace))]);
       },
@@ -126,6 +135,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
 async function finish(deps: TaskProcessorDeps, result: AgentResult): Promise<void> {
   await withRetries(() => deps.repository.finishRun(result), STORE_RETRIES);
   await withRetries(() => deps.publisher.publish(result), STORE_RETRIES);
+  deps.metrics?.observeResult(result);
   await deps.checkpoints.delete(result.jobId).catch(() => undefined);
 }
 

@@ -4,7 +4,10 @@ import { Queue } from 'bullmq';
 import { env as readEnv, type Env } from '../../config/env.js';
 import { priceOf } from '../llm/pricing.js';
 import { createLogger, type Logger } from '../logging/logger.js';
-import { RESULTS_QUEUE } from '../queue/names.js';
+import { RESULTS_QUEUE, TASKS_QUEUE } from '../queue/names.js';
+import { fleetLimitsFromEnv, gateForJob } from '../fleet/fleet-gate.js';
+import { FleetMetrics } from '../metrics/fleet-metrics.js';
+import { startMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
 import { assertRedisReachable, createRedis } from '../queue/redis.js';
 import { migrate } from '../store/migrate.js';
 import { createStorePool } from '../store/pool.js';
@@ -38,6 +41,34 @@ export async function startWorkerProcess(
     const connection = createRedis(config.REDIS_URL, 'worker');
     await assertRedisReachable(connection, config.REDIS_URL);
     const results = new Queue(RESULTS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
+    const tasksQueue = new Queue(TASKS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
+    const metrics = new FleetMetrics();
+    metrics.watchQueues([tasksQueue, results]);
+    let metricsServer: MetricsServer | undefined;
+    if (config.METRICS_PORT > 0) {
+      try {
+        metricsServer = await startMetricsServer(metrics, { port: config.METRICS_PORT });
+        logger.info({ port: metricsServer.port }, 'metrics on /metrics');
+      } catch (error) {
+        // Another worker on this host has the port: run without it rather than not at all.
+        logger.warn({ err: error, port: config.METRICS_PORT }, 'metrics server not started');
+      }
+    }
+    const { ledger, limiter } = fleetLimitsFromEnv(connection, config);
+    // After a 429 the whole fleet pauses: the limiter stops model calls, the queue stops handing out jobs.
+    const onRateLimited = (ms: number) => {
+      tasksQueue
+        .rateLimit(ms)
+        .catch((err: unknown) => logger.warn({ err }, 'could not rate-limit the queue'));
+    };
+    const gateFor = (batchId: string | undefined) =>
+      gateForJob({
+        ledger,
+        limiter,
+        batchId,
+        onRateLimited,
+        onError: (err) => logger.warn({ err }, 'spend ledger'),
+      });
     const tools = await buildToolProvider(config, pool, logger, {
       dataUrlIsDefault: !process.env['DATA_MYSQL_URL'],
     });
@@ -51,6 +82,8 @@ export async function startWorkerProcess(
         publisher: new ResultPublisher(results),
         tools: tools.provider,
         createModel,
+        gateFor,
+        metrics,
         logger,
         results,
       },
@@ -69,6 +102,8 @@ export async function startWorkerProcess(
     const stop = () =>
       (stopping ??= (async () => {
         await worker.close();
+        await metricsServer?.close();
+        await tasksQueue.close();
         await results.close();
         await tools.close();
         await pool.end();

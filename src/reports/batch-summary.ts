@@ -1,0 +1,291 @@
+// The batch report's data (CONTRACT §9), computed from the batch row and the runs of its tasks with no I/O.
+//
+// The tasks of a batch are its job ids, in enqueue order. A task whose run has finished (succeeded, stopped or
+// failed) counts in the summary with the usage of its result; a task still running or with no run row yet is
+// shown but counted in none of succeeded/stopped/failed nor in the usage, so the summary stays "the sum over its
+// tasks' results". The batch is completed only when every task has a finished run.
+//
+// Sums are exact: tokens are integers, and costs are added as integers of 10^-12 USD, then rounded (half up) to
+// the 10 decimals of the DECIMAL(16,10) column, so the total is the same whatever the order of the runs.
+import type { RunError } from '../agent/errors.js';
+import type { StopReason } from '../agent/types.js';
+import type { RunRowStatus } from '../store/rows.js';
+
+export interface BatchUsage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  costUsd: number;
+}
+
+/** CONTRACT §9, key for key. */
+export interface BatchSummary {
+  batchId: string;
+  tasks: number;
+  succeeded: number;
+  stopped: number;
+  failed: number;
+  usage: BatchUsage;
+}
+
+/** A row of agent_batches. */
+export interface BatchRecord {
+  batchId: string;
+  name: string | null;
+  /** The `tasks` column; the job ids are what the report goes by. */
+  tasks: number;
+  jobIds: readonly string[];
+  maxCostUsd: number | null;
+  maxTokens: number | null;
+  /** The `state` column as the batch service left it; the report computes its own. */
+  state: string;
+  /** The `summary` column (filled by the batch service at completion), checked against the runs. */
+  summary: unknown;
+  createdAt: Date;
+  completedAt: Date | null;
+}
+
+/** What the report reads of an agent_runs row; a RunRow of src/store/rows.ts is one. */
+export interface BatchRunInput {
+  jobId: string;
+  task: string;
+  status: RunRowStatus;
+  stopReason: StopReason | null;
+  answer: string | null;
+  steps: number;
+  toolCalls: number;
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+  costUsd: number;
+  error?: RunError | null;
+}
+
+export type TaskState = RunRowStatus | 'pending';
+export type BatchState = 'running' | 'completed';
+
+/** One task of the report. Result fields are null until the task's run has finished. */
+export interface TaskReportRow {
+  /** 1-based position in the batch. */
+  index: number;
+  jobId: string;
+  /** Null while the task has no run row (the task text lives in the run). */
+  task: string | null;
+  status: TaskState;
+  finished: boolean;
+  stopReason: StopReason | null;
+  steps: number | null;
+  toolCalls: number | null;
+  promptTokens: number | null;
+  completionTokens: number | null;
+  totalTokens: number | null;
+  costUsd: number | null;
+  answer: string | null;
+  /** The error message of a failed run. */
+  error: string | null;
+}
+
+export interface BatchReport {
+  batchId: string;
+  name: string | null;
+  state: BatchState;
+  createdAt: Date;
+  completedAt: Date | null;
+  generatedAt: Date;
+  budget: { maxCostUsd: number | null; maxTokens: number | null };
+  summary: BatchSummary;
+  /** Tasks whose run is still going, and tasks with no run row yet; neither is in the summary's counts. */
+  running: number;
+  pending: number;
+  rows: TaskReportRow[];
+  /** Inconsistencies between the batch row and its runs, in plain sentences. */
+  warnings: string[];
+}
+
+export interface BuildReportOptions {
+  /** When the report was made; defaults to now. */
+  generatedAt?: Date;
+}
+
+const SCALE = 12; // decimals of the integers costs are added as
+const STORE_DECIMALS = 10; // DECIMAL(16,10)
+
+export function buildBatchReport(
+  batch: BatchRecord,
+  runs: readonly BatchRunInput[],
+  options: BuildReportOptions = {},
+): BatchReport {
+  const warnings: string[] = [];
+  const jobIds = uniqueJobIds(batch.jobIds, warnings);
+  if (batch.tasks !== jobIds.length) {
+    warnings.push(
+      `the batch row says ${batch.tasks} tasks but lists ${jobIds.length} job ids; the report lists the job ids`,
+    );
+  }
+  const listed = new Set(jobIds);
+  const runsByJob = new Map<string, BatchRunInput>();
+  const unlisted: string[] = [];
+  for (const run of runs) {
+    if (!listed.has(run.jobId)) unlisted.push(run.jobId);
+    else runsByJob.set(run.jobId, run);
+  }
+  if (unlisted.length > 0) {
+    warnings.push(
+      `${unlisted.length} run(s) name this batch but are not among its job ids and are not counted: ${unlisted.slice(0, 10).join(', ')}${unlisted.length > 10 ? ', …' : ''}`,
+    );
+  }
+
+  const summary: BatchSummary = {
+    batchId: batch.batchId,
+    tasks: jobIds.length,
+    succeeded: 0,
+    stopped: 0,
+    failed: 0,
+    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, costUsd: 0 },
+  };
+  let costUnits = 0n;
+  let running = 0;
+  let pending = 0;
+  const rows = jobIds.map((jobId, i): TaskReportRow => {
+    const run = runsByJob.get(jobId);
+    if (run === undefined) {
+      pending++;
+      return emptyRow(i + 1, jobId, null, 'pending');
+    }
+    if (run.status === 'running') {
+      running++;
+      return emptyRow(i + 1, jobId, run.task, run.status);
+    }
+    checkUsage(run);
+    const status = run.status;
+    summary[status]++;
+    summary.usage.promptTokens += run.promptTokens;
+    summary.usage.completionTokens += run.completionTokens;
+    summary.usage.totalTokens += run.totalTokens;
+    costUnits += toUnits(run.costUsd);
+    return {
+      index: i + 1,
+      jobId,
+      task: run.task,
+      status,
+      finished: true,
+      stopReason: run.stopReason,
+      steps: run.steps,
+      toolCalls: run.toolCalls,
+      promptTokens: run.promptTokens,
+      completionTokens: run.completionTokens,
+      totalTokens: run.totalTokens,
+      costUsd: run.costUsd,
+      answer: run.answer,
+      error: run.error?.message ?? null,
+    };
+  });
+  summary.usage.costUsd = unitsToUsd(costUnits);
+
+  const state: BatchState = running === 0 && pending === 0 ? 'completed' : 'running';
+  if (batch.state === 'completed' && state !== 'completed') {
+    warnings.push(`the batch row says completed, but ${running + pending} task(s) have no finished run`);
+  }
+  if (batch.summary !== null && batch.summary !== undefined && !sameSummary(batch.summary, summary)) {
+    warnings.push(
+      'the summary stored with the batch differs from the sum over its runs; this report shows the sum',
+    );
+  }
+
+  return {
+    batchId: batch.batchId,
+    name: batch.name,
+    state,
+    createdAt: batch.createdAt,
+    completedAt: batch.completedAt,
+    generatedAt: options.generatedAt ?? new Date(),
+    budget: { maxCostUsd: batch.maxCostUsd, maxTokens: batch.maxTokens },
+    summary,
+    running,
+    pending,
+    rows,
+    warnings,
+  };
+}
+
+function uniqueJobIds(jobIds: readonly string[], warnings: string[]): string[] {
+  const unique = [...new Set(jobIds)];
+  if (unique.length !== jobIds.length) {
+    warnings.push(
+      `the batch lists ${jobIds.length - unique.length} job id(s) twice; each task is counted once`,
+    );
+  }
+  return unique;
+}
+
+function emptyRow(index: number, jobId: string, task: string | null, status: TaskState): TaskReportRow {
+  return {
+    index,
+    jobId,
+    task,
+    status,
+    finished: false,
+    stopReason: null,
+    steps: null,
+    toolCalls: null,
+    promptTokens: null,
+    completionTokens: null,
+    totalTokens: null,
+    costUsd: null,
+    answer: null,
+    error: null,
+  };
+}
+
+function checkUsage(run: BatchRunInput): void {
+  const counts = {
+    steps: run.steps,
+    toolCalls: run.toolCalls,
+    promptTokens: run.promptTokens,
+    completionTokens: run.completionTokens,
+    totalTokens: run.totalTokens,
+  };
+  for (const [field, value] of Object.entries(counts)) {
+    if (!Number.isSafeInteger(value) || value < 0) {
+      throw new RangeError(`run ${run.jobId}: ${field} must be a non-negative integer, got ${value}`);
+    }
+  }
+  if (!Number.isFinite(run.costUsd) || run.costUsd < 0 || run.costUsd >= 1e15) {
+    throw new RangeError(`run ${run.jobId}: costUsd must be a non-negative amount, got ${run.costUsd}`);
+  }
+}
+
+/** USD as an integer count of 10^-SCALE USD: the decimal closest to the double, so 0.1 is exactly 10^11. */
+function toUnits(usd: number): bigint {
+  const [whole = '0', fraction = ''] = usd.toFixed(SCALE).split('.');
+  return BigInt(whole + fraction.padEnd(SCALE, '0'));
+}
+
+/** Rounded half up to the store's 10 decimals, back to a number (exact to the 10th decimal below $100,000). */
+function unitsToUsd(units: bigint): number {
+  const step = 10n ** BigInt(SCALE - STORE_DECIMALS);
+  const rounded = ((units + step / 2n) / step).toString().padStart(STORE_DECIMALS + 1, '0');
+  return Number(`${rounded.slice(0, -STORE_DECIMALS)}.${rounded.slice(-STORE_DECIMALS)}`);
+}
+
+/** Adds costs the way the report does: exact, then rounded to 10 decimals. */
+export function sumCostUsd(costs: readonly number[]): number {
+  return unitsToUsd(costs.reduce((sum, cost) => sum + toUnits(cost), 0n));
+}
+
+function sameSummary(stored: unknown, computed: BatchSummary): boolean {
+  if (typeof stored !== 'object' || stored === null) return false;
+  const s = stored as Partial<Record<keyof BatchSummary, unknown>>;
+  const usage = (s.usage ?? {}) as Partial<Record<keyof BatchUsage, unknown>>;
+  return (
+    s.tasks === computed.tasks &&
+    s.succeeded === computed.succeeded &&
+    s.stopped === computed.stopped &&
+    s.failed === computed.failed &&
+    usage.promptTokens === computed.usage.promptTokens &&
+    usage.completionTokens === computed.usage.completionTokens &&
+    usage.totalTokens === computed.usage.totalTokens &&
+    typeof usage.costUsd === 'number' &&
+    Math.abs(usage.costUsd - computed.usage.costUsd) < 5e-11
+  );
+}

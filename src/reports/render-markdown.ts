@@ -1,0 +1,130 @@
+// The batch report as Markdown (GitHub-flavoured tables). Table cells are one line, cut, with Markdown and HTML
+// characters backslash-escaped, so a task or an answer can neither break the table nor inject HTML; answers
+// are repeated in full (up to ANSWER_MAX_CHARS) in fenced blocks, which render their content as plain text.
+import type { BatchReport, TaskReportRow } from './batch-summary.js';
+import { formatInt, formatPercent, formatTime, formatUsd, label, oneLine, truncate } from './text.js';
+
+export interface MarkdownOptions {
+  /** The chart's file name, relative to the Markdown file; no image when absent. */
+  chartFile?: string;
+}
+
+export const TASK_TABLE_HEADER =
+  '| # | Job | Task | Status | Stop reason | Steps | Tool calls | Prompt tokens | Completion tokens | Cost (USD) | Answer |';
+/** The report keeps this much of each answer; the full text stays in agent_runs. */
+export const ANSWER_MAX_CHARS = 4_000;
+const TASK_CELL_CHARS = 80;
+const ANSWER_CELL_CHARS = 100;
+
+export function renderMarkdown(report: BatchReport, options: MarkdownOptions = {}): string {
+  const { summary } = report;
+  const out: string[] = [];
+  out.push(`# Batch report: ${md(report.batchId)}`, '');
+  if (report.name !== null) out.push(`- **Name:** ${md(label(report.name, 200))}`);
+  out.push(
+    `- **State:** ${report.state} (${summary.tasks - report.running - report.pending} of ${summary.tasks} tasks finished)`,
+    `- **Created:** ${formatTime(report.createdAt)}`,
+  );
+  if (report.completedAt !== null) out.push(`- **Completed:** ${formatTime(report.completedAt)}`);
+  out.push(`- **Budget:** ${budgetText(report)}`, `- **Generated:** ${formatTime(report.generatedAt)}`, '');
+
+  out.push('## Totals', '', '| | |', '| --- | ---: |');
+  const totals: [string, string][] = [
+    ['Tasks', formatInt(summary.tasks)],
+    ['Succeeded', formatInt(summary.succeeded)],
+    ['Stopped', formatInt(summary.stopped)],
+    ['Failed', formatInt(summary.failed)],
+    ['Running', formatInt(report.running)],
+    ['Pending', formatInt(report.pending)],
+    ['Prompt tokens', formatInt(summary.usage.promptTokens)],
+    ['Completion tokens', formatInt(summary.usage.completionTokens)],
+    ['Total tokens', formatInt(summary.usage.totalTokens)],
+    ['Cost (USD)', `**${formatUsd(summary.usage.costUsd)}**`],
+  ];
+  for (const [name, value] of totals) out.push(`| ${name} | ${value} |`);
+  out.push('');
+  if (report.running + report.pending > 0) {
+    out.push(`Running and pending tasks are not in the totals yet: they count when their run finishes.`, '');
+  }
+
+  if (report.warnings.length > 0) {
+    out.push('## Warnings', '');
+    for (const warning of report.warnings) out.push(`- ${md(oneLine(warning))}`);
+    out.push('');
+  }
+
+  if (options.chartFile !== undefined) {
+    out.push('## Chart', '', `![Cost and steps per task](${encodeURIComponent(options.chartFile)})`, '');
+  }
+
+  out.push(
+    '## Tasks',
+    '',
+    TASK_TABLE_HEADER,
+    '| ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |',
+  );
+  for (const row of report.rows) out.push(taskRow(row));
+  out.push('');
+
+  const answered = report.rows.filter((row) => row.answer !== null || row.error !== null);
+  if (answered.length > 0) {
+    out.push('## Answers', '');
+    for (const row of answered) {
+      out.push(`### ${row.index}. Job ${md(row.jobId)}: ${row.status}`, '');
+      if (row.task !== null) out.push(`Task: ${md(label(row.task, 500))}`, '');
+      if (row.error !== null) out.push(`Error: ${md(label(row.error, 500))}`, '');
+      if (row.answer !== null) out.push(...fenced(truncate(row.answer, ANSWER_MAX_CHARS)), '');
+    }
+  }
+  return out.join('\n');
+}
+
+function taskRow(row: TaskReportRow): string {
+  const dash = '—';
+  const num = (value: number | null) => (value === null ? dash : formatInt(value));
+  const answer = row.answer ?? (row.error === null ? null : `error: ${row.error}`);
+  const cells = [
+    String(row.index),
+    md(label(row.jobId, 64)),
+    row.task === null ? dash : md(label(row.task, TASK_CELL_CHARS)),
+    row.status,
+    row.stopReason ?? dash,
+    num(row.steps),
+    num(row.toolCalls),
+    num(row.promptTokens),
+    num(row.completionTokens),
+    row.costUsd === null ? dash : formatUsd(row.costUsd),
+    answer === null ? dash : md(label(answer, ANSWER_CELL_CHARS)),
+  ];
+  return `| ${cells.join(' | ')} |`;
+}
+
+function budgetText(report: BatchReport): string {
+  const { maxCostUsd, maxTokens } = report.budget;
+  const parts: string[] = [];
+  if (maxCostUsd !== null) {
+    parts.push(`${formatUsd(maxCostUsd)} (${formatPercent(report.summary.usage.costUsd, maxCostUsd)} used)`);
+  }
+  if (maxTokens !== null) {
+    parts.push(
+      `${formatInt(maxTokens)} tokens (${formatPercent(report.summary.usage.totalTokens, maxTokens)} used)`,
+    );
+  }
+  return parts.length === 0 ? 'none (each task has its own)' : parts.join(', ');
+}
+
+/**
+ * Inline text (never at the start of a line): one line, with each character that gives inline Markdown or HTML
+ * a meaning escaped by a backslash (CommonMark lets any ASCII punctuation be escaped): emphasis, code, links
+ * and images, tags and entities, and `|`, so a table cell cannot split.
+ */
+export function md(text: string): string {
+  return oneLine(text).replace(/[\\`*_[\]<>|~&]/g, '\\$&');
+}
+
+/** A fenced block that the content cannot close: the fence is longer than any backtick run inside. */
+function fenced(text: string): string[] {
+  const longest = Math.max(0, ...[...text.matchAll(/`+/g)].map((match) => match[0].length));
+  const fence = '`'.repeat(Math.max(3, longest + 1));
+  return [`${fence}text`, text.replace(/\r\n?/g, '\n'), fence];
+}

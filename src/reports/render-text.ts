@@ -1,0 +1,101 @@
+// The batch report for a terminal: a header, an aligned table of the tasks and the totals. Texts are cut to
+// one line and stripped of control characters, so an answer cannot move the cursor or recolour the terminal.
+import type { BatchReport, TaskReportRow } from './batch-summary.js';
+import { formatInt, formatPercent, formatTime, formatUsd, label, terminalSafe } from './text.js';
+
+const TASK_CHARS = 48;
+const JOB_CHARS = 24;
+
+export function renderText(report: BatchReport): string {
+  const { summary } = report;
+  const finished = summary.tasks - report.running - report.pending;
+  const out: string[] = [];
+  const name = report.name === null ? '' : ` "${cell(report.name, 60)}"`;
+  out.push(
+    `Batch ${cell(report.batchId, 64)}${name}: ${report.state}, ${finished} of ${summary.tasks} tasks finished`,
+    `Created ${formatTime(report.createdAt)}${report.completedAt === null ? '' : `, completed ${formatTime(report.completedAt)}`}`,
+    '',
+  );
+
+  const header = [
+    '#',
+    'Job',
+    'Status',
+    'Stop reason',
+    'Steps',
+    'Tools',
+    'Prompt',
+    'Completion',
+    'Cost',
+    'Task',
+  ];
+  const right = [true, false, false, false, true, true, true, true, true, false];
+  const body = report.rows.map(rowCells);
+  out.push(...table(header, body, right), '');
+
+  out.push(
+    `Tasks:     ${summary.tasks} (${summary.succeeded} succeeded, ${summary.stopped} stopped, ${summary.failed} failed, ${report.running} running, ${report.pending} pending)`,
+    `Tokens:    ${formatInt(summary.usage.totalTokens)} total (${formatInt(summary.usage.promptTokens)} prompt, ${formatInt(summary.usage.completionTokens)} completion)`,
+    `Cost:      ${formatUsd(summary.usage.costUsd)}${budgetText(report)}`,
+  );
+  if (report.running + report.pending > 0) {
+    out.push('           (running and pending tasks are not in the totals yet)');
+  }
+  for (const warning of report.warnings) out.push(`Warning:   ${terminalSafe(warning)}`);
+  return out.join('\n') + '\n';
+}
+
+function rowCells(row: TaskReportRow): string[] {
+  const dash = '-';
+  const num = (value: number | null) => (value === null ? dash : formatInt(value));
+  return [
+    String(row.index),
+    cell(row.jobId, JOB_CHARS),
+    row.status,
+    row.stopReason ?? dash,
+    num(row.steps),
+    num(row.toolCalls),
+    num(row.promptTokens),
+    num(row.completionTokens),
+    row.costUsd === null ? dash : formatUsd(row.costUsd),
+    row.task === null ? dash : cell(row.task, TASK_CHARS),
+  ];
+}
+
+function table(header: string[], rows: string[][], right: boolean[]): string[] {
+  const widths = header.map((title, i) => Math.max(width(title), ...rows.map((row) => width(row[i] ?? ''))));
+  const line = (cells: string[]) =>
+    cells
+      .map((text, i) => {
+        const pad = ' '.repeat(Math.max(0, (widths[i] ?? 0) - width(text)));
+        return right[i] ? pad + text : text + pad;
+      })
+      .join('  ')
+      .trimEnd();
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)];
+}
+
+/** Code points, which is how most terminals advance for the Latin, Cyrillic and similar text of tasks. */
+function width(text: string): number {
+  return [...text].length;
+}
+
+function cell(text: string, max: number): string {
+  return label(terminalSafe(text), max);
+}
+
+function budgetText(report: BatchReport): string {
+  const { maxCostUsd, maxTokens } = report.budget;
+  const parts: string[] = [];
+  if (maxCostUsd !== null) {
+    parts.push(
+      `${formatPercent(report.summary.usage.costUsd, maxCostUsd)} of the ${formatUsd(maxCostUsd)} budget`,
+    );
+  }
+  if (maxTokens !== null) {
+    parts.push(
+      `${formatPercent(report.summary.usage.totalTokens, maxTokens)} of ${formatInt(maxTokens)} tokens`,
+    );
+  }
+  return parts.length === 0 ? '' : ` (${parts.join(', ')})`;
+}
