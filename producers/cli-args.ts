@@ -6,7 +6,9 @@ import { InputError } from '../src/agent/errors.js';
 
 export const CLI_USAGE =
   'usage: npm run enqueue -- --task "…" [--max-steps N] [--max-tokens N] [--max-cost USD] [--tools a,b] ' +
-  '[--model M] [--protocol tools|json] [--metadata k=v]... [--idempotency-key K] [--wait] [--timeout SECONDS]';
+  '[--model M] [--protocol tools|json] [--metadata k=v]... [--idempotency-key K] [--wait] [--timeout SECONDS]\n' +
+  '       npm run enqueue -- --batch tasks.jsonl [--batch-max-cost USD] [--batch-max-tokens N] [--batch-name NAME] ' +
+  '[--wait] [--timeout SECONDS]';
 
 /** A command line the CLI cannot run: exit 2 with the usage line. */
 export class CliArgsError extends InputError {
@@ -15,9 +17,18 @@ export class CliArgsError extends InputError {
   }
 }
 
-/** What the command line asks for. `--batch file.jsonl` (CONTRACT §9) will add a `{ mode: 'batch', … }` variant. */
+/** What the command line asks for. */
 export type CliCommand =
   | { mode: 'help' }
+  | {
+      mode: 'batch';
+      /** The JSONL file of tasks, one per line. */
+      file: string;
+      budget: { maxCostUsd?: number; maxTokens?: number };
+      name: string | undefined;
+      wait: boolean;
+      timeoutMs: number | undefined;
+    }
   | {
       mode: 'task';
       /** Not validated yet: FleetClient.enqueue validates it (and refuses it with field paths). */
@@ -39,8 +50,25 @@ const OPTIONS = {
   'idempotency-key': { type: 'string' },
   wait: { type: 'boolean' },
   timeout: { type: 'string' },
+  batch: { type: 'string' },
+  'batch-max-cost': { type: 'string' },
+  'batch-max-tokens': { type: 'string' },
+  'batch-name': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+const TASK_ONLY = [
+  'task',
+  'max-steps',
+  'max-tokens',
+  'max-cost',
+  'tools',
+  'model',
+  'protocol',
+  'metadata',
+  'idempotency-key',
+];
+const BATCH_ONLY = ['batch-max-cost', 'batch-max-tokens', 'batch-name'];
 
 /** Task field path → the flag that sets it, so a schema error can name the flag too. */
 export const FLAG_FOR_PATH: Readonly<Record<string, string>> = {
@@ -126,7 +154,24 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
     seen.add(token.name);
   }
   if (values.help) return { mode: 'help' };
-  if (values.task === undefined) throw new CliArgsError('--task is required');
+  const wait = values.wait === true;
+  const timeoutMs = timeoutFlag(values.timeout, wait);
+  if (values.batch !== undefined) {
+    const mixed = TASK_ONLY.find((name) => seen.has(name));
+    if (mixed)
+      throw new CliArgsError(`--${mixed} cannot go with --batch: each line of the file is a whole task`);
+    const budget: { maxCostUsd?: number; maxTokens?: number } = {};
+    if (values['batch-max-cost'] !== undefined) {
+      budget.maxCostUsd = decimalFlag('--batch-max-cost', values['batch-max-cost']);
+    }
+    if (values['batch-max-tokens'] !== undefined) {
+      budget.maxTokens = integerFlag('--batch-max-tokens', values['batch-max-tokens']);
+    }
+    return { mode: 'batch', file: values.batch, budget, name: values['batch-name'], wait, timeoutMs };
+  }
+  const batchFlag = BATCH_ONLY.find((name) => seen.has(name));
+  if (batchFlag) throw new CliArgsError(`--${batchFlag} needs --batch`);
+  if (values.task === undefined) throw new CliArgsError('--task or --batch is required');
 
   const budget: Record<string, number> = {};
   if (values['max-steps'] !== undefined) budget['maxSteps'] = integerFlag('--max-steps', values['max-steps']);
@@ -147,16 +192,15 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
   if (values.metadata !== undefined) task['metadata'] = metadataFlag(values.metadata);
   if (values['idempotency-key'] !== undefined) task['idempotencyKey'] = values['idempotency-key'];
 
-  const wait = values.wait === true;
-  let timeoutMs: number | undefined;
-  if (values.timeout !== undefined) {
-    if (!wait) throw new CliArgsError('--timeout needs --wait');
-    const seconds = decimalFlag('--timeout', values.timeout);
-    if (!(seconds > 0))
-      throw new CliArgsError(`--timeout must be more than 0 seconds, got ${values.timeout}`);
-    timeoutMs = Math.round(seconds * 1000);
-  }
   return { mode: 'task', task, wait, timeoutMs };
+}
+
+function timeoutFlag(value: string | undefined, wait: boolean): number | undefined {
+  if (value === undefined) return undefined;
+  if (!wait) throw new CliArgsError('--timeout needs --wait');
+  const seconds = decimalFlag('--timeout', value);
+  if (!(seconds > 0)) throw new CliArgsError(`--timeout must be more than 0 seconds, got ${value}`);
+  return Math.round(seconds * 1000);
 }
 
 const numberFormat = new Intl.NumberFormat('en-US');

@@ -1,5 +1,6 @@
 // `npm run enqueue -- --task "…" [options]` (CONTRACT §5): validates and enqueues one task, prints
-// `{"jobId": …}`. With --wait it follows progress on stderr and prints the result JSON as the last line of
+// `{"jobId": …}`. `--batch tasks.jsonl` (CONTRACT §9) enqueues a batch, all or nothing, and prints
+// `{"batchId", "jobIds"}` (with --wait, the batch summary as the last line). With --wait it follows progress on stderr and prints the result JSON as the last line of
 // stdout. stdout carries only JSON; everything for people goes to stderr.
 // Exit codes: 0 enqueued (with --wait: the job succeeded) · 1 failure (Redis down, bad environment, job
 // stopped or failed) · 2 bad arguments or bad task, nothing enqueued · 124 --timeout elapsed.
@@ -14,6 +15,9 @@ import {
   parseCliArgs,
   type CliCommand,
 } from './cli-args.js';
+import { readFile } from 'node:fs/promises';
+import type { AgentTask } from '../src/queue/task-schema.js';
+import { parseBatchFile } from './batch-file.js';
 import { FleetClient, TaskValidationError } from './client.js';
 
 const EXIT_OK = 0;
@@ -71,8 +75,26 @@ async function run(argv: readonly string[]): Promise<number> {
 
   const config = env();
   quietLibraryConsole();
+  let batchTasks: AgentTask[] = [];
+  if (command.mode === 'batch') {
+    let text: string;
+    try {
+      text = await readFile(command.file, 'utf8');
+    } catch (error) {
+      say(`error: cannot read ${command.file}: ${error instanceof Error ? error.message : String(error)}`);
+      return EXIT_USAGE;
+    }
+    const parsed = parseBatchFile(text);
+    if (!parsed.ok) {
+      say(`error: invalid batch file ${command.file}, nothing enqueued:`);
+      for (const line of parsed.errors) say(`  ${line}`);
+      return EXIT_USAGE;
+    }
+    batchTasks = parsed.tasks;
+  }
   const client = new FleetClient({ redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX });
   try {
+    if (command.mode === 'batch') return await runBatch(client, command, batchTasks);
     let jobId: string;
     try {
       ({ jobId } = await client.enqueue(command.task));
@@ -105,6 +127,53 @@ async function run(argv: readonly string[]): Promise<number> {
   } finally {
     await client.close();
   }
+}
+
+async function runBatch(
+  client: FleetClient,
+  command: Extract<CliCommand, { mode: 'batch' }>,
+  tasks: AgentTask[],
+): Promise<number> {
+  const budget = Object.keys(command.budget).length > 0 ? command.budget : undefined;
+  let batch;
+  try {
+    batch = await client.enqueueBatch({
+      tasks,
+      ...(budget ? { budget } : {}),
+      ...(command.name ? { name: command.name } : {}),
+    });
+  } catch (error) {
+    if (error instanceof TaskValidationError) {
+      say(
+        `error: invalid batch, nothing enqueued: ${error.issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`,
+      );
+      return EXIT_USAGE;
+    }
+    throw error;
+  }
+  process.stdout.write(`${JSON.stringify(batch)}\n`);
+  if (!command.wait) return EXIT_OK;
+  let status;
+  try {
+    status = await client.waitForBatch(batch.batchId, {
+      ...(command.timeoutMs === undefined ? {} : { timeoutMs: command.timeoutMs }),
+      onProgress: (s) =>
+        say(
+          `batch ${s.batchId}: ${s.succeeded + s.stopped + s.failed}/${s.tasks} done · ${s.succeeded} succeeded, ` +
+            `${s.stopped} stopped, ${s.failed} failed · ${numberFormat.format(s.usage.totalTokens)} tokens · $${s.usage.costUsd.toFixed(4)}`,
+        ),
+    });
+  } catch (error) {
+    if (error instanceof AgentFleetError && error.code === 'wait_timeout') {
+      say(
+        `error: batch ${batch.batchId} has not finished within --timeout ${(command.timeoutMs ?? 0) / 1000} s`,
+      );
+      return EXIT_TIMEOUT;
+    }
+    throw error;
+  }
+  process.stdout.write(`${JSON.stringify(status.summary)}\n`);
+  return status.state === 'completed' && status.summary.failed === 0 ? EXIT_OK : EXIT_FAILED;
 }
 
 async function main(): Promise<void> {

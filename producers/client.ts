@@ -1,11 +1,11 @@
 // The typed client library: the same validated enqueue the CLI and the HTTP API use, for other TypeScript
 // services to import. It never talks to a worker, only to Redis.
-import { Queue, type Job, type JobState } from 'bullmq';
+import { FlowProducer, Queue, type Job, type JobState } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { InputError } from '../src/agent/errors.js';
 import type { AgentResult } from '../src/agent/types.js';
 import { jobIdForKey, TASK_JOB_OPTIONS } from '../src/queue/job-options.js';
-import { RESULTS_QUEUE, resultJobId, TASK_JOB_NAME, TASKS_QUEUE } from '../src/queue/names.js';
+import { BATCHES_QUEUE, RESULTS_QUEUE, resultJobId, TASK_JOB_NAME, TASKS_QUEUE } from '../src/queue/names.js';
 import { assertRedisReachable, createRedis } from '../src/queue/redis.js';
 import {
   formatFieldIssues,
@@ -14,8 +14,12 @@ import {
   type FieldIssue,
 } from '../src/queue/task-schema.js';
 import { sleep } from '../src/agent/sleep.js';
+import { validateBatch, type BatchInput, type BatchJobData } from '../src/batch/batch-schema.js';
+import { summarizeBatch, type BatchSummary } from '../src/batch/batch-summary.js';
+import { enqueueBatch, type EnqueuedBatch } from '../src/batch/enqueue-batch.js';
+import { SpendLedger } from '../src/fleet/spend-ledger.js';
 
-export type { AgentTask, AgentResult, FieldIssue };
+export type { AgentTask, AgentResult, FieldIssue, BatchInput, BatchSummary, EnqueuedBatch };
 
 /** A task that breaks its schema; `issues` name each bad field. Nothing was enqueued. */
 export class TaskValidationError extends InputError {
@@ -39,6 +43,14 @@ export interface TaskStatus {
   result: AgentResult | null;
 }
 
+export interface BatchStatus {
+  /** running until every task has finished and the summary is made; failed if the aggregation gave up. */
+  state: 'running' | 'completed' | 'failed';
+  /** Over the tasks finished so far; final once completed. */
+  summary: BatchSummary;
+  jobIds: string[];
+}
+
 export interface WaitOptions {
   /** Give up after this long (ms). Default: no limit. */
   timeoutMs?: number;
@@ -51,6 +63,9 @@ export class FleetClient {
   private readonly redis: Redis;
   private readonly tasks: Queue;
   private readonly results: Queue;
+  private readonly batches: Queue;
+  private readonly flow: FlowProducer;
+  private readonly ledger: SpendLedger;
   private readonly redisUrl: string;
   private ready: Promise<void> | undefined;
 
@@ -62,9 +77,12 @@ export class FleetClient {
     const prefix = options.prefix ?? 'agentfleet';
     this.tasks = new Queue(TASKS_QUEUE, { connection: this.redis, prefix });
     this.results = new Queue(RESULTS_QUEUE, { connection: this.redis, prefix });
+    this.batches = new Queue(BATCHES_QUEUE, { connection: this.redis, prefix });
+    this.flow = new FlowProducer({ connection: this.redis, prefix });
+    this.ledger = new SpendLedger({ redis: this.redis, prefix });
     // Connection errors surface as rejected calls; without listeners BullMQ would also print them raw.
-    this.tasks.on('error', () => undefined);
-    this.results.on('error', () => undefined);
+    for (const queue of [this.tasks, this.results, this.batches]) queue.on('error', () => undefined);
+    this.flow.on('error', () => undefined);
   }
 
   /** Validates and enqueues one task. Throws TaskValidationError (nothing enqueued) on a bad task. */
@@ -130,8 +148,69 @@ export class FleetClient {
     }
   }
 
+  /**
+   * Validates a batch (CONTRACT §9) and enqueues it: every task, or nothing. Throws TaskValidationError
+   * naming `tasks.<n>.<field>` on a bad task.
+   */
+  async enqueueBatch(input: unknown, batchId?: string): Promise<EnqueuedBatch> {
+    const validation = validateBatch(input);
+    if (!validation.ok) throw new TaskValidationError(validation.issues, ' batch');
+    await this.connected();
+    return enqueueBatch({ flow: this.flow, ledger: this.ledger }, validation.batch, batchId);
+  }
+
+  /** The batch's state and its summary so far; null for an unknown batch. */
+  async getBatch(batchId: string): Promise<BatchStatus | null> {
+    await this.connected();
+    const parent = await this.batches.getJob(batchId);
+    if (!parent) return null;
+    const data = parent.data as BatchJobData;
+    const state = await parent.getState();
+    if (state === 'completed' && parent.returnvalue) {
+      return { state: 'completed', summary: parent.returnvalue as BatchSummary, jobIds: data.jobIds };
+    }
+    const results = await Promise.all(data.jobIds.map((id) => this.getResult(id)));
+    const finished = results.filter((result): result is AgentResult => result !== null);
+    return {
+      state: state === 'failed' ? 'failed' : 'running',
+      summary: summarizeBatch(batchId, data.jobIds.length, finished),
+      jobIds: data.jobIds,
+    };
+  }
+
+  /** Polls until the batch completes; reports its summary so far whenever it changes. */
+  async waitForBatch(
+    batchId: string,
+    options: Omit<WaitOptions, 'onProgress'> & { onProgress?: (summary: BatchSummary) => void } = {},
+  ): Promise<BatchStatus> {
+    const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+    let last = '';
+    for (;;) {
+      const status = await this.getBatch(batchId);
+      if (!status) throw new InputError('unknown_batch', `No batch ${batchId} on ${BATCHES_QUEUE}.`);
+      const progress = JSON.stringify(status.summary);
+      if (progress !== last) {
+        last = progress;
+        options.onProgress?.(status.summary);
+      }
+      if (status.state !== 'running') return status;
+      if (Date.now() >= deadline) {
+        throw new InputError(
+          'wait_timeout',
+          `Batch ${batchId} has not finished after ${options.timeoutMs} ms.`,
+        );
+      }
+      await sleep(options.pollMs ?? 500);
+    }
+  }
+
   async close(): Promise<void> {
-    await Promise.allSettled([this.tasks.close(), this.results.close()]);
+    await Promise.allSettled([
+      this.tasks.close(),
+      this.results.close(),
+      this.batches.close(),
+      this.flow.close(),
+    ]);
     this.redis.disconnect();
   }
 

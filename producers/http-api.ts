@@ -2,6 +2,8 @@
 // producers/api.ts on API_PORT. Every answer is JSON; no error ever carries a stack trace.
 //   POST /v1/tasks          202 {"jobId"} · 400 {"error": "invalid_task", "issues": [{path, message}]}
 //   GET  /v1/tasks/:jobId   200 {state, progress, result} · 404 {"error": "not_found"}
+//   POST /v1/batches        202 {"batchId", "jobIds"} · 400 {"error": "invalid_batch", "issues": [...]}
+//   GET  /v1/batches/:id    200 {state, summary, jobIds} · 404
 //   GET  /healthz           200 when Redis answers, 503 otherwise; the only route without a token
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
@@ -12,6 +14,7 @@ import { metricsHandler } from '../src/metrics/metrics-server.js';
 import { TaskValidationError, type FleetClient } from './client.js';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
+export const BATCH_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
 const MAX_JOB_ID_CHARS = 256;
 const HEALTH_TIMEOUT_MS = 2_000;
 
@@ -170,6 +173,33 @@ export function createApiServer(options: ApiServerOptions): Express {
       return;
     }
     res.json({ state: status.state, progress: status.progress, result: status.result });
+  });
+
+  // A batch of 5,000 tasks of 8,000 characters would not fit the task limit: batches get their own.
+  v1.post(
+    '/batches',
+    requireJson,
+    express.json({ limit: BATCH_BODY_LIMIT_BYTES, type: 'application/json', strict: true }),
+    async (req, res) => {
+      try {
+        const { batchId, jobIds } = await client.enqueueBatch(req.body);
+        res.status(202).json({ batchId, jobIds });
+      } catch (error) {
+        if (!(error instanceof TaskValidationError)) throw error;
+        res.status(400).json({ error: 'invalid_batch', issues: error.issues });
+      }
+    },
+  );
+
+  v1.get('/batches/:batchId', async (req, res) => {
+    const batchId = req.params['batchId'] ?? '';
+    const status =
+      batchId.length > 0 && batchId.length <= MAX_JOB_ID_CHARS ? await client.getBatch(batchId) : null;
+    if (!status) {
+      res.status(404).json({ error: 'not_found' });
+      return;
+    }
+    res.json({ state: status.state, summary: status.summary, jobIds: status.jobIds });
   });
 
   app.use('/v1', v1);

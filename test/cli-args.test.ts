@@ -132,14 +132,15 @@ describe('parseCliArgs', () => {
 
   it('refuses an unknown flag', () => {
     expect(refusal(['--task', 't', '--max-stepz', '3'])).toBe('unknown option --max-stepz');
-    expect(refusal(['--task', 't', '--batch', 'tasks.jsonl'])).toBe('unknown option --batch');
+    expect(refusal(['--task', 't', '--batch', 'tasks.jsonl'])).toMatch(/--task cannot go with --batch/);
+    expect(refusal(['--task', 't', '--frobnicate'])).toBe('unknown option --frobnicate');
   });
 
   it('refuses positional arguments, a missing value, a repeated flag and a missing --task', () => {
     expect(refusal(['--task', 't', 'extra'])).toContain("Unexpected argument 'extra'");
     expect(refusal(['--task'])).toContain('--task');
     expect(refusal(['--task', 'a', '--task', 'b'])).toBe('--task is given more than once');
-    expect(refusal(['--max-steps', '3'])).toBe('--task is required');
+    expect(refusal(['--max-steps', '3'])).toBe('--task or --batch is required');
     expect(refusal(['--task', 't', '--wait=yes'])).toContain('--wait');
   });
 
@@ -180,5 +181,29 @@ describe('formatProgress', () => {
     expect(formatProgress('7', { phase: 'sql' })).toBe('job 7: {"phase":"sql"}');
     expect(formatProgress('7', [1, 2])).toBe('job 7: [1,2]');
     expect(formatProgress('7', { step: 'x'.repeat(500) })).toHaveLength('job 7: '.length + 200);
+  });
+});
+
+describe('batch mode', () => {
+  it('reads --batch with its budget flags', () => {
+    expect(
+      parseCliArgs(['--batch', 'b.jsonl', '--batch-max-cost', '0.5', '--batch-max-tokens', '9000', '--wait']),
+    ).toEqual({
+      mode: 'batch',
+      file: 'b.jsonl',
+      budget: { maxCostUsd: 0.5, maxTokens: 9000 },
+      name: undefined,
+      wait: true,
+      timeoutMs: undefined,
+    });
+  });
+
+  it('refuses batch flags without --batch and bad numbers, naming the flag', () => {
+    expect(() => parseCliArgs(['--task', 't', '--batch-max-cost', '1'])).toThrow(
+      /--batch-max-cost needs --batch/,
+    );
+    expect(() => parseCliArgs(['--batch', 'b.jsonl', '--batch-max-tokens', 'lots'])).toThrow(
+      /--batch-max-tokens/,
+    );
   });
 });

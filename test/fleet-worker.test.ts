@@ -5,11 +5,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentResult } from '../src/agent/types.js';
 import { RESULTS_QUEUE, TASKS_QUEUE } from '../src/queue/names.js';
-import {
-  startScriptedModel,
-  type RecordedRequest,
-  type ScriptedModelServer,
-} from '../src/testing/scripted-model-server.js';
+import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import {
   createNamespace,
   killWorker,
@@ -19,26 +15,7 @@ import {
   type FleetNamespace,
   type WorkerHandle,
 } from './support/fleet-harness.js';
-
-/**
- * Tasks say how many steps they take: "job <name>: <n> steps". The model makes n-1 tool calls (each a new
- * one, so no loop detection) then answers; it reads where it is from the conversation, so any worker can
- * serve any request of any job.
- */
-function stepsModel(request: RecordedRequest) {
-  const task = String(request.messages[1]?.content ?? '');
-  const match = /job (\S+): (\d+) steps/.exec(task);
-  if (!match) return { answer: 'no plan' };
-  const done = request.messages.filter((m) => m.role === 'assistant').length;
-  const summary = String(request.messages[2]?.content ?? '');
-  const folded = (summary.match(/call list_tables|Result of list_tables/g) ?? []).length;
-  const step = done + folded + 1;
-  if (step < Number(match[2])) return { actions: [{ tool: 'list_tables', args: { page: step } }] };
-  return { answer: `${match[1]} done in ${match[2]} steps` };
-}
-
-const requestsFor = (server: ScriptedModelServer, name: string) =>
-  server.requests.filter((r) => String(r.messages[1]?.content).startsWith(`job ${name}:`));
+import { requestsFor, stepsModel } from './support/steps-model.js';
 
 let server: ScriptedModelServer;
 let ns: FleetNamespace;

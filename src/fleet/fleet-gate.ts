@@ -25,6 +25,8 @@ export interface FleetGateOptions {
   defaultPauseMs?: number;
   /** A fleet-wide pause that could not be set (the call itself goes on). */
   onError?: (error: unknown) => void;
+  /** False: the limiter only carries the pause after a 429, no request limit (MODEL_RPM unset). */
+  limitRequests?: boolean;
 }
 
 export class FleetGate implements CallGate {
@@ -42,7 +44,11 @@ export class FleetGate implements CallGate {
   }
 
   async acquire(worstCase: CallCost, signal: AbortSignal): Promise<GateDecision> {
-    if (this.limiter) await this.limiter.acquire(signal);
+    if (this.limiter) {
+      // Without MODEL_RPM the limiter only carries the fleet-wide pause after a 429.
+      if (this.options.limitRequests === false) await this.limiter.waitWhilePaused(signal);
+      else await this.limiter.acquire(signal);
+    }
     signal.throwIfAborted();
     const result = await this.answered(this.ledger.reserve(this.scopes(), worstCase), signal);
     if (!result.ok) return { ok: false, reason: result.reason, message: result.message };
@@ -92,6 +98,8 @@ export class FleetGate implements CallGate {
 export interface JobGateOptions {
   ledger: SpendLedger;
   limiter?: RateLimiter;
+  /** False when the limiter only pauses the fleet after a 429 (MODEL_RPM unset). */
+  limitRequests?: boolean;
   /** The job's batch (`metadata.batch`), if any: its budget applies too. */
   batchId?: string;
   /** The clock that picks the UTC day of each call. */
@@ -115,6 +123,7 @@ export function gateForJob(options: JobGateOptions): FleetGate {
     onRateLimited: options.onRateLimited,
     ledgerTimeoutMs: options.ledgerTimeoutMs,
     onError: options.onError,
+    limitRequests: options.limitRequests,
   });
 }
 
@@ -123,19 +132,19 @@ export type FleetLimitsEnv = Pick<
   'QUEUE_PREFIX' | 'FLEET_DAILY_MAX_COST_USD' | 'FLEET_DAILY_MAX_TOKENS' | 'MODEL_RPM'
 >;
 
-/** The ledger of the fleet and, when MODEL_RPM is set, its request limiter, from the environment (§2). */
+/**
+ * The ledger of the fleet and its limiter, from the environment (§2). The limiter always exists, because it
+ * carries the fleet-wide pause after a 429; it limits requests per minute only when MODEL_RPM is set.
+ */
 export function fleetLimitsFromEnv(
   redis: Redis,
   env: FleetLimitsEnv,
-): { ledger: SpendLedger; limiter: RateLimiter | undefined } {
+): { ledger: SpendLedger; limiter: RateLimiter; limitRequests: boolean } {
   const ledger = new SpendLedger({
     redis,
     prefix: env.QUEUE_PREFIX,
     dailyCaps: { maxCostUsd: env.FLEET_DAILY_MAX_COST_USD, maxTokens: env.FLEET_DAILY_MAX_TOKENS },
   });
-  const limiter =
-    env.MODEL_RPM === undefined
-      ? undefined
-      : new RateLimiter({ redis, prefix: env.QUEUE_PREFIX, limit: env.MODEL_RPM });
-  return { ledger, limiter };
+  const limiter = new RateLimiter({ redis, prefix: env.QUEUE_PREFIX, limit: env.MODEL_RPM ?? 1 });
+  return { ledger, limiter, limitRequests: env.MODEL_RPM !== undefined };
 }

@@ -117,6 +117,19 @@ export class RateLimiter {
     }
   }
 
+  /** Without a request limit, only the fleet-wide pause after a 429 applies: wait it out. */
+  async waitWhilePaused(signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      signal?.throwIfAborted();
+      const left = await this.pausedFor();
+      if (left === 0) return;
+      await this.sleep(
+        Math.min(left, this.maxPollMs) + Math.floor(Math.random() * (this.jitterMs + 1)),
+        signal,
+      );
+    }
+  }
+
   /** Nobody in the fleet is granted a request for `ms` (or longer, if a longer pause is running). */
   async pause(ms: number): Promise<void> {
     const duration = Math.ceil(ms);

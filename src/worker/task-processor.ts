@@ -26,6 +26,7 @@ import { withRetries } from './retry.js';
 import { runConfigFor } from './run-config.js';
 import type { ToolProvider } from './tool-provider.js';
 import { TraceWriter } from './trace-writer.js';
+import type { BatchTracker } from './batch-tracker.js';
 
 /** The abort reason the worker uses when it shuts down: such a job is released, not ended. */
 export const SHUTDOWN_REASON = 'worker-shutdown';
@@ -43,6 +44,8 @@ export interface TaskProcessorDeps {
   gateFor?: (batchId: string | undefined) => CallGate;
   /** Step and result metrics; none when absent. */
   metrics?: FleetMetrics;
+  /** Records a batch when its first task starts. */
+  batches?: BatchTracker;
   logger: Logger;
 }
 
@@ -71,6 +74,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
 
     const batchId = typeof task.metadata?.batch === 'string' ? task.metadata.batch : undefined;
     const checkpoint = await deps.checkpoints.load(jobId);
+    if (batchId) await withRetries(() => deps.batches?.noteTask(batchId) ?? Promise.resolve(), STORE_RETRIES);
     await withRetries(
       () =>
         deps.repository.startRun({

@@ -1,10 +1,14 @@
 // Wiring of a worker process: configuration, logger, store, Redis, tools, model, the BullMQ worker and
 // its signals. Kept apart from the entry file so the demo can start workers in-process.
-import { Queue } from 'bullmq';
+import { Queue, Worker } from 'bullmq';
 import { env as readEnv, type Env } from '../../config/env.js';
 import { priceOf } from '../llm/pricing.js';
 import { createLogger, type Logger } from '../logging/logger.js';
-import { RESULTS_QUEUE, TASKS_QUEUE } from '../queue/names.js';
+import { BATCHES_QUEUE, RESULTS_QUEUE, TASKS_QUEUE } from '../queue/names.js';
+import { BatchRecords } from '../batch/batch-record.js';
+import { BatchReportStore } from '../reports/report-store.js';
+import { createBatchAggregator } from './batch-aggregator.js';
+import { BatchTracker } from './batch-tracker.js';
 import { fleetLimitsFromEnv, gateForJob } from '../fleet/fleet-gate.js';
 import { FleetMetrics } from '../metrics/fleet-metrics.js';
 import { startMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
@@ -54,9 +58,10 @@ export async function startWorkerProcess(
         logger.warn({ err: error, port: config.METRICS_PORT }, 'metrics server not started');
       }
     }
-    const { ledger, limiter } = fleetLimitsFromEnv(connection, config);
+    const { ledger, limiter, limitRequests } = fleetLimitsFromEnv(connection, config);
     // After a 429 the whole fleet pauses: the limiter stops model calls, the queue stops handing out jobs.
     const onRateLimited = (ms: number) => {
+      logger.warn({ pauseMs: ms }, 'model endpoint answered 429: pausing the fleet');
       tasksQueue
         .rateLimit(ms)
         .catch((err: unknown) => logger.warn({ err }, 'could not rate-limit the queue'));
@@ -65,6 +70,7 @@ export async function startWorkerProcess(
       gateForJob({
         ledger,
         limiter,
+        limitRequests,
         batchId,
         onRateLimited,
         onError: (err) => logger.warn({ err }, 'spend ledger'),
@@ -73,6 +79,14 @@ export async function startWorkerProcess(
       dataUrlIsDefault: !process.env['DATA_MYSQL_URL'],
     });
     const repository = new RunsRepository(pool);
+    const batchesQueue = new Queue(BATCHES_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
+    const batchRecords = new BatchRecords(pool);
+    const aggregator = new Worker(
+      BATCHES_QUEUE,
+      createBatchAggregator({ results, records: batchRecords, reports: new BatchReportStore(pool), logger }),
+      { connection, prefix: config.QUEUE_PREFIX, concurrency: 2 },
+    );
+    aggregator.on('error', (err) => logger.error({ err }, 'batch aggregator error'));
     const worker = new FleetWorker(
       {
         env: config,
@@ -84,6 +98,7 @@ export async function startWorkerProcess(
         createModel,
         gateFor,
         metrics,
+        batches: new BatchTracker(batchesQueue, batchRecords),
         logger,
         results,
       },
@@ -101,7 +116,8 @@ export async function startWorkerProcess(
     let stopping: Promise<void> | undefined;
     const stop = () =>
       (stopping ??= (async () => {
-        await worker.close();
+        await Promise.all([worker.close(), aggregator.close()]);
+        await batchesQueue.close();
         await metricsServer?.close();
         await tasksQueue.close();
         await results.close();

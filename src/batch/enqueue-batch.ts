@@ -1,0 +1,66 @@
+// Enqueues a batch as one BullMQ flow: a parent job on agent-batches whose children are ordinary task jobs
+// on agent-tasks. The parent runs when every child has finished (a failed child is ignored, never blocks the
+// others) and aggregates their results. The batch's budget is stored in the fleet's spend ledger first, so
+// no child can call the model before its cap exists.
+import { randomBytes } from 'node:crypto';
+import type { FlowProducer } from 'bullmq';
+import { batchScope, type SpendLedger } from '../fleet/spend-ledger.js';
+import { TASK_JOB_OPTIONS } from '../queue/job-options.js';
+import { BATCH_JOB_NAME, BATCHES_QUEUE, TASK_JOB_NAME, TASKS_QUEUE } from '../queue/names.js';
+import type { BatchInput, BatchJobData } from './batch-schema.js';
+
+export interface EnqueuedBatch {
+  batchId: string;
+  jobIds: string[];
+}
+
+/** Batch ids are also job ids and Redis key parts: letters, digits, `-` and `_`. */
+export function newBatchId(prefix = 'batch'): string {
+  const day = new Date().toISOString().slice(0, 10).replaceAll('-', '');
+  return `${prefix}-${day}-${randomBytes(4).toString('hex')}`;
+}
+
+/** The parent job retries while children's results are still being published (see the aggregator). */
+const PARENT_ATTEMPTS = 30;
+
+export async function enqueueBatch(
+  deps: { flow: FlowProducer; ledger: SpendLedger },
+  batch: BatchInput,
+  batchId: string = newBatchId(),
+): Promise<EnqueuedBatch> {
+  const jobIds = batch.tasks.map((_, i) => `${batchId}-${i + 1}`);
+  if (batch.budget && (batch.budget.maxCostUsd !== undefined || batch.budget.maxTokens !== undefined)) {
+    await deps.ledger.setCaps(batchScope(batchId), batch.budget);
+  }
+  const data: BatchJobData = {
+    batchId,
+    name: batch.name ?? null,
+    jobIds,
+    budget: batch.budget ?? null,
+    createdAt: new Date().toISOString(),
+  };
+  await deps.flow.add({
+    name: BATCH_JOB_NAME,
+    queueName: BATCHES_QUEUE,
+    data,
+    opts: {
+      jobId: batchId,
+      attempts: PARENT_ATTEMPTS,
+      backoff: { type: 'fixed', delay: 1_000 },
+      removeOnComplete: { age: 30 * 24 * 3600 },
+      removeOnFail: { age: 30 * 24 * 3600 },
+    },
+    children: batch.tasks.map((task, i) => {
+      // Every task of a batch carries the batch id (CONTRACT §9); its own idempotency key would name
+      // another job, so the position in the batch is the task's identity instead.
+      const { idempotencyKey: _ignored, ...rest } = task;
+      return {
+        name: TASK_JOB_NAME,
+        queueName: TASKS_QUEUE,
+        data: { ...rest, metadata: { ...task.metadata, batch: batchId } },
+        opts: { ...TASK_JOB_OPTIONS, jobId: jobIds[i]!, ignoreDependencyOnFailure: true },
+      };
+    }),
+  });
+  return { batchId, jobIds };
+}

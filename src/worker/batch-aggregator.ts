@@ -1,0 +1,55 @@
+// The parent job of a batch runs once every task of the batch has finished. It sums the tasks' published
+// results into the batch summary (CONTRACT §9), completes the batch's row and stores its report.
+import type { Processor, Queue } from 'bullmq';
+import type { BatchRecords } from '../batch/batch-record.js';
+import type { BatchJobData } from '../batch/batch-schema.js';
+import { summarizeBatch, type BatchSummary } from '../batch/batch-summary.js';
+import type { AgentResult } from '../agent/types.js';
+import type { Logger } from '../logging/logger.js';
+import { resultJobId } from '../queue/names.js';
+import { buildBatchReport } from '../reports/batch-summary.js';
+import { renderReport } from '../reports/report-command.js';
+import type { BatchReportStore } from '../reports/report-store.js';
+
+export interface BatchAggregatorDeps {
+  results: Queue;
+  records: BatchRecords;
+  reports: BatchReportStore;
+  logger: Logger;
+}
+
+/** The published results of the batch's tasks, in batch order; null for a task whose result is not out yet. */
+export async function batchResults(
+  results: Queue,
+  jobIds: readonly string[],
+): Promise<(AgentResult | null)[]> {
+  const jobs = await Promise.all(jobIds.map((id) => results.getJob(resultJobId(id))));
+  return jobs.map((job) => (job?.data as AgentResult | undefined) ?? null);
+}
+
+export function createBatchAggregator(deps: BatchAggregatorDeps): Processor<BatchJobData, BatchSummary> {
+  return async (job) => {
+    const batch = job.data;
+    const log = deps.logger.child({ batchId: batch.batchId });
+    const results = await batchResults(deps.results, batch.jobIds);
+    const missing = results.filter((result) => result === null).length;
+    // A task that failed for good is released to the parent before its result is published (the worker's
+    // failed handler publishes it): the attempt is retried until every result is out.
+    if (missing > 0) throw new Error(`waiting for the results of ${missing} of ${batch.jobIds.length} tasks`);
+    const summary = summarizeBatch(batch.batchId, batch.jobIds.length, results as AgentResult[]);
+    await deps.records.complete(batch, summary);
+    const loaded = await deps.reports.loadBatch(batch.batchId);
+    if (loaded) {
+      const rendered = renderReport(buildBatchReport(loaded.batch, loaded.runs));
+      await deps.reports.saveReport({
+        batchId: batch.batchId,
+        state: rendered.report.state,
+        summary: rendered.report.summary,
+        markdown: rendered.markdown,
+        html: rendered.html,
+      });
+    }
+    log.info({ summary }, 'batch completed');
+    return summary;
+  };
+}
