@@ -75,6 +75,8 @@ export const envSchema = z.object({
   WORKER_STALLED_INTERVAL_MS: int(500).default(30_000),
   WORKER_SHUTDOWN_GRACE_MS: int(0).default(25_000),
   SMTP_URL: url(['smtp', 'smtps']).default('smtp://127.0.0.1:1025'),
+  SMTP_LOOKUP_URL: url(['http', 'https']).optional(),
+  EMAIL_PENDING_GRACE_MS: int(0).default(120_000),
   EMAIL_DRY_RUN: z
     .enum(['0', '1', 'true', 'false'])
     .transform((v) => v === '1' || v === 'true')

@@ -177,6 +177,79 @@ describe('send_email', () => {
     expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['pending']);
   });
 
+  describe('a pending row settled by the delivery lookup', () => {
+    async function crashedMidSend(job: string, callKey: string, messageId: string): Promise<void> {
+      await pool.query(
+        `INSERT INTO email_ledger (call_key, job_id, recipient, subject, message_id, status, created_at, updated_at)
+         VALUES (?, ?, 'ada@example.com', 'Thank you', ?, 'pending', NOW(3) - INTERVAL 5 MINUTE, NOW(3) - INTERVAL 5 MINUTE)`,
+        [callKey, job, messageId],
+      );
+    }
+    const lookupOf = (target: SmtpSink) => ({
+      delivered: async (id: string) => target.messages.some((m) => m.messageId === id),
+    });
+
+    it('records a message that did arrive as sent, and does not send it again', async () => {
+      const job = newJob();
+      const callKey = `${job}:4:1`;
+      const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+      // The crashed attempt got its message out before dying.
+      await transport.sendMail({
+        from: FROM,
+        to: 'ada@example.com',
+        subject: 'Thank you',
+        text: 'x',
+        messageId,
+      });
+      await crashedMidSend(job, callKey, messageId);
+      const outcome = await call(
+        tool({ deliveryLookup: lookupOf(sink), pendingGraceMs: 1_000 }),
+        callKey,
+        email,
+      );
+      expect(outcome.output).toMatch(/by an earlier attempt of this call; not sent again/);
+      expect(received(messageId)).toHaveLength(1);
+      expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['sent']);
+    });
+
+    it('sends a message that never arrived, once', async () => {
+      const job = newJob();
+      const callKey = `${job}:4:2`;
+      const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+      await crashedMidSend(job, callKey, messageId);
+      const sendEmail = tool({ deliveryLookup: lookupOf(sink), pendingGraceMs: 1_000 });
+      expect((await call(sendEmail, callKey, email)).output).toBe(
+        `Sent to ada@example.com (message-id ${messageId}).`,
+      );
+      expect((await call(sendEmail, callKey, email)).output).toMatch(/Already sent/);
+      expect(received(messageId)).toHaveLength(1);
+    });
+
+    it('leaves a young pending row alone: another attempt may still be sending it', async () => {
+      const job = newJob();
+      const callKey = `${job}:4:3`;
+      const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+      await crashedMidSend(job, callKey, messageId);
+      const outcome = await call(
+        tool({ deliveryLookup: lookupOf(sink), pendingGraceMs: 3_600_000 }),
+        callKey,
+        email,
+      );
+      expect(outcome.output).toMatch(/uncertain/i);
+      expect(received(messageId)).toEqual([]);
+    });
+
+    it('the demo sink answers lookups over HTTP', async () => {
+      const { httpDeliveryLookup } = await import('../src/tools/delivery-lookup.js');
+      const lookup = httpDeliveryLookup(sink.lookupUrl);
+      const job = newJob();
+      const callKey = `${job}:4:4`;
+      await call(tool(), callKey, email);
+      expect(await lookup.delivered(deriveMessageId(callKey, 'agent-fleet.local'))).toBe(true);
+      expect(await lookup.delivered('<nobody@agent-fleet.local>')).toBe(false);
+    });
+  });
+
   it('refuses the call past EMAIL_MAX_PER_RUN and sends nothing for it', async () => {
     const job = newJob();
     const capped = tool({ maxPerRun: 2 });

@@ -15,8 +15,11 @@ export const MIN_STEP_COMPLETION_TOKENS = 64;
 /** The last, tool-less turn still needs room for a short answer. */
 export const MIN_FINAL_COMPLETION_TOKENS = 24;
 
-/** What a step typically adds to the prompt; a step leaves room for a final turn this much bigger. */
-export const FINAL_TURN_PROMPT_GROWTH_TOKENS = 150;
+/**
+ * A step is made only if a final turn on the smallest prompt (everything folded into the summary) stays
+ * affordable after it; the step adds about this much to that summary.
+ */
+export const FINAL_TURN_PROMPT_GROWTH_TOKENS = 60;
 
 /**
  * Our prompt count follows OpenAI's documented per-message overheads, but endpoints differ a little

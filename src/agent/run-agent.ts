@@ -365,12 +365,15 @@ class AgentRun {
         minCompletionTokens: D.MIN_FINAL_COMPLETION_TOKENS,
         answerBy: deadlineAt(this.budget, this.state.startedAt),
       });
-    let call = await ask([...this.prompt(), instruction]);
-    const priced = !call.ok && (call.stop === 'token_budget' || call.stop === 'cost_budget');
-    const compact = this.compactPrompt();
-    if (priced && call.attempts === 0 && compact) {
-      // The whole conversation no longer fits: try again with all but the latest turn folded away.
-      call = await ask([...compact, instruction]);
+    // Cheaper prompts when the whole conversation no longer fits: all but the latest turn folded into the
+    // summary, then everything folded.
+    const prompts = [this.prompt(), this.compactPrompt(true), this.compactPrompt(false)];
+    let call!: ModelCallResult;
+    for (const prompt of prompts) {
+      if (!prompt) continue;
+      call = await ask([...prompt, instruction]);
+      const unaffordable = !call.ok && (call.stop === 'token_budget' || call.stop === 'cost_budget');
+      if (!unaffordable || call.attempts > 0) break;
     }
     if (!call.ok) {
       if (call.stop === 'cancelled') return this.finish('stopped', 'cancelled', null, null, call);
@@ -391,23 +394,24 @@ class AgentRun {
   }
 
   /**
-   * What a step must leave affordable so that a final turn can still answer after it: the compact final
-   * prompt (which is small: pinned messages, a summary and one turn), what the step will add to it, and a
-   * short answer. It decides whether a step is made, never how long its answer may be.
+   * What a step must leave affordable so that a final turn can still answer after it: the smallest final
+   * prompt (pinned messages and a summary of everything), what the step will add to it, and a short answer.
+   * It decides whether a step is made, never how long its answer may be.
    */
   private finalTurnReserve(): TokenUsage {
-    const compact = this.compactPrompt() ?? this.prompt();
-    const prompt = estimatePromptTokens(compact, undefined, this.count) + D.FINAL_TURN_PROMPT_GROWTH_TOKENS;
+    const smallest = this.compactPrompt(false) ?? this.prompt();
+    const prompt = estimatePromptTokens(smallest, undefined, this.count) + D.FINAL_TURN_PROMPT_GROWTH_TOKENS;
     return { promptTokens: prompt, completionTokens: D.MIN_FINAL_COMPLETION_TOKENS };
   }
 
   /**
-   * The prompt with everything but the latest turn folded into a deterministic summary: the cheapest prompt
-   * that still says what was done and what was just seen. Null when there is nothing to fold.
+   * The prompt with the history folded into a deterministic summary: all but the latest turn (which keeps
+   * what was just seen verbatim), or all of it (the smallest prompt that still says what was done). Null
+   * when there is nothing to fold.
    */
-  private compactPrompt(): ChatMessage[] | null {
-    const cut = foldCut(this.state.history, 0);
-    if (cut === null) return null;
+  private compactPrompt(keepLatestTurn: boolean): ChatMessage[] | null {
+    const cut = keepLatestTurn ? foldCut(this.state.history, 0) : this.state.history.length;
+    if (cut === null || cut === 0) return null;
     const summary = deterministicSummary(this.state.summary, this.state.history.slice(0, cut));
     return [
       ...this.pinned,

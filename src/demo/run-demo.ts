@@ -92,6 +92,7 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
       ...process.env,
       ...modelEnv,
       SMTP_URL: smtpUrl,
+      ...(process.env['SMTP_URL'] ? {} : { SMTP_LOOKUP_URL: sink.lookupUrl }),
       API_PORT: String(apiPort),
       API_TOKEN: apiToken,
       BOARD_PORT: String(boardPort),

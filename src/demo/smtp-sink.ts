@@ -2,6 +2,8 @@
 // tests' receiving end. Plain SMTP with no AUTH and no STARTTLS, so no certificate is involved; it listens on
 // 127.0.0.1 by default and must not be exposed, since it accepts mail from anyone.
 import { simpleParser } from 'mailparser';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
 import type { SMTPServerDataStream, SMTPServerSession } from 'smtp-server';
 
@@ -33,6 +35,11 @@ export interface SmtpSink {
   /** `smtp://<host>:<port>`, ready for SMTP_URL. */
   url: string;
   port: number;
+  /**
+   * `http://<host>:<port>/delivered`: answers `{"delivered": bool}` for `?message-id=<id>`, so a worker
+   * that crashed mid-send can tell whether the message arrived (SMTP_LOOKUP_URL).
+   */
+  lookupUrl: string;
   /** Every message accepted so far, oldest first. */
   messages: CapturedMessage[];
   close(): Promise<void>;
@@ -79,12 +86,34 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     listener.once('error', reject);
   });
 
+  const lookup = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://sink');
+    const messageId = url.searchParams.get('message-id');
+    if (url.pathname !== '/delivered' || !messageId) {
+      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not_found"}');
+      return;
+    }
+    const delivered = messages.some((message) => message.messageId === messageId);
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ delivered }));
+  });
+  const lookupPort = await new Promise<number>((resolve, reject) => {
+    lookup.once('error', reject);
+    lookup.listen(0, host, () => resolve((lookup.address() as AddressInfo).port));
+  });
+
   const urlHost = host.includes(':') ? `[${host}]` : host;
   return {
     url: `smtp://${urlHost}:${port}`,
     port,
+    lookupUrl: `http://${urlHost}:${lookupPort}/delivered`,
     messages,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: async () => {
+      lookup.closeAllConnections();
+      await Promise.all([
+        new Promise<void>((resolve) => server.close(() => resolve())),
+        new Promise<void>((resolve) => lookup.close(() => resolve())),
+      ]);
+    },
   };
 }
 

@@ -3,14 +3,16 @@
 //
 // The checks run cheapest and most certain first: recipient, subject, body, then the ledger, which enforces
 // the per-job cap and exactly one attempt per call key. The ledger row is written before the SMTP transaction
-// (pending) and after it (sent, with the server's reply). A call that finds its row pending cannot know
-// whether the earlier attempt's message went out, and settles that in favour of at most once: it does not
-// send, and says so. The Message-ID is derived from the call key, so every attempt of one call carries the
-// same one and a receiving side can deduplicate on it.
+// (pending) and after it (sent, with the server's reply). The Message-ID is derived from the call key, so
+// every attempt of one call carries the same one. A call that finds its row pending (an attempt crashed
+// mid-send) asks the mail system whether that Message-ID arrived, when it can be asked (a delivery lookup):
+// arrived, the row is recorded as sent; not arrived, the email is sent now. When nothing can tell, it does
+// not send, and says so: at most once wins.
 import { createHash } from 'node:crypto';
 import type { SendMailOptions, SentMessageInfo } from 'nodemailer';
 import { z } from 'zod';
 import { ConfigError, ToolError, TransientToolError } from '../agent/errors.js';
+import type { DeliveryLookup } from './delivery-lookup.js';
 import { parseRecipient } from './email-address.js';
 import type { ClaimResult, EmailClaim, EmailLedgerEntry } from './email-ledger.js';
 import { classifySendError } from './smtp-transport.js';
@@ -53,7 +55,13 @@ export interface SendEmailToolOptions {
    */
   timeoutMs?: number;
   logger?: EmailLogger;
+  /** Settles rows left pending by a crash (SMTP_LOOKUP_URL); without it they are never resent. */
+  deliveryLookup?: DeliveryLookup;
+  /** A pending row younger than this may still be in flight elsewhere and is left alone. Default 120 s. */
+  pendingGraceMs?: number;
 }
+
+const DEFAULT_PENDING_GRACE_MS = 120_000;
 
 export const SEND_EMAIL = 'send_email';
 
@@ -138,13 +146,11 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
             `Dry run: already recorded for ${claim.entry.recipient} (message-id ${claim.entry.messageId}) ` +
             `by an earlier attempt of this call; nothing sent.${differs(claim.entry, address, subject)}`
           );
-        case 'pending':
-          return (
-            `Delivery uncertain: an earlier attempt of this call to send to ${claim.entry.recipient} stopped ` +
-            `before its outcome was recorded, so the email may or may not have gone out. It was not sent ` +
-            `again, to avoid a duplicate (message-id ${claim.entry.messageId}, on which the receiving side can ` +
-            `deduplicate). Do not send it again.`
-          );
+        case 'pending': {
+          const settled = await settlePending(claim.entry);
+          if (settled !== null) return settled;
+          break;
+        }
         case 'new':
           break;
       }
@@ -182,6 +188,46 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
         options.logger?.warn({ callKey: ctx.callKey, err: messageOf(error) }, 'email sent but not recorded');
       }
       return `Sent to ${address} (message-id ${messageId}).`;
+
+      /**
+       * A row left pending by an attempt that stopped mid-send. When a delivery lookup can say whether the
+       * message (by its Message-ID) reached the mail system, the row is settled by it: recorded as sent, or
+       * released and sent now. Returns the observation, or null when the email should be sent now.
+       */
+      async function settlePending(entry: EmailLedgerEntry): Promise<string | null> {
+        const uncertain =
+          `Delivery uncertain: an earlier attempt of this call to send to ${entry.recipient} stopped before ` +
+          `its outcome was recorded, so the email may or may not have gone out. It was not sent again, to ` +
+          `avoid a duplicate (message-id ${entry.messageId}). Do not send it again.`;
+        const lookup = options.deliveryLookup;
+        // A young pending row may be another attempt still sending (a stalled job run twice): leave it.
+        const age = Date.now() - entry.updatedAt.getTime();
+        if (!lookup || age < (options.pendingGraceMs ?? DEFAULT_PENDING_GRACE_MS)) return uncertain;
+        let delivered: boolean;
+        try {
+          delivered = await lookup.delivered(entry.messageId, ctx.signal);
+        } catch (error) {
+          options.logger?.warn({ callKey: ctx.callKey, err: messageOf(error) }, 'delivery lookup failed');
+          return uncertain;
+        }
+        if (delivered) {
+          await record(() =>
+            options.ledger.markSent(ctx.callKey, 'delivered (confirmed by lookup after a crash)'),
+          );
+          return `Sent to ${entry.recipient} (message-id ${entry.messageId}) by an earlier attempt of this call; not sent again.`;
+        }
+        // It never arrived: release the row and claim it again, under the same cap and lock as a new call.
+        await options.ledger.markFailed(ctx.callKey, 'not delivered (lookup after a crash)');
+        const again = await options.ledger.claim({
+          callKey: ctx.callKey,
+          jobId: ctx.runId,
+          recipient: address,
+          subject,
+          messageId,
+          maxForJob: options.maxPerRun,
+        });
+        return again.kind === 'new' ? null : uncertain;
+      }
 
       async function settleFailure(error: unknown): Promise<string> {
         const failure = classifySendError(error);

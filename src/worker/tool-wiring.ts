@@ -6,6 +6,7 @@ import type { Env } from '../../config/env.js';
 import { seedDemoDatabase } from '../demo/seed-demo-database.js';
 import type { Logger } from '../logging/logger.js';
 import { openDataDatabase, type DataDatabase } from '../tools/data-database.js';
+import { httpDeliveryLookup } from '../tools/delivery-lookup.js';
 import { EmailLedger } from '../tools/email-ledger.js';
 import { createSendEmailTool } from '../tools/send-email.js';
 import { createSmtpTransport } from '../tools/smtp-transport.js';
@@ -39,6 +40,8 @@ export async function buildToolProvider(
       maxPerRun: env.EMAIL_MAX_PER_RUN,
       dryRun: env.EMAIL_DRY_RUN,
       logger,
+      pendingGraceMs: env.EMAIL_PENDING_GRACE_MS,
+      ...(env.SMTP_LOOKUP_URL ? { deliveryLookup: httpDeliveryLookup(env.SMTP_LOOKUP_URL) } : {}),
     }),
   ];
   logger.info(

@@ -1,0 +1,219 @@
+// The pieces the scenarios share: a namespace per scenario (queue prefix, MySQL database, both removed at
+// the end), the scripted model in its own process, real worker processes spawned like the tests spawn them,
+// and cheap waits on the queue's own sets (no per-job polling).
+import { randomBytes } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import mysql from 'mysql2/promise';
+import { spawnChild, nextMessage, REPO_ROOT, type Child } from './children.js';
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const MYSQL_SERVER = process.env.BENCH_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306';
+
+export const log = (message: string): void => {
+  const seconds = (performance.now() / 1000).toFixed(1).padStart(6);
+  process.stderr.write(`[bench ${seconds}s] ${message}\n`);
+};
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export interface Namespace {
+  prefix: string;
+  /** Null for scenarios without a store. */
+  database: string | null;
+  mysqlUrl: string;
+  /** Deletes the prefix's Redis keys and drops the database. */
+  cleanup(): Promise<void>;
+}
+
+const open = new Set<Namespace>();
+
+/** Cleans every namespace not cleaned yet (for an interrupted run); errors are ignored. */
+export async function cleanupAllNamespaces(): Promise<void> {
+  await Promise.allSettled([...open].map((ns) => ns.cleanup()));
+}
+
+export function createNamespace(label: string, withDatabase: boolean): Namespace {
+  const id = randomBytes(4).toString('hex');
+  const prefix = `bench-${label}-${id}`;
+  const database = withDatabase ? `af_bench_${label.replace(/\W/g, '_')}_${id}` : null;
+  const ns: Namespace = {
+    prefix,
+    database,
+    mysqlUrl: `${MYSQL_SERVER}/${database ?? 'unused'}`,
+    async cleanup() {
+      open.delete(ns);
+      const redis = new Redis(REDIS_URL);
+      try {
+        let cursor = '0';
+        do {
+          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+          cursor = next;
+          if (keys.length) await redis.del(...keys);
+        } while (cursor !== '0');
+      } finally {
+        redis.disconnect();
+      }
+      if (database) {
+        const connection = await mysql.createConnection(MYSQL_SERVER);
+        try {
+          await connection.query(`DROP DATABASE IF EXISTS \`${database}\``);
+        } finally {
+          await connection.end();
+        }
+      }
+    },
+  };
+  open.add(ns);
+  return ns;
+}
+
+export interface ModelServer {
+  child: Child;
+  baseURL: string;
+  /** Request bodies the server recorded, from index `from` on. */
+  requests(from?: number): Promise<{ bodies: Record<string, unknown>[]; total: number; failures: string[] }>;
+  /** When each request arrived (ms since epoch) and the task it belongs to. */
+  timeline(from?: number): Promise<{ task: string; receivedAt: number }[]>;
+}
+
+export async function startModelServer(latencyMs: number, tool: string): Promise<ModelServer> {
+  const child = spawnChild(
+    `model-server(${latencyMs} ms)`,
+    ['--import', 'tsx', 'bench/model-server.ts'],
+    { BENCH_MODEL_LATENCY_MS: String(latencyMs), BENCH_TOOL: tool },
+    { ipc: true },
+  );
+  const ready = await nextMessage<{ type: 'ready'; baseURL: string }>(child, 'ready');
+  return {
+    child,
+    baseURL: ready.baseURL,
+    async requests(from = 0) {
+      const reply = nextMessage<{
+        type: 'requests';
+        bodies: Record<string, unknown>[];
+        total: number;
+        failures: string[];
+      }>(child, 'requests', 60_000);
+      child.process.send({ type: 'requests', from });
+      return reply;
+    },
+    async timeline(from = 0) {
+      const reply = nextMessage<{ type: 'timeline'; entries: { task: string; receivedAt: number }[] }>(
+        child,
+        'timeline',
+        60_000,
+      );
+      child.process.send({ type: 'timeline', from });
+      return (await reply).entries;
+    },
+  };
+}
+
+export interface AgentWorkerOptions {
+  concurrency: number;
+  /** Loads bench/heap-probe.ts, writing memory and event-loop samples to this file. */
+  probeFile?: string;
+  /** With --expose-gc, so the probe can force a full GC before a sample. */
+  exposeGc?: boolean;
+  /** Extra node flags, e.g. --cpu-prof for an ad-hoc profile (BENCH_WORKER_NODE_ARGS). */
+  nodeArgs?: string[];
+  env?: Record<string, string>;
+}
+
+/** `node --import tsx workers/agent-worker.ts`, as the tests start it, with logging at warn. */
+export function startAgentWorker(ns: Namespace, model: ModelServer, options: AgentWorkerOptions): Child {
+  const probe = pathToFileURL(join(REPO_ROOT, 'bench/heap-probe.ts')).href;
+  const args = [
+    ...(options.nodeArgs ?? []),
+    ...(options.exposeGc ? ['--expose-gc'] : []),
+    '--import',
+    'tsx',
+    ...(options.probeFile ? ['--import', probe] : []),
+    'workers/agent-worker.ts',
+  ];
+  return spawnChild(`agent-worker(${ns.prefix})`, args, {
+    REDIS_URL,
+    QUEUE_PREFIX: ns.prefix,
+    MYSQL_URL: ns.mysqlUrl,
+    OPENAI_BASE_URL: model.baseURL,
+    OPENAI_API_KEY: 'bench-key',
+    WORKER_CONCURRENCY: String(options.concurrency),
+    AGENT_PROTOCOL: 'json',
+    LOG_LEVEL: 'warn',
+    NODE_ENV: 'production',
+    ...(options.probeFile ? { BENCH_HEAP_FILE: options.probeFile } : {}),
+    ...options.env,
+  });
+}
+
+/** Reads a queue's state from its Redis keys: one command per poll, whatever the number of jobs. */
+export class QueueWatch {
+  private readonly redis: Redis;
+  constructor(
+    private readonly prefix: string,
+    private readonly queue: string,
+  ) {
+    this.redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+  }
+
+  private key(name: string): string {
+    return `${this.prefix}:${this.queue}:${name}`;
+  }
+
+  async counts(): Promise<{ completed: number; failed: number; active: number }> {
+    const [completed, failed, active] = (await this.redis
+      .multi()
+      .zcard(this.key('completed'))
+      .zcard(this.key('failed'))
+      .llen(this.key('active'))
+      .exec())!.map(([, value]) => Number(value));
+    return { completed: completed ?? 0, failed: failed ?? 0, active: active ?? 0 };
+  }
+
+  /** The completion time of the job that finished last (the completed set is scored by finishedOn). */
+  async lastFinishedOn(): Promise<number> {
+    const [, score] = await this.redis.zrange(this.key('completed'), -1, -1, 'WITHSCORES');
+    return Number(score);
+  }
+
+  /** processedOn (start of the last attempt) and finishedOn of each job. */
+  async timings(jobIds: readonly string[]): Promise<{ processedOn: number; finishedOn: number }[]> {
+    const pipeline = this.redis.pipeline();
+    for (const id of jobIds) pipeline.hmget(this.key(id), 'processedOn', 'finishedOn');
+    const replies = (await pipeline.exec()) ?? [];
+    return replies.map(([, value]) => {
+      const [processedOn, finishedOn] = (value as (string | null)[]) ?? [];
+      return { processedOn: Number(processedOn), finishedOn: Number(finishedOn) };
+    });
+  }
+
+  /** Waits until `target` jobs are completed; throws on a failed job, a dead worker or the time limit. */
+  async waitForCompleted(target: number, worker: Child | null, timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const { completed, failed } = await this.counts();
+      if (failed > 0) {
+        const [id] = await this.redis.zrange(this.key('failed'), 0, 0);
+        const reason = id ? await this.redis.hget(this.key(id), 'failedReason') : null;
+        throw new Error(`${failed} job(s) failed on ${this.queue}; first: ${id} ${reason ?? ''}`);
+      }
+      if (completed >= target) return;
+      if (worker && !worker.alive()) {
+        throw new Error(`${worker.name} exited (${completed}/${target} done). Output:\n${worker.output()}`);
+      }
+      if (Date.now() > deadline) {
+        const tail = worker ? `\nWorker output:\n${worker.output().slice(-4000)}` : '';
+        throw new Error(
+          `only ${completed}/${target} jobs completed on ${this.queue} in ${timeoutMs} ms${tail}`,
+        );
+      }
+      await sleep(20);
+    }
+  }
+
+  close(): void {
+    this.redis.disconnect();
+  }
+}

@@ -1,0 +1,62 @@
+// What the kernel knows about a process: CPU time (utime + stime of all its threads, /proc/<pid>/stat) and
+// resident memory (/proc/<pid>/status). Linux only.
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+let ticks: number | undefined;
+
+/** Clock ticks per second (`getconf CLK_TCK`), the unit of utime and stime. */
+export function clockTicksPerSecond(): number {
+  if (ticks === undefined) {
+    try {
+      ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      ticks = 100;
+    }
+  }
+  return ticks;
+}
+
+/** CPU milliseconds the process has used so far (user + system). */
+export function cpuMsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name (field 2) may hold spaces and parentheses: fields are counted after its last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  return ((utime + stime) * 1000) / clockTicksPerSecond();
+}
+
+/** Resident set size in KB (VmRSS). */
+export function rssKbOf(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
+  return match ? Number(match[1]) : NaN;
+}
+
+/** Pids of running processes whose command name is one of `names` (read-only: used to sample servers). */
+export function pidsByComm(names: readonly string[]): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (names.includes(readFileSync(`/proc/${entry}/comm`, 'utf8').trim())) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/** CPU ms of a set of processes; those that vanished count as 0. */
+export function cpuMsOfAll(pids: readonly number[]): number {
+  let total = 0;
+  for (const pid of pids) {
+    try {
+      total += cpuMsOf(pid);
+    } catch {
+      // gone
+    }
+  }
+  return total;
+}

@@ -1,0 +1,43 @@
+// A child process serving the scripted model (src/testing/scripted-model-server.ts) for the benchmark, so
+// its CPU is not the measured process's. Spawned with an IPC channel by bench/run.ts:
+//   env BENCH_MODEL_LATENCY_MS (default 0), BENCH_TOOL (default bench_lookup)
+//   → { type: 'ready', baseURL }            once listening
+//   ← { type: 'requests', from }            → { type: 'requests', bodies, total, failures }
+//   ← { type: 'timeline', from }            → { type: 'timeline', entries: [{ task, receivedAt }] }
+// It exits when the parent goes away.
+import { startScriptedModel } from '../src/testing/scripted-model-server.js';
+import { benchStepsModel, DEFAULT_BENCH_TOOL } from './lib/steps-model.js';
+
+interface Query {
+  type: 'requests' | 'timeline';
+  from: number;
+}
+
+const latencyMs = Number(process.env.BENCH_MODEL_LATENCY_MS ?? '0');
+const tool = process.env.BENCH_TOOL || DEFAULT_BENCH_TOOL;
+const server = await startScriptedModel({ rules: [benchStepsModel(tool)], latencyMs });
+
+if (!process.send) {
+  process.stderr.write(`model-server: no IPC channel; listening on ${server.baseURL}\n`);
+} else {
+  process.send({ type: 'ready', baseURL: server.baseURL });
+  process.on('message', (message: Query) => {
+    if (message.type === 'timeline') {
+      const entries = server.requests
+        .slice(message.from)
+        .map((r) => ({ task: String(r.messages[1]?.content ?? ''), receivedAt: r.receivedAt }));
+      process.send?.({ type: 'timeline', entries });
+      return;
+    }
+    if (message.type !== 'requests') return;
+    process.send?.({
+      type: 'requests',
+      bodies: server.requests.slice(message.from).map((r) => r.body as unknown),
+      total: server.requests.length,
+      failures: server.failures,
+    });
+  });
+  process.on('disconnect', () => {
+    void server.close().finally(() => process.exit(0));
+  });
+}

@@ -1,0 +1,285 @@
+// `npm run bench`: the fleet's performance on this machine, in one run, against baselines measured in the
+// same run. See bench/README.md for what each scenario measures and how to read the table.
+//
+// Knobs (environment, all optional): BENCH_ONLY=1,2,4 (scenarios to run; 2 and 3 always run together),
+// BENCH_TOOL (the tool the scripted model calls; default bench_lookup, which no worker wires),
+// BENCH_STEPS_TASKS (tasks per measured batch of scenario 3), BENCH_STEPS_CONCURRENCY, BENCH_REPETITIONS
+// (measured batches per scenario 1-4), BENCH_WORKER_NODE_ARGS (extra node flags for scenario 3's worker,
+// e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_MAX_SECONDS (hard limit of the whole run, default 290).
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, release, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { killAllChildrenNow, REPO_ROOT, stopAllChildren } from './lib/children.js';
+import { cleanupAllNamespaces, log } from './lib/fleet.js';
+import { clockTicksPerSecond } from './lib/proc.js';
+import { formatNumber, renderTable, type Row } from './lib/report.js';
+import { DEFAULT_BENCH_TOOL } from './lib/steps-model.js';
+import { bareBullmq, type BareBullmqResult } from './scenarios/bare-bullmq.js';
+import { latency, type LatencyResult } from './scenarios/latency.js';
+import { memory, type MemoryResult } from './scenarios/memory.js';
+import { stepsAndFloor, type StepsAndFloorResult } from './scenarios/steps-and-floor.js';
+
+const envInt = (name: string, fallback: number): number => {
+  const value = Number(process.env[name]);
+  return Number.isInteger(value) && value > 0 ? value : fallback;
+};
+
+const repetitions = envInt('BENCH_REPETITIONS', 3);
+const config = {
+  tool: process.env.BENCH_TOOL || DEFAULT_BENCH_TOOL,
+  bare: { jobs: 5_000, concurrency: 50, warmupJobs: 2_000, repetitions },
+  steps: {
+    tasks: envInt('BENCH_STEPS_TASKS', 200),
+    warmupTasks: 400,
+    steps: 6,
+    concurrency: envInt('BENCH_STEPS_CONCURRENCY', 10),
+    repetitions,
+    floorWarmupReplays: 2,
+  },
+  latency: { jobs: 400, warmupJobs: 200, steps: 6, concurrency: 200, latencyMs: 500, repetitions },
+  memory: { warmupJobs: 20, steps: 6, concurrency: 200, latencyMs: 500 },
+  targets: { cpuRatio: 1.5, throughputRatio: 0.95, heapKbPerJob: 200 },
+};
+const only = new Set((process.env.BENCH_ONLY ?? '1,2,3,4,5').split(',').map((s) => s.trim()));
+const maxSeconds = envInt('BENCH_MAX_SECONDS', 290);
+
+/** Kills the children at once, then removes the scenarios' keys and databases (5 s at most), then exits. */
+function abandon(code: number): void {
+  killAllChildrenNow();
+  const limit = new Promise((resolve) => setTimeout(resolve, 5_000).unref());
+  void Promise.race([cleanupAllNamespaces(), limit]).finally(() => process.exit(code));
+}
+
+const hardLimit = setTimeout(() => {
+  process.stderr.write(`bench: over ${maxSeconds} s, killing the children and giving up\n`);
+  abandon(2);
+}, maxSeconds * 1000);
+hardLimit.unref();
+process.on('exit', killAllChildrenNow);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => abandon(130));
+}
+
+/** The code measured: HEAD, and whether tracked files differed from it (others edit the tree meanwhile). */
+function gitState(): { commit: string | null; dirty: boolean | null } {
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
+  try {
+    return {
+      commit: git('rev-parse', 'HEAD'),
+      dirty: git('status', '--porcelain', '--untracked-files=no') !== '',
+    };
+  } catch {
+    return { commit: null, dirty: null };
+  }
+}
+
+const startedAt = new Date();
+const gitAtStart = gitState();
+const loadStart = loadavg();
+const errors: { scenario: string; message: string }[] = [];
+let bare: BareBullmqResult | undefined;
+let steps: StepsAndFloorResult | undefined;
+let latencyResult: LatencyResult | undefined;
+let memoryResult: MemoryResult | undefined;
+
+async function attempt<T>(scenario: string, run: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await run();
+  } catch (error) {
+    const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    errors.push({ scenario, message });
+    log(`${scenario} FAILED: ${message}`);
+    return undefined;
+  } finally {
+    await stopAllChildren();
+  }
+}
+
+try {
+  const load = loadStart.map((l) => l.toFixed(2)).join(' ');
+  log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, node ${process.version}, load ${load}`);
+  if (only.has('1')) bare = await attempt('1 bare BullMQ', () => bareBullmq(config.bare));
+  if (only.has('2') || only.has('3')) {
+    const workerNodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+    steps = await attempt('2+3 floor and agent steps', () =>
+      stepsAndFloor({ ...config.steps, tool: config.tool, workerNodeArgs }),
+    );
+  }
+  if (only.has('4')) {
+    latencyResult = await attempt('4 latency', () => latency({ ...config.latency, tool: config.tool }));
+  }
+  if (only.has('5')) {
+    memoryResult = await attempt('5 memory', () => memory({ ...config.memory, tool: config.tool }));
+  }
+} finally {
+  await stopAllChildren();
+}
+
+const rows: Row[] = [];
+const info = (scenario: string, figure: string, value: number, unit: string): Row => ({
+  scenario,
+  figure,
+  value,
+  unit,
+});
+if (bare) {
+  rows.push(
+    info('1 bare BullMQ', `no-op jobs, concurrency ${bare.concurrency}`, bare.jobsPerSecond, 'jobs/s'),
+    info('1 bare BullMQ', 'worker CPU per no-op job', bare.workerCpuMsPerJob, 'ms/job'),
+  );
+}
+if (steps) {
+  const s = steps.steps;
+  const f = steps.floor;
+  rows.push(
+    info('2 floor', `openai calls, concurrency ${steps.concurrency}`, f.callsPerSecond, 'calls/s'),
+    info('2 floor', 'CPU per call (client process)', f.cpuMsPerCall, 'ms/call'),
+    {
+      ...info('3 agent steps', `steps, concurrency ${steps.concurrency}`, s.stepsPerSecond, 'steps/s'),
+      baseline: { label: 'floor calls/s', value: f.callsPerSecond },
+      ratio: s.stepsPerSecond / f.callsPerSecond,
+    },
+  );
+  if (bare) {
+    const jobsPerSecond = s.stepsPerSecond / steps.stepsPerTask;
+    rows.push({
+      ...info('3 agent steps', `jobs of ${steps.stepsPerTask} steps`, jobsPerSecond, 'jobs/s'),
+      baseline: { label: 'bare BullMQ jobs/s', value: bare.jobsPerSecond },
+      ratio: jobsPerSecond / bare.jobsPerSecond,
+    });
+  }
+  rows.push(
+    {
+      ...info('3 agent steps', 'worker CPU per step', s.workerCpuMsPerStep, 'ms/step'),
+      baseline: { label: 'floor CPU/call', value: f.cpuMsPerCall },
+      ratio: steps.cpuRatio,
+      target: `≤ ${config.targets.cpuRatio}`,
+      pass: steps.cpuRatio <= config.targets.cpuRatio,
+    },
+    info('3 agent steps', 'worker CPU share (1 = one core)', s.workerCpuShare, 'cores'),
+    info('3 agent steps', 'model server CPU per call', s.modelServerCpuMsPerCall, 'ms/call'),
+  );
+  if (s.redisCpuMsPerStep !== null)
+    rows.push(info('3 agent steps', 'redis-server CPU per step (shared)', s.redisCpuMsPerStep, 'ms/step'));
+  if (s.mysqlCpuMsPerStep !== null)
+    rows.push(info('3 agent steps', 'MariaDB CPU per step (shared)', s.mysqlCpuMsPerStep, 'ms/step'));
+}
+if (latencyResult) {
+  const l = latencyResult;
+  rows.push(
+    {
+      ...info(
+        '4 latency',
+        `jobs, ${l.concurrency} in flight, ${l.latencyMs} ms/call`,
+        l.jobsPerSecond,
+        'jobs/s',
+      ),
+      baseline: { label: 'ideal', value: l.idealJobsPerSecond },
+      ratio: l.achievedOverIdeal,
+      target: `≥ ${config.targets.throughputRatio}`,
+      pass: l.achievedOverIdeal >= config.targets.throughputRatio,
+    },
+    {
+      ...info('4 latency', 'mean job duration', l.meanJobMs, 'ms'),
+      baseline: { label: 'steps × latency', value: l.idealJobMs },
+      ratio: l.meanJobMs / l.idealJobMs,
+    },
+    info('4 latency', 'job time over the latency, per step', l.overheadMsPerStep, 'ms/step'),
+    info('4 latency', '… job start to 1st model call', l.breakdown.startMs, 'ms'),
+    info('4 latency', '… reply due to next call (mean)', l.breakdown.betweenStepsMs, 'ms/step'),
+    info('4 latency', '… reply due to next call (p90)', l.breakdown.betweenStepsP90Ms, 'ms/step'),
+    info('4 latency', '… last reply due to job done', l.breakdown.endMs, 'ms'),
+    info('4 latency', 'worker event-loop utilization', l.loop.elu, '0..1'),
+    info('4 latency', 'worker event-loop delay, mean', l.loop.delayMeanMs, 'ms'),
+    info('4 latency', 'worker event-loop delay, p99 (median of 250 ms)', l.loop.delayP99Ms, 'ms'),
+    info('4 latency', 'worker CPU per step', l.workerCpuMsPerStep, 'ms/step'),
+    info('4 latency', 'worker CPU share (1 = one core)', l.workerCpuShare, 'cores'),
+  );
+}
+if (memoryResult) {
+  const m = memoryResult;
+  rows.push(
+    {
+      ...info(
+        '5 memory',
+        `heap per in-flight job (${m.inFlight} in flight, after GC)`,
+        m.heapKbPerJob,
+        'KB/job',
+      ),
+      target: `≤ ${config.targets.heapKbPerJob}`,
+      pass: m.heapKbPerJob <= config.targets.heapKbPerJob,
+    },
+    info('5 memory', 'RSS per in-flight job', m.rssKbPerJob, 'KB/job'),
+    info('5 memory', 'external per in-flight job', m.externalKbPerJob, 'KB/job'),
+    info('5 memory', 'worker heap after GC, idle', m.idle.heapUsedKb / 1024, 'MB'),
+    info('5 memory', 'worker RSS, idle', m.idle.rssKb / 1024, 'MB'),
+    info('5 memory', 'worker heap peak while busy (no forced GC)', m.peakHeapUsedKb / 1024, 'MB'),
+  );
+}
+
+const finishedAt = new Date();
+const report = {
+  startedAt: startedAt.toISOString(),
+  finishedAt: finishedAt.toISOString(),
+  durationMs: finishedAt.getTime() - startedAt.getTime(),
+  machine: {
+    cpuModel: cpus()[0]?.model ?? null,
+    cpus: cpus().length,
+    node: process.version,
+    platform: process.platform,
+    release: release(),
+    totalMemMb: Math.round(totalmem() / 2 ** 20),
+    clockTicksPerSecond: clockTicksPerSecond(),
+    loadavgStart: loadStart,
+    loadavgEnd: loadavg(),
+  },
+  git: gitAtStart,
+  config,
+  scenarios: { bareBullmq: bare, stepsAndFloor: steps, latency: latencyResult, memory: memoryResult },
+  rows,
+  errors,
+};
+const dir = join(REPO_ROOT, 'bench/results');
+mkdirSync(dir, { recursive: true });
+const json = `${JSON.stringify(report, null, 2)}\n`;
+const stamp = startedAt.toISOString().replace(/:/g, '-');
+writeFileSync(join(dir, `${stamp}.json`), json);
+writeFileSync(join(dir, 'latest.json'), json);
+
+const lines: string[] = ['', renderTable(rows), ''];
+const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
+if (bare) lines.push(`1: ${repetitions} batches, spread ${pct(bare.spread)} (max−min over median) in jobs/s`);
+if (steps) {
+  const unexpected = Object.keys(steps.unexpected).length;
+  lines.push(
+    `2+3: ${steps.steps.batches.length} batches of ${steps.tasksPerBatch} tasks × ${steps.stepsPerTask} steps; ` +
+      `CPU spread agent ${pct(steps.steps.cpuSpread)}, floor ${pct(steps.floor.cpuSpread)}; ratio per batch ` +
+      `${steps.pairRatios.map((r) => r.toFixed(2)).join(', ')}; tools the worker offers: ${steps.workerTools ?? `not listed (${config.tool} is one of them)`}` +
+      (unexpected ? `; UNEXPECTED RESULTS: ${JSON.stringify(steps.unexpected)}` : ''),
+  );
+}
+if (latencyResult) {
+  const l = latencyResult;
+  lines.push(
+    `4: ${l.batches.length} batches of ${l.jobs} jobs in ${l.batches.map((b) => (b.elapsedMs / 1000).toFixed(2)).join(', ')} s ` +
+      `(ideal ${(l.jobs / l.idealJobsPerSecond).toFixed(2)} s); achieved/ideal ${l.batches.map((b) => b.achievedOverIdeal.toFixed(3)).join(', ')}`,
+  );
+}
+if (memoryResult) {
+  const m = memoryResult;
+  lines.push(
+    `5: idle heap ${formatNumber(m.idle.heapUsedKb / 1024)} MB → ${formatNumber(m.plateau.heapUsedKb / 1024)} MB with ` +
+      `${m.inFlight} in flight; RSS ${formatNumber(m.idle.rssKb / 1024)} → ${formatNumber(m.plateau.rssKb / 1024)} MB`,
+  );
+}
+const loads = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
+lines.push(
+  `load average ${loads(loadStart)} → ${loads(loadavg())} on ${cpus().length} cores; ${((report.durationMs ?? 0) / 1000).toFixed(0)} s; ` +
+    `results in bench/results/${stamp}.json and bench/results/latest.json`,
+);
+if (errors.length > 0) {
+  lines.push(`${errors.length} scenario(s) failed to run: ${errors.map((e) => e.scenario).join(', ')}`);
+  process.exitCode = 1;
+}
+process.stdout.write(`${lines.join('\n')}\n`);

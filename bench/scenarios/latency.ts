@@ -1,0 +1,202 @@
+// Scenario 4: throughput when the model is slow. The scripted model answers after `latencyMs`; one worker
+// process runs `concurrency` jobs at once. Ideal: concurrency / (steps × latency) jobs per second; the clock
+// runs from the add of the measured batch to its last completion (after a warm-up wave that opens the
+// connections).
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { FleetClient } from '../../producers/client.js';
+import { TASKS_QUEUE } from '../../src/queue/names.js';
+import {
+  createNamespace,
+  log,
+  QueueWatch,
+  REDIS_URL,
+  startAgentWorker,
+  startModelServer,
+} from '../lib/fleet.js';
+import { loopStats, readProbe, type LoopStats } from '../lib/probe.js';
+import { cpuMsOf } from '../lib/proc.js';
+import { median, spread } from '../lib/stats.js';
+import { taskText } from '../lib/steps-model.js';
+import { checkResults, enqueueTasks, type BatchCheck } from '../lib/tasks.js';
+
+export interface LatencyBatch {
+  elapsedMs: number;
+  jobsPerSecond: number;
+  achievedOverIdeal: number;
+  /** Mean time from a job's start to its end, against steps × latency. */
+  meanJobMs: number;
+  /** (mean job time − ideal) / steps: what a step costs on top of the model's latency. */
+  overheadMsPerStep: number;
+  /** From the add to the last job's start: how long the worker took to fill its slots (2nd wave included). */
+  lastStartMs: number;
+  workerCpuMsPerStep: number;
+  workerCpuShare: number;
+  breakdown: JobBreakdown;
+  /** The worker's event loop over the batch (bench/heap-probe.ts). */
+  loop: LoopStats;
+  check: BatchCheck;
+}
+
+/**
+ * Where a job's time beyond steps × latency goes, from the model server's arrival times: from the job's
+ * start to its first model request; between a reply being due and the job's next request (per step, mean
+ * and 90th percentile); from the last reply being due to the job's completion.
+ */
+export interface JobBreakdown {
+  startMs: number;
+  betweenStepsMs: number;
+  betweenStepsP90Ms: number;
+  endMs: number;
+}
+
+export interface LatencyResult {
+  jobs: number;
+  concurrency: number;
+  stepsPerTask: number;
+  latencyMs: number;
+  idealJobsPerSecond: number;
+  idealJobMs: number;
+  /** Medians over the repetitions. */
+  jobsPerSecond: number;
+  achievedOverIdeal: number;
+  meanJobMs: number;
+  overheadMsPerStep: number;
+  workerCpuMsPerStep: number;
+  workerCpuShare: number;
+  breakdown: JobBreakdown;
+  loop: LoopStats;
+  spread: number;
+  batches: LatencyBatch[];
+}
+
+function breakdownOf(
+  entries: readonly { task: string; receivedAt: number }[],
+  tasks: readonly string[],
+  timings: readonly { processedOn: number; finishedOn: number }[],
+  latencyMs: number,
+): JobBreakdown {
+  const byTask = new Map<string, number[]>();
+  for (const entry of entries) {
+    const list = byTask.get(entry.task) ?? [];
+    list.push(entry.receivedAt);
+    byTask.set(entry.task, list);
+  }
+  const starts: number[] = [];
+  const gaps: number[] = [];
+  const ends: number[] = [];
+  tasks.forEach((task, i) => {
+    const arrivals = byTask.get(task);
+    const timing = timings[i];
+    if (!arrivals?.length || !timing) return;
+    starts.push(arrivals[0]! - timing.processedOn);
+    for (let k = 1; k < arrivals.length; k++) gaps.push(arrivals[k]! - arrivals[k - 1]! - latencyMs);
+    ends.push(timing.finishedOn - (arrivals[arrivals.length - 1]! + latencyMs));
+  });
+  const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
+  const sorted = [...gaps].sort((a, b) => a - b);
+  return {
+    startMs: mean(starts),
+    betweenStepsMs: mean(gaps),
+    betweenStepsP90Ms: sorted[Math.floor(sorted.length * 0.9)] ?? NaN,
+    endMs: mean(ends),
+  };
+}
+
+export async function latency(options: {
+  jobs: number;
+  warmupJobs: number;
+  steps: number;
+  concurrency: number;
+  latencyMs: number;
+  tool: string;
+  repetitions: number;
+}): Promise<LatencyResult> {
+  const ns = createNamespace('latency', true);
+  const client = new FleetClient({ redisUrl: REDIS_URL, prefix: ns.prefix });
+  const watch = new QueueWatch(ns.prefix, TASKS_QUEUE);
+  const probeFile = join(tmpdir(), `${ns.prefix}-probe.jsonl`);
+  const model = await startModelServer(options.latencyMs, options.tool);
+  // The probe only reads (every 250 ms): memory and the event loop's utilization and delay.
+  const worker = startAgentWorker(ns, model, { concurrency: options.concurrency, probeFile });
+  try {
+    log(`latency: warm-up ${options.warmupJobs} jobs at ${options.latencyMs} ms a call`);
+    await enqueueTasks(client, 'warm', options.warmupJobs, options.steps);
+    await watch.waitForCompleted(options.warmupJobs, worker, 90_000);
+
+    const idealJobsPerSecond = options.concurrency / ((options.steps * options.latencyMs) / 1000);
+    const idealJobMs = options.steps * options.latencyMs;
+    const batches: LatencyBatch[] = [];
+    let done = options.warmupJobs;
+    for (let rep = 1; rep <= options.repetitions; rep++) {
+      log(
+        `latency: batch ${rep}, ${options.jobs} jobs, ${options.concurrency} in flight, ${options.latencyMs} ms a call`,
+      );
+      const before = (await model.requests(Number.MAX_SAFE_INTEGER)).total;
+      const cpu0 = cpuMsOf(worker.pid);
+      const t0 = Date.now();
+      const jobIds = await enqueueTasks(client, `run${rep}`, options.jobs, options.steps);
+      done += options.jobs;
+      await watch.waitForCompleted(done, worker, 120_000);
+      const t1 = await watch.lastFinishedOn();
+      const cpu1 = cpuMsOf(worker.pid);
+
+      const check = await checkResults(client, jobIds, options.steps);
+      const timings = await watch.timings(jobIds);
+      const tasks = jobIds.map((_, i) => taskText(`run${rep}-${i}`, options.steps));
+      const breakdown = breakdownOf(await model.timeline(before), tasks, timings, options.latencyMs);
+      const elapsedMs = t1 - t0;
+      const jobsPerSecond = options.jobs / (elapsedMs / 1000);
+      const meanJobMs = timings.reduce((sum, t) => sum + (t.finishedOn - t.processedOn), 0) / timings.length;
+      batches.push({
+        elapsedMs,
+        jobsPerSecond,
+        achievedOverIdeal: jobsPerSecond / idealJobsPerSecond,
+        meanJobMs,
+        overheadMsPerStep: (meanJobMs - idealJobMs) / options.steps,
+        lastStartMs: Math.max(...timings.map((t) => t.processedOn)) - t0,
+        workerCpuMsPerStep: (cpu1 - cpu0) / check.steps,
+        workerCpuShare: (cpu1 - cpu0) / elapsedMs,
+        breakdown,
+        loop: loopStats(readProbe(probeFile), t0, t1),
+        check,
+      });
+    }
+    return {
+      jobs: options.jobs,
+      concurrency: options.concurrency,
+      stepsPerTask: options.steps,
+      latencyMs: options.latencyMs,
+      idealJobsPerSecond,
+      idealJobMs,
+      jobsPerSecond: median(batches.map((b) => b.jobsPerSecond)),
+      achievedOverIdeal: median(batches.map((b) => b.achievedOverIdeal)),
+      meanJobMs: median(batches.map((b) => b.meanJobMs)),
+      overheadMsPerStep: median(batches.map((b) => b.overheadMsPerStep)),
+      workerCpuMsPerStep: median(batches.map((b) => b.workerCpuMsPerStep)),
+      workerCpuShare: median(batches.map((b) => b.workerCpuShare)),
+      breakdown: {
+        startMs: median(batches.map((b) => b.breakdown.startMs)),
+        betweenStepsMs: median(batches.map((b) => b.breakdown.betweenStepsMs)),
+        betweenStepsP90Ms: median(batches.map((b) => b.breakdown.betweenStepsP90Ms)),
+        endMs: median(batches.map((b) => b.breakdown.endMs)),
+      },
+      loop: {
+        elu: median(batches.map((b) => b.loop.elu)),
+        delayMeanMs: median(batches.map((b) => b.loop.delayMeanMs)),
+        delayP99Ms: median(batches.map((b) => b.loop.delayP99Ms)),
+        delayMaxMs: Math.max(...batches.map((b) => b.loop.delayMaxMs)),
+      },
+      spread: spread(batches.map((b) => b.achievedOverIdeal)),
+      batches,
+    };
+  } finally {
+    await worker.stop(10_000);
+    await model.child.stop();
+    await client.close();
+    watch.close();
+    await ns.cleanup();
+    rmSync(probeFile, { force: true });
+  }
+}

@@ -1,0 +1,100 @@
+// Scenarios 2 and 3 together: measured batches of agent steps alternate with replays of their own model
+// calls by the bare loop, so each agent figure has a floor measured seconds apart under the same machine load.
+import { log } from '../lib/fleet.js';
+import { median, spread } from '../lib/stats.js';
+import {
+  AgentStepsSession,
+  workerToolsFrom,
+  type AgentStepsBatch,
+  type AgentStepsOptions,
+} from './agent-steps.js';
+import { FloorSession, type FloorBatch } from './floor.js';
+
+export interface StepsAndFloorResult {
+  concurrency: number;
+  stepsPerTask: number;
+  tasksPerBatch: number;
+  workerTools: string | null;
+  steps: {
+    stepsPerSecond: number;
+    workerCpuMsPerStep: number;
+    workerCpuShare: number;
+    modelServerCpuMsPerCall: number;
+    redisCpuMsPerStep: number | null;
+    mysqlCpuMsPerStep: number | null;
+    cpuSpread: number;
+    batches: AgentStepsBatch[];
+  };
+  floor: {
+    callsPerSecond: number;
+    cpuMsPerCall: number;
+    cpuSpread: number;
+    batches: FloorBatch[];
+  };
+  /** Median of (agent CPU per step / floor CPU per call) over adjacent pairs. */
+  cpuRatio: number;
+  pairRatios: number[];
+  unexpected: Record<string, number>;
+}
+
+const medianOrNull = (values: (number | null)[]) =>
+  values.some((v) => v === null) ? null : median(values as number[]);
+
+export async function stepsAndFloor(
+  options: AgentStepsOptions & { repetitions: number; floorWarmupReplays: number },
+): Promise<StepsAndFloorResult> {
+  const session = await AgentStepsSession.start(options);
+  let floor: FloorSession | undefined;
+  try {
+    floor = await FloorSession.start({
+      concurrency: options.concurrency,
+      tool: options.tool,
+      callsPerSignal: options.steps,
+    });
+    const stepBatches: AgentStepsBatch[] = [];
+    const floorBatches: FloorBatch[] = [];
+    let workerTools: string | null = null;
+    for (let rep = 0; rep < options.repetitions; rep++) {
+      const { batch, bodies } = await session.measure();
+      stepBatches.push(batch);
+      workerTools ??= workerToolsFrom(bodies);
+      // The worker was warmed up by as many calls as a batch makes several times over; so is the loop.
+      if (rep === 0) for (let i = 0; i < options.floorWarmupReplays; i++) await floor.warmUp(bodies);
+      floorBatches.push(await floor.measure(bodies));
+    }
+    const pairRatios = stepBatches.map((s, i) => s.workerCpuMsPerStep / floorBatches[i]!.cpuMsPerCall);
+    const unexpected: Record<string, number> = {};
+    for (const b of stepBatches)
+      for (const [k, v] of Object.entries(b.check.unexpected)) unexpected[k] = (unexpected[k] ?? 0) + v;
+    const errors = floorBatches.reduce((sum, b) => sum + b.errors, 0);
+    if (errors > 0) log(`floor: ${errors} calls failed`);
+    return {
+      concurrency: options.concurrency,
+      stepsPerTask: options.steps,
+      tasksPerBatch: options.tasks,
+      workerTools,
+      steps: {
+        stepsPerSecond: median(stepBatches.map((b) => b.stepsPerSecond)),
+        workerCpuMsPerStep: median(stepBatches.map((b) => b.workerCpuMsPerStep)),
+        workerCpuShare: median(stepBatches.map((b) => b.workerCpuShare)),
+        modelServerCpuMsPerCall: median(stepBatches.map((b) => b.modelServerCpuMsPerCall)),
+        redisCpuMsPerStep: medianOrNull(stepBatches.map((b) => b.redisCpuMsPerStep)),
+        mysqlCpuMsPerStep: medianOrNull(stepBatches.map((b) => b.mysqlCpuMsPerStep)),
+        cpuSpread: spread(stepBatches.map((b) => b.workerCpuMsPerStep)),
+        batches: stepBatches,
+      },
+      floor: {
+        callsPerSecond: median(floorBatches.map((b) => b.callsPerSecond)),
+        cpuMsPerCall: median(floorBatches.map((b) => b.cpuMsPerCall)),
+        cpuSpread: spread(floorBatches.map((b) => b.cpuMsPerCall)),
+        batches: floorBatches,
+      },
+      cpuRatio: median(pairRatios),
+      pairRatios,
+      unexpected,
+    };
+  } finally {
+    await floor?.close();
+    await session.close();
+  }
+}
