@@ -28,6 +28,12 @@ export class OpenAIChatModel implements ChatModel {
   async complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletion> {
     const hasTools = request.tools !== undefined && request.tools.length > 0;
     let response: OpenAI.Chat.Completions.ChatCompletion;
+    // The client adds an abort listener to the signal it is given and never removes it; a run's signal
+    // lives for dozens of calls, so each call gets its own, linked to the run's for the call's duration.
+    const call = new AbortController();
+    const forward = () => call.abort(options.signal.reason);
+    if (options.signal.aborted) forward();
+    else options.signal.addEventListener('abort', forward, { once: true });
     try {
       response = await this.client.chat.completions.create(
         {
@@ -42,10 +48,12 @@ export class OpenAIChatModel implements ChatModel {
               }
             : {}),
         },
-        { signal: options.signal, timeout: options.timeoutMs, maxRetries: 0 },
+        { signal: call.signal, timeout: options.timeoutMs, maxRetries: 0 },
       );
     } catch (error) {
       throw classifyApiError(error);
+    } finally {
+      options.signal.removeEventListener('abort', forward);
     }
     const choice = response.choices?.[0];
     if (!choice?.message) {
