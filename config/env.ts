@@ -96,6 +96,7 @@ export const envSchema = z.object({
   FLEET_DAILY_MAX_TOKENS: int(1).optional(),
   MODEL_RPM: int(1).optional(),
   METRICS_PORT: int(0, 65535).default(9464),
+  SCHEDULES_FILE: z.string().min(1).default('config/schedules.json'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

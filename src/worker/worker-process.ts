@@ -18,6 +18,7 @@ import { createStorePool } from '../store/pool.js';
 import { RunsRepository } from '../store/runs-repository.js';
 import { CheckpointStore } from './checkpoint-store.js';
 import { FleetWorker } from './fleet-worker.js';
+import { startSchedules } from '../schedules/schedules-runtime.js';
 import { modelFactoryFrom } from './model-factory.js';
 import { ResultPublisher } from './result-publisher.js';
 import { buildToolProvider } from './tool-wiring.js';
@@ -111,12 +112,19 @@ export async function startWorkerProcess(
         shutdownGraceMs: config.WORKER_SHUTDOWN_GRACE_MS,
       },
     );
+    const schedules = await startSchedules({
+      connection,
+      prefix: config.QUEUE_PREFIX,
+      file: config.SCHEDULES_FILE,
+      ledger,
+      logger,
+    });
     worker.start();
 
     let stopping: Promise<void> | undefined;
     const stop = () =>
       (stopping ??= (async () => {
-        await Promise.all([worker.close(), aggregator.close()]);
+        await Promise.all([worker.close(), aggregator.close(), schedules.close()]);
         await batchesQueue.close();
         await metricsServer?.close();
         await tasksQueue.close();

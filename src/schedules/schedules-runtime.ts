@@ -1,0 +1,50 @@
+// The schedules side of a process: register the configured schedules, then fire them (enqueue their batch)
+// when they come due. Every worker process runs it; so can a dedicated `npm run scheduler`.
+import { FlowProducer, Queue, Worker } from 'bullmq';
+import type { Redis } from 'ioredis';
+import type { SpendLedger } from '../fleet/spend-ledger.js';
+import type { Logger } from '../logging/logger.js';
+import { SCHEDULES_QUEUE } from '../queue/names.js';
+import { loadSchedules } from './schedule-config.js';
+import { createScheduleProcessor } from './schedule-processor.js';
+import { syncSchedules } from './sync-schedules.js';
+
+export interface SchedulesRuntime {
+  close(): Promise<void>;
+}
+
+export async function startSchedules(options: {
+  connection: Redis;
+  prefix: string;
+  file: string;
+  ledger: SpendLedger;
+  logger: Logger;
+}): Promise<SchedulesRuntime> {
+  const { connection, prefix, logger } = options;
+  const schedules = await loadSchedules(options.file);
+  const queue = new Queue(SCHEDULES_QUEUE, { connection, prefix });
+  const report = await syncSchedules(queue, schedules);
+  logger.info(
+    { schedules: report.registered, removed: report.removed, file: options.file },
+    'schedules registered',
+  );
+  const flow = new FlowProducer({ connection, prefix });
+  const worker = new Worker(SCHEDULES_QUEUE, createScheduleProcessor({ flow, ledger: options.ledger }), {
+    connection,
+    prefix,
+    concurrency: 1,
+  });
+  worker.on('completed', (job, batch) =>
+    logger.info({ schedule: job.data.schedule, batchId: batch.batchId }, 'schedule fired'),
+  );
+  worker.on('failed', (job, err) =>
+    logger.error({ schedule: job?.data.schedule, err }, 'schedule could not fire'),
+  );
+  worker.on('error', (err) => logger.error({ err }, 'schedule worker error'));
+  return {
+    async close() {
+      await worker.close();
+      await Promise.all([flow.close(), queue.close()]);
+    },
+  };
+}

@@ -1,0 +1,34 @@
+// `npm run scheduler`: registers the schedules of SCHEDULES_FILE and fires them when due, without running
+// agent tasks (every worker process does this too; a dedicated scheduler is for fleets that want one).
+import { env } from '../config/env.js';
+import { fleetLimitsFromEnv } from '../src/fleet/fleet-gate.js';
+import { createLogger } from '../src/logging/logger.js';
+import { assertRedisReachable, createRedis } from '../src/queue/redis.js';
+import { startSchedules } from '../src/schedules/schedules-runtime.js';
+
+const logger = createLogger('scheduler');
+try {
+  const config = env();
+  const connection = createRedis(config.REDIS_URL, 'worker');
+  await assertRedisReachable(connection, config.REDIS_URL);
+  const { ledger } = fleetLimitsFromEnv(connection, config);
+  const runtime = await startSchedules({
+    connection,
+    prefix: config.QUEUE_PREFIX,
+    file: config.SCHEDULES_FILE,
+    ledger,
+    logger,
+  });
+  logger.info('scheduler started');
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      void runtime.close().then(() => {
+        connection.disconnect();
+        process.exit(0);
+      });
+    });
+  }
+} catch (error) {
+  process.stderr.write(`scheduler: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+}
