@@ -84,6 +84,13 @@ afterAll(async () => {
   await results?.obliterate({ force: true });
   await tasks?.close();
   await results?.close();
+  // Batches leave a parent queue and ledger keys under the prefix too.
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.del(...keys);
+  } while (cursor !== '0');
   redis?.disconnect();
 });
 
@@ -299,5 +306,54 @@ describe('everything else', () => {
     expect(typeof entry?.['ms']).toBe('number');
     expect(entries.filter((e) => e['path'] === '/v1/tasks/no-such-job')).toHaveLength(1);
     expect(logLines.join('\n')).not.toContain(TOKEN);
+  });
+});
+
+describe('batches', () => {
+  const postBatch = (body: object, headers: Record<string, string> = { authorization: `Bearer ${TOKEN}` }) =>
+    fetch(`${base}/v1/batches`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
+
+  it('POST /v1/batches enqueues every task under one batch id; GET shows it running', async () => {
+    const before = await jobCount();
+    const response = await postBatch({
+      tasks: [{ task: 'one' }, { task: 'two', metadata: { report: 'r2' } }],
+      budget: { maxCostUsd: 0.25 },
+    });
+    expect(response.status).toBe(202);
+    const { batchId, jobIds } = (await response.json()) as { batchId: string; jobIds: string[] };
+    expect(jobIds).toEqual([`${batchId}-1`, `${batchId}-2`]);
+    expect((await jobCount()) - before).toBe(2);
+    const job = await tasks.getJob(jobIds[1]!);
+    expect(job?.data).toMatchObject({ task: 'two', metadata: { report: 'r2', batch: batchId } });
+    const status = await get(`/v1/batches/${batchId}`);
+    expect(status.status).toBe(200);
+    expect(await status.json()).toMatchObject({
+      state: 'running',
+      summary: { batchId, tasks: 2, succeeded: 0, stopped: 0, failed: 0 },
+    });
+  });
+
+  it('a bad task refuses the whole batch with the paths, and enqueues nothing', async () => {
+    const before = await jobCount();
+    const response = await postBatch({
+      tasks: [{ task: 'fine' }, { task: '', tools: ['rm'] }],
+      budget: { maxTokens: 5 },
+    });
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as { error: string; issues: { path: string }[] };
+    expect(body.error).toBe('invalid_batch');
+    expect(body.issues.map((i) => i.path)).toEqual(
+      expect.arrayContaining(['tasks.1.task', 'tasks.1.tools.0', 'budget.maxTokens']),
+    );
+    expect(await jobCount()).toBe(before);
+  });
+
+  it('refuses without a token and answers 404 for an unknown batch', async () => {
+    expect((await postBatch({ tasks: [{ task: 'x' }] }, {})).status).toBe(401);
+    expect((await get('/v1/batches/no-such-batch')).status).toBe(404);
   });
 });
