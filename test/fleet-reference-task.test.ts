@@ -56,8 +56,13 @@ afterAll(async () => {
   await admin.end();
 });
 
+// Every worker of the file checks for stalled jobs as often: BullMQ lets one checker run per interval, fleet
+// wide, so a worker with the default 30 s interval would hold the others' checks back.
+const FAST_RECOVERY = { WORKER_LOCK_DURATION_MS: '2000', WORKER_STALLED_INTERVAL_MS: '1000' };
+
 function worker(env: Record<string, string> = {}): WorkerHandle {
   const handle = startWorker(ns, {
+    ...FAST_RECOVERY,
     OPENAI_BASE_URL: model.baseURL,
     DATA_MYSQL_URL: `mysql://${READER}:reader-pw@127.0.0.1:3306/${DATA_DB}`,
     SMTP_URL: sink.url,

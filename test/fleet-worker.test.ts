@@ -22,8 +22,12 @@ let ns: FleetNamespace;
 const workers: WorkerHandle[] = [];
 
 function worker(env: Record<string, string> = {}): WorkerHandle {
-  // Real tools answer at length: a budget that six steps of them fit in.
+  // Real tools answer at length: a budget that six steps of them fit in. Every worker checks for stalled
+  // jobs as often: BullMQ lets one checker run per interval fleet wide, so one worker at the default 30 s
+  // would hold back the crash recovery under test.
   const handle = startWorker(ns, {
+    WORKER_LOCK_DURATION_MS: '2000',
+    WORKER_STALLED_INTERVAL_MS: '1000',
     OPENAI_BASE_URL: server.baseURL,
     AGENT_PROTOCOL: 'json',
     AGENT_MAX_COST_USD: '1',
@@ -205,15 +209,14 @@ describe('shutdown and crashes', () => {
 
   it('a worker killed with SIGKILL mid-run has its job resumed by another from the last checkpoint', async () => {
     server.reset({ rules: [(r) => ({ ...stepsModel(r), latencyMs: 300 })] });
-    const fast = { WORKER_LOCK_DURATION_MS: '2000', WORKER_STALLED_INTERVAL_MS: '1000' };
-    const doomed = worker(fast);
+    const doomed = worker();
     await doomed.waitForOutput(/worker started/);
     const { jobId } = await ns.client.enqueue({ task: 'job epsilon: 6 steps' });
     await doomed.waitForOutput(/"attempt":1,"step":3/);
     doomed.child.kill('SIGKILL');
     await doomed.exited;
 
-    const rescuer = worker(fast);
+    const rescuer = worker();
     const result = await ns.client.waitForResult(jobId, { timeoutMs: 40_000 });
     expect(result).toMatchObject({ status: 'succeeded', steps: 6, answer: 'epsilon done in 6 steps' });
     expect(rescuer.output()).toMatch(/resuming from checkpoint/);

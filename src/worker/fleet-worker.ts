@@ -26,7 +26,10 @@ export interface FleetWorkerOptions {
    * are picked up again within about a minute.
    */
   lockDurationMs: number;
-  /** How often workers look for jobs whose lock expired (30 s by default); such jobs resume elsewhere. */
+  /**
+   * How often workers look for jobs whose lock expired (30 s by default); such jobs resume elsewhere. BullMQ
+   * runs one such check per interval for the whole fleet, so every worker should use the same interval.
+   */
   stalledIntervalMs: number;
   /** On close, running jobs get this long to finish before they are checkpointed and released. */
   shutdownGraceMs: number;
