@@ -2,34 +2,16 @@
 // auth. Refuses to start without BOARD_USER and BOARD_PASSWORD, except in demo mode (AGENT_FLEET_DEMO=1),
 // where the user is `admin` and the password is made up and logged once. SIGTERM/SIGINT: close, exit 0.
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Queue } from 'bullmq';
-import { env, type Env } from '../config/env.js';
 import { createLogger } from '../src/logging/logger.js';
+import { fail, loadConfig, runHttpProcess } from './http-process.js';
 import { FLEET_QUEUES } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
 import { createBoardApp } from './board-app.js';
 
-const SHUTDOWN_GRACE_MS = 10_000;
-
 const logger = createLogger('board');
 
-function fail(message: string): never {
-  logger.fatal(message);
-  logger.flush();
-  process.exit(1);
-}
-
-function loadConfig(): Env {
-  try {
-    return env();
-  } catch (error) {
-    return fail(error instanceof Error ? error.message : String(error));
-  }
-}
-
-const config = loadConfig();
+const config = loadConfig(logger);
 
 function credentials(): { user: string; password: string } {
   const user = config.BOARD_USER;
@@ -40,6 +22,7 @@ function credentials(): { user: string; password: string } {
       .filter(Boolean)
       .join(' and ');
     fail(
+      logger,
       `${missing} not set: the board refuses to start without a login (set AGENT_FLEET_DEMO=1 for a demo one)`,
     );
   }
@@ -64,35 +47,17 @@ const queues = FLEET_QUEUES.map((name) => {
   return queue;
 });
 
-const server = createServer(createBoardApp({ queues, user, password }));
-server.keepAliveTimeout = 5_000;
-server.once('error', (error) => fail(`cannot listen on BOARD_PORT=${config.BOARD_PORT}: ${error.message}`));
-server.listen(config.BOARD_PORT, () => {
-  const { port } = server.address() as AddressInfo;
-  logger.info(
-    { port, queuePrefix: config.QUEUE_PREFIX, queues: FLEET_QUEUES },
-    `board listening on http://127.0.0.1:${port}/`,
-  );
+runHttpProcess({
+  logger,
+  app: createBoardApp({ queues, user, password }),
+  port: config.BOARD_PORT,
+  portVariable: 'BOARD_PORT',
+  listening: (port) => ({
+    fields: { queuePrefix: config.QUEUE_PREFIX, queues: FLEET_QUEUES },
+    message: `board listening on http://127.0.0.1:${port}/`,
+  }),
+  release: async () => {
+    await Promise.allSettled(queues.map((queue) => queue.close()));
+    redis.disconnect();
+  },
 });
-
-let stopping = false;
-async function shutdown(signal: NodeJS.Signals): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  logger.info({ signal }, 'shutting down');
-  const force = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
-  force.unref();
-  await new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-  });
-  clearTimeout(force);
-  await Promise.allSettled(queues.map((queue) => queue.close()));
-  redis.disconnect();
-  logger.info('stopped');
-  logger.flush();
-  process.exit(0);
-}
-
-process.once('SIGTERM', (signal) => void shutdown(signal));
-process.once('SIGINT', (signal) => void shutdown(signal));

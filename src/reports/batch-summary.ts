@@ -9,24 +9,12 @@
 // the 10 decimals of the DECIMAL(16,10) column, so the total is the same whatever the order of the runs.
 import type { RunError } from '../agent/errors.js';
 import type { StopReason } from '../agent/types.js';
+import type { BatchSummary } from '../batch/batch-summary.js';
 import type { RunRowStatus } from '../store/rows.js';
 
-export interface BatchUsage {
-  promptTokens: number;
-  completionTokens: number;
-  totalTokens: number;
-  costUsd: number;
-}
-
-/** CONTRACT §9, key for key. */
-export interface BatchSummary {
-  batchId: string;
-  tasks: number;
-  succeeded: number;
-  stopped: number;
-  failed: number;
-  usage: BatchUsage;
-}
+/** CONTRACT §9, key for key: the one the batch aggregator stores, computed here from the runs. */
+export type { BatchSummary };
+export type BatchUsage = BatchSummary['usage'];
 
 /** A row of agent_batches. */
 export interface BatchRecord {

@@ -4,7 +4,7 @@
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { z } from 'zod';
 import { StoreError } from '../store/errors.js';
-import { toRunRow, type RunRow } from '../store/rows.js';
+import { jsonColumn, parseRow, toRunRow, type RunRow } from '../store/rows.js';
 import type { BatchRecord, BatchState, BatchSummary } from './batch-summary.js';
 
 export interface LoadedBatch {
@@ -31,19 +31,6 @@ export const BATCH_ID_PATTERN = /^[\x20-\x7e]{1,64}$/;
 /** MEDIUMTEXT holds 2^24 - 1 bytes. */
 export const MEDIUMTEXT_MAX_BYTES = 16_777_215;
 
-const jsonText = <T extends z.ZodType>(schema: T) =>
-  z
-    .string()
-    .transform((text, ctx) => {
-      try {
-        return JSON.parse(text) as unknown;
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'stored JSON does not parse' });
-        return z.NEVER;
-      }
-    })
-    .pipe(schema);
-
 // BIGINT and DECIMAL come back as numbers (the pool sets decimalNumbers and supportBigNumbers), or as a string
 // for a BIGINT past 2^53.
 const numeric = z.union([z.number(), z.string().regex(/^-?\d+(\.\d+)?$/)]).transform(Number);
@@ -52,11 +39,11 @@ const batchColumns = z.object({
   batch_id: z.string(),
   name: z.string().nullable(),
   tasks: z.number().int(),
-  job_ids: jsonText(z.array(z.union([z.string(), z.number()]).transform(String))),
+  job_ids: jsonColumn(z.array(z.union([z.string(), z.number()]).transform(String))),
   max_cost_usd: numeric.nullable(),
   max_tokens: numeric.nullable(),
   state: z.string(),
-  summary: jsonText(z.unknown()).nullable(),
+  summary: jsonColumn(z.unknown()).nullable(),
   created_at: z.date(),
   completed_at: z.date().nullable(),
 });
@@ -78,7 +65,7 @@ const summarySchema = z.object({
 const reportColumns = z.object({
   batch_id: z.string(),
   state: z.enum(['running', 'completed']),
-  summary: jsonText(summarySchema),
+  summary: jsonColumn(summarySchema),
   markdown: z.string(),
   html: z.string(),
   created_at: z.date(),
@@ -98,7 +85,7 @@ export class BatchReportStore {
     );
     const raw = batchRows[0];
     if (raw === undefined) return null;
-    const row = parse(batchColumns, raw, 'agent_batches');
+    const row = parseRow(batchColumns, raw, 'agent_batches');
     const batch: BatchRecord = {
       batchId: row.batch_id,
       name: row.name,
@@ -153,7 +140,7 @@ export class BatchReportStore {
     ]);
     const raw = rows[0];
     if (raw === undefined) return null;
-    const row = parse(reportColumns, raw, 'batch_reports');
+    const row = parseRow(reportColumns, raw, 'batch_reports');
     return {
       batchId: row.batch_id,
       state: row.state,
@@ -164,12 +151,4 @@ export class BatchReportStore {
       updatedAt: row.updated_at,
     };
   }
-}
-
-function parse<T extends z.ZodType>(schema: T, raw: RowDataPacket, table: string): z.output<T> {
-  const parsed = schema.safeParse(raw);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const column = issue?.path.join('.') || 'shape';
-  throw new StoreError('store_bad_row', `${table} row has an unexpected ${column}: ${issue?.message ?? ''}`);
 }

@@ -82,7 +82,7 @@ const ERROR_KINDS: Record<ErrorKind, ErrorKind> = {
 };
 
 /** JSON columns arrive as text (the pool sets jsonStrings, MariaDB has no JSON type anyway). */
-const json = <T extends z.ZodType>(schema: T) =>
+export const jsonColumn = <T extends z.ZodType>(schema: T) =>
   z
     .string()
     .transform((text, ctx) => {
@@ -129,8 +129,8 @@ const runColumns = z.object({
   completion_tokens: z.number(),
   total_tokens: z.number(),
   cost_usd: z.number(),
-  error: json(runErrorSchema).nullable(),
-  metadata: json(z.unknown()).nullable(),
+  error: jsonColumn(runErrorSchema).nullable(),
+  metadata: jsonColumn(z.unknown()).nullable(),
   attempts: z.number(),
   started_at: z.date(),
   finished_at: z.date().nullable(),
@@ -143,7 +143,7 @@ const stepColumns = z.object({
   job_id: z.string(),
   step: z.number(),
   kind: z.enum(TRACE_KINDS),
-  action: json(actionsSchema),
+  action: jsonColumn(actionsSchema),
   observation: z.string(),
   prompt_tokens: z.number(),
   completion_tokens: z.number(),
@@ -155,7 +155,7 @@ const stepColumns = z.object({
 });
 
 export function toRunRow(raw: RowDataPacket): RunRow {
-  const row = parse(runColumns, raw, 'agent_runs');
+  const row = parseRow(runColumns, raw, 'agent_runs');
   return {
     jobId: row.job_id,
     batchId: row.batch_id,
@@ -181,7 +181,7 @@ export function toRunRow(raw: RowDataPacket): RunRow {
 }
 
 export function toStepRow(raw: RowDataPacket): StepRow {
-  const row = parse(stepColumns, raw, 'agent_steps');
+  const row = parseRow(stepColumns, raw, 'agent_steps');
   return {
     id: row.id,
     jobId: row.job_id,
@@ -199,7 +199,8 @@ export function toStepRow(raw: RowDataPacket): StepRow {
   };
 }
 
-function parse<T extends z.ZodType>(schema: T, raw: RowDataPacket, table: string): z.output<T> {
+/** A row checked against its columns' schema: a column that does not match is a StoreError, never a wrong type. */
+export function parseRow<T extends z.ZodType>(schema: T, raw: RowDataPacket, table: string): z.output<T> {
   const parsed = schema.safeParse(raw);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
