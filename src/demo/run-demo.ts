@@ -130,21 +130,23 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
     if (posted.status !== 202)
       throw new Error(`the API refused the reference task: ${posted.status} ${await posted.text()}`);
     const { jobId: referenceId } = (await posted.json()) as { jobId: string };
-    const batch = `demo-${new Date().toISOString().slice(0, 19)}`;
-    const reports = await client.enqueueMany(
-      REPORT_TASKS.map(({ task }) => ({
+    // The reports run as one batch with a budget of its own, as an overnight batch would.
+    const reports = await client.enqueueBatch({
+      name: 'demo reports',
+      budget: { maxCostUsd: 0.1 },
+      tasks: REPORT_TASKS.map(({ task }) => ({
         task,
         tools: ['sql_query', 'list_tables', 'describe_table'],
-        metadata: { batch },
       })),
-    );
+    });
+    const batch = reports.batchId;
     const rows: DemoTaskRow[] = [
       { label: '[ref]', task: REFERENCE_TASK, result: null },
       ...REPORT_TASKS.map(({ task }, i) => ({ label: `[r${i + 1}] `, task, result: null })),
     ];
-    const ids = [referenceId, ...reports.map((r) => r.jobId)];
+    const ids = [referenceId, ...reports.jobIds];
     say(
-      `enqueued   ${ids.length} tasks: the reference task (job ${referenceId}, via POST /v1/tasks) and ${reports.length} report tasks (batch ${batch})`,
+      `enqueued   ${ids.length} tasks: the reference task (job ${referenceId}, via POST /v1/tasks) and ${reports.jobIds.length} report tasks (batch ${batch}, budget $0.10)`,
     );
     await Promise.all(
       ids.map(async (jobId, i) => {
@@ -177,6 +179,13 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
     say('The reference task');
     say(`  answer: ${reference.answer ?? '(none)'}`);
     say(referenceCost(reference, model, referenceId));
+    say();
+    const summary = (await client.waitForBatch(batch, { timeoutMs: 60_000 })).summary;
+    say(
+      `The report batch ${batch}: ${summary.succeeded}/${summary.tasks} succeeded, ` +
+        `${summary.usage.totalTokens.toLocaleString('en-US')} tokens, $${summary.usage.costUsd.toFixed(4)} ` +
+        `(npm run report -- --batch ${batch} writes it as Markdown and HTML under reports/)`,
+    );
     say();
     say(`Emails captured by the sink (${sink.messages.length}):`);
     say(emailsTable(sink.messages));
