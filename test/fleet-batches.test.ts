@@ -19,22 +19,26 @@ import {
   type WorkerHandle,
 } from './support/fleet-harness.js';
 import { requestsFor, stepsModel } from './support/steps-model.js';
+import { freePort } from '../src/demo/free-port.js';
 
 let server: ScriptedModelServer;
 let ns: FleetNamespace;
 const workers: WorkerHandle[] = [];
+const metricsPorts: number[] = [];
 
 beforeAll(async () => {
   // A realistic latency: work overlaps across jobs and workers.
   server = await startScriptedModel({ rules: [stepsModel], latencyMs: 100 });
   ns = createNamespace('batches');
   for (let i = 0; i < 2; i++) {
+    metricsPorts.push(await freePort(0));
     workers.push(
       startWorker(ns, {
         OPENAI_BASE_URL: server.baseURL,
         AGENT_PROTOCOL: 'json',
         WORKER_CONCURRENCY: '10',
         AGENT_MAX_COST_USD: '1',
+        METRICS_PORT: String(metricsPorts[i]),
       }),
     );
   }
@@ -117,6 +121,40 @@ describe('batches', () => {
       await rm(out, { recursive: true, force: true });
     }
   }, 180_000);
+
+  it('a task that fails does not block the others, and the batch still completes', async () => {
+    server.reset({
+      rules: [
+        (request) =>
+          String(request.messages[1]?.content).startsWith('job broken')
+            ? { fault: 'unauthorized' }
+            : undefined,
+        stepsModel,
+      ],
+    });
+    const tasks = ['job ok1: 2 steps', 'job broken: 2 steps', 'job ok2: 1 steps'].map((task) => ({ task }));
+    const { batchId, jobIds } = await ns.client.enqueueBatch({ tasks });
+    const status = await ns.client.waitForBatch(batchId, { timeoutMs: 60_000 });
+    expect(status.state).toBe('completed');
+    expect(status.summary).toMatchObject({ tasks: 3, succeeded: 2, failed: 1 });
+    const failed = await ns.client.getResult(jobIds[1]!);
+    expect(failed).toMatchObject({ status: 'failed', error: { code: 'http_401' } });
+    server.reset({ rules: [stepsModel] });
+  }, 90_000);
+
+  it('the workers report jobs, steps, tokens, cost and queue depth on /metrics', async () => {
+    const pages = await Promise.all(
+      metricsPorts.map(async (port) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text()),
+    );
+    const total = (name: RegExp) =>
+      pages.reduce((sum, page) => sum + [...page.matchAll(name)].reduce((s, m) => s + Number(m[1]), 0), 0);
+    expect(total(/^agentfleet_jobs_total\{outcome="succeeded"[^}]*\} (\d+)$/gm)).toBeGreaterThanOrEqual(100);
+    expect(total(/^agentfleet_steps_total\{[^}]*\} (\d+)$/gm)).toBeGreaterThan(100);
+    expect(total(/^agentfleet_tokens_total\{type="prompt"\} (\d+)$/gm)).toBeGreaterThan(0);
+    expect(pages[0]).toMatch(/^agentfleet_cost_usd_total \d/m);
+    expect(pages[0]).toMatch(/^agentfleet_model_call_duration_seconds_count \d+/m);
+    expect(pages[0]).toMatch(/^agentfleet_queue_jobs\{queue="agent-tasks",state="waiting"\} \d+/m);
+  });
 
   it('a batch whose budget runs out halfway stops there, and the ledger is never exceeded', async () => {
     // Each task costs about a cent at gpt-4-turbo prices; the cap pays for about half of them.
