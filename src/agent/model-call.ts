@@ -32,6 +32,12 @@ export interface ModelCallEnv {
   used: TokenUsage;
   /** Limits shared with the rest of the fleet; absent, only the run's budget applies. */
   gate?: CallGate;
+  /**
+   * Takes a settlement of the gate that the call does not wait for (the run awaits it before it ends). The gate
+   * books the worst case before each call, so a settlement landing late only ever overstates what was spent.
+   * Absent, every settlement is awaited.
+   */
+  defer?: (settle: Promise<void>) => void;
 }
 
 export interface ModelCallRequest {
@@ -122,12 +128,14 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
         promptTokens: charged.promptTokens - chargedBefore.promptTokens,
         completionTokens: charged.completionTokens - chargedBefore.completionTokens,
       };
-      await env.gate
+      const settled = env.gate
         .release(ticket, {
           tokens: spent.promptTokens + spent.completionTokens,
           costUsd: costUsd(env.price, spent.promptTokens, spent.completionTokens),
         })
         .catch(() => undefined);
+      if (env.defer) env.defer(settled);
+      else await settled;
     };
     if (timeoutMs <= 0) {
       await settle();

@@ -5,12 +5,15 @@
 //   act:   the tool calls it chose, concurrently, each validated and time-limited
 //   observe: results into memory, a trace event, a checkpoint to resume from
 //
+// Checkpoints are coalesced (checkpoint-queue.ts): only the write-ahead one is awaited before the loop goes on.
+//
 // It knows nothing of queues or databases: the worker adapts it to BullMQ, the store to MySQL.
 import { toRunError, type RunError } from './errors.js';
 import { addUsage, usageOf, type Budget, type TokenUsage } from './budget.js';
 import * as D from './defaults.js';
 import { deterministicSummary, foldCut, summaryRequestMessages } from './memory.js';
 import type { CallGate } from './call-gate.js';
+import { CheckpointQueue } from './checkpoint-queue.js';
 import type { AssistantMessage, ChatMessage } from './messages.js';
 import {
   callModel,
@@ -33,6 +36,7 @@ import {
 import { truncateChars, truncateToTokens } from './truncate.js';
 import type {
   AgentResult,
+  Checkpoint,
   PendingTurn,
   RunState,
   RunStatus,
@@ -85,14 +89,19 @@ export interface AgentRunInput {
   /** Default 'tools'. A checkpoint keeps the protocol it was started with. */
   protocol?: ProtocolName;
   options?: AgentRunOptions;
-  /** Continue a run from the state a step callback was handed. */
+  /** Continue a run from the state a checkpoint callback was handed (`Checkpoint.state`, or its JSON parsed). */
   checkpoint?: RunState;
   /** Aborting it cancels the run: stopReason `cancelled`, unfinished tool calls left to a resume. */
   signal?: AbortSignal;
   /** After every step. Awaited; a throw is logged and ignored. */
   onStep?: (trace: StepTrace) => void | Promise<void>;
-  /** Whenever the state changes in a way a resume must not repeat (a model call, a tool call). Awaited in order. */
-  onCheckpoint?: (state: RunState) => void | Promise<void>;
+  /**
+   * Whenever the state changes in a way a resume must not repeat (a model call, a tool call). One at a time, in
+   * order; a checkpoint taken while another is written replaces any still waiting (a resume needs the latest).
+   * The run waits for the write-ahead one (the model's decision, before any tool acts on it) and, at its end,
+   * for all of them; a throw is logged and ignored.
+   */
+  onCheckpoint?: (checkpoint: Checkpoint) => void | Promise<void>;
   /** Limits shared with the rest of the fleet (batch and daily budgets, rate limits). */
   gate?: CallGate;
   logger?: KernelLogger;
@@ -127,7 +136,9 @@ class AgentRun {
     modelCalls: 0,
     latencyMs: 0,
   };
-  private checkpoints: Promise<void> = Promise.resolve();
+  private readonly checkpoints: CheckpointQueue | null;
+  /** Settlements of the fleet gate still in flight: not awaited between steps, but before the run ends. */
+  private readonly settles = new Set<Promise<void>>();
 
   constructor(private readonly input: AgentRunInput) {
     this.now = input.now ?? Date.now;
@@ -148,6 +159,10 @@ class AgentRun {
       modelRetryBaseDelayMs: o.modelRetryBaseDelayMs ?? D.DEFAULT_MODEL_RETRY_BASE_DELAY_MS,
     };
     this.state = input.checkpoint ? structuredClone(input.checkpoint) : this.initialState();
+    const onCheckpoint = input.onCheckpoint;
+    this.checkpoints = onCheckpoint
+      ? new CheckpointQueue((checkpoint) => this.notify('checkpoint', () => onCheckpoint(checkpoint)))
+      : null;
     this.protocol = PROTOCOLS[this.state.protocol];
     const system = o.systemPrompt ?? this.protocol.systemPrompt(input.tools);
     this.pinned = [
@@ -187,7 +202,8 @@ class AgentRun {
       // A bug, not a model or tool failure (those are observations): end the run, keep what was spent.
       return this.finish('failed', 'error', null, toRunError(error));
     } finally {
-      await this.checkpoints;
+      await this.checkpoints?.written();
+      while (this.settles.size > 0) await Promise.all(this.settles);
     }
   }
 
@@ -257,7 +273,7 @@ class AgentRun {
       this.state.pending = pending;
       // Write-ahead: the model's decision is saved before any tool acts on it.
       this.checkpoint();
-      await this.checkpoints;
+      await this.checkpoints?.written();
       const ended = await this.completeTurn(pending);
       if (ended) return ended;
     }
@@ -304,7 +320,8 @@ class AgentRun {
           errorCode: outcome.errorCode ?? null,
           latencyMs: outcome.latencyMs,
         };
-        this.checkpoint();
+        // The last call to finish is saved by the checkpoint that ends the step, taken right after.
+        if (pending.results.includes(null)) this.checkpoint();
       }),
     );
     if (this.signal.aborted) return this.finish('stopped', 'cancelled', null, null);
@@ -426,7 +443,8 @@ class AgentRun {
     if (cut === null) return;
     const folded = this.state.history.slice(0, cut);
     let summary: string | null = null;
-    if (this.worthModelSummary(folded)) {
+    const madeCall = this.worthModelSummary(folded);
+    if (madeCall) {
       const call = await this.callModel({
         messages: summaryRequestMessages(this.state.task, this.state.summary, folded),
         tools: undefined,
@@ -439,7 +457,8 @@ class AgentRun {
     }
     this.state.summary = summary ?? deterministicSummary(this.state.summary, folded);
     this.state.history = this.state.history.slice(cut);
-    this.checkpoint();
+    // A fold without a model call is redone identically on resume: only a paid summary needs saving now.
+    if (madeCall) this.checkpoint();
   }
 
   /** A model summary only pays when there is much to fold and the budget can afford it and a step after. */
@@ -488,6 +507,10 @@ class AgentRun {
         sleep: this.sleep,
         used: this.state.usage,
         gate: this.input.gate,
+        defer: (settle) => {
+          this.settles.add(settle);
+          void settle.finally(() => this.settles.delete(settle));
+        },
       },
       request,
     );
@@ -511,10 +534,7 @@ class AgentRun {
   }
 
   private checkpoint(): void {
-    const onCheckpoint = this.input.onCheckpoint;
-    if (!onCheckpoint) return;
-    const snapshot = structuredClone(this.state);
-    this.checkpoints = this.checkpoints.then(() => this.notify('checkpoint', () => onCheckpoint(snapshot)));
+    this.checkpoints?.push(this.state);
   }
 
   private async emitStep(

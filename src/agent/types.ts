@@ -62,6 +62,15 @@ export interface RunState {
   result: AgentResult | null;
 }
 
+/**
+ * A checkpoint as the kernel hands it out: the state serialized once, as the JSON a store keeps; `state` parses
+ * it back on demand (a copy: changing it changes nothing in the run).
+ */
+export interface Checkpoint {
+  readonly json: string;
+  readonly state: RunState;
+}
+
 export type TraceKind = 'action' | 'answer' | 'invalid' | 'final';
 
 /** One event per step, for the trace store and the job's progress. */

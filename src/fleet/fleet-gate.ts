@@ -44,15 +44,26 @@ export class FleetGate implements CallGate {
   }
 
   async acquire(worstCase: CallCost, signal: AbortSignal): Promise<GateDecision> {
-    if (this.limiter) {
-      // Without MODEL_RPM the limiter only carries the fleet-wide pause after a 429.
-      if (this.options.limitRequests === false) await this.limiter.waitWhilePaused(signal);
-      else await this.limiter.acquire(signal);
+    const pauseOnly = this.options.limitRequests === false;
+    if (this.limiter && !pauseOnly) await this.limiter.acquire(signal);
+    for (;;) {
+      signal.throwIfAborted();
+      // Without MODEL_RPM the limiter only carries the fleet-wide pause after a 429. Its check goes with the
+      // booking (one round trip instead of two before every model call); a booking made during a pause is
+      // given back before the pause is waited out: it holds budget for a moment, never spends any.
+      const booking = this.answered(this.ledger.reserve(this.scopes(), worstCase), signal);
+      const paused = (this.limiter && pauseOnly ? this.limiter.pausedFor() : Promise.resolve(0)).catch(
+        (error: unknown) => {
+          this.giveBack(booking);
+          throw error;
+        },
+      );
+      const [pausedMs, result] = await Promise.all([paused, booking]);
+      if (!result.ok) return { ok: false, reason: result.reason, message: result.message };
+      if (pausedMs === 0) return { ok: true, ticket: result.ticket };
+      await this.ledger.settle(result.ticket, NOTHING);
+      await this.limiter?.waitWhilePaused(signal);
     }
-    signal.throwIfAborted();
-    const result = await this.answered(this.ledger.reserve(this.scopes(), worstCase), signal);
-    if (!result.ok) return { ok: false, reason: result.reason, message: result.message };
-    return { ok: true, ticket: result.ticket };
   }
 
   async release(ticket: string, actual: CallCost): Promise<void> {
@@ -84,14 +95,19 @@ export class FleetGate implements CallGate {
     try {
       return await Promise.race([pending, givenUp]);
     } catch (error) {
-      pending
-        .then((late) => (late.ok ? this.ledger.settle(late.ticket, NOTHING) : undefined))
-        .catch(() => undefined);
+      this.giveBack(pending);
       throw error;
     } finally {
       clearTimeout(timer);
       if (onAbort) signal.removeEventListener('abort', onAbort);
     }
+  }
+
+  /** A booking no model call will use (the caller gave up, or failed first) is settled with nothing. */
+  private giveBack(booking: Promise<ReserveResult>): void {
+    booking
+      .then((late) => (late.ok ? this.ledger.settle(late.ticket, NOTHING) : undefined))
+      .catch(() => undefined);
   }
 }
 

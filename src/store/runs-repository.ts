@@ -22,6 +22,12 @@ export interface StartRunInput {
   startedAt?: Date;
 }
 
+/** A step trace and the job it belongs to: rows of several jobs go in one statement. */
+export interface StepRowInput {
+  jobId: string;
+  trace: StepTrace;
+}
+
 // DECIMAL(16,10): rounding here keeps what is read back equal to what was written.
 const toDecimal = (usd: number): number => Number(usd.toFixed(10));
 const STEP_ERROR_MAX_CHARS = 10_000; // a TEXT column holds 64 KB, 4 bytes a character at worst
@@ -55,9 +61,14 @@ export class RunsRepository {
 
   /** Writes the traces in one statement; a step already stored is overwritten. */
   async appendSteps(jobId: string, traces: readonly StepTrace[]): Promise<void> {
-    if (traces.length === 0) return;
-    const placeholders = traces.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
-    const values = traces.flatMap((trace) => [
+    await this.appendStepRows(traces.map((trace) => ({ jobId, trace })));
+  }
+
+  /** Writes the traces of any number of jobs in one statement; a step already stored is overwritten. */
+  async appendStepRows(rows: readonly StepRowInput[]): Promise<void> {
+    if (rows.length === 0) return;
+    const placeholders = rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
+    const values = rows.flatMap(({ jobId, trace }) => [
       jobId,
       trace.step,
       trace.kind,

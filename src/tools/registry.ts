@@ -8,6 +8,7 @@ export class ToolRegistry {
   private readonly byName: Record<string, Tool>;
   /** Function definitions for the `tools` protocol; one array, so token counts of it are cached. */
   readonly specs: readonly ToolSpec[];
+  private promptText: string | undefined;
 
   constructor(tools: readonly Tool[]) {
     this.byName = Object.create(null) as Record<string, Tool>;
@@ -34,12 +35,13 @@ export class ToolRegistry {
 
   /** The tool list for the JSON-in-text protocol's system prompt: one line per tool, schemas compact. */
   describeForPrompt(): string {
-    return this.specs
+    this.promptText ??= this.specs
       .map(
         (spec) =>
           `- ${spec.function.name}(${compactParams(spec.function.parameters)}): ${spec.function.description}`,
       )
       .join('\n');
+    return this.promptText;
   }
 }
 

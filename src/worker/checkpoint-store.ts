@@ -21,8 +21,9 @@ export class CheckpointStore {
     return raw ? (JSON.parse(raw) as RunState) : null;
   }
 
-  async save(jobId: string, state: RunState): Promise<void> {
-    await this.redis.set(this.key(jobId), JSON.stringify(state), 'EX', TTL_SECONDS);
+  /** Stores the state as the kernel serialized it (Checkpoint.json): no second serialization here. */
+  async save(jobId: string, json: string): Promise<void> {
+    await this.redis.set(this.key(jobId), json, 'EX', TTL_SECONDS);
   }
 
   async delete(jobId: string): Promise<void> {

@@ -25,8 +25,10 @@ import type { ResultPublisher } from './result-publisher.js';
 import { withRetries } from './retry.js';
 import { runConfigFor } from './run-config.js';
 import type { ToolProvider } from './tool-provider.js';
+import { TraceSink } from './trace-sink.js';
 import { TraceWriter } from './trace-writer.js';
 import type { BatchTracker } from './batch-tracker.js';
+import { Background } from './background.js';
 
 /** The abort reason the worker uses when it shuts down: such a job is released, not ended. */
 export const SHUTDOWN_REASON = 'worker-shutdown';
@@ -52,6 +54,8 @@ export interface TaskProcessorDeps {
 const STORE_RETRIES = { attempts: 4, baseDelayMs: 250 };
 
 export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown, AgentResult> {
+  // One per process: the traces of all its jobs share INSERTs.
+  const sink = new TraceSink(deps.repository);
   return async (job, token, signal) => {
     const jobId = String(job.id);
     const log = deps.logger.child({ jobId, attempt: job.attemptsMade + 1 });
@@ -73,7 +77,9 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     }
 
     const batchId = typeof task.metadata?.batch === 'string' ? task.metadata.batch : undefined;
-    const checkpoint = await deps.checkpoints.load(jobId);
+    const traces = new TraceWriter(sink, deps.redis, deps.env.QUEUE_PREFIX, jobId, log);
+    // Both reads in one round trip: each wait at the start delays the job's first model call.
+    const [checkpoint, recovered] = await Promise.all([deps.checkpoints.load(jobId), traces.recover()]);
     if (batchId) await withRetries(() => deps.batches?.noteTask(batchId) ?? Promise.resolve(), STORE_RETRIES);
     await withRetries(
       () =>
@@ -89,10 +95,9 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
       STORE_RETRIES,
     );
     if (checkpoint) log.info({ step: checkpoint.steps }, 'resuming from checkpoint');
-
-    const traces = new TraceWriter(deps.repository, deps.redis, deps.env.QUEUE_PREFIX, jobId, log);
-    const recovered = await traces.recover();
     if (recovered > 0) log.info({ traces: recovered }, 'writing traces an earlier attempt left unwritten');
+
+    const shown = new Background(log);
     const result = await runAgent({
       runId: jobId,
       task: task.task,
@@ -106,16 +111,17 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
       signal,
       gate: deps.gateFor?.(batchId),
       logger: log,
-      onStep: async (trace) => {
+      onStep: (trace) => {
         traces.add(trace);
         deps.metrics?.observeStep(trace);
         log.info({ step: trace.step, kind: trace.kind, costUsd: trace.totals.costUsd }, 'step');
-        await Promise.all([job.updateProgress({ ...progressOf(trace) }), job.log(stepLogLine(trace))]);
+        shown.run('progress update', job.updateProgress({ ...progressOf(trace) }));
+        shown.run('job log', job.log(stepLogLine(trace)));
       },
-      onCheckpoint: (state) => deps.checkpoints.save(jobId, state),
+      onCheckpoint: (checkpoint) => deps.checkpoints.save(jobId, checkpoint.json),
     });
 
-    await traces.flush();
+    await Promise.all([traces.flush(), shown.settled()]);
     if (result.stopReason === 'cancelled' && signal?.reason === SHUTDOWN_REASON) {
       // Released, not ended: the checkpoint carries the run to whichever worker takes the job next.
       log.info({ step: result.steps }, 'released on shutdown');
@@ -140,7 +146,8 @@ async function finish(deps: TaskProcessorDeps, result: AgentResult): Promise<voi
   await withRetries(() => deps.repository.finishRun(result), STORE_RETRIES);
   await withRetries(() => deps.publisher.publish(result), STORE_RETRIES);
   deps.metrics?.observeResult(result);
-  await deps.checkpoints.delete(result.jobId).catch(() => undefined);
+  // Not waited for: with the result out nothing reads the checkpoint again, and one left behind expires.
+  void deps.checkpoints.delete(result.jobId).catch(() => undefined);
 }
 
 /** A job that ends before any run starts (a bad task, an unknown model) still gets its record and result. */

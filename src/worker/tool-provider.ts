@@ -11,11 +11,22 @@ export interface ToolProvider {
 /** Tools shared by every job of the process; a task gets the subset it names. */
 export class StaticToolProvider implements ToolProvider {
   private readonly all: ToolRegistry;
+  // Tasks name few distinct sets (most name none, so all tools): one registry per set, reused by every job, so
+  // its JSON schemas are generated once and its `specs` array keeps the identity its token count is cached by.
+  // Names are the contract's (validated), so the map stays small.
+  private readonly picked = new Map<string, ToolRegistry>();
+
   constructor(tools: readonly Tool[]) {
     this.all = new ToolRegistry(tools);
   }
 
   registryFor(names: readonly ToolName[]): ToolRegistry {
-    return this.all.pick(names);
+    const key = names.join(',');
+    let registry = this.picked.get(key);
+    if (!registry) {
+      registry = this.all.pick(names);
+      this.picked.set(key, registry);
+    }
+    return registry;
   }
 }

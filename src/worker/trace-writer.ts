@@ -1,23 +1,32 @@
-// Writes step traces to MySQL while the run goes, in the background and in batches, so a slow database
-// never slows the loop. Each trace is parked in Redis until MySQL has it: a trace that could not be written
-// (the store down, the worker killed) is written by the job's next attempt, even when that attempt only
-// replays a finished run. MySQL upserts on (job, step), so writing a step twice is harmless.
+// Writes a job's step traces to MySQL while the run goes, in the background and in batches shared with the other
+// jobs of the process (trace-sink), so a slow database never slows the loop. Each trace is parked in Redis the
+// moment it is added, until MySQL has it: a trace that could not be written (the store down, the worker killed)
+// is written by the job's next attempt, even when that attempt only replays a finished run. MySQL upserts on
+// (job, step), so writing a step twice is harmless.
 import type { Redis } from 'ioredis';
 import type { StepTrace } from '../agent/types.js';
+import { LuaScript } from '../fleet/lua-script.js';
 import type { Logger } from '../logging/logger.js';
-import type { RunsRepository } from '../store/runs-repository.js';
 import { withRetries } from './retry.js';
+import type { TraceSink } from './trace-sink.js';
 
 const PARKED_TTL_SECONDS = 7 * 24 * 3600;
 
+// KEYS: the job's parked traces. ARGV: step, trace JSON, TTL (s). One command, and a parked trace always expires.
+const PARK = new LuaScript(`
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1
+`);
+
 export class TraceWriter {
   private buffer: StepTrace[] = [];
-  private flushing: Promise<void> = Promise.resolve();
+  private writing: Promise<void> = Promise.resolve();
   private lastError: unknown = null;
   private readonly parkedKey: string;
 
   constructor(
-    private readonly repository: RunsRepository,
+    private readonly sink: TraceSink,
     private readonly redis: Redis,
     prefix: string,
     private readonly jobId: string,
@@ -32,36 +41,33 @@ export class TraceWriter {
     const traces = parked.map((raw) => JSON.parse(raw) as StepTrace).sort((a, b) => a.step - b.step);
     if (traces.length > 0) {
       this.buffer.push(...traces);
-      this.flushing = this.flushing.then(() => this.writeBuffered());
+      this.writing = this.writing.then(() => this.writeBuffered());
     }
     return traces.length;
   }
 
   add(trace: StepTrace): void {
+    // Parked now, not after the job's earlier MySQL writes: the HDEL that follows this trace's write is sent
+    // later on the same connection, so Redis sees the park first (but for a script reloaded after a Redis
+    // restart: a trace parked late is only written again by a retry, or expires).
+    this.park(trace);
     this.buffer.push(trace);
-    this.flushing = this.flushing.then(async () => {
-      await this.park(trace);
-      await this.writeBuffered();
-    });
+    this.writing = this.writing.then(() => this.writeBuffered());
   }
 
   /** Waits for every buffered trace to be written; throws when the store stayed down through the retries. */
   async flush(): Promise<void> {
-    this.flushing = this.flushing.then(() => this.writeBuffered());
-    await this.flushing;
+    // The job is ending: its rows waiting in the shared batch go now, not when the batch's delay is up.
+    this.sink.expedite();
+    this.writing = this.writing.then(() => this.writeBuffered());
+    await this.writing;
     if (this.lastError) throw this.lastError;
   }
 
-  private async park(trace: StepTrace): Promise<void> {
-    try {
-      await this.redis
-        .multi()
-        .hset(this.parkedKey, String(trace.step), JSON.stringify(trace))
-        .expire(this.parkedKey, PARKED_TTL_SECONDS)
-        .exec();
-    } catch (error) {
-      this.logger.warn({ err: error }, 'could not park a trace in Redis');
-    }
+  private park(trace: StepTrace): void {
+    PARK.run(this.redis, [this.parkedKey], [trace.step, JSON.stringify(trace), PARKED_TTL_SECONDS]).catch(
+      (error: unknown) => this.logger.warn({ err: error }, 'could not park a trace in Redis'),
+    );
   }
 
   private async writeBuffered(): Promise<void> {
@@ -69,13 +75,14 @@ export class TraceWriter {
     const batch = this.buffer;
     this.buffer = [];
     try {
-      await withRetries(() => this.repository.appendSteps(this.jobId, batch), {
+      await withRetries(() => this.sink.write(this.jobId, batch), {
         attempts: 3,
         baseDelayMs: 200,
         onRetry: (err, attempt) => this.logger.warn({ err, attempt }, 'trace write failed, retrying'),
       });
       this.lastError = null;
-      await this.redis.hdel(this.parkedKey, ...batch.map((trace) => String(trace.step))).catch(() => 0);
+      // Not waited for: a trace left parked is only written again (an upsert) by a retry, or expires.
+      void this.redis.hdel(this.parkedKey, ...batch.map((trace) => String(trace.step))).catch(() => 0);
     } catch (error) {
       // Keep the batch for the final flush; if it never lands, the job's next attempt writes it.
       this.buffer = [...batch, ...this.buffer];

@@ -119,8 +119,8 @@ export async function runWith(
     onStep: (trace) => {
       traces.push(trace);
     },
-    onCheckpoint: (state) => {
-      checkpoints.push(state);
+    onCheckpoint: (checkpoint) => {
+      checkpoints.push(checkpoint.state);
     },
     ...rest,
   });
