@@ -12,6 +12,7 @@ import type { Logger } from '../src/logging/logger.js';
 import type { FleetMetrics } from '../src/metrics/fleet-metrics.js';
 import { metricsHandler } from '../src/metrics/metrics-server.js';
 import { TaskValidationError, type FleetClient } from './client.js';
+import { withTimeout } from '../src/util/with-timeout.js';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 export const BATCH_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
@@ -71,16 +72,6 @@ const requireJson: RequestHandler = (req, res, next) => {
   if (req.is('application/json')) return next();
   res.status(415).json({ error: 'unsupported_media_type', message: 'Content-Type must be application/json' });
 };
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
 
 interface BodyParserError {
   type?: unknown;

@@ -11,6 +11,7 @@ import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AgentResult, RunStatus, StepTrace, StopReason, TraceKind } from '../agent/types.js';
 import { TOOL_NAMES } from '../queue/tool-names.js';
+import { withTimeout } from '../util/with-timeout.js';
 
 export const METRIC_PREFIX = 'agentfleet_';
 
@@ -294,14 +295,4 @@ function bounded(value: string, known: ReadonlySet<string>): string {
 /** Counters only go up; a missing or bad number counts as nothing. */
 function nonNegative(value: number): number {
   return Number.isFinite(value) && value > 0 ? value : 0;
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }

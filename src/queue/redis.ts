@@ -4,6 +4,7 @@
 import { Redis } from 'ioredis';
 import { ConfigError } from '../agent/errors.js';
 import { redactUrl } from '../../config/env.js';
+import { withTimeout } from '../util/with-timeout.js';
 
 export type RedisRole = 'worker' | 'producer';
 
@@ -22,14 +23,8 @@ export function createRedis(url: string, role: RedisRole): Redis {
 
 /** Waits until the connection answers PING, or throws an error that names REDIS_URL. */
 export async function assertRedisReachable(redis: Redis, url: string, timeoutMs = 5_000): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
-      redis.ping(),
-      new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
-      }),
-    ]);
+    await withTimeout(redis.ping(), timeoutMs);
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     throw new ConfigError(
@@ -40,7 +35,5 @@ export async function assertRedisReachable(redis: Redis, url: string, timeoutMs 
         cause: error,
       },
     );
-  } finally {
-    clearTimeout(timer);
   }
 }

@@ -277,3 +277,19 @@ function sameSummary(stored: unknown, computed: BatchSummary): boolean {
     Math.abs(usage.costUsd - computed.usage.costUsd) < 5e-11
   );
 }
+
+/** The totals of a report, as label and number pairs, in the order every rendering shows them. */
+export function reportTotals(report: BatchReport): [string, number][] {
+  const { summary } = report;
+  return [
+    ['Tasks', summary.tasks],
+    ['Succeeded', summary.succeeded],
+    ['Stopped', summary.stopped],
+    ['Failed', summary.failed],
+    ['Running', report.running],
+    ['Pending', report.pending],
+    ['Prompt tokens', summary.usage.promptTokens],
+    ['Completion tokens', summary.usage.completionTokens],
+    ['Total tokens', summary.usage.totalTokens],
+  ];
+}

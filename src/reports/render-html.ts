@@ -1,7 +1,7 @@
 // The batch report as one self-contained HTML page: inline CSS, the chart as inline SVG, no script, no external
 // resource. Every text that comes from the batch (ids, tasks, answers written by an LLM, error messages) goes
 // through escapeHtml, and a Content-Security-Policy forbids scripts anyway, as a second line of defence.
-import type { BatchReport, TaskReportRow } from './batch-summary.js';
+import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summary.js';
 import { renderBatchChart, STATUS_COLORS } from './render-chart.js';
 import { ANSWER_MAX_CHARS } from './render-markdown.js';
 import { escapeHtml as h, formatInt, formatPercent, formatTime, formatUsd, label, truncate } from './text.js';
@@ -123,15 +123,7 @@ ${report.rows.map(taskRow).join('\n')}
 function totalsHtml(report: BatchReport): string {
   const { summary } = report;
   const rows: [string, string][] = [
-    ['Tasks', formatInt(summary.tasks)],
-    ['Succeeded', formatInt(summary.succeeded)],
-    ['Stopped', formatInt(summary.stopped)],
-    ['Failed', formatInt(summary.failed)],
-    ['Running', formatInt(report.running)],
-    ['Pending', formatInt(report.pending)],
-    ['Prompt tokens', formatInt(summary.usage.promptTokens)],
-    ['Completion tokens', formatInt(summary.usage.completionTokens)],
-    ['Total tokens', formatInt(summary.usage.totalTokens)],
+    ...reportTotals(report).map(([name, value]): [string, string] => [name, formatInt(value)]),
     ['Cost (USD)', formatUsd(summary.usage.costUsd)],
   ];
   const body = rows.map(([name, value]) => `<tr><th>${h(name)}</th><td class="num">${h(value)}</td></tr>`);

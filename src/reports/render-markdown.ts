@@ -1,7 +1,7 @@
 // The batch report as Markdown (GitHub-flavoured tables). Table cells are one line, cut, with Markdown and HTML
 // characters backslash-escaped, so a task or an answer can neither break the table nor inject HTML; answers
 // are repeated in full (up to ANSWER_MAX_CHARS) in fenced blocks, which render their content as plain text.
-import type { BatchReport, TaskReportRow } from './batch-summary.js';
+import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summary.js';
 import { formatInt, formatPercent, formatTime, formatUsd, label, oneLine, truncate } from './text.js';
 
 export interface MarkdownOptions {
@@ -30,15 +30,7 @@ export function renderMarkdown(report: BatchReport, options: MarkdownOptions = {
 
   out.push('## Totals', '', '| | |', '| --- | ---: |');
   const totals: [string, string][] = [
-    ['Tasks', formatInt(summary.tasks)],
-    ['Succeeded', formatInt(summary.succeeded)],
-    ['Stopped', formatInt(summary.stopped)],
-    ['Failed', formatInt(summary.failed)],
-    ['Running', formatInt(report.running)],
-    ['Pending', formatInt(report.pending)],
-    ['Prompt tokens', formatInt(summary.usage.promptTokens)],
-    ['Completion tokens', formatInt(summary.usage.completionTokens)],
-    ['Total tokens', formatInt(summary.usage.totalTokens)],
+    ...reportTotals(report).map(([name, value]): [string, string] => [name, formatInt(value)]),
     ['Cost (USD)', `**${formatUsd(summary.usage.costUsd)}**`],
   ];
   for (const [name, value] of totals) out.push(`| ${name} | ${value} |`);
