@@ -19,6 +19,7 @@ import {
   TASKS_QUEUE,
 } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
+import { deleteKeysWithPrefix } from '../src/queue/delete-prefix.js';
 
 const REDIS_URL = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
 const PREFIX = `test-api-${randomBytes(4).toString('hex')}`;
@@ -85,12 +86,7 @@ afterAll(async () => {
   await tasks?.close();
   await results?.close();
   // Batches leave a parent queue and ledger keys under the prefix too.
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${PREFIX}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
+  await deleteKeysWithPrefix(redis, PREFIX);
   redis?.disconnect();
 });
 

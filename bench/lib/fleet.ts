@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
 import { spawnChild, nextMessage, REPO_ROOT, type Child } from './children.js';
+import { deleteKeysWithPrefix } from '../../src/queue/delete-prefix.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const MYSQL_SERVER = process.env.BENCH_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306';
@@ -46,12 +47,7 @@ export function createNamespace(label: string, withDatabase: boolean): Namespace
       open.delete(ns);
       const redis = new Redis(REDIS_URL);
       try {
-        let cursor = '0';
-        do {
-          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-          cursor = next;
-          if (keys.length) await redis.del(...keys);
-        } while (cursor !== '0');
+        await deleteKeysWithPrefix(redis, prefix);
       } finally {
         redis.disconnect();
       }

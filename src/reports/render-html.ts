@@ -4,7 +4,15 @@
 import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summary.js';
 import { renderBatchChart, STATUS_COLORS } from './render-chart.js';
 import { ANSWER_MAX_CHARS } from './render-markdown.js';
-import { escapeHtml as h, formatInt, formatPercent, formatTime, formatUsd, label, truncate } from './text.js';
+import {
+  describeBudget,
+  escapeHtml as h,
+  formatInt,
+  formatTime,
+  formatUsd,
+  label,
+  truncate,
+} from './text.js';
 
 export interface HtmlOptions {
   /** The chart to embed (renderBatchChart's output); rendered from the report when absent. */
@@ -84,7 +92,7 @@ export function renderHtml(report: BatchReport, options: HtmlOptions = {}): stri
 <header>
 <h1>Batch ${h(report.batchId)} <span class="badge" style="background:${stateColor}">${report.state}</span></h1>
 <p class="meta">${meta.join(' · ')}</p>
-<p class="meta">${finished} of ${summary.tasks} tasks finished · budget: ${budgetHtml(report)}</p>
+<p class="meta">${finished} of ${summary.tasks} tasks finished · budget: ${h(describeBudget(report))}</p>
 </header>
 <section class="cards">
 ${cards.map(([name, value, kind]) => `<div class="card${kind ? ` ${kind}` : ''}"><div class="value">${h(value)}</div><div class="name">${h(name)}</div></div>`).join('\n')}
@@ -167,20 +175,6 @@ function answerHtml(row: TaskReportRow): string {
     );
   }
   return parts.length === 0 ? '<span class="none">—</span>' : parts.join('');
-}
-
-function budgetHtml(report: BatchReport): string {
-  const { maxCostUsd, maxTokens } = report.budget;
-  const parts: string[] = [];
-  if (maxCostUsd !== null) {
-    parts.push(`${formatUsd(maxCostUsd)} (${formatPercent(report.summary.usage.costUsd, maxCostUsd)} used)`);
-  }
-  if (maxTokens !== null) {
-    parts.push(
-      `${formatInt(maxTokens)} tokens (${formatPercent(report.summary.usage.totalTokens, maxTokens)} used)`,
-    );
-  }
-  return h(parts.length === 0 ? 'none (each task has its own)' : parts.join(', '));
 }
 
 function warningsHtml(warnings: readonly string[]): string {

@@ -2,7 +2,7 @@
 // characters backslash-escaped, so a task or an answer can neither break the table nor inject HTML; answers
 // are repeated in full (up to ANSWER_MAX_CHARS) in fenced blocks, which render their content as plain text.
 import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summary.js';
-import { formatInt, formatPercent, formatTime, formatUsd, label, oneLine, truncate } from './text.js';
+import { describeBudget, formatInt, formatTime, formatUsd, label, oneLine, truncate } from './text.js';
 
 export interface MarkdownOptions {
   /** The chart's file name, relative to the Markdown file; no image when absent. */
@@ -26,7 +26,11 @@ export function renderMarkdown(report: BatchReport, options: MarkdownOptions = {
     `- **Created:** ${formatTime(report.createdAt)}`,
   );
   if (report.completedAt !== null) out.push(`- **Completed:** ${formatTime(report.completedAt)}`);
-  out.push(`- **Budget:** ${budgetText(report)}`, `- **Generated:** ${formatTime(report.generatedAt)}`, '');
+  out.push(
+    `- **Budget:** ${describeBudget(report)}`,
+    `- **Generated:** ${formatTime(report.generatedAt)}`,
+    '',
+  );
 
   out.push('## Totals', '', '| | |', '| --- | ---: |');
   const totals: [string, string][] = [
@@ -89,20 +93,6 @@ function taskRow(row: TaskReportRow): string {
     answer === null ? dash : md(label(answer, ANSWER_CELL_CHARS)),
   ];
   return `| ${cells.join(' | ')} |`;
-}
-
-function budgetText(report: BatchReport): string {
-  const { maxCostUsd, maxTokens } = report.budget;
-  const parts: string[] = [];
-  if (maxCostUsd !== null) {
-    parts.push(`${formatUsd(maxCostUsd)} (${formatPercent(report.summary.usage.costUsd, maxCostUsd)} used)`);
-  }
-  if (maxTokens !== null) {
-    parts.push(
-      `${formatInt(maxTokens)} tokens (${formatPercent(report.summary.usage.totalTokens, maxTokens)} used)`,
-    );
-  }
-  return parts.length === 0 ? 'none (each task has its own)' : parts.join(', ');
 }
 
 /**

@@ -1,5 +1,6 @@
 // Text helpers shared by the batch report's renderers. Task texts and answers come from users and from an LLM:
 // every renderer escapes them for its own output (HTML, XML, Markdown, terminal), and none trusts them.
+import type { BatchReport } from './batch-summary.js';
 
 // Characters XML 1.0 forbids (a standalone SVG with one of them does not parse), plus lone surrogates.
 const XML_INVALID =
@@ -81,4 +82,19 @@ export function formatPercent(part: number, whole: number): string {
 /** ISO 8601 in UTC to the second: 2026-11-30T01:02:03Z. */
 export function formatTime(date: Date): string {
   return date.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/** A batch's budget and how much of it the finished tasks used, in one line of plain text. */
+export function describeBudget(report: BatchReport): string {
+  const { maxCostUsd, maxTokens } = report.budget;
+  const parts: string[] = [];
+  if (maxCostUsd !== null) {
+    parts.push(`${formatUsd(maxCostUsd)} (${formatPercent(report.summary.usage.costUsd, maxCostUsd)} used)`);
+  }
+  if (maxTokens !== null) {
+    parts.push(
+      `${formatInt(maxTokens)} tokens (${formatPercent(report.summary.usage.totalTokens, maxTokens)} used)`,
+    );
+  }
+  return parts.length === 0 ? 'none (each task has its own)' : parts.join(', ');
 }

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
 import { FleetClient } from '../../producers/client.js';
+import { deleteKeysWithPrefix } from '../../src/queue/delete-prefix.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const MYSQL_SERVER = 'mysql://root@127.0.0.1:3306';
@@ -32,12 +33,7 @@ export function createNamespace(label: string): FleetNamespace {
       await client.close();
       const redis = new Redis(REDIS_URL);
       try {
-        let cursor = '0';
-        do {
-          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-          cursor = next;
-          if (keys.length) await redis.del(...keys);
-        } while (cursor !== '0');
+        await deleteKeysWithPrefix(redis, prefix);
       } finally {
         redis.disconnect();
       }
