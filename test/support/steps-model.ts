@@ -7,14 +7,19 @@ import type {
   ScriptedReply,
 } from '../../src/testing/scripted-model-server.js';
 
+/** The step a request asks for: the turns in the window plus the ones folded into the summary, plus one. */
+export function stepOf(request: RecordedRequest): number {
+  const done = request.messages.filter((m) => m.role === 'assistant').length;
+  const summary = String(request.messages[2]?.content ?? '');
+  const folded = (summary.match(/call list_tables|Result of list_tables/g) ?? []).length;
+  return done + folded + 1;
+}
+
 export function stepsModel(request: RecordedRequest): ScriptedReply {
   const task = String(request.messages[1]?.content ?? '');
   const match = /job (\S+): (\d+) steps/.exec(task);
   if (!match) return { answer: 'no plan' };
-  const done = request.messages.filter((m) => m.role === 'assistant').length;
-  const summary = String(request.messages[2]?.content ?? '');
-  const folded = (summary.match(/call list_tables|Result of list_tables/g) ?? []).length;
-  const step = done + folded + 1;
+  const step = stepOf(request);
   if (step < Number(match[2])) return { actions: [{ tool: 'list_tables', args: { page: step } }] };
   return { answer: `${match[1]} done in ${match[2]} steps` };
 }
