@@ -3,9 +3,10 @@
 //
 // Knobs (environment, all optional): BENCH_ONLY=1,2,4 (scenarios to run; 2 and 3 always run together),
 // BENCH_TOOL (the tool the scripted model calls; default bench_lookup, which no worker wires),
-// BENCH_STEPS_TASKS (tasks per measured batch of scenario 3), BENCH_STEPS_CONCURRENCY, BENCH_REPETITIONS
-// (measured batches per scenario 1-4), BENCH_WORKER_NODE_ARGS (extra node flags for scenario 3's worker,
-// e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_MAX_SECONDS (hard limit of the whole run, default 290).
+// BENCH_STEPS_TASKS (tasks per measured batch of scenario 3), BENCH_STEPS (steps per task of scenario 3),
+// BENCH_STEPS_CONCURRENCY, BENCH_REPETITIONS (measured batches per scenario 1-4), BENCH_WORKER_NODE_ARGS (extra
+// node flags for scenario 3's worker, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_MAX_SECONDS (hard limit
+// of the whole run, default 290).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, totalmem } from 'node:os';
@@ -32,7 +33,7 @@ const config = {
   steps: {
     tasks: envInt('BENCH_STEPS_TASKS', 200),
     warmupTasks: 400,
-    steps: 6,
+    steps: envInt('BENCH_STEPS', 6),
     concurrency: envInt('BENCH_STEPS_CONCURRENCY', 10),
     repetitions,
     floorWarmupReplays: 2,
@@ -158,6 +159,16 @@ if (steps) {
       pass: steps.cpuRatio <= config.targets.cpuRatio,
     },
     info('3 agent steps', 'worker CPU share (1 = one core)', s.workerCpuShare, 'cores'),
+    {
+      ...info('3 agent steps', 'worker write syscalls per step', s.workerWritesPerStep, 'calls/step'),
+      baseline: { label: 'floor writes/call', value: f.writesPerCall },
+      ratio: s.workerWritesPerStep / f.writesPerCall,
+    },
+    {
+      ...info('3 agent steps', 'worker read syscalls per step', s.workerReadsPerStep, 'calls/step'),
+      baseline: { label: 'floor reads/call', value: f.readsPerCall },
+      ratio: s.workerReadsPerStep / f.readsPerCall,
+    },
     info('3 agent steps', 'model server CPU per call', s.modelServerCpuMsPerCall, 'ms/call'),
   );
   if (s.redisCpuMsPerStep !== null)

@@ -60,3 +60,13 @@ export function cpuMsOfAll(pids: readonly number[]): number {
   }
   return total;
 }
+
+/**
+ * Read and write system calls the process has made so far (syscr + syscw of /proc/<pid>/io, all threads):
+ * a count, not a time, so it does not move with the machine's load. Every socket read or write is one.
+ */
+export function syscallsOf(pid: number | 'self'): { reads: number; writes: number } {
+  const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+  const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(io)?.[1] ?? NaN);
+  return { reads: field('syscr'), writes: field('syscw') };
+}

@@ -15,7 +15,7 @@ import {
   type ModelServer,
   type Namespace,
 } from '../lib/fleet.js';
-import { cpuMsOf, cpuMsOfAll, pidsByComm } from '../lib/proc.js';
+import { cpuMsOf, cpuMsOfAll, pidsByComm, syscallsOf } from '../lib/proc.js';
 import { checkResults, enqueueTasks, type BatchCheck } from '../lib/tasks.js';
 
 export interface AgentStepsBatch {
@@ -27,6 +27,9 @@ export interface AgentStepsBatch {
   workerCpuMsPerStep: number;
   /** Worker CPU over wall time in the window: 1.0 is one core busy all the time. */
   workerCpuShare: number;
+  /** The worker's read and write system calls per step (sockets, mostly): steady, unlike CPU time. */
+  workerReadsPerStep: number;
+  workerWritesPerStep: number;
   modelServerCpuMsPerCall: number;
   /** Shared servers: other clients of the same Redis / MariaDB count too. */
   redisCpuMsPerStep: number | null;
@@ -91,6 +94,7 @@ export class AgentStepsSession {
     const mysqlPids = pidsByComm(['mariadbd', 'mysqld']);
     log(`agent steps: batch ${this.batches}, ${options.tasks} tasks, concurrency ${options.concurrency}`);
     const cpu0 = cpuMsOf(worker.pid);
+    const io0 = syscallsOf(worker.pid);
     const server0 = cpuMsOf(model.child.pid);
     const redis0 = cpuMsOfAll(redisPids);
     const mysql0 = cpuMsOfAll(mysqlPids);
@@ -100,6 +104,7 @@ export class AgentStepsSession {
     await watch.waitForCompleted(this.completed, worker, 120_000);
     const t1 = await watch.lastFinishedOn();
     const cpu1 = cpuMsOf(worker.pid);
+    const io1 = syscallsOf(worker.pid);
     const server1 = cpuMsOf(model.child.pid);
     const redis1 = cpuMsOfAll(redisPids);
     const mysql1 = cpuMsOfAll(mysqlPids);
@@ -118,6 +123,8 @@ export class AgentStepsSession {
         stepsPerSecond: steps / (elapsedMs / 1000),
         workerCpuMsPerStep: (cpu1 - cpu0) / steps,
         workerCpuShare: (cpu1 - cpu0) / elapsedMs,
+        workerReadsPerStep: (io1.reads - io0.reads) / steps,
+        workerWritesPerStep: (io1.writes - io0.writes) / steps,
         modelServerCpuMsPerCall: (server1 - server0) / recorded.bodies.length,
         redisCpuMsPerStep: redisPids.length ? (redis1 - redis0) / steps : null,
         mysqlCpuMsPerStep: mysqlPids.length ? (mysql1 - mysql0) / steps : null,

@@ -5,12 +5,15 @@
 import type { ChatMessage, ToolSpec } from '../../src/agent/messages.js';
 import { OpenAIChatModel } from '../../src/llm/openai-chat-model.js';
 import { log, startModelServer, type ModelServer } from '../lib/fleet.js';
+import { syscallsOf } from '../lib/proc.js';
 
 export interface FloorBatch {
   calls: number;
   elapsedMs: number;
   callsPerSecond: number;
   cpuMsPerCall: number;
+  readsPerCall: number;
+  writesPerCall: number;
   errors: number;
 }
 
@@ -86,15 +89,19 @@ export class FloorSession {
     if (bodies.length === 0) throw new Error('the floor needs the request bodies of scenario 3');
     log(`floor: ${bodies.length} calls, concurrency ${this.concurrency}`);
     const cpu0 = process.cpuUsage();
+    const io0 = syscallsOf('self');
     const t0 = performance.now();
     const errors = await this.replay(bodies);
     const elapsedMs = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
+    const io1 = syscallsOf('self');
     return {
       calls: bodies.length,
       elapsedMs,
       callsPerSecond: bodies.length / (elapsedMs / 1000),
       cpuMsPerCall: (cpu.user + cpu.system) / 1000 / bodies.length,
+      readsPerCall: (io1.reads - io0.reads) / bodies.length,
+      writesPerCall: (io1.writes - io0.writes) / bodies.length,
       errors,
     };
   }

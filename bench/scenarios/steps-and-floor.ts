@@ -19,6 +19,8 @@ export interface StepsAndFloorResult {
     stepsPerSecond: number;
     workerCpuMsPerStep: number;
     workerCpuShare: number;
+    workerReadsPerStep: number;
+    workerWritesPerStep: number;
     modelServerCpuMsPerCall: number;
     redisCpuMsPerStep: number | null;
     mysqlCpuMsPerStep: number | null;
@@ -28,6 +30,8 @@ export interface StepsAndFloorResult {
   floor: {
     callsPerSecond: number;
     cpuMsPerCall: number;
+    readsPerCall: number;
+    writesPerCall: number;
     cpuSpread: number;
     batches: FloorBatch[];
   };
@@ -77,6 +81,8 @@ export async function stepsAndFloor(
         stepsPerSecond: median(stepBatches.map((b) => b.stepsPerSecond)),
         workerCpuMsPerStep: median(stepBatches.map((b) => b.workerCpuMsPerStep)),
         workerCpuShare: median(stepBatches.map((b) => b.workerCpuShare)),
+        workerReadsPerStep: median(stepBatches.map((b) => b.workerReadsPerStep)),
+        workerWritesPerStep: median(stepBatches.map((b) => b.workerWritesPerStep)),
         modelServerCpuMsPerCall: median(stepBatches.map((b) => b.modelServerCpuMsPerCall)),
         redisCpuMsPerStep: medianOrNull(stepBatches.map((b) => b.redisCpuMsPerStep)),
         mysqlCpuMsPerStep: medianOrNull(stepBatches.map((b) => b.mysqlCpuMsPerStep)),
@@ -86,6 +92,8 @@ export async function stepsAndFloor(
       floor: {
         callsPerSecond: median(floorBatches.map((b) => b.callsPerSecond)),
         cpuMsPerCall: median(floorBatches.map((b) => b.cpuMsPerCall)),
+        readsPerCall: median(floorBatches.map((b) => b.readsPerCall)),
+        writesPerCall: median(floorBatches.map((b) => b.writesPerCall)),
         cpuSpread: spread(floorBatches.map((b) => b.cpuMsPerCall)),
         batches: floorBatches,
       },
