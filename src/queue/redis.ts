@@ -5,12 +5,17 @@ import { Redis } from 'ioredis';
 import { ConfigError } from '../agent/errors.js';
 import { redactUrl } from '../../config/env.js';
 import { withTimeout } from '../util/with-timeout.js';
+import { coalesceWrites } from './coalesce-writes.js';
 
 export type RedisRole = 'worker' | 'producer';
 
 export function createRedis(url: string, role: RedisRole): Redis {
   const common = { lazyConnect: false, connectionName: `agent-fleet-${role}` };
-  if (role === 'worker') return new Redis(url, { ...common, maxRetriesPerRequest: null });
+  if (role === 'worker') {
+    const redis = new Redis(url, { ...common, maxRetriesPerRequest: null });
+    coalesceWrites(redis);
+    return redis;
+  }
   return new Redis(url, {
     ...common,
     // A command fails after one reconnection attempt instead of waiting for Redis to come back; the
