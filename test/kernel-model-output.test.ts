@@ -68,7 +68,7 @@ describe.each(['tools', 'json'] as const)('%s protocol: bad actions become obser
     expect(result).toMatchObject({ status: 'succeeded', answer: 'sorry' });
     expect(log.executions).toEqual([]);
     expect(observationAfterFirstReply()).toMatch(
-      /Unknown tool "drop_database". Available tools: lookup, add, slow/,
+      /Unknown tool "drop_database". Available tools: lookup, peek, add, slow/,
     );
   });
 

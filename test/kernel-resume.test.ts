@@ -74,6 +74,56 @@ describe.each(['tools', 'json'] as const)('resume (%s protocol)', (protocol) => 
   });
 });
 
+describe.each(['tools', 'json'] as const)('write-ahead checkpoints (%s protocol)', (protocol) => {
+  // peek is read-only, lookup may have side effects (it is not marked read-only), nope is unknown.
+  const script: ScriptedReply[] = [
+    { actions: [{ tool: 'peek', args: { key: 'a' } }] },
+    {
+      actions: [
+        { tool: 'peek', args: { key: 'b' } },
+        { tool: 'nope', args: {} },
+      ],
+    },
+    {
+      actions: [
+        { tool: 'peek', args: { key: 'c' } },
+        { tool: 'lookup', args: { id: 4 } },
+      ],
+    },
+    { answer: 'done' },
+  ];
+
+  it('are taken only before calls that may have side effects, and every checkpoint still resumes', async () => {
+    server.reset({ script });
+    const original = await runWith(server, { protocol });
+    expect(original.result).toMatchObject({ status: 'succeeded', steps: 4, toolCalls: 5 });
+    const pendingCalls = original.checkpoints
+      .filter((state) => state.pending !== null)
+      .map((state) => state.pending!.calls.map((call) => call.name));
+    // Only step 3's turn, with lookup in it: once before its tools ran, once between its two calls.
+    expect(pendingCalls.length).toBeGreaterThanOrEqual(1);
+    for (const names of pendingCalls) expect(names).toEqual(['peek', 'lookup']);
+    const writeAhead = original.checkpoints.find((state) => state.pending?.results.every((r) => r === null));
+    expect(writeAhead?.steps).toBe(3);
+
+    for (const checkpoint of original.checkpoints) {
+      server.reset({ script: script.slice(checkpoint.modelCalls) });
+      const before = server.requests.length;
+      const resumed = await runWith(server, { protocol, checkpoint });
+      expect(resumed.result).toEqual(original.result);
+      // No model call is asked twice: a read-only turn is never checkpointed half-way.
+      expect(server.requests.length - before).toBe(script.length - checkpoint.modelCalls);
+      expect(server.failures).toEqual([]);
+      // The side effect is made again only when the checkpoint came before it finished, and then with the same
+      // call key (the decision was saved), which is what keeps it at most once.
+      const lookups = resumed.log.executions.filter((e) => e.tool === 'lookup').map((e) => e.callKey);
+      const lookupDone =
+        checkpoint.steps > 3 || (checkpoint.steps === 3 && checkpoint.pending?.results[1] !== null);
+      expect(lookups).toEqual(lookupDone ? [] : ['run-1:3:2']);
+    }
+  });
+});
+
 describe('resume details', () => {
   it('keeps the original start, so the deadline counts from the first attempt', async () => {
     server.reset({ script: SCRIPT });

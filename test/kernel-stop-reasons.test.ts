@@ -6,7 +6,7 @@ import {
   type ScriptedModelServer,
 } from '../src/testing/scripted-model-server.js';
 import { countPromptTokens, tokenCounterFor } from '../src/llm/tokens.js';
-import { MODEL, runWith } from './support/kernel-harness.js';
+import { MODEL, runWith, type ToolLog } from './support/kernel-harness.js';
 
 let server: ScriptedModelServer;
 beforeAll(async () => {
@@ -119,11 +119,16 @@ describe('stop reasons', () => {
   it('cancelled: aborting the signal ends the run and leaves the unfinished tool call to a resume', async () => {
     server.reset({ script: [{ actions: [{ tool: 'slow', args: { ms: 150 } }] }] });
     const controller = new AbortController();
-    setTimeout(() => controller.abort(new Error('shutdown')), 60);
+    // Aborted once the tool is running (a timer alone could fire before the model answered, on a busy machine).
+    const toolLog: ToolLog = { executions: [], flaky: { failuresLeft: 0 } };
+    const watch = setInterval(() => {
+      if (toolLog.executions.length > 0) controller.abort(new Error('shutdown'));
+    }, 5);
     const { result, checkpoints, log } = await runWith(server, {
       signal: controller.signal,
       options: { toolTimeoutMs: 5_000 },
-    });
+      log: toolLog,
+    }).finally(() => clearInterval(watch));
     expect(result).toMatchObject({ status: 'stopped', stopReason: 'cancelled', steps: 1 });
     expect(log.executions.map((e) => e.tool)).toEqual(['slow']);
     const last = checkpoints.at(-1)!;

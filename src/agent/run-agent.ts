@@ -271,17 +271,32 @@ class AgentRun {
       this.carry = emptyCarry();
       this.state.toolCalls += turn.calls.length;
       this.state.pending = pending;
-      // Write-ahead: the model's decision is saved before any tool acts on it.
-      this.checkpoint();
-      await this.checkpoints?.written();
+      // Write-ahead: a decision with side effects is saved before any tool acts on it, so a resumed run carries
+      // out the same calls (with the same call keys) instead of asking the model for new ones. A turn of
+      // read-only calls skips it: a crash mid-turn costs one model call asked again, while the write-ahead
+      // would cost a checkpoint and a round trip to the store on every step.
+      if (this.hasSideEffects(turn.calls)) {
+        this.checkpoint();
+        await this.checkpoints?.written();
+      }
       const ended = await this.completeTurn(pending);
       if (ended) return ended;
     }
   }
 
+  /** Whether some call of the turn may change something: one that runs a tool not marked read-only. */
+  private hasSideEffects(calls: readonly PlannedCall[]): boolean {
+    return calls.some((call) => {
+      const tool = this.input.tools.get(call.name);
+      // An unknown tool or arguments that do not parse run nothing.
+      return tool !== undefined && call.args.ok && tool.readOnly !== true;
+    });
+  }
+
   /** Runs the turn's unfinished tool calls, records the observations, and ends the step. */
   private async completeTurn(pending: PendingTurn): Promise<AgentResult | null> {
     const step = this.state.steps;
+    const sideEffects = this.hasSideEffects(pending.calls);
     const toolSignal = AbortSignal.any([
       this.signal,
       AbortSignal.timeout(Math.max(0, this.softDeadline() - this.now())),
@@ -320,8 +335,9 @@ class AgentRun {
           errorCode: outcome.errorCode ?? null,
           latencyMs: outcome.latencyMs,
         };
-        // The last call to finish is saved by the checkpoint that ends the step, taken right after.
-        if (pending.results.includes(null)) this.checkpoint();
+        // The last call to finish is saved by the checkpoint that ends the step, taken right after; a finished
+        // read-only call is cheaper to make again than to save.
+        if (sideEffects && pending.results.includes(null)) this.checkpoint();
       }),
     );
     if (this.signal.aborted) return this.finish('stopped', 'cancelled', null, null);

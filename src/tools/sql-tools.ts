@@ -40,6 +40,8 @@ export function createSqlTools(db: DataDatabase, options: SqlToolsOptions = {}):
       'so use WHERE, GROUP BY, aggregates, ORDER BY and LIMIT to get just the answer.',
     parameters: z.object({ sql: z.string() }),
     timeoutMs: timeoutMs + TOOL_GRACE_MS,
+    // Read-only three times over: the guard, the account's grants, and a READ ONLY session.
+    readOnly: true,
     async execute({ sql }, ctx) {
       const verdict = checkSelectOnly(
         sql,
@@ -55,6 +57,7 @@ export function createSqlTools(db: DataDatabase, options: SqlToolsOptions = {}):
     name: 'list_tables',
     description: 'List the tables of the data database with their columns.',
     parameters: z.object({}),
+    readOnly: true,
     async execute() {
       const tables = await visibleTables();
       return tables.length === 0 ? '(no tables)' : tables.map(renderSummary).join('\n');
@@ -66,6 +69,7 @@ export function createSqlTools(db: DataDatabase, options: SqlToolsOptions = {}):
     description: 'Columns of one table: type, keys, nullability and foreign keys.',
     // No length limits in the schema: they would cost tokens on every request; a bad name is simply unknown.
     parameters: z.object({ table: z.string() }),
+    readOnly: true,
     async execute({ table }) {
       const name = table.trim().replace(/^`(.*)`$/, '$1');
       const plausible = name !== '' && name.length <= 64 && visible(name);

@@ -21,6 +21,12 @@ export interface Tool<Schema extends z.ZodType = z.ZodType> {
   parameters: Schema;
   /** Per-call time limit in ms; the registry default applies when absent. */
   timeoutMs?: number;
+  /**
+   * True when a call changes nothing outside the run (a query, a lookup): making it twice is harmless. A turn
+   * of such calls is not checkpointed before the tools run; after a crash the model is asked again instead.
+   * Absent means the call may have side effects.
+   */
+  readOnly?: boolean;
   /** Returns what the model observes: a string, or a value rendered as compact JSON. */
   execute(args: z.output<Schema>, ctx: ToolContext): Promise<unknown>;
 }

@@ -33,6 +33,16 @@ export function testTools(log: ToolLog = { executions: [], flaky: { failuresLeft
       },
     }),
     defineTool({
+      name: 'peek',
+      description: 'Read a value by key.',
+      parameters: z.object({ key: z.string() }),
+      readOnly: true,
+      async execute({ key }, ctx) {
+        record('peek', { key }, ctx.callKey);
+        return `value of ${key}`;
+      },
+    }),
+    defineTool({
       name: 'add',
       description: 'Add two numbers.',
       parameters: z.object({ a: z.number(), b: z.number() }),
