@@ -363,6 +363,25 @@ describe('store on a real server', () => {
       expect(await count(pool, 'SELECT COUNT(*) AS n FROM agent_runs WHERE job_id = ?', [jobId])).toBe(1);
     });
 
+    it('records the starts of several runs in one statement, a new one and one starting again', async () => {
+      const again = { jobId: 'job-many-1', task: 'first', model: 'gpt-4o-mini', protocol: 'json' as const };
+      await repository.startRun({ ...again, attempt: 1, startedAt });
+      await repository.startRuns([
+        { ...again, attempt: 2, startedAt: new Date('2026-12-01T00:00:00.000Z') },
+        { jobId: 'job-many-2', task: 'second', model: 'gpt-4o', protocol: 'tools', attempt: 1, startedAt },
+      ]);
+      expect(await repository.getRun('job-many-1')).toMatchObject({ task: 'first', attempts: 2, startedAt });
+      expect(await repository.getRun('job-many-2')).toMatchObject({
+        task: 'second',
+        model: 'gpt-4o',
+        protocol: 'tools',
+        status: 'running',
+        attempts: 1,
+        startedAt,
+      });
+      await repository.startRuns([]);
+    });
+
     it('treats job ids as case-sensitive', async () => {
       await repository.startRun({
         jobId: 'job-case',

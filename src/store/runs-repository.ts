@@ -37,16 +37,23 @@ export class RunsRepository {
 
   /** Records a start; a retried or resumed job keeps its first start time and counts one more attempt. */
   async startRun(input: StartRunInput): Promise<void> {
+    await this.startRuns([input]);
+  }
+
+  /** Records the starts of any number of runs in one statement (each as `startRun` would). */
+  async startRuns(inputs: readonly StartRunInput[]): Promise<void> {
+    if (inputs.length === 0) return;
+    const now = new Date();
     await this.pool.query(
       `INSERT INTO agent_runs (job_id, batch_id, task, model, protocol, status, metadata, attempts, started_at)
-       VALUES (?, ?, ?, ?, ?, 'running', ?, ?, ?)
+       VALUES ${inputs.map(() => "(?, ?, ?, ?, ?, 'running', ?, ?, ?)").join(', ')}
        ON DUPLICATE KEY UPDATE
          status = 'running', stop_reason = NULL, answer = NULL, error = NULL, finished_at = NULL,
          model = VALUES(model), protocol = VALUES(protocol),
          batch_id = COALESCE(VALUES(batch_id), batch_id),
          metadata = COALESCE(VALUES(metadata), metadata),
          attempts = GREATEST(attempts + 1, VALUES(attempts))`,
-      [
+      inputs.flatMap((input) => [
         input.jobId,
         input.batchId ?? null,
         input.task,
@@ -54,8 +61,8 @@ export class RunsRepository {
         input.protocol,
         input.metadata === undefined ? null : JSON.stringify(input.metadata),
         input.attempt,
-        input.startedAt ?? new Date(),
-      ],
+        input.startedAt ?? now,
+      ]),
     );
   }
 

@@ -25,7 +25,7 @@ import type { ResultPublisher } from './result-publisher.js';
 import { withRetries } from './retry.js';
 import { runConfigFor } from './run-config.js';
 import type { ToolProvider } from './tool-provider.js';
-import { TraceSink } from './trace-sink.js';
+import { RunJournal } from './run-journal.js';
 import { TraceWriter } from './trace-writer.js';
 import type { BatchTracker } from './batch-tracker.js';
 import { Background } from './background.js';
@@ -54,8 +54,8 @@ export interface TaskProcessorDeps {
 const STORE_RETRIES = { attempts: 4, baseDelayMs: 250 };
 
 export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown, AgentResult> {
-  // One per process: the traces of all its jobs share INSERTs.
-  const sink = new TraceSink(deps.repository);
+  // One per process: the run starts and traces of all its jobs share INSERTs.
+  const journal = new RunJournal(deps.repository);
   return async (job, token, signal) => {
     const jobId = String(job.id);
     const log = deps.logger.child({ jobId, attempt: job.attemptsMade + 1 });
@@ -77,13 +77,17 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     }
 
     const batchId = typeof task.metadata?.batch === 'string' ? task.metadata.batch : undefined;
-    const traces = new TraceWriter(sink, deps.redis, deps.env.QUEUE_PREFIX, jobId, log);
+    const traces = new TraceWriter(journal, deps.redis, deps.env.QUEUE_PREFIX, jobId, log);
     // Both reads in one round trip: each wait at the start delays the job's first model call.
     const [checkpoint, recovered] = await Promise.all([deps.checkpoints.load(jobId), traces.recover()]);
     if (batchId) await withRetries(() => deps.batches?.noteTask(batchId) ?? Promise.resolve(), STORE_RETRIES);
-    await withRetries(
+    // Not waited for: the start goes with the next shared INSERT while the run makes its first model call. The
+    // run is recorded before it is finished or released (below); if MySQL stays down it fails the attempt then,
+    // and the retry replays the run from its checkpoint without calling the model again.
+    const startedAt = new Date();
+    const started = withRetries(
       () =>
-        deps.repository.startRun({
+        journal.start({
           jobId,
           task: task.task,
           model: config.model,
@@ -91,9 +95,11 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
           batchId: batchId ?? null,
           metadata: task.metadata,
           attempt: job.attemptsMade + 1,
+          startedAt,
         }),
       STORE_RETRIES,
     );
+    started.catch(() => undefined); // awaited below; this only keeps an early failure from going unhandled
     if (checkpoint) log.info({ step: checkpoint.steps }, 'resuming from checkpoint');
     if (recovered > 0) log.info({ traces: recovered }, 'writing traces an earlier attempt left unwritten');
 
@@ -121,7 +127,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
       onCheckpoint: (checkpoint) => deps.checkpoints.save(jobId, checkpoint.json),
     });
 
-    await Promise.all([traces.flush(), shown.settled()]);
+    await Promise.all([started, traces.flush(), shown.settled()]);
     if (result.stopReason === 'cancelled' && signal?.reason === SHUTDOWN_REASON) {
       // Released, not ended: the checkpoint carries the run to whichever worker takes the job next.
       log.info({ step: result.steps }, 'released on shutdown');

@@ -1,5 +1,5 @@
 // Writes a job's step traces to MySQL while the run goes, in the background and in batches shared with the other
-// jobs of the process (trace-sink), so a slow database never slows the loop. Each trace is parked in Redis the
+// jobs of the process (run-journal), so a slow database never slows the loop. Each trace is parked in Redis the
 // moment it is added, until MySQL has it: a trace that could not be written (the store down, the worker killed)
 // is written by the job's next attempt, even when that attempt only replays a finished run. MySQL upserts on
 // (job, step), so writing a step twice is harmless.
@@ -8,7 +8,7 @@ import type { StepTrace } from '../agent/types.js';
 import { LuaScript } from '../fleet/lua-script.js';
 import type { Logger } from '../logging/logger.js';
 import { withRetries } from './retry.js';
-import type { TraceSink } from './trace-sink.js';
+import type { RunJournal } from './run-journal.js';
 
 const PARKED_TTL_SECONDS = 7 * 24 * 3600;
 
@@ -26,7 +26,7 @@ export class TraceWriter {
   private readonly parkedKey: string;
 
   constructor(
-    private readonly sink: TraceSink,
+    private readonly sink: RunJournal,
     private readonly redis: Redis,
     prefix: string,
     private readonly jobId: string,
