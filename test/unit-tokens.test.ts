@@ -112,6 +112,20 @@ describe('countMessageTokens', () => {
     expect(calls.length).toBeGreaterThan(afterFirst);
   });
 
+  it('a long text (a system prompt) is counted once however many message objects carry it', () => {
+    const { count, calls } = spyCounter();
+    const prompt = `You are an analyst. ${'Use the tools to answer. '.repeat(40)}`;
+    const first = countMessageTokens({ role: 'system', content: prompt }, count);
+    const second = countMessageTokens({ role: 'system', content: prompt }, count);
+    expect(second).toBe(first);
+    expect(first).toBe(3 + cl100k('system') + cl100k(prompt));
+    expect(calls.filter((text) => text === prompt)).toHaveLength(1);
+    // Short texts are simply counted again: remembering them would cost more than counting.
+    countMessageTokens({ role: 'user', content: 'hello' }, count);
+    countMessageTokens({ role: 'user', content: 'hello' }, count);
+    expect(calls.filter((text) => text === 'hello')).toHaveLength(2);
+  });
+
   it('the cache is per counter: the same message under another encoding gets that encoding’s count', () => {
     const message: ChatMessage = { role: 'user', content: 'Здравствуйте, как дела? 你好世界' };
     const a = countMessageTokens(message, cl100k);

@@ -11,6 +11,17 @@ const counters = [
 const MARKER = / …\[cut: (\d+) of (\d+) tokens\]$/;
 
 describe.each(counters)('truncateToTokens (%s)', (_model, count) => {
+  it('does not count a text short enough to fit whatever it holds, and such a text does fit', () => {
+    let calls = 0;
+    const spy = (text: string) => (calls++, count(text));
+    expect(truncateToTokens('twelve chars', 36, spy)).toBe('twelve chars');
+    expect(calls).toBe(0);
+    // The shortcut's premise, on the real tokenizer: never more tokens than three per UTF-16 unit.
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (text) => count(text) <= text.length * 3),
+    );
+  });
+
   it('leaves a text within the limit unchanged', () => {
     expect(truncateToTokens('', 0, count)).toBe('');
     expect(truncateToTokens('short text', 100, count)).toBe('short text');

@@ -3,6 +3,8 @@
 import type { TokenCounter } from '../llm/tokens.js';
 
 export function truncateToTokens(text: string, maxTokens: number, count: TokenCounter): string {
+  // A token is at least one UTF-8 byte and a UTF-16 unit at most three: a short text fits without counting.
+  if (text.length * 3 <= maxTokens) return text;
   const total = count(text);
   if (total <= maxTokens) return text;
   const marker = (kept: number) => ` …[cut: ${total - kept} of ${total} tokens]`;

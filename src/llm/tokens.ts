@@ -32,7 +32,7 @@ export function countMessageTokens(message: ChatMessage, count: TokenCounter): n
   const cached = cache.get(message);
   if (cached !== undefined) return cached;
   let tokens = TOKENS_PER_MESSAGE + count(message.role);
-  if (message.content) tokens += count(message.content);
+  if (message.content) tokens += countLongText(message.content, count);
   if (message.role === 'tool') tokens += count(message.tool_call_id);
   if (message.role === 'assistant' && message.tool_calls) {
     for (const call of message.tool_calls) {
@@ -41,6 +41,27 @@ export function countMessageTokens(message: ChatMessage, count: TokenCounter): n
     }
   }
   cache.set(message, tokens);
+  return tokens;
+}
+
+// Every run of a process sends the same system prompt (the tool list, the protocol's rules) in a message object of
+// its own: long texts are also remembered by value, a few hundred at most.
+const LONG_TEXT_CHARS = 512;
+const LONG_TEXTS_KEPT = 256;
+const textCache = new WeakMap<TokenCounter, Map<string, number>>();
+
+function countLongText(text: string, count: TokenCounter): number {
+  if (text.length < LONG_TEXT_CHARS) return count(text);
+  let cache = textCache.get(count);
+  if (!cache) {
+    cache = new Map();
+    textCache.set(count, cache);
+  }
+  const cached = cache.get(text);
+  if (cached !== undefined) return cached;
+  const tokens = count(text);
+  if (cache.size >= LONG_TEXTS_KEPT) cache.clear();
+  cache.set(text, tokens);
   return tokens;
 }
 
