@@ -14,6 +14,7 @@ import * as D from './defaults.js';
 import { deterministicSummary, foldCut, summaryRequestMessages } from './memory.js';
 import type { CallGate } from './call-gate.js';
 import { CheckpointQueue } from './checkpoint-queue.js';
+import { deadlineSignal } from './deadline-signal.js';
 import type { AssistantMessage, ChatMessage } from './messages.js';
 import {
   callModel,
@@ -297,10 +298,8 @@ class AgentRun {
   private async completeTurn(pending: PendingTurn): Promise<AgentResult | null> {
     const step = this.state.steps;
     const sideEffects = this.hasSideEffects(pending.calls);
-    const toolSignal = AbortSignal.any([
-      this.signal,
-      AbortSignal.timeout(Math.max(0, this.softDeadline() - this.now())),
-    ]);
+    const deadline = deadlineSignal(this.signal, this.softDeadline() - this.now());
+    const toolSignal = deadline.signal;
     await Promise.all(
       pending.calls.map(async (call, i) => {
         if (pending.results[i]) return;
@@ -339,7 +338,7 @@ class AgentRun {
         // read-only call is cheaper to make again than to save.
         if (sideEffects && pending.results.includes(null)) this.checkpoint();
       }),
-    );
+    ).finally(() => deadline.dispose());
     if (this.signal.aborted) return this.finish('stopped', 'cancelled', null, null);
 
     const results = pending.results as ToolCallRecord[];
