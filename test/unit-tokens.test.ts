@@ -2,6 +2,7 @@
 // must never change a count.
 import { countTokens as cl100k } from 'gpt-tokenizer/encoding/cl100k_base';
 import { countTokens as o200k } from 'gpt-tokenizer/encoding/o200k_base';
+import { execFileSync } from 'node:child_process';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ChatMessage, ToolSpec } from '../src/agent/messages.js';
@@ -35,6 +36,8 @@ const TOOLS: ToolSpec[] = [
   },
 ];
 
+const SAMPLE = 'Здравствуйте, как дела? 你好世界 — ñandú';
+
 describe('tokenCounterFor', () => {
   it('o200k_base for gpt-4o, gpt-4.1, gpt-5 and the o-series', () => {
     for (const model of [
@@ -47,19 +50,34 @@ describe('tokenCounterFor', () => {
       'o1',
       'o3-mini',
     ])
-      expect(tokenCounterFor(model), model).toBe(o200k);
+      expect(tokenCounterFor(model)(SAMPLE), model).toBe(o200k(SAMPLE));
+    // One counter per encoding, so the caches keyed by counter are shared by its models.
+    expect(tokenCounterFor('gpt-4.1')).toBe(tokenCounterFor('gpt-4o'));
   });
 
   it('cl100k_base for the older GPT-4 models and anything else', () => {
     for (const model of ['gpt-4-turbo', 'gpt-4-turbo-preview', 'gpt-4', 'gpt-3.5-turbo', 'my-local-model'])
-      expect(tokenCounterFor(model), model).toBe(cl100k);
+      expect(tokenCounterFor(model)(SAMPLE), model).toBe(cl100k(SAMPLE));
+    expect(tokenCounterFor('gpt-4')).toBe(tokenCounterFor('gpt-4-turbo'));
+  });
+
+  it('loads an encoding only when a model needs it', () => {
+    // A fresh process: counting for gpt-4-turbo must not load o200k_base's 18 MB of tables.
+    const script = [
+      "import { createRequire } from 'node:module';",
+      "const { tokenCounterFor } = await import('./src/llm/tokens.ts');",
+      "tokenCounterFor('gpt-4-turbo')('hello');",
+      'const loaded = Object.keys(createRequire(import.meta.url).cache);',
+      "console.log(JSON.stringify(['cl100k_base', 'o200k_base'].map((e) => loaded.some((k) => k.includes('bpeRanks/' + e)))));",
+    ].join('\n');
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+    });
+    expect(JSON.parse(out.trim())).toEqual([true, false]);
   });
 
   it('the two encodings really count differently', () => {
-    const text = 'Здравствуйте, как дела? 你好世界 — ñandú';
-    expect(tokenCounterFor('gpt-4o')(text)).toBe(o200k(text));
-    expect(tokenCounterFor('gpt-4-turbo')(text)).toBe(cl100k(text));
-    expect(o200k(text)).not.toBe(cl100k(text));
+    expect(o200k(SAMPLE)).not.toBe(cl100k(SAMPLE));
   });
 });
 

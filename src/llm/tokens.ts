@@ -2,8 +2,7 @@
 // content plus a fixed overhead, every reply is primed with a few tokens, and tool definitions are sent as
 // (roughly) their JSON. The kernel uses this, with a safety margin, to check budgets BEFORE a call; the
 // scripted model server uses the same count to report usage, the way a real endpoint would.
-import { countTokens as countCl100k } from 'gpt-tokenizer/encoding/cl100k_base';
-import { countTokens as countO200k } from 'gpt-tokenizer/encoding/o200k_base';
+import { createRequire } from 'node:module';
 import type { ChatMessage, ToolSpec } from '../agent/messages.js';
 
 const TOKENS_PER_MESSAGE = 3;
@@ -13,10 +12,28 @@ const TOKENS_FOR_TOOLS_BLOCK = 12;
 
 export type TokenCounter = (text: string) => number;
 
+type Encoding = 'cl100k_base' | 'o200k_base';
+
+// An encoding's tables take 10 MB (cl100k) and 18 MB (o200k) of heap, and a worker usually needs one: each is
+// loaded (synchronously, from the package's CommonJS build) the first time a model asks for it. A smaller live
+// heap is less for every major garbage collection to go through.
+const loadEncoding = createRequire(import.meta.url);
+const counters = new Map<Encoding, TokenCounter>();
+
+function counterOf(encoding: Encoding): TokenCounter {
+  let counter = counters.get(encoding);
+  if (!counter) {
+    const module = loadEncoding(`gpt-tokenizer/encoding/${encoding}`) as { countTokens: TokenCounter };
+    counter = (text) => module.countTokens(text);
+    counters.set(encoding, counter);
+  }
+  return counter;
+}
+
 /** gpt-4o, gpt-4.1 and the o-series use o200k_base; older GPT-4 models cl100k_base. */
 export function tokenCounterFor(model: string): TokenCounter {
   // Fine-tuned models are named `ft:<base>:<org>::<id>`: their base model decides.
-  return /^(ft:)?(gpt-4o|gpt-4\.1|gpt-5|o\d)/.test(model) ? countO200k : countCl100k;
+  return counterOf(/^(ft:)?(gpt-4o|gpt-4\.1|gpt-5|o\d)/.test(model) ? 'o200k_base' : 'cl100k_base');
 }
 
 // Messages in memory are never mutated, so a message's count is computed once per counter however many
