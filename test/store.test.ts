@@ -382,6 +382,75 @@ describe('store on a real server', () => {
       await repository.startRuns([]);
     });
 
+    it('writes starts, steps and finishes in one query, and names a finish whose run was never started', async () => {
+      const journalPool = await createStorePool(databaseUrl(database), {
+        connectionLimit: 1,
+        multipleStatements: true,
+      });
+      try {
+        const journal = new RunsRepository(journalPool);
+        const steps = [1, 2].map((step) => ({
+          jobId: 'job-journal-1',
+          trace: trace(step, { observations: [`tables ${step}`] }),
+        }));
+        const usage = { promptTokens: 30, completionTokens: 3, totalTokens: 33, costUsd: 0.0003 };
+        const done = (jobId: string) => ({
+          result: {
+            jobId,
+            status: 'succeeded' as const,
+            stopReason: 'answer' as const,
+            answer: 'two tables',
+            steps: 2,
+            toolCalls: 2,
+            usage,
+            error: null,
+          },
+          finishedAt,
+        });
+        const base = {
+          task: 'journal',
+          model: 'gpt-4o-mini',
+          protocol: 'json' as const,
+          attempt: 1,
+          startedAt,
+        };
+        await journal.startRun({ ...base, jobId: 'job-journal-1' });
+        const written = await journal.writeJournal({
+          starts: [{ ...base, jobId: 'job-journal-2' }],
+          steps,
+          finishes: [done('job-journal-1'), done('job-journal-never')],
+        });
+        expect(written).toEqual({ notStarted: ['job-journal-never'] });
+        expect(await repository.getRun('job-journal-1')).toMatchObject({
+          status: 'succeeded',
+          answer: 'two tables',
+          steps: 2,
+          finishedAt,
+        });
+        expect(await repository.getRun('job-journal-2')).toMatchObject({ status: 'running', startedAt });
+        expect((await repository.getSteps('job-journal-1')).map((s) => s.observation)).toEqual([
+          'tables 1',
+          'tables 2',
+        ]);
+        expect(await repository.getRun('job-journal-never')).toBeNull();
+        // One kind alone is one statement (its reply is not a list).
+        expect(
+          await journal.writeJournal({ starts: [], steps: [], finishes: [done('job-journal-2')] }),
+        ).toEqual({
+          notStarted: [],
+        });
+        expect(await journal.writeJournal({ starts: [], steps: [], finishes: [] })).toEqual({
+          notStarted: [],
+        });
+      } finally {
+        await journalPool.end();
+      }
+    });
+
+    it('the store pool runs one statement per query unless told otherwise', async () => {
+      await expect(pool.query('SELECT 1; SELECT 2')).rejects.toThrow(/syntax/i);
+    });
+
     it('treats job ids as case-sensitive', async () => {
       await repository.startRun({
         jobId: 'job-case',

@@ -1,78 +1,97 @@
-// The process-wide run journal: the run starts and traces of several jobs go to MySQL in one statement each, a job
-// that ends has the waiting batch written at once, and a failed statement fails every writer whose rows were in it.
+// The process-wide run journal: the run starts, traces and finishes of several jobs go to MySQL in one query, a job
+// that ends has the waiting batch written at once, and a failed query fails every writer whose rows were in it.
+// (The query itself, against the real MariaDB, is in store.test.ts.)
 import { describe, expect, it } from 'vitest';
-import type { StepTrace } from '../src/agent/types.js';
-import type { RunsRepository, StartRunInput, StepRowInput } from '../src/store/runs-repository.js';
+import type { AgentResult, StepTrace } from '../src/agent/types.js';
+import type { JournalEntries, RunsRepository, StartRunInput } from '../src/store/runs-repository.js';
 import { RunJournal } from '../src/worker/run-journal.js';
 
 const trace = (step: number) => ({ step }) as StepTrace;
-
 const start = (jobId: string) =>
   ({ jobId, task: 't', model: 'm', protocol: 'json', attempt: 1 }) as StartRunInput;
+const result = (jobId: string) => ({ jobId, status: 'succeeded' }) as AgentResult;
 
-function fakeRepository(fail = false) {
-  const statements: StepRowInput[][] = [];
-  const log: string[] = [];
+function fakeRepository(options: { fail?: boolean; notStarted?: string[] } = {}) {
+  const queries: string[] = [];
   const repository = {
-    startRuns: async (inputs: readonly StartRunInput[]) => {
-      if (inputs.length > 0) log.push(`starts ${inputs.map((i) => i.jobId).join(',')}`);
-      if (fail) throw new Error('store down');
-    },
-    appendStepRows: async (rows: readonly StepRowInput[]) => {
-      if (rows.length === 0) return;
-      statements.push([...rows]);
-      log.push(`steps ${rows.map((r) => `${r.jobId}:${r.trace.step}`).join(',')}`);
-      if (fail) throw new Error('store down');
+    writeJournal: async (entries: JournalEntries) => {
+      queries.push(
+        [
+          entries.starts.length ? `starts ${entries.starts.map((s) => s.jobId).join(',')}` : '',
+          entries.steps.length
+            ? `steps ${entries.steps.map((r) => `${r.jobId}:${r.trace.step}`).join(',')}`
+            : '',
+          entries.finishes.length ? `finishes ${entries.finishes.map((f) => f.result.jobId).join(',')}` : '',
+        ]
+          .filter(Boolean)
+          .join(' | '),
+      );
+      if (options.fail) throw new Error('store down');
+      return { notStarted: options.notStarted ?? [] };
     },
   } as unknown as RunsRepository;
-  return { repository, statements, log };
+  return { repository, queries };
 }
 
 describe('RunJournal', () => {
-  it('writes the traces of several jobs in one statement after its delay', async () => {
-    const { repository, statements } = fakeRepository();
-    const sink = new RunJournal(repository, 20);
+  it('writes the traces of several jobs in one query after its delay', async () => {
+    const { repository, queries } = fakeRepository();
+    const journal = new RunJournal(repository, 20);
     const started = Date.now();
-    await Promise.all([sink.write('a', [trace(1), trace(2)]), sink.write('b', [trace(1)])]);
+    await Promise.all([journal.write('a', [trace(1), trace(2)]), journal.write('b', [trace(1)])]);
     expect(Date.now() - started).toBeGreaterThanOrEqual(15);
-    expect(statements).toHaveLength(1);
-    expect(statements[0]!.map((r) => `${r.jobId}:${r.trace.step}`)).toEqual(['a:1', 'a:2', 'b:1']);
+    expect(queries).toEqual(['steps a:1,a:2,b:1']);
   });
 
   it('expedite writes the waiting batch without waiting for the delay', async () => {
-    const { repository, statements } = fakeRepository();
-    const sink = new RunJournal(repository, 60_000);
-    const written = sink.write('a', [trace(1)]);
-    sink.expedite();
+    const { repository, queries } = fakeRepository();
+    const journal = new RunJournal(repository, 60_000);
+    const written = journal.write('a', [trace(1)]);
+    journal.expedite();
     await written;
-    expect(statements).toHaveLength(1);
+    expect(queries).toHaveLength(1);
   });
 
   it('a batch that reaches its row limit is written at once', async () => {
-    const { repository, statements } = fakeRepository();
-    const sink = new RunJournal(repository, 60_000, 3);
-    await Promise.all([sink.write('a', [trace(1), trace(2)]), sink.write('b', [trace(1)])]);
-    expect(statements).toHaveLength(1);
+    const { repository, queries } = fakeRepository();
+    const journal = new RunJournal(repository, 60_000, 3);
+    await Promise.all([journal.write('a', [trace(1), trace(2)]), journal.write('b', [trace(1)])]);
+    expect(queries).toHaveLength(1);
   });
 
-  it('a failed statement rejects every writer of the batch', async () => {
-    const { repository } = fakeRepository(true);
-    const sink = new RunJournal(repository, 5);
-    const results = await Promise.allSettled([sink.write('a', [trace(1)]), sink.write('b', [trace(1)])]);
-    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+  it('starts, steps and finishes that come together leave in one query', async () => {
+    const { repository, queries } = fakeRepository();
+    const journal = new RunJournal(repository, 60_000);
+    await Promise.all([
+      journal.start(start('b')),
+      journal.write('a', [trace(6)]),
+      // A finish does not wait for the delay: it takes the waiting rows along at the end of this tick.
+      journal.finish(result('a')),
+    ]);
+    expect(queries).toEqual(['starts b | steps a:6 | finishes a']);
   });
 
-  it('writes the starts of several runs in one statement, before the traces that came with them', async () => {
-    const { repository, log } = fakeRepository();
-    const sink = new RunJournal(repository, 20);
-    await Promise.all([sink.start(start('a')), sink.write('a', [trace(1)]), sink.start(start('b'))]);
-    expect(log).toEqual(['starts a,b', 'steps a:1']);
+  it('a failed query rejects every writer of the batch', async () => {
+    const { repository } = fakeRepository({ fail: true });
+    const journal = new RunJournal(repository, 5);
+    const results = await Promise.allSettled([
+      journal.start(start('a')),
+      journal.write('b', [trace(1)]),
+      journal.finish(result('c')),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
   });
 
-  it('a failed start rejects the writers of its batch', async () => {
-    const { repository } = fakeRepository(true);
-    const sink = new RunJournal(repository, 5);
-    const results = await Promise.allSettled([sink.start(start('a')), sink.write('b', [trace(1)])]);
-    expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected']);
+  it('a finish whose run was never started is refused, the rest of its batch is written', async () => {
+    const { repository } = fakeRepository({ notStarted: ['ghost'] });
+    const journal = new RunJournal(repository, 5);
+    const [ghost, real, steps] = await Promise.allSettled([
+      journal.finish(result('ghost')),
+      journal.finish(result('real')),
+      journal.write('real', [trace(1)]),
+    ]);
+    expect(ghost).toMatchObject({ status: 'rejected', reason: { code: 'run_not_found' } });
+    expect(real.status).toBe('fulfilled');
+    expect(steps.status).toBe('fulfilled');
   });
 });

@@ -12,6 +12,11 @@ export interface StorePoolOptions {
   connectionLimit?: number;
   /** Milliseconds to wait for the server at connect. Default 10,000. */
   connectTimeout?: number;
+  /**
+   * Several statements in one query, one round trip (the run journal's writes). Only for SQL this code builds
+   * with placeholders: never on a pool that runs text from elsewhere. Default false.
+   */
+  multipleStatements?: boolean;
 }
 
 /** Quotes a schema, table or column name for SQL text, where placeholders cannot be used. */
@@ -34,6 +39,7 @@ export async function createStorePool(url: string, options: StorePoolOptions = {
     ...server,
     database: target.database,
     connectionLimit: options.connectionLimit ?? 10,
+    multipleStatements: options.multipleStatements ?? false,
     waitForConnections: true,
     queueLimit: 0,
     enableKeepAlive: true,

@@ -43,27 +43,8 @@ export class RunsRepository {
   /** Records the starts of any number of runs in one statement (each as `startRun` would). */
   async startRuns(inputs: readonly StartRunInput[]): Promise<void> {
     if (inputs.length === 0) return;
-    const now = new Date();
-    await this.pool.query(
-      `INSERT INTO agent_runs (job_id, batch_id, task, model, protocol, status, metadata, attempts, started_at)
-       VALUES ${inputs.map(() => "(?, ?, ?, ?, ?, 'running', ?, ?, ?)").join(', ')}
-       ON DUPLICATE KEY UPDATE
-         status = 'running', stop_reason = NULL, answer = NULL, error = NULL, finished_at = NULL,
-         model = VALUES(model), protocol = VALUES(protocol),
-         batch_id = COALESCE(VALUES(batch_id), batch_id),
-         metadata = COALESCE(VALUES(metadata), metadata),
-         attempts = GREATEST(attempts + 1, VALUES(attempts))`,
-      inputs.flatMap((input) => [
-        input.jobId,
-        input.batchId ?? null,
-        input.task,
-        input.model,
-        input.protocol,
-        input.metadata === undefined ? null : JSON.stringify(input.metadata),
-        input.attempt,
-        input.startedAt ?? now,
-      ]),
-    );
+    const { sql, values } = startRunsStatement(inputs);
+    await this.pool.query(sql, values);
   }
 
   /** Writes the traces in one statement; a step already stored is overwritten. */
@@ -74,58 +55,39 @@ export class RunsRepository {
   /** Writes the traces of any number of jobs in one statement; a step already stored is overwritten. */
   async appendStepRows(rows: readonly StepRowInput[]): Promise<void> {
     if (rows.length === 0) return;
-    const placeholders = rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ');
-    const values = rows.flatMap(({ jobId, trace }) => [
-      jobId,
-      trace.step,
-      trace.kind,
-      JSON.stringify(trace.actions),
-      trace.observations.join('\n'),
-      trace.promptTokens,
-      trace.completionTokens,
-      toDecimal(trace.costUsd),
-      Math.round(trace.latencyMs),
-      trace.modelCalls,
-      trace.error === null ? null : trace.error.slice(0, STEP_ERROR_MAX_CHARS),
-    ]);
-    await this.pool.query(
-      `INSERT INTO agent_steps (job_id, step, kind, action, observation, prompt_tokens, completion_tokens,
-         cost_usd, latency_ms, model_calls, error)
-       VALUES ${placeholders}
-       ON DUPLICATE KEY UPDATE
-         kind = VALUES(kind), action = VALUES(action), observation = VALUES(observation),
-         prompt_tokens = VALUES(prompt_tokens), completion_tokens = VALUES(completion_tokens),
-         cost_usd = VALUES(cost_usd), latency_ms = VALUES(latency_ms), model_calls = VALUES(model_calls),
-         error = VALUES(error)`,
-      values,
-    );
+    const { sql, values } = stepRowsStatement(rows);
+    await this.pool.query(sql, values);
   }
 
   /** Stores the result (CONTRACT §4) of a started run. */
   async finishRun(result: AgentResult, finishedAt: Date = new Date()): Promise<void> {
-    const [header] = await this.pool.query<ResultSetHeader>(
-      `UPDATE agent_runs
-       SET status = ?, stop_reason = ?, answer = ?, steps = ?, tool_calls = ?, prompt_tokens = ?,
-         completion_tokens = ?, total_tokens = ?, cost_usd = ?, error = ?, finished_at = ?
-       WHERE job_id = ?`,
-      [
-        result.status,
-        result.stopReason,
-        result.answer,
-        result.steps,
-        result.toolCalls,
-        result.usage.promptTokens,
-        result.usage.completionTokens,
-        result.usage.totalTokens,
-        toDecimal(result.usage.costUsd),
-        result.error === null ? null : JSON.stringify(result.error),
-        finishedAt,
-        result.jobId,
-      ],
+    const { sql, values } = finishRunStatement({ result, finishedAt });
+    const [header] = await this.pool.query<ResultSetHeader>(sql, values);
+    if (header.affectedRows === 0) throw runNotFound(result.jobId);
+  }
+
+  /**
+   * Starts, steps and finishes of any number of runs in ONE query (the pool must allow multiple statements):
+   * starts first, then steps, then finishes, each statement committed on its own. Answers the finishes whose run
+   * was never started; throws (having written what came before) when a statement fails.
+   */
+  async writeJournal(entries: JournalEntries): Promise<{ notStarted: string[] }> {
+    const statements: { sql: string; values: unknown[] }[] = [];
+    if (entries.starts.length > 0) statements.push(startRunsStatement(entries.starts));
+    if (entries.steps.length > 0) statements.push(stepRowsStatement(entries.steps));
+    const finishesFrom = statements.length;
+    for (const finish of entries.finishes) statements.push(finishRunStatement(finish));
+    if (statements.length === 0) return { notStarted: [] };
+    const [results] = await this.pool.query<ResultSetHeader[] | ResultSetHeader>(
+      statements.map((s) => s.sql).join(';\n'),
+      statements.flatMap((s) => s.values),
     );
-    if (header.affectedRows === 0) {
-      throw new StoreError('run_not_found', `cannot finish run ${result.jobId}: it was never started`);
-    }
+    // One statement comes back as its header, several as a list of them.
+    const headers = Array.isArray(results) ? results : [results];
+    const notStarted = entries.finishes
+      .filter((_, i) => headers[finishesFrom + i]?.affectedRows === 0)
+      .map((finish) => finish.result.jobId);
+    return { notStarted };
   }
 
   async getRun(jobId: string): Promise<RunRow | null> {
@@ -142,4 +104,91 @@ export class RunsRepository {
     );
     return rows.map(toStepRow);
   }
+}
+
+export interface FinishRunInput {
+  result: AgentResult;
+  finishedAt: Date;
+}
+
+export interface JournalEntries {
+  starts: readonly StartRunInput[];
+  steps: readonly StepRowInput[];
+  finishes: readonly FinishRunInput[];
+}
+
+export const runNotFound = (jobId: string): StoreError =>
+  new StoreError('run_not_found', `cannot finish run ${jobId}: it was never started`);
+
+function startRunsStatement(inputs: readonly StartRunInput[]): { sql: string; values: unknown[] } {
+  const now = new Date();
+  return {
+    sql: `INSERT INTO agent_runs (job_id, batch_id, task, model, protocol, status, metadata, attempts, started_at)
+       VALUES ${inputs.map(() => "(?, ?, ?, ?, ?, 'running', ?, ?, ?)").join(', ')}
+       ON DUPLICATE KEY UPDATE
+         status = 'running', stop_reason = NULL, answer = NULL, error = NULL, finished_at = NULL,
+         model = VALUES(model), protocol = VALUES(protocol),
+         batch_id = COALESCE(VALUES(batch_id), batch_id),
+         metadata = COALESCE(VALUES(metadata), metadata),
+         attempts = GREATEST(attempts + 1, VALUES(attempts))`,
+    values: inputs.flatMap((input) => [
+      input.jobId,
+      input.batchId ?? null,
+      input.task,
+      input.model,
+      input.protocol,
+      input.metadata === undefined ? null : JSON.stringify(input.metadata),
+      input.attempt,
+      input.startedAt ?? now,
+    ]),
+  };
+}
+
+function stepRowsStatement(rows: readonly StepRowInput[]): { sql: string; values: unknown[] } {
+  return {
+    sql: `INSERT INTO agent_steps (job_id, step, kind, action, observation, prompt_tokens, completion_tokens,
+         cost_usd, latency_ms, model_calls, error)
+       VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
+       ON DUPLICATE KEY UPDATE
+         kind = VALUES(kind), action = VALUES(action), observation = VALUES(observation),
+         prompt_tokens = VALUES(prompt_tokens), completion_tokens = VALUES(completion_tokens),
+         cost_usd = VALUES(cost_usd), latency_ms = VALUES(latency_ms), model_calls = VALUES(model_calls),
+         error = VALUES(error)`,
+    values: rows.flatMap(({ jobId, trace }) => [
+      jobId,
+      trace.step,
+      trace.kind,
+      JSON.stringify(trace.actions),
+      trace.observations.join('\n'),
+      trace.promptTokens,
+      trace.completionTokens,
+      toDecimal(trace.costUsd),
+      Math.round(trace.latencyMs),
+      trace.modelCalls,
+      trace.error === null ? null : trace.error.slice(0, STEP_ERROR_MAX_CHARS),
+    ]),
+  };
+}
+
+function finishRunStatement({ result, finishedAt }: FinishRunInput): { sql: string; values: unknown[] } {
+  return {
+    sql: `UPDATE agent_runs
+       SET status = ?, stop_reason = ?, answer = ?, steps = ?, tool_calls = ?, prompt_tokens = ?,
+         completion_tokens = ?, total_tokens = ?, cost_usd = ?, error = ?, finished_at = ?
+       WHERE job_id = ?`,
+    values: [
+      result.status,
+      result.stopReason,
+      result.answer,
+      result.steps,
+      result.toolCalls,
+      result.usage.promptTokens,
+      result.usage.completionTokens,
+      result.usage.totalTokens,
+      toDecimal(result.usage.costUsd),
+      result.error === null ? null : JSON.stringify(result.error),
+      finishedAt,
+      result.jobId,
+    ],
+  };
 }

@@ -1,25 +1,41 @@
-// One stream of MySQL writes for every job of a process: run starts and step traces wait here together and go in
-// one multi-row statement each, because MySQL pays per statement (a round trip, a parse, a commit) far more than
-// per row, and a worker with many jobs in flight starts a run or ends a step every few milliseconds. Writes wait
-// at most `delayMs` (or until `maxRows` are waiting); each caller is told when its own rows are in; a job that is
-// ending has the waiting batch written at once (`expedite`). Until then the traces stay parked in Redis
-// (trace-writer); a start that never lands fails the job at its end, and BullMQ's retry writes it again.
-import type { StepTrace } from '../agent/types.js';
-import type { RunsRepository, StartRunInput, StepRowInput } from '../store/runs-repository.js';
+// One stream of MySQL writes for every job of a process: run starts, step traces and run finishes wait here together
+// and leave in ONE query (one multi-row statement per kind, sent together), because MySQL pays per round trip, parse
+// and commit far more than per row, and a worker with many jobs in flight starts a run, ends a step or finishes a
+// run every few milliseconds. Writes wait at most `delayMs` (or until `maxRows` are waiting); each caller is told
+// when its own rows are in; a job that is ending has the waiting batch written at once (`expedite`, which a finish
+// implies). Until then the traces stay parked in Redis (trace-writer); a start or a finish that never lands fails
+// the job's attempt, and BullMQ's retry writes it again (every write is an upsert).
+import type { AgentResult, StepTrace } from '../agent/types.js';
+import {
+  runNotFound,
+  type FinishRunInput,
+  type RunsRepository,
+  type StartRunInput,
+  type StepRowInput,
+} from '../store/runs-repository.js';
+
+interface Waiter {
+  resolve: () => void;
+  reject: (error: unknown) => void;
+  /** Set for a finish: the job whose run must exist. */
+  finishing?: string;
+}
 
 interface Waiting {
   starts: StartRunInput[];
-  rows: StepRowInput[];
-  done: { resolve: () => void; reject: (error: unknown) => void }[];
+  steps: StepRowInput[];
+  finishes: FinishRunInput[];
+  waiters: Waiter[];
 }
 
-const empty = (): Waiting => ({ starts: [], rows: [], done: [] });
+const empty = (): Waiting => ({ starts: [], steps: [], finishes: [], waiters: [] });
 
 export class RunJournal {
   private batch: Waiting = empty();
   private timer: NodeJS.Timeout | undefined;
   private expedited = false;
 
+  /** `repository` must sit on a pool that allows multiple statements (store/pool.ts). */
   constructor(
     private readonly repository: RunsRepository,
     private readonly delayMs = 50,
@@ -28,51 +44,63 @@ export class RunJournal {
 
   /** Resolves once the run's start (`agent_runs`, status running) is in MySQL; rejects when the write failed. */
   start(input: StartRunInput): Promise<void> {
-    return this.enqueue((batch) => batch.starts.push(input));
+    return this.enqueue({}, (batch) => batch.starts.push(input));
   }
 
   /** Resolves once these traces are in MySQL; rejects (for the whole batch) when the write failed. */
   write(jobId: string, traces: readonly StepTrace[]): Promise<void> {
     if (traces.length === 0) return Promise.resolve();
-    return this.enqueue((batch) => {
-      for (const trace of traces) batch.rows.push({ jobId, trace });
+    return this.enqueue({}, (batch) => {
+      for (const trace of traces) batch.steps.push({ jobId, trace });
     });
+  }
+
+  /**
+   * Stores a started run's result, with the traces still waiting, at the end of this turn of the event loop.
+   * Rejects when the write failed or the run was never started (StoreError run_not_found).
+   */
+  finish(result: AgentResult, finishedAt: Date = new Date()): Promise<void> {
+    const written = this.enqueue({ finishing: result.jobId }, (batch) =>
+      batch.finishes.push({ result, finishedAt }),
+    );
+    this.expedite();
+    return written;
   }
 
   /** Writes the waiting batch at the end of this turn of the event loop (with whatever else comes in it). */
   expedite(): void {
-    if (this.expedited || this.size() === 0) return;
+    if (this.expedited || this.batch.waiters.length === 0) return;
     this.expedited = true;
     setImmediate(() => this.flush());
   }
 
-  private enqueue(add: (batch: Waiting) => void): Promise<void> {
+  private enqueue(waiter: Omit<Waiter, 'resolve' | 'reject'>, add: (batch: Waiting) => void): Promise<void> {
     return new Promise((resolve, reject) => {
       add(this.batch);
-      this.batch.done.push({ resolve, reject });
-      if (this.size() >= this.maxRows) this.expedite();
+      this.batch.waiters.push({ ...waiter, resolve, reject });
+      const rows = this.batch.starts.length + this.batch.steps.length + this.batch.finishes.length;
+      if (rows >= this.maxRows) this.expedite();
       else this.timer ??= setTimeout(() => this.flush(), this.delayMs);
     });
-  }
-
-  private size(): number {
-    return this.batch.starts.length + this.batch.rows.length;
   }
 
   private flush(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
     this.expedited = false;
-    const { starts, rows, done } = this.batch;
-    if (done.length === 0) return;
+    const batch = this.batch;
+    if (batch.waiters.length === 0) return;
     this.batch = empty();
-    // Starts first: a reader never sees steps of a run it cannot find.
-    (async () => {
-      await this.repository.startRuns(starts);
-      await this.repository.appendStepRows(rows);
-    })().then(
-      () => done.forEach((d) => d.resolve()),
-      (error: unknown) => done.forEach((d) => d.reject(error)),
+    this.repository.writeJournal(batch).then(
+      ({ notStarted }) => {
+        const missing = new Set(notStarted);
+        for (const waiter of batch.waiters) {
+          if (waiter.finishing !== undefined && missing.has(waiter.finishing))
+            waiter.reject(runNotFound(waiter.finishing));
+          else waiter.resolve();
+        }
+      },
+      (error: unknown) => batch.waiters.forEach((waiter) => waiter.reject(error)),
     );
   }
 }

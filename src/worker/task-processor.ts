@@ -25,7 +25,7 @@ import type { ResultPublisher } from './result-publisher.js';
 import { withRetries } from './retry.js';
 import { runConfigFor } from './run-config.js';
 import type { ToolProvider } from './tool-provider.js';
-import { RunJournal } from './run-journal.js';
+import type { RunJournal } from './run-journal.js';
 import { TraceWriter } from './trace-writer.js';
 import type { BatchTracker } from './batch-tracker.js';
 import { Background } from './background.js';
@@ -39,6 +39,8 @@ export interface TaskProcessorDeps {
   /** Parks traces until MySQL has them. */
   redis: Redis;
   repository: RunsRepository;
+  /** The process's shared MySQL writes: run starts, traces, finishes (run-journal.ts). */
+  journal: RunJournal;
   publisher: ResultPublisher;
   tools: ToolProvider;
   createModel: (model: string) => ChatModel;
@@ -54,8 +56,7 @@ export interface TaskProcessorDeps {
 const STORE_RETRIES = { attempts: 4, baseDelayMs: 250 };
 
 export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown, AgentResult> {
-  // One per process: the run starts and traces of all its jobs share INSERTs.
-  const journal = new RunJournal(deps.repository);
+  const journal = deps.journal;
   return async (job, token, signal) => {
     const jobId = String(job.id);
     const log = deps.logger.child({ jobId, attempt: job.attemptsMade + 1 });
@@ -149,7 +150,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
 
 /** Records the run, publishes its result, forgets its checkpoint: in that order, each step idempotent. */
 async function finish(deps: TaskProcessorDeps, result: AgentResult): Promise<void> {
-  await withRetries(() => deps.repository.finishRun(result), STORE_RETRIES);
+  await withRetries(() => deps.journal.finish(result), STORE_RETRIES);
   await withRetries(() => deps.publisher.publish(result), STORE_RETRIES);
   deps.metrics?.observeResult(result);
   // Not waited for: with the result out nothing reads the checkpoint again, and one left behind expires.

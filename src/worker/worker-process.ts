@@ -18,6 +18,7 @@ import { createStorePool } from '../store/pool.js';
 import { RunsRepository } from '../store/runs-repository.js';
 import { CheckpointStore } from './checkpoint-store.js';
 import { FleetWorker } from './fleet-worker.js';
+import { RunJournal } from './run-journal.js';
 import { startSchedules } from '../schedules/schedules-runtime.js';
 import { modelFactoryFrom } from './model-factory.js';
 import { ResultPublisher } from './result-publisher.js';
@@ -80,6 +81,12 @@ export async function startWorkerProcess(
       dataUrlIsDefault: !process.env['DATA_MYSQL_URL'],
     });
     const repository = new RunsRepository(pool);
+    // The journal's own small pool: several statements in one query, for the SQL it builds itself and nothing else.
+    const journalPool = await createStorePool(config.MYSQL_URL, {
+      connectionLimit: 2,
+      multipleStatements: true,
+    });
+    const journal = new RunJournal(new RunsRepository(journalPool));
     const batchesQueue = new Queue(BATCHES_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
     const batchRecords = new BatchRecords(pool);
     const aggregator = new Worker(
@@ -94,6 +101,7 @@ export async function startWorkerProcess(
         checkpoints: new CheckpointStore(connection, config.QUEUE_PREFIX),
         redis: connection,
         repository,
+        journal,
         publisher: new ResultPublisher(results),
         tools: tools.provider,
         createModel,
@@ -131,6 +139,7 @@ export async function startWorkerProcess(
         await results.close();
         await tools.close();
         await pool.end();
+        await journalPool.end();
         connection.disconnect();
         logger.info('worker stopped');
       })());
