@@ -191,6 +191,8 @@ if (latencyResult) {
       target: `≥ ${config.targets.throughputRatio}`,
       pass: l.achievedOverIdeal >= config.targets.throughputRatio,
     },
+    info('4 latency', 'bare openai loop on the same calls: of ideal', l.bareAchievedOverIdeal, 'ratio'),
+    info('4 latency', 'worker jobs/s over the bare loop’s', l.overBare, 'ratio'),
     {
       ...info('4 latency', 'mean job duration', l.meanJobMs, 'ms'),
       baseline: { label: 'steps × latency', value: l.idealJobMs },
@@ -274,7 +276,8 @@ if (latencyResult) {
   const l = latencyResult;
   lines.push(
     `4: ${l.batches.length} batches of ${l.jobs} jobs in ${l.batches.map((b) => (b.elapsedMs / 1000).toFixed(2)).join(', ')} s ` +
-      `(ideal ${(l.jobs / l.idealJobsPerSecond).toFixed(2)} s); achieved/ideal ${l.batches.map((b) => b.achievedOverIdeal.toFixed(3)).join(', ')}`,
+      `(ideal ${(l.jobs / l.idealJobsPerSecond).toFixed(2)} s); achieved/ideal ${l.batches.map((b) => b.achievedOverIdeal.toFixed(3)).join(', ')}; ` +
+      `the bare openai loop ${l.batches.map((b) => b.bare.achievedOverIdeal.toFixed(3)).join(', ')}`,
   );
 }
 if (memoryResult) {

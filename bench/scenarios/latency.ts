@@ -20,6 +20,7 @@ import { cpuMsOf } from '../lib/proc.js';
 import { median, spread } from '../lib/stats.js';
 import { taskText } from '../lib/steps-model.js';
 import { checkResults, enqueueTasks, type BatchCheck } from '../lib/tasks.js';
+import { jobsOf, replayJobs } from './latency-floor.js';
 
 export interface LatencyBatch {
   elapsedMs: number;
@@ -34,6 +35,8 @@ export interface LatencyBatch {
   workerCpuMsPerStep: number;
   workerCpuShare: number;
   breakdown: JobBreakdown;
+  /** The same calls replayed by a bare `openai` loop, as many jobs in flight (latency-floor.ts). */
+  bare: { elapsedMs: number; achievedOverIdeal: number; errors: number };
   /** The worker's event loop over the batch (bench/heap-probe.ts). */
   loop: LoopStats;
   check: BatchCheck;
@@ -61,6 +64,9 @@ export interface LatencyResult {
   /** Medians over the repetitions. */
   jobsPerSecond: number;
   achievedOverIdeal: number;
+  /** The bare `openai` loop's achieved / ideal on the same calls, and the worker's throughput over the loop's. */
+  bareAchievedOverIdeal: number;
+  overBare: number;
   meanJobMs: number;
   overheadMsPerStep: number;
   workerCpuMsPerStep: number;
@@ -146,6 +152,12 @@ export async function latency(options: {
       const timings = await watch.timings(jobIds);
       const tasks = jobIds.map((_, i) => taskText(`run${rep}-${i}`, options.steps));
       const breakdown = breakdownOf(await model.timeline(before), tasks, timings, options.latencyMs);
+      // Read before the replay below, which sends the same tasks again.
+      const calls = jobsOf((await model.requests(before)).bodies);
+      // The loop's first replay warms its client up (the worker had a warm-up wave of its own).
+      if (rep === 1) await replayJobs(model.baseURL, calls, options.concurrency);
+      log(`latency: the same ${calls.length} jobs by a bare openai loop, ${options.concurrency} in flight`);
+      const replay = await replayJobs(model.baseURL, calls, options.concurrency);
       const elapsedMs = t1 - t0;
       const jobsPerSecond = options.jobs / (elapsedMs / 1000);
       const meanJobMs = timings.reduce((sum, t) => sum + (t.finishedOn - t.processedOn), 0) / timings.length;
@@ -159,6 +171,11 @@ export async function latency(options: {
         workerCpuMsPerStep: (cpu1 - cpu0) / check.steps,
         workerCpuShare: (cpu1 - cpu0) / elapsedMs,
         breakdown,
+        bare: {
+          elapsedMs: replay.elapsedMs,
+          achievedOverIdeal: calls.length / (replay.elapsedMs / 1000) / idealJobsPerSecond,
+          errors: replay.errors,
+        },
         loop: loopStats(readProbe(probeFile), t0, t1),
         check,
       });
@@ -172,6 +189,8 @@ export async function latency(options: {
       idealJobMs,
       jobsPerSecond: median(batches.map((b) => b.jobsPerSecond)),
       achievedOverIdeal: median(batches.map((b) => b.achievedOverIdeal)),
+      bareAchievedOverIdeal: median(batches.map((b) => b.bare.achievedOverIdeal)),
+      overBare: median(batches.map((b) => b.achievedOverIdeal / b.bare.achievedOverIdeal)),
       meanJobMs: median(batches.map((b) => b.meanJobMs)),
       overheadMsPerStep: median(batches.map((b) => b.overheadMsPerStep)),
       workerCpuMsPerStep: median(batches.map((b) => b.workerCpuMsPerStep)),
