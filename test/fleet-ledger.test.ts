@@ -455,3 +455,120 @@ describe('concurrency', () => {
     }
   });
 });
+
+describe('one round trip per step: settle, pause check and booking in one script', () => {
+  it('book settles the earlier ticket first, then books the next call', async () => {
+    const ledger = ledgerOf();
+    const scopes = [freshBatch('fold-a'), freshBatch('fold-b')];
+    await ledger.setCaps(scopes[1]!, { maxCostUsd: 0.01 });
+    const first = await ledger.reserve(scopes, { tokens: 1000, costUsd: 0.008 });
+    if (!first.ok) throw new Error(first.message);
+    // The cap only has room for the next worst case once the first is settled: the settle comes first.
+    const booking = await ledger.book(
+      scopes,
+      { tokens: 500, costUsd: 0.005 },
+      {
+        settleFirst: { ticket: first.ticket, actual: { tokens: 300, costUsd: 0.003 } },
+      },
+    );
+    expect(booking.reservation?.ok).toBe(true);
+    expect(booking.pausedMs).toBe(0);
+    expect(booking.settled).toEqual({ [scopes[0]!]: 'settled', [scopes[1]!]: 'settled' });
+    expect(await ledger.getSpend(scopes[1]!)).toMatchObject({
+      usedMicroUsd: 3_000,
+      reservedMicroUsd: 5_000,
+      liveReservations: 1,
+    });
+  });
+
+  it('a refused booking still settles the earlier ticket', async () => {
+    const ledger = ledgerOf();
+    const scope = freshBatch('fold-refused');
+    await ledger.setCaps(scope, { maxCostUsd: 0.01 });
+    const first = await ledger.reserve([scope], { tokens: 10, costUsd: 0.004 });
+    if (!first.ok) throw new Error(first.message);
+    const booking = await ledger.book(
+      [scope],
+      { tokens: 10, costUsd: 0.02 },
+      {
+        settleFirst: { ticket: first.ticket, actual: { tokens: 10, costUsd: 0.004 } },
+      },
+    );
+    expect(booking.reservation).toMatchObject({ ok: false, reason: 'cost_budget' });
+    expect(booking.settled).toEqual({ [scope]: 'settled' });
+    expect(await ledger.getSpend(scope)).toMatchObject({ usedMicroUsd: 4_000, liveReservations: 0 });
+  });
+
+  it('while the pause key lives nothing is booked, the settle still is, and the pause left is told', async () => {
+    const ledger = ledgerOf();
+    const scope = freshBatch('fold-paused');
+    const pauseKey = `${PREFIX}:{fleet-ledger}:rate:test:pause`;
+    const first = await ledger.reserve([scope], { tokens: 10, costUsd: 0.001 });
+    if (!first.ok) throw new Error(first.message);
+    await redis.set(pauseKey, '1', 'PX', 5_000);
+    const booking = await ledger.book(
+      [scope],
+      { tokens: 10, costUsd: 0.001 },
+      {
+        settleFirst: { ticket: first.ticket, actual: { tokens: 5, costUsd: 0.0005 } },
+        pauseKey,
+      },
+    );
+    expect(booking.reservation).toBeNull();
+    expect(booking.pausedMs).toBeGreaterThan(4_000);
+    expect(booking.settled).toEqual({ [scope]: 'settled' });
+    expect(await ledger.getSpend(scope)).toMatchObject({ usedMicroUsd: 500, liveReservations: 0 });
+    await redis.del(pauseKey);
+    const after = await ledger.book([scope], { tokens: 10, costUsd: 0.001 }, { pauseKey });
+    expect(after).toMatchObject({ reservation: { ok: true }, pausedMs: 0, settled: null });
+  });
+
+  it('refuses to settle first a ticket of other scopes', async () => {
+    const ledger = ledgerOf();
+    const first = await ledger.reserve([freshBatch('fold-x')], { tokens: 1, costUsd: 0 });
+    if (!first.ok) throw new Error(first.message);
+    await expect(
+      ledger.book(
+        [freshBatch('fold-y')],
+        { tokens: 1, costUsd: 0 },
+        {
+          settleFirst: { ticket: first.ticket, actual: { tokens: 1, costUsd: 0 } },
+        },
+      ),
+    ).rejects.toThrow(RangeError);
+  });
+
+  it('the gate folds a settle into the next booking made in the same turn, and sends it alone otherwise', async () => {
+    const ledger = ledgerOf();
+    const calls: string[] = [];
+    const settle = ledger.settle.bind(ledger);
+    const book = ledger.book.bind(ledger);
+    ledger.settle = (...args) => (calls.push('settle'), settle(...args));
+    ledger.book = (scopes, worstCase, options) => (
+      calls.push(options?.settleFirst ? 'book+settle' : 'book'),
+      book(scopes, worstCase, options)
+    );
+    const batchId = `fold-gate-${++scopeSeq}`;
+    const gate = gateForJob({ ledger, batchId });
+    const signal = new AbortController().signal;
+    const worst = { tokens: 100, costUsd: 0.01 };
+
+    const first = await gate.acquire(worst, signal);
+    if (!first.ok) throw new Error(first.message);
+    // A step whose tools did no I/O: the run asks for its next call before the turn ends.
+    const released = gate.release(first.ticket, { tokens: 40, costUsd: 0.004 });
+    const second = await gate.acquire(worst, signal);
+    await released;
+    if (!second.ok) throw new Error(second.message);
+    expect(calls).toEqual(['book', 'book+settle']);
+
+    // The last call of a run: nothing follows, the settle goes alone at the end of the turn.
+    await gate.release(second.ticket, { tokens: 10, costUsd: 0.001 });
+    expect(calls).toEqual(['book', 'book+settle', 'settle']);
+    expect(await ledger.getSpend(batchScope(batchId))).toMatchObject({
+      usedMicroUsd: 5_000,
+      reservedMicroUsd: 0,
+      liveReservations: 0,
+    });
+  });
+});

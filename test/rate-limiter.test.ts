@@ -128,6 +128,26 @@ describe('pause after a 429', () => {
   });
 });
 
+describe('pause without MODEL_RPM', () => {
+  it('the booking itself checks the pause: nothing is booked until it ends, then the call goes', async () => {
+    const limiter = limiterOf({ limit: 1, windowMs: 1_000 });
+    const ledger = new SpendLedger({ redis, prefix: PREFIX });
+    const scope = batchScope(`pause-only-${nameSeq}`);
+    const gate = new FleetGate({ ledger, limiter, limitRequests: false, scopes: [scope] });
+    await limiter.pause(400);
+    const started = Date.now();
+    const acquiring = gate.acquire({ tokens: 1, costUsd: 0.001 }, new AbortController().signal);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect((await ledger.getSpend(scope)).liveReservations).toBe(0);
+    const decision = await acquiring;
+    expect(decision.ok).toBe(true);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(350);
+    expect((await ledger.getSpend(scope)).liveReservations).toBe(1);
+    // Without a request limit the window log is never written.
+    expect(await redis.exists(limiter.keys()[0]!)).toBe(0);
+  });
+});
+
 describe('abort', () => {
   it('an acquirer waiting for a slot stops at once with the signal reason', async () => {
     const limiter = limiterOf({ limit: 1, windowMs: 10_000 });

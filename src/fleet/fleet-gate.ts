@@ -1,11 +1,15 @@
 // The kernel's call gate backed by the fleet's Redis: before each model call, wait for a request slot (MODEL_RPM)
 // and book the call's worst case in the spend ledger over the job's scopes (the UTC day, and its batch if it
 // belongs to one); after the call, settle with what it cost; on a 429, pause the whole fleet.
+//
+// One round trip per step, not three: a settle waits for the end of the event loop's turn, and when the run asks
+// for its next call before then (a step whose tools did no I/O), the settle, the check of the fleet's pause and
+// the next booking go in one ledger script. Otherwise the settle leaves alone at the end of the turn.
 import type { Redis } from 'ioredis';
 import type { Env } from '../../config/env.js';
 import type { CallCost, CallGate, GateDecision } from '../agent/call-gate.js';
 import { RateLimiter } from './rate-limiter.js';
-import { batchScope, dayScope, SpendLedger, type ReserveResult } from './spend-ledger.js';
+import { batchScope, dayScope, decodeTicket, SpendLedger, type Booking } from './spend-ledger.js';
 
 export const DEFAULT_LEDGER_TIMEOUT_MS = 10_000;
 export const DEFAULT_RATE_LIMIT_PAUSE_MS = 1_000;
@@ -29,11 +33,19 @@ export interface FleetGateOptions {
   limitRequests?: boolean;
 }
 
+interface PendingSettle {
+  ticket: string;
+  actual: CallCost;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
 export class FleetGate implements CallGate {
   private readonly ledger: SpendLedger;
   private readonly limiter: RateLimiter | undefined;
   private readonly scopes: () => readonly string[];
   private readonly options: FleetGateOptions;
+  private pending: PendingSettle | null = null;
 
   constructor(options: FleetGateOptions) {
     this.ledger = options.ledger;
@@ -45,29 +57,53 @@ export class FleetGate implements CallGate {
 
   async acquire(worstCase: CallCost, signal: AbortSignal): Promise<GateDecision> {
     const pauseOnly = this.options.limitRequests === false;
+    // With MODEL_RPM the limiter's own script respects the pause; without, the booking checks it.
     if (this.limiter && !pauseOnly) await this.limiter.acquire(signal);
+    const pauseKey = this.limiter && pauseOnly ? this.limiter.pauseKey : undefined;
     for (;;) {
       signal.throwIfAborted();
-      // Without MODEL_RPM the limiter only carries the fleet-wide pause after a 429. Its check goes with the
-      // booking (one round trip instead of two before every model call); a booking made during a pause is
-      // given back before the pause is waited out: it holds budget for a moment, never spends any.
-      const booking = this.answered(this.ledger.reserve(this.scopes(), worstCase), signal);
-      const paused = (this.limiter && pauseOnly ? this.limiter.pausedFor() : Promise.resolve(0)).catch(
-        (error: unknown) => {
-          this.giveBack(booking);
-          throw error;
-        },
-      );
-      const [pausedMs, result] = await Promise.all([paused, booking]);
-      if (!result.ok) return { ok: false, reason: result.reason, message: result.message };
-      if (pausedMs === 0) return { ok: true, ticket: result.ticket };
-      await this.ledger.settle(result.ticket, NOTHING);
-      await this.limiter?.waitWhilePaused(signal);
+      const scopes = this.scopes();
+      const settle = this.takePending(scopes);
+      const booking = this.ledger.book(scopes, worstCase, {
+        ...(settle ? { settleFirst: { ticket: settle.ticket, actual: settle.actual } } : {}),
+        ...(pauseKey !== undefined ? { pauseKey } : {}),
+      });
+      if (settle) booking.then(() => settle.resolve(), settle.reject);
+      const { reservation } = await this.answered(booking, signal);
+      if (!reservation) {
+        await this.limiter?.waitWhilePaused(signal);
+        continue;
+      }
+      if (!reservation.ok) return { ok: false, reason: reservation.reason, message: reservation.message };
+      return { ok: true, ticket: reservation.ticket };
     }
   }
 
-  async release(ticket: string, actual: CallCost): Promise<void> {
-    await this.ledger.settle(ticket, actual);
+  /** Resolves once the settle is in the ledger: with the next booking if one comes in this turn, else alone. */
+  release(ticket: string, actual: CallCost): Promise<void> {
+    this.sendPending();
+    return new Promise((resolve, reject) => {
+      this.pending = { ticket, actual, resolve, reject };
+      setImmediate(() => this.sendPending());
+    });
+  }
+
+  /** The waiting settle, if it covers exactly these scopes (the UTC day may have changed since its booking). */
+  private takePending(scopes: readonly string[]): PendingSettle | null {
+    const pending = this.pending;
+    if (!pending) return null;
+    const booked = decodeTicket(pending.ticket).scopes;
+    const asked = [...new Set(scopes)];
+    if (booked.length !== asked.length || booked.some((scope, i) => scope !== asked[i])) return null;
+    this.pending = null;
+    return pending;
+  }
+
+  private sendPending(): void {
+    const pending = this.pending;
+    if (!pending) return;
+    this.pending = null;
+    this.ledger.settle(pending.ticket, pending.actual).then(() => pending.resolve(), pending.reject);
   }
 
   rateLimited(retryAfterMs: number | undefined): void {
@@ -80,7 +116,7 @@ export class FleetGate implements CallGate {
    * The ledger's answer, unless the run is aborted or the ledger is too slow first. A reservation that is made
    * after the caller gave up is given back (settled with nothing), since no model call will use it.
    */
-  private async answered(pending: Promise<ReserveResult>, signal: AbortSignal): Promise<ReserveResult> {
+  private async answered(pending: Promise<Booking>, signal: AbortSignal): Promise<Booking> {
     const timeoutMs = this.options.ledgerTimeoutMs ?? DEFAULT_LEDGER_TIMEOUT_MS;
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
@@ -104,9 +140,9 @@ export class FleetGate implements CallGate {
   }
 
   /** A booking no model call will use (the caller gave up, or failed first) is settled with nothing. */
-  private giveBack(booking: Promise<ReserveResult>): void {
+  private giveBack(booking: Promise<Booking>): void {
     booking
-      .then((late) => (late.ok ? this.ledger.settle(late.ticket, NOTHING) : undefined))
+      .then(({ reservation: late }) => (late?.ok ? this.ledger.settle(late.ticket, NOTHING) : undefined))
       .catch(() => undefined);
   }
 }

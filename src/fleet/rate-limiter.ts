@@ -68,7 +68,8 @@ export class RateLimiter {
   readonly windowMs: number;
   private readonly redis: Redis;
   private readonly logKey: string;
-  private readonly pauseKey: string;
+  /** While this key lives the fleet is paused; the spend ledger's booking checks it in the same script. */
+  readonly pauseKey: string;
   private readonly maxPollMs: number;
   private readonly jitterMs: number;
   private readonly sleep: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
@@ -80,7 +81,8 @@ export class RateLimiter {
     this.windowMs = options.windowMs ?? DEFAULT_RATE_WINDOW_MS;
     if (!Number.isInteger(this.windowMs) || this.windowMs < 1) throw new RangeError('windowMs must be >= 1');
     this.redis = options.redis;
-    const base = `${options.prefix ?? 'agentfleet'}:{fleet-rate:${options.name ?? 'model'}}`;
+    // The spend ledger's hash tag: its booking script checks the pause key too (one slot on a Redis Cluster).
+    const base = `${options.prefix ?? 'agentfleet'}:{fleet-ledger}:rate:${options.name ?? 'model'}`;
     this.logKey = `${base}:log`;
     this.pauseKey = `${base}:pause`;
     this.maxPollMs = options.maxPollMs ?? 1_000;

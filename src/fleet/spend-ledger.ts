@@ -50,6 +50,25 @@ export type ReserveResult =
 /** Per scope of the ticket: `settled` now, `late` (settled after it expired), `none` (already settled). */
 export type SettleStatus = 'settled' | 'late' | 'none';
 
+export interface BookOptions {
+  /**
+   * A reservation over the same scopes to settle first, in the same script: the settle of one model call and the
+   * booking of the next cost one round trip.
+   */
+  settleFirst?: { ticket: string; actual: CallCost };
+  /** The fleet's pause key (rate-limiter.ts): while it lives nothing is booked, and the booking says how long. */
+  pauseKey?: string;
+}
+
+export interface Booking {
+  /** Null when the fleet is paused. */
+  reservation: ReserveResult | null;
+  /** What is left of the fleet's pause (0: none, or not asked). */
+  pausedMs: number;
+  /** The settle asked for first, per scope; null when none was asked. */
+  settled: Record<string, SettleStatus> | null;
+}
+
 export interface ScopeSpend {
   usedUsd: number;
   usedTokens: number;
@@ -184,6 +203,32 @@ end
 local function touch(base, ttl)
   for j = 1, 4 do redis.call('PEXPIRE', KEYS[base + j], ttl) end
 end
+
+-- Settles a ticket in the i-th scope of KEYS: 'settled', 'late' (its reservation had expired) or 'none'.
+local function settle_in(i, ticket, usd, tok)
+  local st, rs, am, ex = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4]
+  local a = redis.call('HGET', am, ticket)
+  local e = redis.call('HGET', ex, ticket)
+  if a then
+    local u, k = split(a)
+    add(st, 'res_usd', u, true)
+    add(st, 'res_tok', k, true)
+    add(st, 'used_usd', usd)
+    add(st, 'used_tok', tok)
+    redis.call('HDEL', am, ticket)
+    redis.call('ZREM', rs, ticket)
+    return 'settled'
+  elseif e then
+    local u, k = split(e)
+    add(st, 'used_usd', u, true)
+    add(st, 'used_tok', k, true)
+    add(st, 'used_usd', usd)
+    add(st, 'used_tok', tok)
+    redis.call('HDEL', ex, ticket)
+    return 'late'
+  end
+  return 'none'
+end
 `;
 
 // The tighter of the stored cap and the configured one; '' for none.
@@ -200,6 +245,20 @@ end
 local now = now_ms(ARGV[1])
 local ticket, usd, tok = ARGV[2], ARGV[3], ARGV[4]
 local ttl, n = tonumber(ARGV[5]), tonumber(ARGV[6])
+-- After the scopes' triplets: a ticket of the same scopes to settle first ('' for none) with its actuals, and
+-- '1' when KEYS[4n + 1] is the fleet's pause key: while it lives, nothing is booked.
+local extra = 7 + 3 * n
+local settled = {}
+if ARGV[extra] ~= '' then
+  for i = 0, n - 1 do settled[i + 1] = settle_in(i, ARGV[extra], ARGV[extra + 1], ARGV[extra + 2]) end
+end
+if ARGV[extra + 3] == '1' then
+  local paused = redis.call('PTTL', KEYS[4 * n + 1])
+  if paused > 0 then
+    for j = 0, n - 1 do touch(4 * j, ARGV[7 + 3 * j]) end
+    return {2, paused, settled}
+  end
+end
 for i = 0, n - 1 do
   sweep(KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4], now)
 end
@@ -216,6 +275,7 @@ for i = 0, n - 1 do
   end
   if refusal then
     for j = 0, n - 1 do touch(4 * j, ARGV[7 + 3 * j]) end
+    refusal[7] = settled
     return refusal
   end
 end
@@ -231,36 +291,14 @@ for i = 0, n - 1 do
   redis.call('HSET', am, ticket, usd .. ':' .. tok)
   touch(4 * i, ARGV[7 + 3 * i])
 end
-return {1, expires}
+return {1, expires, settled}
 `);
 
 const SETTLE = new LuaScript(`${LUA_COMMON}
 local ticket, usd, tok, n = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local out = {}
 for i = 0, n - 1 do
-  local st, rs, am, ex = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4]
-  local a = redis.call('HGET', am, ticket)
-  local e = redis.call('HGET', ex, ticket)
-  if a then
-    local u, k = split(a)
-    add(st, 'res_usd', u, true)
-    add(st, 'res_tok', k, true)
-    add(st, 'used_usd', usd)
-    add(st, 'used_tok', tok)
-    redis.call('HDEL', am, ticket)
-    redis.call('ZREM', rs, ticket)
-    out[i + 1] = 'settled'
-  elseif e then
-    local u, k = split(e)
-    add(st, 'used_usd', u, true)
-    add(st, 'used_tok', k, true)
-    add(st, 'used_usd', usd)
-    add(st, 'used_tok', tok)
-    redis.call('HDEL', ex, ticket)
-    out[i + 1] = 'late'
-  else
-    out[i + 1] = 'none'
-  end
+  out[i + 1] = settle_in(i, ticket, usd, tok)
   touch(4 * i, ARGV[5 + i])
 end
 return out
@@ -351,6 +389,16 @@ export class SpendLedger {
 
   /** Books the worst case in every scope, atomically, or refuses naming the scope and cap that bind. */
   async reserve(scopes: readonly string[], worstCase: CallCost): Promise<ReserveResult> {
+    const { reservation } = await this.book(scopes, worstCase);
+    if (!reservation) throw new Error('spend ledger: a booking without a pause key came back paused');
+    return reservation;
+  }
+
+  /**
+   * `reserve`, with in the same script (one round trip) the settle of an earlier ticket over the same scopes and
+   * the check of the fleet's pause, which comes after the settle and before any booking.
+   */
+  async book(scopes: readonly string[], worstCase: CallCost, options: BookOptions = {}): Promise<Booking> {
     const unique = [...new Set(scopes)];
     if (unique.length === 0) throw new RangeError('reserve needs at least one scope');
     unique.forEach(assertScope);
@@ -363,10 +411,36 @@ export class SpendLedger {
       const caps = this.configuredCaps(scope);
       args.push(this.scopeTtlMs(scope), caps.usd ?? '', caps.tokens ?? '');
     }
-    const reply = await RESERVE.run(this.redis, this.scopeKeys(unique), args);
+    const keys = this.scopeKeys(unique);
+    const first = options.settleFirst;
+    if (first) {
+      const ticket = decodeTicket(first.ticket);
+      if (!sameScopes(ticket.scopes, unique)) {
+        throw new RangeError(
+          `settleFirst: the ticket's scopes ${ticket.scopes.join(', ')} are not ${unique.join(', ')}`,
+        );
+      }
+      args.push(ticket.id, String(microUsdUp(first.actual.costUsd)), String(tokensUp(first.actual.tokens)));
+    } else {
+      args.push('', '0', '0');
+    }
+    args.push(options.pauseKey === undefined ? '0' : '1');
+    if (options.pauseKey !== undefined) keys.push(options.pauseKey);
+
+    const reply = await RESERVE.run(this.redis, keys, args);
     if (!Array.isArray(reply)) throw new Error(`spend ledger: unexpected reply ${JSON.stringify(reply)}`);
+    const statuses = reply[0] === 0 ? reply[6] : reply[2];
+    const settled = first
+      ? Object.fromEntries(unique.map((scope, i) => [scope, (statuses as SettleStatus[])[i] ?? 'none']))
+      : null;
+    if (reply[0] === 2) return { reservation: null, pausedMs: Number(reply[1]), settled };
     if (reply[0] === 1) {
-      return { ok: true, ticket: encodeTicket({ id, scopes: unique }), expiresAt: Number(reply[1]) };
+      const reservation = {
+        ok: true as const,
+        ticket: encodeTicket({ id, scopes: unique }),
+        expiresAt: Number(reply[1]),
+      };
+      return { reservation, pausedMs: 0, settled };
     }
     const [, reason, index, used, reserved, cap] = reply as [
       0,
@@ -378,12 +452,8 @@ export class SpendLedger {
     ];
     const scope = unique[index - 1] ?? '?';
     const needed = reason === 'cost_budget' ? usd : tokens;
-    return {
-      ok: false,
-      reason,
-      scope,
-      message: refusalMessage(scope, reason, Number(used), Number(reserved), needed, Number(cap)),
-    };
+    const message = refusalMessage(scope, reason, Number(used), Number(reserved), needed, Number(cap));
+    return { reservation: { ok: false, reason, scope, message }, pausedMs: 0, settled };
   }
 
   /**
@@ -457,6 +527,9 @@ export class SpendLedger {
     return { usd: this.dailyCapMicroUsd, tokens: this.dailyCapTokens };
   }
 }
+
+const sameScopes = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && a.every((scope, i) => scope === b[i]);
 
 function capTokens(tokens: number): number {
   return Math.min(Math.floor(finiteNonNegative(tokens, 'token cap')), Number.MAX_SAFE_INTEGER);
