@@ -1,5 +1,5 @@
-// The signal a step's tools get: the run's abort or the step's deadline, whichever comes first, and nothing left
-// behind once disposed.
+// The signal a run's tools get: the run's abort or its deadline, whichever comes first, and nothing left behind
+// once disposed.
 import { describe, expect, it } from 'vitest';
 import { deadlineSignal } from '../src/agent/deadline-signal.js';
 

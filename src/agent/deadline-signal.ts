@@ -1,7 +1,7 @@
-// The signal a step's tools get: aborted when the run's signal is, or when the step's deadline passes; dispose()
-// removes its listener and timer once the tools are done. AbortSignal.any with AbortSignal.timeout does the same,
-// but on Node 20 costs about 35 µs a step (five times this) and leaves the new signal registered on the run's
-// signal until a garbage collection.
+// The signal a run's tools get: aborted when the run's signal is, or when the run's soft deadline passes; dispose()
+// removes its listener and timer when the run ends. AbortSignal.any with AbortSignal.timeout does the same, but on
+// Node 20 costs about 35 µs (five times this) and leaves the new signal registered on the run's signal until a
+// garbage collection.
 export interface DeadlineSignal {
   signal: AbortSignal;
   dispose(): void;

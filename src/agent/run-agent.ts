@@ -14,7 +14,7 @@ import * as D from './defaults.js';
 import { deterministicSummary, foldCut, summaryRequestMessages } from './memory.js';
 import type { CallGate } from './call-gate.js';
 import { CheckpointQueue } from './checkpoint-queue.js';
-import { deadlineSignal } from './deadline-signal.js';
+import { deadlineSignal, type DeadlineSignal } from './deadline-signal.js';
 import type { AssistantMessage, ChatMessage } from './messages.js';
 import {
   callModel,
@@ -129,6 +129,8 @@ class AgentRun {
   private readonly count: TokenCounter;
   private readonly opts: Required<Omit<AgentRunOptions, 'systemPrompt'>>;
   private readonly signal: AbortSignal;
+  /** The tools' signal: the run's, cut at the soft deadline; made at the first tool call. */
+  private toolDeadline: DeadlineSignal | null = null;
   private readonly now: () => number;
   private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   private readonly pinned: ChatMessage[];
@@ -203,6 +205,7 @@ class AgentRun {
       // A bug, not a model or tool failure (those are observations): end the run, keep what was spent.
       return this.finish('failed', 'error', null, toRunError(error));
     } finally {
+      this.toolDeadline?.dispose();
       await this.checkpoints?.written();
       while (this.settles.size > 0) await Promise.all(this.settles);
     }
@@ -298,8 +301,9 @@ class AgentRun {
   private async completeTurn(pending: PendingTurn): Promise<AgentResult | null> {
     const step = this.state.steps;
     const sideEffects = this.hasSideEffects(pending.calls);
-    const deadline = deadlineSignal(this.signal, this.softDeadline() - this.now());
-    const toolSignal = deadline.signal;
+    // One for the whole run: the soft deadline does not move, and a signal costs a few µs to make.
+    this.toolDeadline ??= deadlineSignal(this.signal, this.softDeadline() - this.now());
+    const toolSignal = this.toolDeadline.signal;
     await Promise.all(
       pending.calls.map(async (call, i) => {
         if (pending.results[i]) return;
@@ -338,7 +342,7 @@ class AgentRun {
         // read-only call is cheaper to make again than to save.
         if (sideEffects && pending.results.includes(null)) this.checkpoint();
       }),
-    ).finally(() => deadline.dispose());
+    );
     if (this.signal.aborted) return this.finish('stopped', 'cancelled', null, null);
 
     const results = pending.results as ToolCallRecord[];
