@@ -1,11 +1,11 @@
 // Scenario 2: the floor. The same model calls the agent made in scenario 3 (the request bodies the scripted
 // server recorded, replayed in order), made by a bare loop over OpenAIChatModel, the adapter the worker uses:
-// no queue, no store, no kernel. The scripted model runs in its own process at zero latency; CPU is this
-// process's own (process.cpuUsage()).
-import type { ChatMessage, ToolSpec } from '../../src/agent/messages.js';
-import { OpenAIChatModel } from '../../src/llm/openai-chat-model.js';
+// no queue, no store, no kernel. The loop runs in a process of its own (bench/floor-client.ts), as the worker does,
+// and the scripted model in another, at zero latency.
+import type { Child } from '../lib/children.js';
+import { spawnChild, nextMessage } from '../lib/children.js';
 import { log, startModelServer, type ModelServer } from '../lib/fleet.js';
-import { syscallsOf } from '../lib/proc.js';
+import type { Body } from '../lib/replay.js';
 
 export interface FloorBatch {
   calls: number;
@@ -17,11 +17,19 @@ export interface FloorBatch {
   errors: number;
 }
 
-export class FloorSession {
-  private readonly models = new Map<string, OpenAIChatModel>();
+interface Replayed {
+  type: 'replayed';
+  elapsedMs: number;
+  cpuMs: number;
+  reads: number;
+  writes: number;
+  errors: number;
+}
 
+export class FloorSession {
   private constructor(
     private readonly server: ModelServer,
+    private readonly client: Child,
     private readonly concurrency: number,
     private readonly callsPerSignal: number,
   ) {}
@@ -32,81 +40,61 @@ export class FloorSession {
     callsPerSignal: number;
   }): Promise<FloorSession> {
     const server = await startModelServer(0, options.tool);
-    return new FloorSession(server, options.concurrency, options.callsPerSignal);
-  }
-
-  private modelFor(name: string): OpenAIChatModel {
-    let model = this.models.get(name);
-    if (!model) {
-      model = new OpenAIChatModel({ model: name, apiKey: 'bench-key', baseURL: this.server.baseURL });
-      this.models.set(name, model);
+    const client = spawnChild(
+      'floor-client',
+      ['--import', 'tsx', 'bench/floor-client.ts'],
+      {
+        BENCH_MODEL_URL: server.baseURL,
+        NODE_ENV: 'production',
+      },
+      { ipc: true },
+    );
+    try {
+      await nextMessage(client, 'ready');
+    } catch (error) {
+      await client.stop();
+      await server.child.stop();
+      throw error;
     }
-    return model;
+    return new FloorSession(server, client, options.concurrency, options.callsPerSignal);
   }
 
-  /** Replays `bodies` in order over `concurrency` lanes; returns the number of failed calls. */
-  private async replay(bodies: readonly Record<string, unknown>[]): Promise<number> {
-    let next = 0;
-    let errors = 0;
-    const lane = async () => {
-      // A signal per `callsPerSignal` calls, as a run has one for all its calls (the openai client leaves a
-      // listener on it per call, so one signal for a whole lane would grow without end).
-      let signal = new AbortController().signal;
-      let calls = 0;
-      while (next < bodies.length) {
-        const body = bodies[next++]!;
-        const messages = body.messages as ChatMessage[];
-        if (++calls > this.callsPerSignal) {
-          signal = new AbortController().signal;
-          calls = 1;
-        }
-        const tools = body.tools as ToolSpec[] | undefined;
-        try {
-          await this.modelFor(String(body.model)).complete(
-            {
-              messages,
-              ...(tools ? { tools } : {}),
-              maxTokens: Number(body.max_tokens),
-              temperature: Number(body.temperature),
-            },
-            { signal, timeoutMs: 60_000 },
-          );
-        } catch {
-          errors++;
-        }
-      }
-    };
-    await Promise.all(Array.from({ length: this.concurrency }, lane));
-    return errors;
+  /** Sends the bodies, then has them replayed: the transfer is not in the measured window. */
+  private async replay(bodies: readonly Body[]): Promise<Replayed> {
+    const loaded = nextMessage(this.client, 'loaded', 60_000);
+    this.client.process.send({ type: 'load', bodies });
+    await loaded;
+    const replayed = nextMessage<Replayed>(this.client, 'replayed', 120_000);
+    this.client.process.send({
+      type: 'replay',
+      concurrency: this.concurrency,
+      callsPerSignal: this.callsPerSignal,
+    });
+    return replayed;
   }
 
-  async warmUp(bodies: readonly Record<string, unknown>[]): Promise<void> {
+  async warmUp(bodies: readonly Body[]): Promise<void> {
     log(`floor: warm-up ${bodies.length} calls`);
     await this.replay(bodies);
   }
 
-  async measure(bodies: readonly Record<string, unknown>[]): Promise<FloorBatch> {
+  async measure(bodies: readonly Body[]): Promise<FloorBatch> {
     if (bodies.length === 0) throw new Error('the floor needs the request bodies of scenario 3');
     log(`floor: ${bodies.length} calls, concurrency ${this.concurrency}`);
-    const cpu0 = process.cpuUsage();
-    const io0 = syscallsOf('self');
-    const t0 = performance.now();
-    const errors = await this.replay(bodies);
-    const elapsedMs = performance.now() - t0;
-    const cpu = process.cpuUsage(cpu0);
-    const io1 = syscallsOf('self');
+    const r = await this.replay(bodies);
     return {
       calls: bodies.length,
-      elapsedMs,
-      callsPerSecond: bodies.length / (elapsedMs / 1000),
-      cpuMsPerCall: (cpu.user + cpu.system) / 1000 / bodies.length,
-      readsPerCall: (io1.reads - io0.reads) / bodies.length,
-      writesPerCall: (io1.writes - io0.writes) / bodies.length,
-      errors,
+      elapsedMs: r.elapsedMs,
+      callsPerSecond: bodies.length / (r.elapsedMs / 1000),
+      cpuMsPerCall: r.cpuMs / bodies.length,
+      readsPerCall: r.reads / bodies.length,
+      writesPerCall: r.writes / bodies.length,
+      errors: r.errors,
     };
   }
 
-  close(): Promise<void> {
-    return this.server.child.stop();
+  async close(): Promise<void> {
+    await this.client.stop();
+    await this.server.child.stop();
   }
 }
