@@ -11,6 +11,8 @@ import {
   countMessageTokens,
   countPromptTokens,
   countToolsTokens,
+  estimateMessageTokensByLine,
+  estimateTokensByLine,
   tokenCounterFor,
   type TokenCounter,
 } from '../src/llm/tokens.js';
@@ -233,5 +235,46 @@ describe('countCompletionTokens', () => {
         c,
       ),
     ).toBe(4 + c('sql_query') + c('{"sql":"SELECT 1"}') + 4 + c('list_tables') + c('{}'));
+  });
+});
+
+describe('estimateTokensByLine', () => {
+  const line = fc.oneof(
+    fc.string({ maxLength: 80 }),
+    fc.constantFrom('- lookup(id=3) → {"id":3,"name":"Ada"}.', 'Done so far:', '  indented, then a dot.', ''),
+  );
+
+  it('is the exact count or a little above it, never below', () => {
+    for (const [name, count] of [
+      ['cl100k', cl100k],
+      ['o200k', o200k],
+    ] as const) {
+      fc.assert(
+        fc.property(fc.array(line, { minLength: 1, maxLength: 12 }), (lines) => {
+          const text = lines.join('\n');
+          const exact = count(text);
+          const estimate = estimateTokensByLine(text, count);
+          expect(estimate, name).toBeGreaterThanOrEqual(exact);
+          expect(estimate, name).toBeLessThanOrEqual(exact + lines.length);
+        }),
+        { numRuns: 300 },
+      );
+    }
+  });
+
+  it('counts each distinct line once, and gives a message its estimate as its count', () => {
+    const { count, calls } = spyCounter();
+    const summary = (n: number) =>
+      ['Done so far:', ...Array.from({ length: n }, (_, i) => `- step ${i + 1}: lookup(${i})`)].join('\n');
+    estimateTokensByLine(summary(3), count);
+    estimateTokensByLine(summary(4), count);
+    expect(calls.filter((text) => text === '- step 1: lookup(0)')).toHaveLength(1);
+    expect(calls.filter((text) => text === '- step 4: lookup(3)')).toHaveLength(1);
+
+    const message: ChatMessage = { role: 'user', content: summary(5) };
+    const estimate = estimateMessageTokensByLine(message, count);
+    const before = calls.length;
+    expect(countMessageTokens(message, count)).toBe(estimate);
+    expect(calls.length).toBe(before);
   });
 });

@@ -48,7 +48,12 @@ import type {
 } from './types.js';
 import type { ChatModel } from '../llm/chat-model.js';
 import type { ModelPrice } from '../llm/pricing.js';
-import { countMessageTokens, tokenCounterFor, type TokenCounter } from '../llm/tokens.js';
+import {
+  countMessageTokens,
+  estimateMessageTokensByLine,
+  tokenCounterFor,
+  type TokenCounter,
+} from '../llm/tokens.js';
 import type { ToolRegistry } from '../tools/registry.js';
 import { runToolCall } from '../tools/run-tool-call.js';
 
@@ -403,7 +408,7 @@ class AgentRun {
       });
     // Cheaper prompts when the whole conversation no longer fits: all but the latest turn folded into the
     // summary, then everything folded.
-    const prompts = [this.prompt(), this.compactPrompt(true), this.compactPrompt(false)];
+    const prompts = [this.prompt(), this.compactPrompt(true)?.messages, this.compactPrompt(false)?.messages];
     let call!: ModelCallResult;
     for (const prompt of prompts) {
       if (!prompt) continue;
@@ -435,7 +440,10 @@ class AgentRun {
    * It decides whether a step is made, never how long its answer may be.
    */
   private finalTurnReserve(): TokenUsage {
-    const smallest = this.compactPrompt(false) ?? this.prompt();
+    const compact = this.compactPrompt(false);
+    // Asked before every step: the summary, new each time, is estimated from its lines, which mostly are not.
+    if (compact) estimateMessageTokensByLine(compact.summary, this.count);
+    const smallest = compact?.messages ?? this.prompt();
     const prompt = estimatePromptTokens(smallest, undefined, this.count) + D.FINAL_TURN_PROMPT_GROWTH_TOKENS;
     return { promptTokens: prompt, completionTokens: D.MIN_FINAL_COMPLETION_TOKENS };
   }
@@ -445,15 +453,12 @@ class AgentRun {
    * what was just seen verbatim), or all of it (the smallest prompt that still says what was done). Null
    * when there is nothing to fold.
    */
-  private compactPrompt(keepLatestTurn: boolean): ChatMessage[] | null {
+  private compactPrompt(keepLatestTurn: boolean): { messages: ChatMessage[]; summary: ChatMessage } | null {
     const cut = keepLatestTurn ? foldCut(this.state.history, 0) : this.state.history.length;
     if (cut === null || cut === 0) return null;
-    const summary = deterministicSummary(this.state.summary, this.state.history.slice(0, cut));
-    return [
-      ...this.pinned,
-      { role: 'user', content: `Summary of earlier steps:\n${summary}` },
-      ...this.state.history.slice(cut),
-    ];
+    const text = deterministicSummary(this.state.summary, this.state.history.slice(0, cut));
+    const summary: ChatMessage = { role: 'user', content: `Summary of earlier steps:\n${text}` };
+    return { messages: [...this.pinned, summary, ...this.state.history.slice(cut)], summary };
   }
 
   /** Folds messages older than the window into the rolling summary, by the model when that is worth it. */

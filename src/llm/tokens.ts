@@ -82,6 +82,52 @@ function countLongText(text: string, count: TokenCounter): number {
   return tokens;
 }
 
+// Lines of the deterministic summaries the kernel estimates before every step: each summary is new, its lines
+// mostly are not (they describe the same messages step after step).
+const LINES_KEPT = 4_096;
+const lineCache = new WeakMap<TokenCounter, Map<string, number>>();
+
+/**
+ * An estimate of a multi-line text's tokens, for budget checks: the tokens of each line (each distinct line
+ * counted once per process) plus one per line break. Tokens do not span a line break, but for punctuation merging
+ * with it, so this is the exact count or slightly above it.
+ */
+export function estimateTokensByLine(text: string, count: TokenCounter): number {
+  let cache = lineCache.get(count);
+  if (!cache) {
+    cache = new Map();
+    lineCache.set(count, cache);
+  }
+  const lines = text.split('\n');
+  let tokens = lines.length - 1;
+  for (const line of lines) {
+    let lineTokens = cache.get(line);
+    if (lineTokens === undefined) {
+      lineTokens = count(line);
+      if (cache.size >= LINES_KEPT) cache.clear();
+      cache.set(line, lineTokens);
+    }
+    tokens += lineTokens;
+  }
+  return tokens;
+}
+
+/**
+ * Gives a message the estimate of `estimateTokensByLine` as its count (for this counter), so that prompts holding
+ * it are estimated without counting its text: for a message made only to be measured.
+ */
+export function estimateMessageTokensByLine(message: ChatMessage, count: TokenCounter): number {
+  const tokens =
+    TOKENS_PER_MESSAGE + count(message.role) + estimateTokensByLine(message.content ?? '', count);
+  let cache = messageCache.get(count);
+  if (!cache) {
+    cache = new WeakMap();
+    messageCache.set(count, cache);
+  }
+  cache.set(message, tokens);
+  return tokens;
+}
+
 const toolsCache = new WeakMap<TokenCounter, WeakMap<readonly ToolSpec[], number>>();
 
 export function countToolsTokens(tools: readonly ToolSpec[] | undefined, count: TokenCounter): number {

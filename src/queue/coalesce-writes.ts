@@ -23,13 +23,19 @@ export function coalesceWrites(redis: Redis): void {
       corked = false;
       socket.uncork();
     };
-    socket.write = function (this: Socket, ...args: Parameters<Socket['write']>) {
+    // Explicit parameters, not a rest array: this runs for every command.
+    socket.write = function (this: Socket, chunk: unknown, encoding?: unknown, callback?: unknown) {
       if (!corked) {
         corked = true;
         socket.cork();
         process.nextTick(uncork);
       }
-      return write.apply(this, args);
+      return (write as (chunk: unknown, encoding?: unknown, callback?: unknown) => boolean).call(
+        this,
+        chunk,
+        encoding,
+        callback,
+      );
     } as Socket['write'];
   };
   onConnect();
