@@ -1,4 +1,4 @@
-// The worker's Redis connection sends the commands of one tick in one write to the socket (coalesce-writes.ts),
+// The worker's Redis connection sends the commands of one turn of the event loop in one write (coalesce-writes.ts),
 // against the real Redis of REDIS_URL under a key prefix of its own, deleted at the end.
 import { randomBytes } from 'node:crypto';
 import type { Socket } from 'node:net';
@@ -43,7 +43,7 @@ function countSocketWrites(redis: Redis): { writes: () => number } {
 }
 
 describe('coalesced writes on the worker connection', () => {
-  it('sends the commands of one tick in one write, replies in order', async () => {
+  it('sends the commands of one turn in one write, replies in order', async () => {
     const counter = countSocketWrites(worker);
     const key = `${PREFIX}:list`;
     const sent = [
@@ -57,7 +57,7 @@ describe('coalesced writes on the worker connection', () => {
     expect(await Promise.all(sent)).toEqual(['OK', 2, 2, ['x', 'y'], 'lua', null]);
     expect(counter.writes()).toBe(1);
 
-    // Commands sent after an await are a new tick: a second write, still answered.
+    // Commands sent once the replies came are a new turn: a second write, still answered.
     await worker.incr(`${PREFIX}:a`);
     expect(counter.writes()).toBe(2);
   });
