@@ -35,7 +35,9 @@ const config = {
     warmupTasks: 400,
     steps: envInt('BENCH_STEPS', 6),
     concurrency: envInt('BENCH_STEPS_CONCURRENCY', 10),
-    repetitions,
+    // Pairs of agent and floor batches: the judged ratio is their median, and on a shared 2-core machine a pair
+    // can be 30 % off the others.
+    repetitions: envInt('BENCH_REPETITIONS', 5),
     floorWarmupReplays: 2,
   },
   latency: { jobs: 400, warmupJobs: 200, steps: 6, concurrency: 200, latencyMs: 500, repetitions },
