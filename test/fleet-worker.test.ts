@@ -163,6 +163,34 @@ describe('a worker process', () => {
   });
 });
 
+describe('a job started for the first time', () => {
+  it('runs from scratch, whatever an earlier job of the same id left under its checkpoint key', async () => {
+    const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const tasks = new Queue(TASKS_QUEUE, { connection, prefix: ns.prefix });
+    try {
+      const jobId = 'reused-id-1';
+      // A finished run's checkpoint that was never deleted (its worker died right after publishing).
+      const stale = {
+        version: 1,
+        runId: jobId,
+        task: 'job gamma: 2 steps',
+        protocol: 'json',
+        result: { jobId, status: 'succeeded', stopReason: 'answer', answer: 'stale answer', steps: 9 },
+      };
+      await connection.set(`${ns.prefix}:agent-checkpoint:${jobId}`, JSON.stringify(stale), 'EX', 600);
+      worker();
+      await tasks.add('agent-task', { task: 'job gamma: 2 steps' }, { jobId });
+      const result = await ns.client.waitForResult(jobId, { timeoutMs: 30_000 });
+      expect(result).toMatchObject({ status: 'succeeded', steps: 2 });
+      expect(result.answer).not.toBe('stale answer');
+      expect(requestsFor(server, 'gamma')).toHaveLength(2);
+    } finally {
+      await tasks.close();
+      connection.disconnect();
+    }
+  });
+});
+
 describe('shutdown and crashes', () => {
   it('SIGTERM lets a running job finish within the grace period, then exits 0', async () => {
     const w = worker({ WORKER_SHUTDOWN_GRACE_MS: '20000' });

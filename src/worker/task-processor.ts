@@ -79,8 +79,13 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
 
     const batchId = typeof task.metadata?.batch === 'string' ? task.metadata.batch : undefined;
     const traces = new TraceWriter(journal, deps.redis, deps.env.QUEUE_PREFIX, jobId, log);
-    // Both reads in one round trip: each wait at the start delays the job's first model call.
-    const [checkpoint, recovered] = await Promise.all([deps.checkpoints.load(jobId), traces.recover()]);
+    // BullMQ counts every start of a job (retries, stalled restarts and releases included): a job started for the
+    // first time has no checkpoint and no parked traces of its own, and skips the round trip that reads them (and
+    // never mistakes what an earlier job of the same id left behind for its own). Otherwise both reads go together.
+    const firstStart = job.attemptsStarted <= 1;
+    const [checkpoint, recovered] = firstStart
+      ? [null, 0]
+      : await Promise.all([deps.checkpoints.load(jobId), traces.recover()]);
     if (batchId) await withRetries(() => deps.batches?.noteTask(batchId) ?? Promise.resolve(), STORE_RETRIES);
     // Not waited for: the start goes with the next shared INSERT while the run makes its first model call. The
     // run is recorded before it is finished or released (below); if MySQL stays down it fails the attempt then,
