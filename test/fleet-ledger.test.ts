@@ -562,11 +562,21 @@ describe('one round trip per step: settle, pause check and booking in one script
     if (!second.ok) throw new Error(second.message);
     expect(calls).toEqual(['book', 'book+settle']);
 
+    // A booking that fails before its script runs (Redis refusing it, say) still lets the folded settle through.
+    const third = await gate.acquire(worst, signal);
+    if (!third.ok) throw new Error(third.message);
+    const settled = gate.release(third.ticket, { tokens: 20, costUsd: 0.002 });
+    ledger.book = () => Promise.reject(new Error('OOM command not allowed when used memory > maxmemory'));
+    await expect(gate.acquire(worst, signal)).rejects.toThrow(/OOM/);
+    await settled;
+    expect(calls).toEqual(['book', 'book+settle', 'book', 'settle']);
+    calls.length = 2;
+
     // The last call of a run: nothing follows, the settle goes alone at the end of the turn.
     await gate.release(second.ticket, { tokens: 10, costUsd: 0.001 });
     expect(calls).toEqual(['book', 'book+settle', 'settle']);
     expect(await ledger.getSpend(batchScope(batchId))).toMatchObject({
-      usedMicroUsd: 5_000,
+      usedMicroUsd: 7_000,
       reservedMicroUsd: 0,
       liveReservations: 0,
     });

@@ -10,7 +10,7 @@ import type { AgentResult, StepTrace } from '../src/agent/types.js';
 import { StoreError } from '../src/store/errors.js';
 import { loadMigrations, MIGRATIONS_DIRECTORY, splitStatements } from '../src/store/migration-files.js';
 import { migrate } from '../src/store/migrate.js';
-import { createStorePool, quoteIdentifier } from '../src/store/pool.js';
+import { createStorePool, quoteIdentifier, SESSION_SETUP } from '../src/store/pool.js';
 import { RunsRepository } from '../src/store/runs-repository.js';
 
 /** Every migration the repository ships, in order: the tests must not break when one is added. */
@@ -194,6 +194,24 @@ describe('store on a real server', () => {
     it('runs every session in UTC', async () => {
       const [rows] = await pool.query<RowDataPacket[]>('SELECT @@session.time_zone AS tz');
       expect(rows[0]?.['tz']).toBe('+00:00');
+    });
+
+    it('never lets a session read backslashes literally (the driver escapes with them)', async () => {
+      const [rows] = await pool.query<RowDataPacket[]>('SELECT @@session.sql_mode AS mode');
+      expect(String(rows[0]?.['mode'])).not.toContain('NO_BACKSLASH_ESCAPES');
+      // A server configured with it: the session set-up takes it out.
+      const connection = await pool.getConnection();
+      try {
+        await connection.query("SET SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',NO_BACKSLASH_ESCAPES')");
+        await connection.query(SESSION_SETUP);
+        const [after] = await connection.query<RowDataPacket[]>('SELECT @@session.sql_mode AS mode');
+        expect(String(after[0]?.['mode'])).not.toContain('NO_BACKSLASH_ESCAPES');
+        const hostile = "it\\'s'); DROP TABLE agent_runs; -- \\";
+        const [echo] = await connection.query<RowDataPacket[]>('SELECT ? AS v', [hostile]);
+        expect(echo[0]?.['v']).toBe(hostile);
+      } finally {
+        connection.release();
+      }
     });
   });
 

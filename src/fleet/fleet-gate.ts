@@ -68,7 +68,8 @@ export class FleetGate implements CallGate {
         ...(settle ? { settleFirst: { ticket: settle.ticket, actual: settle.actual } } : {}),
         ...(pauseKey !== undefined ? { pauseKey } : {}),
       });
-      if (settle) booking.then(() => settle.resolve(), settle.reject);
+      // A booking that failed may not have run its script: the settle then goes alone (settling is idempotent).
+      if (settle) booking.then(() => settle.resolve(), () => this.sendSettle(settle));
       const { reservation } = await this.answered(booking, signal);
       if (!reservation) {
         await this.limiter?.waitWhilePaused(signal);
@@ -103,6 +104,10 @@ export class FleetGate implements CallGate {
     const pending = this.pending;
     if (!pending) return;
     this.pending = null;
+    this.sendSettle(pending);
+  }
+
+  private sendSettle(pending: PendingSettle): void {
     this.ledger.settle(pending.ticket, pending.actual).then(() => pending.resolve(), pending.reject);
   }
 

@@ -24,6 +24,10 @@ export function quoteIdentifier(name: string): string {
   return '`' + name.replaceAll('`', '``') + '`';
 }
 
+/** Run first on every connection of a store pool: UTC, and string escapes the driver's way (see below). */
+export const SESSION_SETUP =
+  "SET time_zone = '+00:00', sql_mode = REPLACE(@@SESSION.sql_mode, 'NO_BACKSLASH_ESCAPES', '')";
+
 export async function createStorePool(url: string, options: StorePoolOptions = {}): Promise<Pool> {
   const target = parseMysqlUrl(url);
   const server: ConnectionOptions = {
@@ -55,7 +59,10 @@ export async function createStorePool(url: string, options: StorePoolOptions = {
     // mysql2 hands this event the callback-style connection whatever its typings say; the SET is queued
     // before any query of the caller that asked for this connection.
     const core = connection as unknown as CoreConnection;
-    core.query("SET time_zone = '+00:00'", (error) => {
+    // The driver escapes values with backslashes (placeholders are filled in client-side): a server running with
+    // NO_BACKSLASH_ESCAPES would read such a string differently, which for text a model or a tool wrote (answers,
+    // observations) means SQL injection, stacked statements included on the journal's pool. Never in our sessions.
+    core.query(SESSION_SETUP, (error) => {
       if (error) core.destroy();
     });
   });
