@@ -11,7 +11,7 @@ const start = (jobId: string) =>
   ({ jobId, task: 't', model: 'm', protocol: 'json', attempt: 1 }) as StartRunInput;
 const result = (jobId: string) => ({ jobId, status: 'succeeded' }) as AgentResult;
 
-function fakeRepository(options: { fail?: boolean; notStarted?: string[] } = {}) {
+function fakeRepository(options: { fail?: boolean; notStarted?: string[]; poison?: string } = {}) {
   const queries: string[] = [];
   const repository = {
     writeJournal: async (entries: JournalEntries) => {
@@ -27,6 +27,13 @@ function fakeRepository(options: { fail?: boolean; notStarted?: string[] } = {})
           .join(' | '),
       );
       if (options.fail) throw new Error('store down');
+      const jobs = [
+        ...entries.starts.map((e) => e.jobId),
+        ...entries.steps.map((e) => e.jobId),
+        ...entries.finishes.map((e) => e.result.jobId),
+      ];
+      if (options.poison && jobs.includes(options.poison))
+        throw new Error('Data too long for column batch_id');
       return { notStarted: options.notStarted ?? [] };
     },
   } as unknown as RunsRepository;
@@ -93,5 +100,19 @@ describe('RunJournal', () => {
     expect(ghost).toMatchObject({ status: 'rejected', reason: { code: 'run_not_found' } });
     expect(real.status).toBe('fulfilled');
     expect(steps.status).toBe('fulfilled');
+  });
+
+  it('a bad row fails only its own writer: a failed batch is written again writer by writer', async () => {
+    const { repository, queries } = fakeRepository({ poison: 'bad' });
+    const journal = new RunJournal(repository, 5);
+    const [bad, good, steps] = await Promise.allSettled([
+      journal.start(start('bad')),
+      journal.start(start('good')),
+      journal.write('good', [trace(1)]),
+    ]);
+    expect(bad).toMatchObject({ status: 'rejected', reason: { message: /too long/ } });
+    expect(good.status).toBe('fulfilled');
+    expect(steps.status).toBe('fulfilled');
+    expect(queries).toEqual(['starts bad,good | steps good:1', 'starts bad', 'starts good', 'steps good:1']);
   });
 });

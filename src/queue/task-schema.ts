@@ -19,6 +19,7 @@ export const budgetSchema = z
   .partial()
   .strict();
 
+const BATCH_ID = /^[A-Za-z0-9_.:-]{1,64}$/;
 const metadataValue = z.union([z.string().max(1_000), z.number(), z.boolean(), z.null()]);
 
 export const taskSchema = z
@@ -39,6 +40,18 @@ export const taskSchema = z
     metadata: z
       .record(z.string().max(100), metadataValue)
       .refine((record) => Object.keys(record).length <= 50, 'must have at most 50 keys')
+      .superRefine((record, ctx) => {
+        // `batch` names the task's batch: its budget, its row in agent_runs.batch_id (64 characters).
+        const batch = record['batch'];
+        if (batch === undefined || batch === null) return;
+        if (typeof batch !== 'string' || !BATCH_ID.test(batch)) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['batch'],
+            message: 'must be a batch id: 1 to 64 letters, digits and _.:- characters',
+          });
+        }
+      })
       .optional(),
     /** The same key enqueued twice gives the same job. */
     idempotencyKey: z

@@ -24,7 +24,8 @@ const timeZone = z.string().refine((zone) => {
 
 export const scheduleSchema = z
   .object({
-    name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, _ and - only, at most 64'),
+    // A firing's batch id is `<name>-<yyyymmddhhmm>`, and batch ids have at most 64 characters.
+    name: z.string().regex(/^[A-Za-z0-9_-]{1,51}$/, 'letters, digits, _ and - only, at most 51'),
     cron: cronPattern,
     timezone: timeZone.default('UTC'),
     batch: batchSchema,

@@ -9,16 +9,16 @@ import type { AgentResult, StepTrace } from '../agent/types.js';
 import {
   runNotFound,
   type FinishRunInput,
+  type JournalEntries,
   type RunsRepository,
   type StartRunInput,
   type StepRowInput,
 } from '../store/runs-repository.js';
 
-interface Waiter {
+/** One caller's rows and how to answer it. */
+interface Waiter extends JournalEntries {
   resolve: () => void;
   reject: (error: unknown) => void;
-  /** Set for a finish: the job whose run must exist. */
-  finishing?: string;
 }
 
 interface Waiting {
@@ -44,15 +44,13 @@ export class RunJournal {
 
   /** Resolves once the run's start (`agent_runs`, status running) is in MySQL; rejects when the write failed. */
   start(input: StartRunInput): Promise<void> {
-    return this.enqueue({}, (batch) => batch.starts.push(input));
+    return this.enqueue({ starts: [input], steps: [], finishes: [] });
   }
 
-  /** Resolves once these traces are in MySQL; rejects (for the whole batch) when the write failed. */
+  /** Resolves once these traces are in MySQL; rejects when the write failed. */
   write(jobId: string, traces: readonly StepTrace[]): Promise<void> {
     if (traces.length === 0) return Promise.resolve();
-    return this.enqueue({}, (batch) => {
-      for (const trace of traces) batch.steps.push({ jobId, trace });
-    });
+    return this.enqueue({ starts: [], steps: traces.map((trace) => ({ jobId, trace })), finishes: [] });
   }
 
   /**
@@ -60,9 +58,7 @@ export class RunJournal {
    * Rejects when the write failed or the run was never started (StoreError run_not_found).
    */
   finish(result: AgentResult, finishedAt: Date = new Date()): Promise<void> {
-    const written = this.enqueue({ finishing: result.jobId }, (batch) =>
-      batch.finishes.push({ result, finishedAt }),
-    );
+    const written = this.enqueue({ starts: [], steps: [], finishes: [{ result, finishedAt }] });
     this.expedite();
     return written;
   }
@@ -74,11 +70,14 @@ export class RunJournal {
     setImmediate(() => this.flush());
   }
 
-  private enqueue(waiter: Omit<Waiter, 'resolve' | 'reject'>, add: (batch: Waiting) => void): Promise<void> {
+  private enqueue(entries: JournalEntries): Promise<void> {
     return new Promise((resolve, reject) => {
-      add(this.batch);
-      this.batch.waiters.push({ ...waiter, resolve, reject });
-      const rows = this.batch.starts.length + this.batch.steps.length + this.batch.finishes.length;
+      const batch = this.batch;
+      batch.starts.push(...entries.starts);
+      batch.steps.push(...entries.steps);
+      batch.finishes.push(...entries.finishes);
+      batch.waiters.push({ ...entries, resolve, reject });
+      const rows = batch.starts.length + batch.steps.length + batch.finishes.length;
       if (rows >= this.maxRows) this.expedite();
       else this.timer ??= setTimeout(() => this.flush(), this.delayMs);
     });
@@ -92,15 +91,28 @@ export class RunJournal {
     if (batch.waiters.length === 0) return;
     this.batch = empty();
     this.repository.writeJournal(batch).then(
-      ({ notStarted }) => {
-        const missing = new Set(notStarted);
-        for (const waiter of batch.waiters) {
-          if (waiter.finishing !== undefined && missing.has(waiter.finishing))
-            waiter.reject(runNotFound(waiter.finishing));
-          else waiter.resolve();
-        }
-      },
-      (error: unknown) => batch.waiters.forEach((waiter) => waiter.reject(error)),
+      ({ notStarted }) => answer(batch.waiters, notStarted),
+      // One caller's bad row (a value too long for its column, say) must not fail everyone else's: the batch is
+      // written again caller by caller, and only the failing ones are told. When MySQL is down they all are.
+      () => batch.waiters.forEach((waiter) => void this.writeAlone(waiter)),
     );
+  }
+
+  private async writeAlone(waiter: Waiter): Promise<void> {
+    try {
+      const { notStarted } = await this.repository.writeJournal(waiter);
+      answer([waiter], notStarted);
+    } catch (error) {
+      waiter.reject(error);
+    }
+  }
+}
+
+function answer(waiters: readonly Waiter[], notStarted: readonly string[]): void {
+  const missing = new Set(notStarted);
+  for (const waiter of waiters) {
+    const gone = waiter.finishes.find((finish) => missing.has(finish.result.jobId));
+    if (gone) waiter.reject(runNotFound(gone.result.jobId));
+    else waiter.resolve();
   }
 }
