@@ -2,6 +2,7 @@
 // from there and ends with the same result, repeating no finished model call and no finished tool call.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunState } from '../src/agent/types.js';
+import { StoreError } from '../src/store/errors.js';
 import {
   startScriptedModel,
   type ScriptedModelServer,
@@ -121,6 +122,44 @@ describe.each(['tools', 'json'] as const)('write-ahead checkpoints (%s protocol)
         checkpoint.steps > 3 || (checkpoint.steps === 3 && checkpoint.pending?.results[1] !== null);
       expect(lookups).toEqual(lookupDone ? [] : ['run-1:3:2']);
     }
+  });
+});
+
+describe('read-only turns and side effects', () => {
+  it('a read-only turn whose tools outlast the event loop turn is saved, with what its call cost', async () => {
+    server.reset({
+      script: [{ actions: [{ tool: 'peek', args: { key: 'a', ms: 80 } }] }, { answer: 'done' }],
+    });
+    const { result, checkpoints } = await runWith(server);
+    expect(result).toMatchObject({ status: 'succeeded', steps: 2 });
+    const during = checkpoints.filter((state) => state.pending !== null);
+    expect(during).toHaveLength(1);
+    expect(during[0]).toMatchObject({ steps: 1, modelCalls: 1, pending: { results: [null] } });
+    expect(during[0]!.usage.promptTokens).toBeGreaterThan(0);
+  });
+
+  it('beforeSideEffects is awaited before a tool with side effects, and its failure ends the run first', async () => {
+    server.reset({
+      script: [
+        { actions: [{ tool: 'peek', args: { key: 'a' } }] },
+        { actions: [{ tool: 'lookup', args: { id: 1 } }] },
+        { answer: 'done' },
+      ],
+    });
+    let asked = 0;
+    const { result, log } = await runWith(server, {
+      beforeSideEffects: async () => {
+        asked++;
+        throw new StoreError('store_unavailable', 'The run could not be recorded: connect ECONNREFUSED', {
+          retryable: true,
+        });
+      },
+    });
+    // Asked once, before lookup (not before the read-only peek); lookup never ran.
+    expect(asked).toBe(1);
+    expect(log.executions.map((e) => e.tool)).toEqual(['peek']);
+    expect(result).toMatchObject({ status: 'failed', stopReason: 'error', steps: 2 });
+    expect(result.error).toMatchObject({ code: 'store_unavailable', retryable: true });
   });
 });
 

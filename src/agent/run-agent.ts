@@ -108,6 +108,11 @@ export interface AgentRunInput {
    * for all of them; a throw is logged and ignored.
    */
   onCheckpoint?: (checkpoint: Checkpoint) => void | Promise<void>;
+  /**
+   * Awaited (with the write-ahead checkpoint) before tools that may have side effects run; a rejection ends the
+   * run with its error. The worker uses it to be sure the run is recorded before anything irreversible happens.
+   */
+  beforeSideEffects?: () => Promise<void>;
   /** Limits shared with the rest of the fleet (batch and daily budgets, rate limits). */
   gate?: CallGate;
   logger?: KernelLogger;
@@ -286,7 +291,13 @@ class AgentRun {
       // would cost a checkpoint and a round trip to the store on every step.
       if (this.hasSideEffects(turn.calls)) {
         this.checkpoint();
-        await this.checkpoints?.written();
+        await Promise.all([this.checkpoints?.written(), this.input.beforeSideEffects?.()]);
+      } else {
+        // Saved, not waited for, only once its tools outlast this turn of the event loop: a crash while they run
+        // then keeps what the call cost; tools that answer at once are saved by the step's own checkpoint.
+        setImmediate(() => {
+          if (this.state.pending === pending && !this.signal.aborted) this.checkpoint();
+        });
       }
       const ended = await this.completeTurn(pending);
       if (ended) return ended;

@@ -69,7 +69,11 @@ export class FleetGate implements CallGate {
         ...(pauseKey !== undefined ? { pauseKey } : {}),
       });
       // A booking that failed may not have run its script: the settle then goes alone (settling is idempotent).
-      if (settle) booking.then(() => settle.resolve(), () => this.sendSettle(settle));
+      if (settle)
+        booking.then(
+          () => settle.resolve(),
+          () => this.sendSettle(settle),
+        );
       const { reservation } = await this.answered(booking, signal);
       if (!reservation) {
         await this.limiter?.waitWhilePaused(signal);

@@ -8,6 +8,7 @@ import type { AgentResult } from '../agent/types.js';
 import { usageOf } from '../agent/budget.js';
 import { priceOf } from '../llm/pricing.js';
 import { resultJobId, TASKS_QUEUE } from '../queue/names.js';
+import { StoreError } from '../store/errors.js';
 import {
   createTaskProcessor,
   failedResult,
@@ -93,6 +94,35 @@ export class FleetWorker {
     }
   }
 
+  /** Stores the result; a run whose start never reached MySQL (it was down) is recorded now, start and end. */
+  private async record(job: Job, result: AgentResult): Promise<void> {
+    try {
+      await this.deps.repository.finishRun(result);
+    } catch (error) {
+      if (!(error instanceof StoreError) || error.code !== 'run_not_found') throw error;
+      const data = (job.data ?? {}) as {
+        task?: unknown;
+        model?: unknown;
+        protocol?: unknown;
+        metadata?: Record<string, unknown>;
+      };
+      const batch = data.metadata?.['batch'];
+      await this.deps.repository.startRun({
+        jobId: result.jobId,
+        task: typeof data.task === 'string' ? data.task.slice(0, 8_000) : '',
+        model: typeof data.model === 'string' ? data.model : this.deps.env.LLM_MODEL,
+        protocol:
+          data.protocol === 'tools' || data.protocol === 'json'
+            ? data.protocol
+            : this.deps.env.AGENT_PROTOCOL,
+        batchId: typeof batch === 'string' ? batch : null,
+        metadata: data.metadata,
+        attempt: job.attemptsMade,
+      });
+      await this.deps.repository.finishRun(result);
+    }
+  }
+
   /**
    * A job that failed for good without a published result (the store or Redis down through every attempt,
    * a stalled job given up) still gets one, with what its checkpoint says it spent.
@@ -118,7 +148,7 @@ export class FleetWorker {
         result.toolCalls = state.toolCalls;
         result.usage = usageOf(state.usage, this.priceOf(job));
       }
-      await this.deps.repository.finishRun(result).catch((err: unknown) => {
+      await this.record(job, result).catch((err: unknown) => {
         this.deps.logger.warn({ err, jobId }, 'could not record the failed run');
       });
       await this.deps.publisher.publish(result);

@@ -9,6 +9,7 @@
 import { UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { ConfigError, type RunError } from '../agent/errors.js';
+import { StoreError } from '../store/errors.js';
 import { usageOf } from '../agent/budget.js';
 import { runAgent } from '../agent/run-agent.js';
 import type { AgentResult } from '../agent/types.js';
@@ -80,9 +81,14 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     const batchId = typeof task.metadata?.batch === 'string' ? task.metadata.batch : undefined;
     const traces = new TraceWriter(journal, deps.redis, deps.env.QUEUE_PREFIX, jobId, log);
     // BullMQ counts every start of a job (retries, stalled restarts and releases included): a job started for the
-    // first time has no checkpoint and no parked traces of its own, and skips the round trip that reads them (and
-    // never mistakes what an earlier job of the same id left behind for its own). Otherwise both reads go together.
+    // first time has no checkpoint and no parked traces of its own and skips the round trip that reads them; what
+    // an earlier job of the same id (a reused idempotency key) may have left is dropped, unread, before this job
+    // writes any. Otherwise both reads go together.
     const firstStart = job.attemptsStarted <= 1;
+    if (firstStart) {
+      void deps.checkpoints.delete(jobId).catch(() => undefined);
+      traces.forget();
+    }
     const [checkpoint, recovered] = firstStart
       ? [null, 0]
       : await Promise.all([deps.checkpoints.load(jobId), traces.recover()]);
@@ -106,6 +112,14 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
       STORE_RETRIES,
     );
     started.catch(() => undefined); // awaited below; this only keeps an early failure from going unhandled
+    // Nothing irreversible (an email) happens in a run MySQL has no record of.
+    const recorded = () =>
+      started.catch((error: unknown) => {
+        throw new StoreError('store_unavailable', `The run could not be recorded: ${errorText(error)}`, {
+          retryable: true,
+          cause: error,
+        });
+      });
     if (checkpoint) log.info({ step: checkpoint.steps }, 'resuming from checkpoint');
     if (recovered > 0) log.info({ traces: recovered }, 'writing traces an earlier attempt left unwritten');
 
@@ -131,6 +145,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
         shown.run('job log', job.log(stepLogLine(trace)));
       },
       onCheckpoint: (checkpoint) => deps.checkpoints.save(jobId, checkpoint.json),
+      beforeSideEffects: recorded,
     });
 
     await Promise.all([started, traces.flush(), shown.settled()]);
@@ -197,3 +212,5 @@ export function failedResult(jobId: string, error: RunError): AgentResult {
     error,
   };
 }
+
+const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));

@@ -46,6 +46,11 @@ export class TraceWriter {
     return traces.length;
   }
 
+  /** Drops what an earlier job of the same id may have parked (not waited for: sent before this job parks any). */
+  forget(): void {
+    void this.redis.del(this.parkedKey).catch(() => 0);
+  }
+
   add(trace: StepTrace): void {
     // Parked now, not after the job's earlier MySQL writes: the HDEL that follows this trace's write is sent
     // later on the same connection, so Redis sees the park first (but for a script reloaded after a Redis

@@ -35,10 +35,11 @@ export function testTools(log: ToolLog = { executions: [], flaky: { failuresLeft
     defineTool({
       name: 'peek',
       description: 'Read a value by key.',
-      parameters: z.object({ key: z.string() }),
+      parameters: z.object({ key: z.string(), ms: z.number().optional() }),
       readOnly: true,
-      async execute({ key }, ctx) {
+      async execute({ key, ms }, ctx) {
         record('peek', { key }, ctx.callKey);
+        if (ms) await new Promise((resolve) => setTimeout(resolve, ms));
         return `value of ${key}`;
       },
     }),
