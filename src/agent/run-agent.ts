@@ -287,7 +287,7 @@ class AgentRun {
       this.state.pending = pending;
       // Write-ahead: a decision with side effects is saved before any tool acts on it, so a resumed run carries
       // out the same calls (with the same call keys) instead of asking the model for new ones. A turn of
-      // read-only calls skips it: a crash mid-turn costs one model call asked again, while the write-ahead
+      // read-only calls does not wait for it: a crash mid-turn costs one model call asked again, while waiting
       // would cost a checkpoint and a round trip to the store on every step.
       if (this.hasSideEffects(turn.calls)) {
         this.checkpoint();
