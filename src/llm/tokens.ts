@@ -36,16 +36,38 @@ export function tokenCounterFor(model: string): TokenCounter {
   return counterOf(/^(ft:)?(gpt-4o|gpt-4\.1|gpt-5|o\d)/.test(model) ? 'o200k_base' : 'cl100k_base');
 }
 
+/** One counter's cache in a family of caches kept per counter (a count depends on the encoding), made on first use. */
+function cacheOf<C>(family: WeakMap<TokenCounter, C>, count: TokenCounter, make: () => C): C {
+  let cache = family.get(count);
+  if (!cache) {
+    cache = make();
+    family.set(count, cache);
+  }
+  return cache;
+}
+
+/** `count(text)`, remembered by value in a map of at most `limit` texts (emptied when full: repeats come back). */
+function countRemembered(
+  cache: Map<string, number>,
+  limit: number,
+  text: string,
+  count: TokenCounter,
+): number {
+  let tokens = cache.get(text);
+  if (tokens === undefined) {
+    tokens = count(text);
+    if (cache.size >= limit) cache.clear();
+    cache.set(text, tokens);
+  }
+  return tokens;
+}
+
 // Messages in memory are never mutated, so a message's count is computed once per counter however many
 // prompts it appears in: the loop re-counts the whole prompt before every call.
 const messageCache = new WeakMap<TokenCounter, WeakMap<ChatMessage, number>>();
 
 export function countMessageTokens(message: ChatMessage, count: TokenCounter): number {
-  let cache = messageCache.get(count);
-  if (!cache) {
-    cache = new WeakMap();
-    messageCache.set(count, cache);
-  }
+  const cache = cacheOf(messageCache, count, () => new WeakMap());
   const cached = cache.get(message);
   if (cached !== undefined) return cached;
   let tokens = TOKENS_PER_MESSAGE + count(message.role);
@@ -69,17 +91,12 @@ const textCache = new WeakMap<TokenCounter, Map<string, number>>();
 
 function countLongText(text: string, count: TokenCounter): number {
   if (text.length < LONG_TEXT_CHARS) return count(text);
-  let cache = textCache.get(count);
-  if (!cache) {
-    cache = new Map();
-    textCache.set(count, cache);
-  }
-  const cached = cache.get(text);
-  if (cached !== undefined) return cached;
-  const tokens = count(text);
-  if (cache.size >= LONG_TEXTS_KEPT) cache.clear();
-  cache.set(text, tokens);
-  return tokens;
+  return countRemembered(
+    cacheOf(textCache, count, () => new Map()),
+    LONG_TEXTS_KEPT,
+    text,
+    count,
+  );
 }
 
 // Lines of the deterministic summaries the kernel estimates before every step: each summary is new, its lines
@@ -93,22 +110,10 @@ const lineCache = new WeakMap<TokenCounter, Map<string, number>>();
  * with it, so this is the exact count or slightly above it.
  */
 export function estimateTokensByLine(text: string, count: TokenCounter): number {
-  let cache = lineCache.get(count);
-  if (!cache) {
-    cache = new Map();
-    lineCache.set(count, cache);
-  }
+  const cache = cacheOf(lineCache, count, () => new Map());
   const lines = text.split('\n');
   let tokens = lines.length - 1;
-  for (const line of lines) {
-    let lineTokens = cache.get(line);
-    if (lineTokens === undefined) {
-      lineTokens = count(line);
-      if (cache.size >= LINES_KEPT) cache.clear();
-      cache.set(line, lineTokens);
-    }
-    tokens += lineTokens;
-  }
+  for (const line of lines) tokens += countRemembered(cache, LINES_KEPT, line, count);
   return tokens;
 }
 
@@ -132,11 +137,7 @@ const toolsCache = new WeakMap<TokenCounter, WeakMap<readonly ToolSpec[], number
 
 export function countToolsTokens(tools: readonly ToolSpec[] | undefined, count: TokenCounter): number {
   if (!tools || tools.length === 0) return 0;
-  let cache = toolsCache.get(count);
-  if (!cache) {
-    cache = new WeakMap();
-    toolsCache.set(count, cache);
-  }
+  const cache = cacheOf(toolsCache, count, () => new WeakMap());
   const cached = cache.get(tools);
   if (cached !== undefined) return cached;
   const tokens = TOKENS_FOR_TOOLS_BLOCK + count(JSON.stringify(tools));
