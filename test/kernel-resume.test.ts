@@ -49,6 +49,25 @@ function finishedCallKeys(state: RunState, original: RunRecord): Set<string> {
   return keys;
 }
 
+/**
+ * Resumes from `checkpoint` with the rest of the script: the same result as the original run, and exactly the
+ * model calls it had not made yet.
+ */
+async function resumeFrom(
+  checkpoint: RunState,
+  script: ScriptedReply[],
+  original: RunRecord,
+  protocol: 'tools' | 'json',
+): Promise<RunRecord> {
+  server.reset({ script: script.slice(checkpoint.modelCalls) });
+  const before = server.requests.length;
+  const resumed = await runWith(server, { protocol, checkpoint });
+  expect(resumed.result).toEqual(original.result);
+  expect(server.requests.length - before).toBe(script.length - checkpoint.modelCalls);
+  expect(server.failures).toEqual([]);
+  return resumed;
+}
+
 describe.each(['tools', 'json'] as const)('resume (%s protocol)', (protocol) => {
   it('from every checkpoint of a 6-step run gives the same result with no repeated call', async () => {
     server.reset({ script: SCRIPT });
@@ -60,13 +79,7 @@ describe.each(['tools', 'json'] as const)('resume (%s protocol)', (protocol) => 
     expect(original.checkpoints.length).toBeGreaterThanOrEqual(12);
 
     for (const checkpoint of original.checkpoints) {
-      server.reset({ script: SCRIPT.slice(checkpoint.modelCalls) });
-      const before = server.requests.length;
-      const resumed = await runWith(server, { protocol, checkpoint });
-
-      expect(resumed.result).toEqual(original.result);
-      expect(server.requests.length - before).toBe(SCRIPT.length - checkpoint.modelCalls);
-      expect(server.failures).toEqual([]);
+      const resumed = await resumeFrom(checkpoint, SCRIPT, original, protocol);
       const finished = finishedCallKeys(checkpoint, original);
       const redone = resumed.log.executions.map((e) => e.callKey);
       expect(redone.filter((key) => finished.has(key))).toEqual([]);
@@ -108,13 +121,8 @@ describe.each(['tools', 'json'] as const)('write-ahead checkpoints (%s protocol)
     expect(writeAhead?.steps).toBe(3);
 
     for (const checkpoint of original.checkpoints) {
-      server.reset({ script: script.slice(checkpoint.modelCalls) });
-      const before = server.requests.length;
-      const resumed = await runWith(server, { protocol, checkpoint });
-      expect(resumed.result).toEqual(original.result);
-      // No model call is asked twice: a read-only turn is never checkpointed half-way.
-      expect(server.requests.length - before).toBe(script.length - checkpoint.modelCalls);
-      expect(server.failures).toEqual([]);
+      // No model call is asked twice: a read-only turn whose tools answer at once is never checkpointed half-way.
+      const resumed = await resumeFrom(checkpoint, script, original, protocol);
       // The side effect is made again only when the checkpoint came before it finished, and then with the same
       // call key (the decision was saved), which is what keeps it at most once.
       const lookups = resumed.log.executions.filter((e) => e.tool === 'lookup').map((e) => e.callKey);
