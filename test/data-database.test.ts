@@ -70,11 +70,19 @@ async function setUp(): Promise<void> {
 }
 
 afterAll(async () => {
-  await db?.close();
+  // A query the tests had killed may still be winding down on the server: closing waits for it at most a while,
+  // and what is left of the test's sessions is killed, since their locks would hold the DROP below.
+  await Promise.race([db?.close(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
   if (setupError !== undefined) {
     await root?.end();
     return;
   }
+  const [sessions] = await root.query<RowDataPacket[]>(
+    'SELECT ID AS id FROM information_schema.PROCESSLIST WHERE USER IN (?, ?)',
+    [READER, OTHER],
+  );
+  for (const session of sessions) await root.query('KILL ?', [Number(session['id'])]).catch(() => undefined);
+  await root.query('SET SESSION lock_wait_timeout = 20');
   await root?.query(`DROP DATABASE IF EXISTS ${DB}`);
   await root?.query('DROP USER IF EXISTS ?@?', [READER, '%']);
   await root?.query('DROP USER IF EXISTS ?@?', [OTHER, '%']);
