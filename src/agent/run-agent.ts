@@ -5,7 +5,8 @@
 //   act:   the tool calls it chose, concurrently, each validated and time-limited
 //   observe: results into memory, a trace event, a checkpoint to resume from
 //
-// Checkpoints are coalesced (checkpoint-queue.ts): only the write-ahead one is awaited before the loop goes on.
+// Checkpoints are coalesced (checkpoint-queue.ts): only the write-ahead one of a turn with side effects is awaited
+// before the loop goes on.
 //
 // It knows nothing of queues or databases: the worker adapts it to BullMQ, the store to MySQL.
 import { toRunError, type RunError } from './errors.js';
@@ -104,8 +105,8 @@ export interface AgentRunInput {
   /**
    * Whenever the state changes in a way a resume must not repeat (a model call, a tool call). One at a time, in
    * order; a checkpoint taken while another is written replaces any still waiting (a resume needs the latest).
-   * The run waits for the write-ahead one (the model's decision, before any tool acts on it) and, at its end,
-   * for all of them; a throw is logged and ignored.
+   * The run waits for the write-ahead one of a turn with side effects (the model's decision, before any tool
+   * acts on it) and, at its end, for all of them; a throw is logged and ignored.
    */
   onCheckpoint?: (checkpoint: Checkpoint) => void | Promise<void>;
   /**
