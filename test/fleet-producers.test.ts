@@ -131,7 +131,8 @@ describe('every producer', () => {
     for (let i = 0; i < 100; i++) {
       const got = await fetch(`${apiUrl}/v1/tasks/${jobId}`, { headers });
       body = (await got.json()) as typeof body;
-      if (body?.result) break;
+      // The result is published just before BullMQ moves the job to completed: wait for both.
+      if (body?.result && body.state === 'completed') break;
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     expect(body).toMatchObject({

@@ -68,8 +68,9 @@ describe('a worker process', () => {
       error: null,
     });
 
+    // The result is published just before BullMQ moves the job to completed.
+    await expect.poll(async () => (await ns.client.getTask(jobId)).state).toBe('completed');
     const status = await ns.client.getTask(jobId);
-    expect(status.state).toBe('completed');
     expect(status.result).toEqual(result);
     expect(status.progress).toMatchObject({ step: 3, maxSteps: 8, totalTokens: result.usage.totalTokens });
 
