@@ -15,23 +15,12 @@ export interface StepsAndFloorResult {
   stepsPerTask: number;
   tasksPerBatch: number;
   workerTools: string | null;
-  steps: {
-    stepsPerSecond: number;
-    workerCpuMsPerStep: number;
-    workerCpuShare: number;
-    workerReadsPerStep: number;
-    workerWritesPerStep: number;
-    modelServerCpuMsPerCall: number;
-    redisCpuMsPerStep: number | null;
-    mysqlCpuMsPerStep: number | null;
+  /** Medians over the batches. */
+  steps: Pick<AgentStepsBatch, AgentStepsFigure> & {
     cpuSpread: number;
     batches: AgentStepsBatch[];
   };
-  floor: {
-    callsPerSecond: number;
-    cpuMsPerCall: number;
-    readsPerCall: number;
-    writesPerCall: number;
+  floor: Pick<FloorBatch, 'callsPerSecond' | 'cpuMsPerCall' | 'readsPerCall' | 'writesPerCall'> & {
     cpuSpread: number;
     batches: FloorBatch[];
   };
@@ -40,6 +29,16 @@ export interface StepsAndFloorResult {
   pairRatios: number[];
   unexpected: Record<string, number>;
 }
+
+type AgentStepsFigure =
+  | 'stepsPerSecond'
+  | 'workerCpuMsPerStep'
+  | 'workerCpuShare'
+  | 'workerReadsPerStep'
+  | 'workerWritesPerStep'
+  | 'modelServerCpuMsPerCall'
+  | 'redisCpuMsPerStep'
+  | 'mysqlCpuMsPerStep';
 
 const medianOrNull = (values: (number | null)[]) =>
   values.some((v) => v === null) ? null : median(values as number[]);
