@@ -4,16 +4,18 @@
 //   env BENCH_MODEL_URL                              the scripted model's base URL
 //   → { type: 'ready' }
 //   ← { type: 'load', bodies }                       → { type: 'loaded' }
-//   ← { type: 'replay', concurrency, callsPerSignal } → { type: 'replayed', elapsedMs, cpuMs, reads, writes, errors }
+//   ← { type: 'replay', concurrency, callsPerSignal, transport }
+//                                                    → { type: 'replayed', elapsedMs, cpuMs, reads, writes, errors }
 // CPU is process.cpuUsage() (all threads) and system calls /proc/self/io, both around the replay alone.
 import { syscallsOf } from './lib/proc.js';
-import { Replayer, type Body } from './lib/replay.js';
+import { Replayer, type Body, type Transport } from './lib/replay.js';
 
 interface Command {
   type: 'load' | 'replay';
   bodies?: Body[];
   concurrency?: number;
   callsPerSignal?: number;
+  transport?: Transport;
 }
 
 const baseURL = process.env.BENCH_MODEL_URL;
@@ -21,7 +23,10 @@ if (!baseURL || !process.send) {
   process.stderr.write('floor-client: needs BENCH_MODEL_URL and an IPC channel\n');
   process.exit(2);
 }
-const replayer = new Replayer(baseURL);
+const replayers = {
+  'client-default': new Replayer(baseURL, 'client-default'),
+  worker: new Replayer(baseURL, 'worker'),
+};
 let bodies: Body[] = [];
 
 process.on('message', (command: Command) => {
@@ -34,6 +39,7 @@ process.on('message', (command: Command) => {
     const io0 = syscallsOf('self');
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
+    const replayer = replayers[command.transport ?? 'client-default'];
     const errors = await replayer.calls(bodies, command.concurrency ?? 1, command.callsPerSignal ?? 1);
     const elapsedMs = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);

@@ -137,7 +137,17 @@ if (steps) {
   const f = steps.floor;
   rows.push(
     info('2 floor', `openai calls, concurrency ${steps.concurrency}`, f.callsPerSecond, 'calls/s'),
-    info('2 floor', 'CPU per call (client process)', f.cpuMsPerCall, 'ms/call'),
+    info('2 floor', 'CPU per call (client process, built-in fetch)', f.cpuMsPerCall, 'ms/call'),
+    {
+      ...info(
+        '2 floor',
+        'CPU per call, worker’s node:http transport',
+        steps.floorWorkerTransport.cpuMsPerCall,
+        'ms/call',
+      ),
+      baseline: { label: 'floor CPU/call', value: f.cpuMsPerCall },
+      ratio: steps.floorWorkerTransport.cpuMsPerCall / f.cpuMsPerCall,
+    },
     {
       ...info('3 agent steps', `steps, concurrency ${steps.concurrency}`, s.stepsPerSecond, 'steps/s'),
       baseline: { label: 'floor calls/s', value: f.callsPerSecond },
@@ -159,6 +169,11 @@ if (steps) {
       ratio: steps.cpuRatio,
       target: `≤ ${config.targets.cpuRatio}`,
       pass: steps.cpuRatio <= config.targets.cpuRatio,
+    },
+    {
+      ...info('3 agent steps', 'worker CPU per step, same-transport floor', s.workerCpuMsPerStep, 'ms/step'),
+      baseline: { label: 'node:http floor CPU/call', value: steps.floorWorkerTransport.cpuMsPerCall },
+      ratio: steps.cpuRatioSameTransport,
     },
     info('3 agent steps', 'worker CPU share (1 = one core)', s.workerCpuShare, 'cores'),
     {
@@ -269,7 +284,8 @@ if (steps) {
   const unexpected = Object.keys(steps.unexpected).length;
   lines.push(
     `2+3: ${steps.steps.batches.length} batches of ${steps.tasksPerBatch} tasks × ${steps.stepsPerTask} steps; ` +
-      `CPU spread agent ${pct(steps.steps.cpuSpread)}, floor ${pct(steps.floor.cpuSpread)}; ratio per batch ` +
+      `CPU spread agent ${pct(steps.steps.cpuSpread)}, floor ${pct(steps.floor.cpuSpread)} ` +
+      `(node:http ${pct(steps.floorWorkerTransport.cpuSpread)}); ratio per batch ` +
       `${steps.pairRatios.map((r) => r.toFixed(2)).join(', ')}; tools the worker offers: ${steps.workerTools ?? `not listed (${config.tool} is one of them)`}` +
       (unexpected ? `; UNEXPECTED RESULTS: ${JSON.stringify(steps.unexpected)}` : ''),
   );

@@ -5,17 +5,32 @@ import { OpenAIChatModel } from '../../src/llm/openai-chat-model.js';
 
 export type Body = Record<string, unknown>;
 
+/**
+ * How the loop's `openai` client moves bytes: `client-default` is the client as a user's own loop would make it
+ * (Node's built-in fetch), the floor of the CPU target; `worker` is the transport the worker uses
+ * (src/llm/node-http-fetch.ts), to tell what the fleet adds on top of the very same call.
+ */
+export type Transport = 'client-default' | 'worker';
+
 export class Replayer {
   private readonly models = new Map<string, OpenAIChatModel>();
 
-  constructor(private readonly baseURL: string) {}
+  constructor(
+    private readonly baseURL: string,
+    private readonly transport: Transport,
+  ) {}
 
   /** One call; false when it failed. */
   async call(body: Body, signal: AbortSignal): Promise<boolean> {
     const name = String(body.model);
     let model = this.models.get(name);
     if (!model) {
-      model = new OpenAIChatModel({ model: name, apiKey: 'bench-key', baseURL: this.baseURL });
+      model = new OpenAIChatModel({
+        model: name,
+        apiKey: 'bench-key',
+        baseURL: this.baseURL,
+        ...(this.transport === 'client-default' ? { fetch: globalThis.fetch } : {}),
+      });
       this.models.set(name, model);
     }
     const tools = body.tools as ToolSpec[] | undefined;

@@ -20,15 +20,31 @@ export interface StepsAndFloorResult {
     cpuSpread: number;
     batches: AgentStepsBatch[];
   };
-  floor: Pick<FloorBatch, 'callsPerSecond' | 'cpuMsPerCall' | 'readsPerCall' | 'writesPerCall'> & {
-    cpuSpread: number;
-    batches: FloorBatch[];
-  };
+  /** The `openai` client with its own transport: the baseline of the target. */
+  floor: FloorSummary;
+  /** The same loop over the worker's transport. */
+  floorWorkerTransport: FloorSummary;
   /** Median of (agent CPU per step / floor CPU per call) over adjacent pairs. */
   cpuRatio: number;
   pairRatios: number[];
+  /** The same over the floor on the worker's transport: what queue, store and kernel add to the very same call. */
+  cpuRatioSameTransport: number;
   unexpected: Record<string, number>;
 }
+
+type FloorSummary = Pick<FloorBatch, 'callsPerSecond' | 'cpuMsPerCall' | 'readsPerCall' | 'writesPerCall'> & {
+  cpuSpread: number;
+  batches: FloorBatch[];
+};
+
+const summarize = (batches: FloorBatch[]): FloorSummary => ({
+  callsPerSecond: median(batches.map((b) => b.callsPerSecond)),
+  cpuMsPerCall: median(batches.map((b) => b.cpuMsPerCall)),
+  readsPerCall: median(batches.map((b) => b.readsPerCall)),
+  writesPerCall: median(batches.map((b) => b.writesPerCall)),
+  cpuSpread: spread(batches.map((b) => b.cpuMsPerCall)),
+  batches,
+});
 
 type AgentStepsFigure =
   | 'stepsPerSecond'
@@ -56,6 +72,7 @@ export async function stepsAndFloor(
     });
     const stepBatches: AgentStepsBatch[] = [];
     const floorBatches: FloorBatch[] = [];
+    const sameTransportBatches: FloorBatch[] = [];
     let workerTools: string | null = null;
     for (let rep = 0; rep < options.repetitions; rep++) {
       const { batch, bodies } = await session.measure();
@@ -63,13 +80,16 @@ export async function stepsAndFloor(
       workerTools ??= workerToolsFrom(bodies);
       // The worker was warmed up by as many calls as a batch makes several times over; so is the loop.
       if (rep === 0) for (let i = 0; i < options.floorWarmupReplays; i++) await floor.warmUp(bodies);
-      floorBatches.push(await floor.measure(bodies));
+      floorBatches.push(await floor.measure(bodies, 'client-default'));
+      sameTransportBatches.push(await floor.measure(bodies, 'worker'));
     }
-    const pairRatios = stepBatches.map((s, i) => s.workerCpuMsPerStep / floorBatches[i]!.cpuMsPerCall);
+    const ratiosTo = (floors: FloorBatch[]) =>
+      stepBatches.map((s, i) => s.workerCpuMsPerStep / floors[i]!.cpuMsPerCall);
+    const pairRatios = ratiosTo(floorBatches);
     const unexpected: Record<string, number> = {};
     for (const b of stepBatches)
       for (const [k, v] of Object.entries(b.check.unexpected)) unexpected[k] = (unexpected[k] ?? 0) + v;
-    const errors = floorBatches.reduce((sum, b) => sum + b.errors, 0);
+    const errors = [...floorBatches, ...sameTransportBatches].reduce((sum, b) => sum + b.errors, 0);
     if (errors > 0) log(`floor: ${errors} calls failed`);
     return {
       concurrency: options.concurrency,
@@ -88,16 +108,11 @@ export async function stepsAndFloor(
         cpuSpread: spread(stepBatches.map((b) => b.workerCpuMsPerStep)),
         batches: stepBatches,
       },
-      floor: {
-        callsPerSecond: median(floorBatches.map((b) => b.callsPerSecond)),
-        cpuMsPerCall: median(floorBatches.map((b) => b.cpuMsPerCall)),
-        readsPerCall: median(floorBatches.map((b) => b.readsPerCall)),
-        writesPerCall: median(floorBatches.map((b) => b.writesPerCall)),
-        cpuSpread: spread(floorBatches.map((b) => b.cpuMsPerCall)),
-        batches: floorBatches,
-      },
+      floor: summarize(floorBatches),
+      floorWorkerTransport: summarize(sameTransportBatches),
       cpuRatio: median(pairRatios),
       pairRatios,
+      cpuRatioSameTransport: median(ratiosTo(sameTransportBatches)),
       unexpected,
     };
   } finally {

@@ -4,12 +4,25 @@ import OpenAI from 'openai';
 import type { AssistantMessage, ToolCallRequest } from '../agent/messages.js';
 import { ModelApiError } from '../agent/errors.js';
 import type { ChatCallOptions, ChatCompletion, ChatModel, ChatRequest } from './chat-model.js';
+import { createNodeHttpFetch, type Fetch } from './node-http-fetch.js';
 
 export interface OpenAIChatModelOptions {
   model: string;
   /** Default: the OpenAI API. */
   baseURL?: string;
   apiKey: string;
+  /**
+   * How the client moves bytes. Default: one keep-alive node:http transport shared by the process, which costs
+   * less than half the CPU of the built-in fetch per call (node-http-fetch.ts). `globalThis.fetch` gives the
+   * client's own default.
+   */
+  fetch?: Fetch;
+}
+
+let sharedFetch: Fetch | undefined;
+function defaultFetch(): Fetch {
+  sharedFetch ??= createNodeHttpFetch();
+  return sharedFetch;
 }
 
 export class OpenAIChatModel implements ChatModel {
@@ -22,6 +35,7 @@ export class OpenAIChatModel implements ChatModel {
       apiKey: options.apiKey,
       baseURL: options.baseURL ?? null,
       maxRetries: 0,
+      fetch: options.fetch ?? defaultFetch(),
     });
   }
 
