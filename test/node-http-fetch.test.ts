@@ -3,7 +3,7 @@
 // way a call can end (abort, timeout, refused, cut mid-body) becomes the ModelApiError the kernel expects.
 // The kernel's own error tests (429 with retry-after, 500, garbled bodies) run over this transport too.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ModelApiError } from '../src/agent/errors.js';
@@ -27,7 +27,7 @@ let baseURL: string;
 let handler: Handler;
 let connections = 0;
 const received: { headers: http.IncomingHttpHeaders; body: string; path: string }[] = [];
-const openSockets = new Set<import('node:net').Socket>();
+const openSockets = new Set<Socket>();
 
 beforeAll(async () => {
   server = http.createServer((req, res) => {
@@ -184,7 +184,9 @@ describe('createNodeHttpFetch as a fetch', () => {
   it('hands bodies it does not stream itself (a form upload) to the built-in fetch', async () => {
     handler = (req, body, res) => {
       res.writeHead(200, { 'content-type': 'text/plain' });
-      res.end(`${req.headers['content-type']?.split(';')[0]} ${body.includes('name="purpose"') ? 'form' : '?'}`);
+      res.end(
+        `${req.headers['content-type']?.split(';')[0]} ${body.includes('name="purpose"') ? 'form' : '?'}`,
+      );
     };
     const form = new FormData();
     form.set('purpose', 'batch');
