@@ -5,7 +5,7 @@
 // BENCH_TOOL (the tool the scripted model calls; default bench_lookup, which no worker wires),
 // BENCH_STEPS_TASKS (tasks per measured batch of scenario 3), BENCH_STEPS (steps per task of scenario 3),
 // BENCH_STEPS_CONCURRENCY, BENCH_REPETITIONS (measured batches per scenario 1-4), BENCH_WORKER_NODE_ARGS (extra
-// node flags for scenario 3's worker, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_MAX_SECONDS (hard limit
+// node flags for the workers of scenarios 3 and 4, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_MAX_SECONDS (hard limit
 // of the whole run, default 290).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -40,7 +40,8 @@ const config = {
     repetitions: envInt('BENCH_REPETITIONS', 5),
     floorWarmupReplays: 2,
   },
-  latency: { jobs: 400, warmupJobs: 200, steps: 6, concurrency: 200, latencyMs: 500, repetitions },
+  // 5 waves of 200: the sustained window (scenario 4) spans 4 of them.
+  latency: { jobs: 1_000, warmupJobs: 200, steps: 6, concurrency: 200, latencyMs: 500, repetitions },
   memory: { warmupJobs: 20, steps: 6, concurrency: 200, latencyMs: 500 },
   targets: { cpuRatio: 1.5, throughputRatio: 0.95, heapKbPerJob: 200 },
 };
@@ -103,14 +104,16 @@ try {
   const load = loadStart.map((l) => l.toFixed(2)).join(' ');
   log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? '?'}, node ${process.version}, load ${load}`);
   if (only.has('1')) bare = await attempt('1 bare BullMQ', () => bareBullmq(config.bare));
+  const workerNodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
   if (only.has('2') || only.has('3')) {
-    const workerNodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
     steps = await attempt('2+3 floor and agent steps', () =>
       stepsAndFloor({ ...config.steps, tool: config.tool, workerNodeArgs }),
     );
   }
   if (only.has('4')) {
-    latencyResult = await attempt('4 latency', () => latency({ ...config.latency, tool: config.tool }));
+    latencyResult = await attempt('4 latency', () =>
+      latency({ ...config.latency, tool: config.tool, workerNodeArgs }),
+    );
   }
   if (only.has('5')) {
     memoryResult = await attempt('5 memory', () => memory({ ...config.memory, tool: config.tool }));
@@ -199,17 +202,33 @@ if (latencyResult) {
     {
       ...info(
         '4 latency',
-        `jobs, ${l.concurrency} in flight, ${l.latencyMs} ms/call`,
+        `sustained model calls, ${l.concurrency} in flight, ${l.latencyMs} ms/call`,
+        l.sustained.callsPerSecond,
+        'calls/s',
+      ),
+      baseline: { label: 'ideal', value: l.concurrency / (l.latencyMs / 1000) },
+      ratio: l.sustained.overIdeal,
+      target: `≥ ${config.targets.throughputRatio}`,
+      pass: l.sustained.overIdeal >= config.targets.throughputRatio,
+    },
+    info(
+      '4 latency',
+      'bare openai loop on the same calls, sustained: of ideal',
+      l.bareSustainedOverIdeal,
+      'ratio',
+    ),
+    info('4 latency', 'worker sustained over the bare loop’s', l.sustainedOverBare, 'ratio'),
+    {
+      ...info(
+        '4 latency',
+        `whole batch of ${l.jobs} jobs, add to last completion`,
         l.jobsPerSecond,
         'jobs/s',
       ),
       baseline: { label: 'ideal', value: l.idealJobsPerSecond },
       ratio: l.achievedOverIdeal,
-      target: `≥ ${config.targets.throughputRatio}`,
-      pass: l.achievedOverIdeal >= config.targets.throughputRatio,
     },
-    info('4 latency', 'bare openai loop on the same calls: of ideal', l.bareAchievedOverIdeal, 'ratio'),
-    info('4 latency', 'worker jobs/s over the bare loop’s', l.overBare, 'ratio'),
+    info('4 latency', 'bare openai loop, whole batch: of ideal', l.bareAchievedOverIdeal, 'ratio'),
     {
       ...info('4 latency', 'mean job duration', l.meanJobMs, 'ms'),
       baseline: { label: 'steps × latency', value: l.idealJobMs },
@@ -294,8 +313,12 @@ if (latencyResult) {
   const l = latencyResult;
   lines.push(
     `4: ${l.batches.length} batches of ${l.jobs} jobs in ${l.batches.map((b) => (b.elapsedMs / 1000).toFixed(2)).join(', ')} s ` +
-      `(ideal ${(l.jobs / l.idealJobsPerSecond).toFixed(2)} s); achieved/ideal ${l.batches.map((b) => b.achievedOverIdeal.toFixed(3)).join(', ')}; ` +
-      `the bare openai loop ${l.batches.map((b) => b.bare.achievedOverIdeal.toFixed(3)).join(', ')}`,
+      `(ideal ${(l.jobs / l.idealJobsPerSecond).toFixed(2)} s); sustained over ideal ` +
+      `${l.batches.map((b) => b.sustained.overIdeal.toFixed(3)).join(', ')} over windows of ` +
+      `${l.batches.map((b) => (b.sustained.windowMs / 1000).toFixed(1)).join(', ')} s, the bare openai loop ` +
+      `${l.batches.map((b) => b.bare.sustained.overIdeal.toFixed(3)).join(', ')}; whole batch ` +
+      `${l.batches.map((b) => b.achievedOverIdeal.toFixed(3)).join(', ')}, the bare loop ` +
+      `${l.batches.map((b) => b.bare.achievedOverIdeal.toFixed(3)).join(', ')}`,
   );
 }
 if (memoryResult) {

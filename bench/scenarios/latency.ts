@@ -1,7 +1,14 @@
 // Scenario 4: throughput when the model is slow. The scripted model answers after `latencyMs`; one worker
-// process runs `concurrency` jobs at once. Ideal: concurrency / (steps × latency) jobs per second; the clock
-// runs from the add of the measured batch to its last completion (after a warm-up wave that opens the
-// connections).
+// process runs `concurrency` jobs at once. Ideal: concurrency / latency model calls per second, i.e.
+// concurrency / (steps × latency) jobs per second.
+//
+// Two figures per batch (after a warm-up wave that opens the connections):
+// - sustained, the judged one: model calls per second while the worker holds all its slots, from the moment
+//   the last slot of the first wave makes its first call to the moment the batch's last job makes its first (no
+//   job waits any more after that), from the model server's arrival times. Job changes, start-up and every step's
+//   overhead count; filling the slots at the start and the drain at the end, when fewer jobs are in flight, do not.
+// - whole batch: from the add to the last completion, jobs per second; fill and drain included, so it depends on
+//   how many waves the batch has.
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,7 +29,16 @@ import { taskText } from '../lib/steps-model.js';
 import { checkResults, enqueueTasks, type BatchCheck } from '../lib/tasks.js';
 import { jobsOf, replayJobs } from './latency-floor.js';
 
+/** Model calls per second while every slot is held, over the ideal (see the top of the file). */
+export interface Sustained {
+  overIdeal: number;
+  callsPerSecond: number;
+  windowMs: number;
+  calls: number;
+}
+
 export interface LatencyBatch {
+  sustained: Sustained;
   elapsedMs: number;
   jobsPerSecond: number;
   achievedOverIdeal: number;
@@ -36,7 +52,7 @@ export interface LatencyBatch {
   workerCpuShare: number;
   breakdown: JobBreakdown;
   /** The same calls replayed by a bare `openai` loop, as many jobs in flight (latency-floor.ts). */
-  bare: { elapsedMs: number; achievedOverIdeal: number; errors: number };
+  bare: { elapsedMs: number; achievedOverIdeal: number; sustained: Sustained; errors: number };
   /** The worker's event loop over the batch (bench/heap-probe.ts). */
   loop: LoopStats;
   check: BatchCheck;
@@ -62,6 +78,9 @@ export interface LatencyResult {
   idealJobsPerSecond: number;
   idealJobMs: number;
   /** Medians over the repetitions. */
+  sustained: Sustained;
+  bareSustainedOverIdeal: number;
+  sustainedOverBare: number;
   jobsPerSecond: number;
   achievedOverIdeal: number;
   /** The bare `openai` loop's achieved / ideal on the same calls, and the worker's throughput over the loop's. */
@@ -75,6 +94,27 @@ export interface LatencyResult {
   loop: LoopStats;
   spread: number;
   batches: LatencyBatch[];
+}
+
+function sustainedOf(
+  entries: readonly { task: string; receivedAt: number }[],
+  concurrency: number,
+  latencyMs: number,
+): Sustained {
+  const firstCalls = new Map<string, number>();
+  for (const entry of entries) if (!firstCalls.has(entry.task)) firstCalls.set(entry.task, entry.receivedAt);
+  const firsts = [...firstCalls.values()].sort((a, b) => a - b);
+  if (firsts.length <= concurrency) throw new Error(`scenario 4 needs more than ${concurrency} jobs a batch`);
+  const from = firsts[concurrency - 1]!;
+  const to = firsts[firsts.length - 1]!;
+  const calls = entries.filter((e) => e.receivedAt >= from && e.receivedAt < to).length;
+  const callsPerSecond = calls / ((to - from) / 1000);
+  return {
+    overIdeal: callsPerSecond / (concurrency / (latencyMs / 1000)),
+    callsPerSecond,
+    windowMs: to - from,
+    calls,
+  };
 }
 
 function breakdownOf(
@@ -118,6 +158,8 @@ export async function latency(options: {
   latencyMs: number;
   tool: string;
   repetitions: number;
+  /** Extra node flags for the worker (BENCH_WORKER_NODE_ARGS). */
+  workerNodeArgs: string[];
 }): Promise<LatencyResult> {
   const ns = createNamespace('latency', true);
   const client = new FleetClient({ redisUrl: REDIS_URL, prefix: ns.prefix });
@@ -125,7 +167,11 @@ export async function latency(options: {
   const probeFile = join(tmpdir(), `${ns.prefix}-probe.jsonl`);
   const model = await startModelServer(options.latencyMs, options.tool);
   // The probe only reads (every 250 ms): memory and the event loop's utilization and delay.
-  const worker = startAgentWorker(ns, model, { concurrency: options.concurrency, probeFile });
+  const worker = startAgentWorker(ns, model, {
+    concurrency: options.concurrency,
+    probeFile,
+    nodeArgs: options.workerNodeArgs,
+  });
   try {
     log(`latency: warm-up ${options.warmupJobs} jobs at ${options.latencyMs} ms a call`);
     await enqueueTasks(client, 'warm', options.warmupJobs, options.steps);
@@ -151,17 +197,21 @@ export async function latency(options: {
       const check = await checkResults(client, jobIds, options.steps);
       const timings = await watch.timings(jobIds);
       const tasks = jobIds.map((_, i) => taskText(`run${rep}-${i}`, options.steps));
-      const breakdown = breakdownOf(await model.timeline(before), tasks, timings, options.latencyMs);
+      const timeline = await model.timeline(before);
+      const breakdown = breakdownOf(timeline, tasks, timings, options.latencyMs);
       // Read before the replay below, which sends the same tasks again.
       const calls = jobsOf((await model.requests(before)).bodies);
       // The loop's first replay warms its client up (the worker had a warm-up wave of its own).
       if (rep === 1) await replayJobs(model.baseURL, calls, options.concurrency);
       log(`latency: the same ${calls.length} jobs by a bare openai loop, ${options.concurrency} in flight`);
+      const beforeReplay = (await model.requests(Number.MAX_SAFE_INTEGER)).total;
       const replay = await replayJobs(model.baseURL, calls, options.concurrency);
+      const replayTimeline = await model.timeline(beforeReplay);
       const elapsedMs = t1 - t0;
       const jobsPerSecond = options.jobs / (elapsedMs / 1000);
       const meanJobMs = timings.reduce((sum, t) => sum + (t.finishedOn - t.processedOn), 0) / timings.length;
       batches.push({
+        sustained: sustainedOf(timeline, options.concurrency, options.latencyMs),
         elapsedMs,
         jobsPerSecond,
         achievedOverIdeal: jobsPerSecond / idealJobsPerSecond,
@@ -174,6 +224,7 @@ export async function latency(options: {
         bare: {
           elapsedMs: replay.elapsedMs,
           achievedOverIdeal: calls.length / (replay.elapsedMs / 1000) / idealJobsPerSecond,
+          sustained: sustainedOf(replayTimeline, options.concurrency, options.latencyMs),
           errors: replay.errors,
         },
         loop: loopStats(readProbe(probeFile), t0, t1),
@@ -187,6 +238,14 @@ export async function latency(options: {
       latencyMs: options.latencyMs,
       idealJobsPerSecond,
       idealJobMs,
+      sustained: {
+        overIdeal: median(batches.map((b) => b.sustained.overIdeal)),
+        callsPerSecond: median(batches.map((b) => b.sustained.callsPerSecond)),
+        windowMs: median(batches.map((b) => b.sustained.windowMs)),
+        calls: median(batches.map((b) => b.sustained.calls)),
+      },
+      bareSustainedOverIdeal: median(batches.map((b) => b.bare.sustained.overIdeal)),
+      sustainedOverBare: median(batches.map((b) => b.sustained.overIdeal / b.bare.sustained.overIdeal)),
       jobsPerSecond: median(batches.map((b) => b.jobsPerSecond)),
       achievedOverIdeal: median(batches.map((b) => b.achievedOverIdeal)),
       bareAchievedOverIdeal: median(batches.map((b) => b.bare.achievedOverIdeal)),
@@ -207,7 +266,7 @@ export async function latency(options: {
         delayP99Ms: median(batches.map((b) => b.loop.delayP99Ms)),
         delayMaxMs: Math.max(...batches.map((b) => b.loop.delayMaxMs)),
       },
-      spread: spread(batches.map((b) => b.achievedOverIdeal)),
+      spread: spread(batches.map((b) => b.sustained.overIdeal)),
       batches,
     };
   } finally {
