@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gateForJob } from '../src/fleet/fleet-gate.js';
+import { RateLimiter } from '../src/fleet/rate-limiter.js';
 import {
   batchScope,
   dayScope,
@@ -540,6 +541,7 @@ describe('one round trip per step: settle, pause check and booking in one script
 
   it('the gate folds a settle into the next booking made in the same turn, and sends it alone otherwise', async () => {
     const ledger = ledgerOf();
+    // A batch with a budget: every booking is waited for (see the next describe for one without).
     const calls: string[] = [];
     const settle = ledger.settle.bind(ledger);
     const book = ledger.book.bind(ledger);
@@ -549,6 +551,7 @@ describe('one round trip per step: settle, pause check and booking in one script
       book(scopes, worstCase, options)
     );
     const batchId = `fold-gate-${++scopeSeq}`;
+    await ledger.setCaps(batchScope(batchId), { maxCostUsd: 100 });
     const gate = gateForJob({ ledger, batchId });
     const signal = new AbortController().signal;
     const worst = { tokens: 100, costUsd: 0.01 };
@@ -580,5 +583,152 @@ describe('one round trip per step: settle, pause check and booking in one script
       reservedMicroUsd: 0,
       liveReservations: 0,
     });
+  });
+});
+
+describe('bookings not waited for, where no cap applies', () => {
+  const worst = { tokens: 100, costUsd: 0.01 };
+  const signal = new AbortController().signal;
+  /** Which way each booking of the gate went: waited for (`book`) or not (`bookInFlight`). */
+  const bookingsOf = (ledger: SpendLedger) => {
+    const ways: ('waited' | 'in flight')[] = [];
+    const book = ledger.book.bind(ledger);
+    const bookInFlight = ledger.bookInFlight.bind(ledger);
+    ledger.book = (...args) => (ways.push('waited'), book(...args));
+    ledger.bookInFlight = (...args) => (ways.push('in flight'), bookInFlight(...args));
+    return ways;
+  };
+  /** Lets the answers of the bookings sent so far arrive (one round trip on the same connection). */
+  const answersArrived = async () => {
+    await redis.ping();
+    await new Promise((resolve) => setImmediate(resolve));
+  };
+
+  it('a booking reports whether a cap applies; bookInFlight books whatever the pause and the caps', async () => {
+    const ledger = ledgerOf();
+    const free = freshBatch('free');
+    const capped = freshBatch('capped');
+    await ledger.setCaps(capped, { maxCostUsd: 0.005 });
+    expect((await ledger.book([free], worst)).capped).toBe(false);
+    const both = await ledger.book([free, capped], { tokens: 1, costUsd: 0 });
+    expect(both.capped).toBe(true);
+    if (both.reservation?.ok) await ledger.settle(both.reservation.ticket, { tokens: 0, costUsd: 0 });
+    expect(
+      (await ledgerOf({ dailyCaps: { maxTokens: 10 ** 6 } }).book([dayScope(Date.now())], worst)).capped,
+    ).toBe(true);
+
+    const pauseKey = `${PREFIX}:{fleet-ledger}:rate:inflight:pause`;
+    await redis.set(pauseKey, '1', 'PX', 5_000);
+    const { ticket, booking } = ledger.bookInFlight([capped], worst, { pauseKey });
+    // Over the cap and while paused: booked anyway, since the call is made; the answer says both.
+    expect(await booking).toMatchObject({ reservation: { ok: true, ticket }, capped: true });
+    expect((await booking).pausedMs).toBeGreaterThan(4_000);
+    expect(await ledger.getSpend(capped)).toMatchObject({ reservedMicroUsd: 10_000, liveReservations: 1 });
+    await ledger.settle(ticket, { tokens: 10, costUsd: 0.001 });
+    expect(await ledger.getSpend(capped)).toMatchObject({ usedMicroUsd: 1_000, liveReservations: 0 });
+    await redis.del(pauseKey);
+  });
+
+  it('after one booking shows no cap, the job’s calls go out at once and the ledger still counts every one', async () => {
+    const ledger = ledgerOf();
+    const batchId = `inflight-${++scopeSeq}`;
+    const ways = bookingsOf(ledger);
+    const gate = gateForJob({ ledger, batchId });
+
+    let decision = await gate.acquire(worst, signal);
+    let spentUsd = 0;
+    for (let call = 1; call <= 5; call++) {
+      if (!decision.ok) throw new Error(decision.message);
+      const actual = { tokens: 10 * call, costUsd: 0.001 * call };
+      spentUsd += actual.costUsd;
+      void gate.release(decision.ticket, actual);
+      decision = await gate.acquire(worst, signal);
+    }
+    expect(ways).toEqual(['waited', ...Array<string>(5).fill('in flight')]);
+    if (!decision.ok) throw new Error(decision.message);
+    await gate.release(decision.ticket, { tokens: 0, costUsd: 0 });
+    const spend = await ledger.getSpend(batchScope(batchId));
+    expect(spend).toMatchObject({
+      usedMicroUsd: microUsdUp(spentUsd),
+      reservedMicroUsd: 0,
+      liveReservations: 0,
+    });
+    expect(spend.usedTokens).toBe(150);
+  });
+
+  it('a pause another process set is seen at the next answer: from then on every booking is waited for', async () => {
+    const ledger = ledgerOf();
+    const limiter = new RateLimiter({
+      redis,
+      prefix: PREFIX,
+      name: `inflight-pause-${++scopeSeq}`,
+      limit: 1,
+    });
+    const ways = bookingsOf(ledger);
+    const gate = gateForJob({ ledger, limiter, limitRequests: false, batchId: `inflight-p-${scopeSeq}` });
+    expect((await gate.acquire(worst, signal)).ok).toBe(true);
+    // Another worker meets a 429 and pauses the fleet for 400 ms; this process does not know yet.
+    await redis.set(limiter.pauseKey, '1', 'PX', 400);
+    expect((await gate.acquire(worst, signal)).ok).toBe(true);
+    expect(limiter.pausedHere).toBe(false);
+    // That call's booking answers that the fleet is paused: the next call waits the pause out.
+    await answersArrived();
+    expect(limiter.pausedHere).toBe(true);
+    const started = Date.now();
+    expect((await gate.acquire(worst, signal)).ok).toBe(true);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(250);
+    // A booking waited for met the pause; once it is over the call goes (booked either way).
+    expect(ways.slice(0, 3)).toEqual(['waited', 'in flight', 'waited']);
+  });
+
+  it('a batch with a budget waits for every booking, and one that gets a cap while it runs waits from then on', async () => {
+    const ledger = ledgerOf();
+    const budgeted = `inflight-capped-${++scopeSeq}`;
+    await ledger.setCaps(batchScope(budgeted), { maxCostUsd: 1 });
+    const ways = bookingsOf(ledger);
+    const gate = gateForJob({ ledger, batchId: budgeted });
+    for (let call = 0; call < 3; call++) {
+      const decision = await gate.acquire(worst, signal);
+      if (decision.ok) await gate.release(decision.ticket, { tokens: 1, costUsd: 0.001 });
+    }
+    expect(ways).toEqual(['waited', 'waited', 'waited']);
+
+    ways.length = 0;
+    const later = `inflight-later-${++scopeSeq}`;
+    const laterGate = gateForJob({ ledger, batchId: later });
+    expect((await laterGate.acquire(worst, signal)).ok).toBe(true);
+    // A cap below what is reserved already: the call that goes out before the gate learns of it passes it (and
+    // is booked), the next one waits for its booking and is refused.
+    await ledger.setCaps(batchScope(later), { maxCostUsd: 0.015 });
+    expect((await laterGate.acquire(worst, signal)).ok).toBe(true);
+    await answersArrived();
+    expect(await laterGate.acquire(worst, signal)).toMatchObject({ ok: false, reason: 'cost_budget' });
+    expect(ways).toEqual(['waited', 'in flight', 'waited']);
+    expect(await ledger.getSpend(batchScope(later))).toMatchObject({
+      reservedMicroUsd: 20_000,
+      liveReservations: 2,
+    });
+  });
+
+  it('a booking not waited for that fails makes the job wait for its bookings, which then fail', async () => {
+    const ledger = ledgerOf();
+    const errors: unknown[] = [];
+    const gate = gateForJob({
+      ledger,
+      batchId: `inflight-err-${++scopeSeq}`,
+      onError: (e) => errors.push(e),
+    });
+    const first = await gate.acquire(worst, signal);
+    if (!first.ok) throw new Error(first.message);
+    const bookInFlight = ledger.bookInFlight.bind(ledger);
+    ledger.bookInFlight = (scopes, worstCase, options) => {
+      const made = bookInFlight(scopes, worstCase, options);
+      return { ticket: made.ticket, booking: made.booking.then(() => Promise.reject(new Error('READONLY'))) };
+    };
+    expect((await gate.acquire(worst, signal)).ok).toBe(true);
+    await answersArrived();
+    expect(errors).toHaveLength(1);
+    ledger.book = () => Promise.reject(new Error('READONLY You can’t write against a read only replica.'));
+    await expect(gate.acquire(worst, signal)).rejects.toThrow(/READONLY/);
   });
 });

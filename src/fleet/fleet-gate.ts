@@ -5,6 +5,16 @@
 // One round trip per step, not three: a settle waits for the end of the event loop's turn, and when the run asks
 // for its next call before then (a step whose tools did no I/O), the settle, the check of the fleet's pause and
 // the next booking go in one ledger script. Otherwise the settle leaves alone at the end of the turn.
+//
+// And no waiting for it when the answer is known: once a booking has shown that none of the job's scopes has a
+// cap (no daily cap configured, a batch without a budget, or no batch), only a pause of the fleet could refuse a
+// booking. The job's next calls then go out at once, booked in the same script without waiting for the answer
+// (`bookInFlight`: booked whatever the answer, since the call is made), as long as this process knows of no
+// pause. The answer still comes: a pause it reports makes every job of the process wait for its bookings until
+// the pause ends; a cap it reports (one set after the job's first booking) makes this job wait for its bookings
+// from then on. The cost: a 429 pause set by another process is seen here one booking later, and a cap set on a
+// batch while it runs can be passed by the calls already in flight. A booking whose answer is an error makes the
+// job wait for its bookings, which then fail as they did before.
 import type { Redis } from 'ioredis';
 import type { Env } from '../../config/env.js';
 import type { CallCost, CallGate, GateDecision } from '../agent/call-gate.js';
@@ -27,7 +37,7 @@ export interface FleetGateOptions {
   ledgerTimeoutMs?: number;
   /** Pause after a 429 that gave no retry-after. */
   defaultPauseMs?: number;
-  /** A fleet-wide pause that could not be set (the call itself goes on). */
+  /** A fleet-wide pause that could not be set, or a booking not waited for that failed (the call goes on). */
   onError?: (error: unknown) => void;
   /** False: the limiter only carries the pause after a 429, no request limit (MODEL_RPM unset). */
   limitRequests?: boolean;
@@ -46,6 +56,10 @@ export class FleetGate implements CallGate {
   private readonly scopes: () => readonly string[];
   private readonly options: FleetGateOptions;
   private pending: PendingSettle | null = null;
+  /** Scope lists (joined) a booking of this job found without a cap. */
+  private readonly uncapped = new Set<string>();
+  /** A booking that was not waited for failed: wait for every booking from now on. */
+  private waitForBookings = false;
 
   constructor(options: FleetGateOptions) {
     this.ledger = options.ledger;
@@ -63,6 +77,12 @@ export class FleetGate implements CallGate {
     for (;;) {
       signal.throwIfAborted();
       const scopes = this.scopes();
+      const scopesKey = scopes.join('\n');
+      // With MODEL_RPM every call waits for its request slot anyway.
+      const limitsRequests = this.limiter !== undefined && !pauseOnly;
+      if (!limitsRequests && this.mayGoAhead(scopesKey)) {
+        return this.goAhead(scopes, scopesKey, worstCase, pauseKey);
+      }
       const settle = this.takePending(scopes);
       const booking = this.ledger.book(scopes, worstCase, {
         ...(settle ? { settleFirst: { ticket: settle.ticket, actual: settle.actual } } : {}),
@@ -74,14 +94,47 @@ export class FleetGate implements CallGate {
           () => settle.resolve(),
           () => this.sendSettle(settle),
         );
-      const { reservation } = await this.answered(booking, signal);
+      const { reservation, pausedMs, capped } = await this.answered(booking, signal);
       if (!reservation) {
+        this.limiter?.notePaused(pausedMs);
         await this.limiter?.waitWhilePaused(signal);
         continue;
       }
+      if (capped === false) this.uncapped.add(scopesKey);
       if (!reservation.ok) return { ok: false, reason: reservation.reason, message: reservation.message };
       return { ok: true, ticket: reservation.ticket };
     }
+  }
+
+  private mayGoAhead(scopesKey: string): boolean {
+    return !this.waitForBookings && this.uncapped.has(scopesKey) && !this.limiter?.pausedHere;
+  }
+
+  /** The call goes out now; its booking (and the settle waiting, if any) follows in one script. */
+  private goAhead(
+    scopes: readonly string[],
+    scopesKey: string,
+    worstCase: CallCost,
+    pauseKey: string | undefined,
+  ): GateDecision {
+    const settle = this.takePending(scopes);
+    const { ticket, booking } = this.ledger.bookInFlight(scopes, worstCase, {
+      ...(settle ? { settleFirst: { ticket: settle.ticket, actual: settle.actual } } : {}),
+      ...(pauseKey !== undefined ? { pauseKey } : {}),
+    });
+    booking.then(
+      ({ pausedMs, capped }) => {
+        settle?.resolve();
+        this.limiter?.notePaused(pausedMs);
+        if (capped) this.uncapped.delete(scopesKey);
+      },
+      (error: unknown) => {
+        if (settle) this.sendSettle(settle);
+        this.waitForBookings = true;
+        this.options.onError?.(error);
+      },
+    );
+    return { ok: true, ticket };
   }
 
   /** Resolves once the settle is in the ledger: with the next booking if one comes in this turn, else alone. */

@@ -73,6 +73,8 @@ export class RateLimiter {
   private readonly maxPollMs: number;
   private readonly jitterMs: number;
   private readonly sleep: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
+  /** Until when (this process's clock) this process knows the fleet to be paused: see `pausedHere`. */
+  private knownPausedUntil = 0;
 
   constructor(options: RateLimiterOptions) {
     if (!Number.isInteger(options.limit) || options.limit < 1)
@@ -136,7 +138,21 @@ export class RateLimiter {
   async pause(ms: number): Promise<void> {
     const duration = Math.ceil(ms);
     if (!Number.isFinite(duration) || duration <= 0) return;
+    this.notePaused(duration);
     await PAUSE_SCRIPT.run(this.redis, [this.pauseKey], [duration]);
+  }
+
+  /** Remembers a pause this process learned of (its own 429, or a booking that found the fleet paused). */
+  notePaused(ms: number): void {
+    if (ms > 0) this.knownPausedUntil = Math.max(this.knownPausedUntil, Date.now() + ms);
+  }
+
+  /**
+   * Whether this process knows of a running pause, without asking Redis. A pause another process sets is known
+   * here from the next booking that meets it; until then calls that do not wait for their booking go on.
+   */
+  get pausedHere(): boolean {
+    return Date.now() < this.knownPausedUntil;
   }
 
   /** How long the running pause has left, in ms (0: none). */

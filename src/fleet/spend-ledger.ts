@@ -60,6 +60,12 @@ export interface BookOptions {
   pauseKey?: string;
 }
 
+/** A call made without waiting for its booking (`bookInFlight`): its ticket now, the ledger's answer later. */
+export interface InFlightBooking {
+  ticket: string;
+  booking: Promise<Booking>;
+}
+
 export interface Booking {
   /** Null when the fleet is paused. */
   reservation: ReserveResult | null;
@@ -67,6 +73,8 @@ export interface Booking {
   pausedMs: number;
   /** The settle asked for first, per scope; null when none was asked. */
   settled: Record<string, SettleStatus> | null;
+  /** Whether some scope of the booking has a cap (stored or configured); null when the fleet was paused. */
+  capped: boolean | null;
 }
 
 export interface ScopeSpend {
@@ -245,27 +253,35 @@ end
 local now = now_ms(ARGV[1])
 local ticket, usd, tok = ARGV[2], ARGV[3], ARGV[4]
 local ttl, n = tonumber(ARGV[5]), tonumber(ARGV[6])
--- After the scopes' triplets: a ticket of the same scopes to settle first ('' for none) with its actuals, and
--- '1' when KEYS[4n + 1] is the fleet's pause key: while it lives, nothing is booked.
+-- After the scopes' triplets: a ticket of the same scopes to settle first ('' for none) with its actuals,
+-- '1' when KEYS[4n + 1] is the fleet's pause key: while it lives, nothing is booked, and '1' for a call already
+-- made: it is booked whatever the pause and the caps, which are only reported.
 local extra = 7 + 3 * n
+local in_flight = ARGV[extra + 4] == '1'
 local settled = {}
 if ARGV[extra] ~= '' then
   for i = 0, n - 1 do settled[i + 1] = settle_in(i, ARGV[extra], ARGV[extra + 1], ARGV[extra + 2]) end
 end
+local paused_ms = 0
 if ARGV[extra + 3] == '1' then
   local paused = redis.call('PTTL', KEYS[4 * n + 1])
   if paused > 0 then
-    for j = 0, n - 1 do touch(4 * j, ARGV[7 + 3 * j]) end
-    return {2, paused, settled}
+    if not in_flight then
+      for j = 0, n - 1 do touch(4 * j, ARGV[7 + 3 * j]) end
+      return {2, paused, settled}
+    end
+    paused_ms = paused
   end
 end
 for i = 0, n - 1 do
   sweep(KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4], now)
 end
+local capped = 0
 for i = 0, n - 1 do
   local f = redis.call('HMGET', KEYS[4 * i + 1], 'used_usd', 'used_tok', 'res_usd', 'res_tok', 'cap_usd', 'cap_tok')
   local cap_usd = cap_of(f[5], ARGV[8 + 3 * i])
   local cap_tok = cap_of(f[6], ARGV[9 + 3 * i])
+  if cap_usd ~= '' or cap_tok ~= '' then capped = 1 end
   local used_usd, used_tok, res_usd, res_tok = f[1] or '0', f[2] or '0', f[3] or '0', f[4] or '0'
   local refusal
   if cap_usd ~= '' and tonumber(used_usd) + tonumber(res_usd) + tonumber(usd) > tonumber(cap_usd) then
@@ -273,7 +289,7 @@ for i = 0, n - 1 do
   elseif cap_tok ~= '' and tonumber(used_tok) + tonumber(res_tok) + tonumber(tok) > tonumber(cap_tok) then
     refusal = {0, 'token_budget', i + 1, used_tok, res_tok, cap_tok}
   end
-  if refusal then
+  if refusal and not in_flight then
     for j = 0, n - 1 do touch(4 * j, ARGV[7 + 3 * j]) end
     refusal[7] = settled
     return refusal
@@ -291,7 +307,7 @@ for i = 0, n - 1 do
   redis.call('HSET', am, ticket, usd .. ':' .. tok)
   touch(4 * i, ARGV[7 + 3 * i])
 end
-return {1, expires, settled}
+return {1, expires, settled, capped, paused_ms}
 `);
 
 const SETTLE = new LuaScript(`${LUA_COMMON}
@@ -399,12 +415,32 @@ export class SpendLedger {
    * the check of the fleet's pause, which comes after the settle and before any booking.
    */
   async book(scopes: readonly string[], worstCase: CallCost, options: BookOptions = {}): Promise<Booking> {
+    return this.run(scopes, worstCase, options, false).booking;
+  }
+
+  /**
+   * Books a call that is made without waiting for the answer: whatever the fleet's pause and the caps, the worst
+   * case is booked (the call is going out), and the answer only says whether a cap or a pause applies, so the
+   * caller waits for the next booking. For scopes known to have no cap, where a booking could only be refused by
+   * a pause: see fleet-gate.ts.
+   */
+  bookInFlight(scopes: readonly string[], worstCase: CallCost, options: BookOptions = {}): InFlightBooking {
+    return this.run(scopes, worstCase, options, true);
+  }
+
+  private run(
+    scopes: readonly string[],
+    worstCase: CallCost,
+    options: BookOptions,
+    inFlight: boolean,
+  ): InFlightBooking {
     const unique = [...new Set(scopes)];
     if (unique.length === 0) throw new RangeError('reserve needs at least one scope');
     unique.forEach(assertScope);
     const usd = microUsdUp(worstCase.costUsd);
     const tokens = tokensUp(worstCase.tokens);
     const id = randomUUID();
+    const ticket = encodeTicket({ id, scopes: unique });
     const args: (string | number)[] = [this.clock(), id, String(usd), String(tokens), this.reservationTtlMs];
     args.push(unique.length);
     for (const scope of unique) {
@@ -414,46 +450,44 @@ export class SpendLedger {
     const keys = this.scopeKeys(unique);
     const first = options.settleFirst;
     if (first) {
-      const ticket = decodeTicket(first.ticket);
-      if (!sameScopes(ticket.scopes, unique)) {
+      const settling = decodeTicket(first.ticket);
+      if (!sameScopes(settling.scopes, unique)) {
         throw new RangeError(
-          `settleFirst: the ticket's scopes ${ticket.scopes.join(', ')} are not ${unique.join(', ')}`,
+          `settleFirst: the ticket's scopes ${settling.scopes.join(', ')} are not ${unique.join(', ')}`,
         );
       }
-      args.push(ticket.id, String(microUsdUp(first.actual.costUsd)), String(tokensUp(first.actual.tokens)));
+      args.push(settling.id, String(microUsdUp(first.actual.costUsd)), String(tokensUp(first.actual.tokens)));
     } else {
       args.push('', '0', '0');
     }
-    args.push(options.pauseKey === undefined ? '0' : '1');
+    args.push(options.pauseKey === undefined ? '0' : '1', inFlight ? '1' : '0');
     if (options.pauseKey !== undefined) keys.push(options.pauseKey);
 
-    const reply = await RESERVE.run(this.redis, keys, args);
-    if (!Array.isArray(reply)) throw new Error(`spend ledger: unexpected reply ${JSON.stringify(reply)}`);
-    const statuses = reply[0] === 0 ? reply[6] : reply[2];
-    const settled = first
-      ? Object.fromEntries(unique.map((scope, i) => [scope, (statuses as SettleStatus[])[i] ?? 'none']))
-      : null;
-    if (reply[0] === 2) return { reservation: null, pausedMs: Number(reply[1]), settled };
-    if (reply[0] === 1) {
-      const reservation = {
-        ok: true as const,
-        ticket: encodeTicket({ id, scopes: unique }),
-        expiresAt: Number(reply[1]),
-      };
-      return { reservation, pausedMs: 0, settled };
-    }
-    const [, reason, index, used, reserved, cap] = reply as [
-      0,
-      BudgetStopReason,
-      number,
-      string,
-      string,
-      string,
-    ];
-    const scope = unique[index - 1] ?? '?';
-    const needed = reason === 'cost_budget' ? usd : tokens;
-    const message = refusalMessage(scope, reason, Number(used), Number(reserved), needed, Number(cap));
-    return { reservation: { ok: false, reason, scope, message }, pausedMs: 0, settled };
+    const booking = RESERVE.run(this.redis, keys, args).then((reply): Booking => {
+      if (!Array.isArray(reply)) throw new Error(`spend ledger: unexpected reply ${JSON.stringify(reply)}`);
+      const statuses = reply[0] === 0 ? reply[6] : reply[2];
+      const settled = first
+        ? Object.fromEntries(unique.map((scope, i) => [scope, (statuses as SettleStatus[])[i] ?? 'none']))
+        : null;
+      if (reply[0] === 2) return { reservation: null, pausedMs: Number(reply[1]), settled, capped: null };
+      if (reply[0] === 1) {
+        const reservation = { ok: true as const, ticket, expiresAt: Number(reply[1]) };
+        return { reservation, pausedMs: Number(reply[4]), settled, capped: reply[3] === 1 };
+      }
+      const [, reason, index, used, reserved, cap] = reply as [
+        0,
+        BudgetStopReason,
+        number,
+        string,
+        string,
+        string,
+      ];
+      const scope = unique[index - 1] ?? '?';
+      const needed = reason === 'cost_budget' ? usd : tokens;
+      const message = refusalMessage(scope, reason, Number(used), Number(reserved), needed, Number(cap));
+      return { reservation: { ok: false, reason, scope, message }, pausedMs: 0, settled, capped: true };
+    });
+    return { ticket, booking };
   }
 
   /**
