@@ -2,7 +2,12 @@
 // sends arrives intact, compressed and empty bodies come back as fetch gives them, sockets are reused, and every
 // way a call can end (abort, timeout, refused, cut mid-body) becomes the ModelApiError the kernel expects.
 // The kernel's own error tests (429 with retry-after, 500, garbled bodies) run over this transport too.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -201,5 +206,46 @@ describe('createNodeHttpFetch as a fetch', () => {
       name: 'AbortError',
     });
     expect(received).toHaveLength(0);
+  });
+});
+
+describe('over https', () => {
+  it('calls an endpoint behind a certificate authority it is given, and refuses one it does not trust', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'af-tls-'));
+    let tlsServer: https.Server | undefined;
+    try {
+      execFileSync(
+        'openssl',
+        ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost']
+          .concat(['-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1'])
+          .concat(['-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')]),
+        { stdio: 'ignore' },
+      );
+      const cert = readFileSync(join(dir, 'cert.pem'));
+      tlsServer = https.createServer({ key: readFileSync(join(dir, 'key.pem')), cert }, (req, res) => {
+        req.resume();
+        req.on('end', () => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(completion('over tls'));
+        });
+      });
+      await new Promise<void>((resolve) => tlsServer?.listen(0, '127.0.0.1', resolve));
+      const url = `https://127.0.0.1:${(tlsServer.address() as AddressInfo).port}/v1`;
+      const ask = (fetch: typeof globalThis.fetch) =>
+        new OpenAIChatModel({ model: 'm', apiKey: 'k', baseURL: url, fetch }).complete(
+          { messages: [{ role: 'user', content: 'hi' }], maxTokens: 5, temperature: 0 },
+          { signal: new AbortController().signal, timeoutMs: 5_000 },
+        );
+      expect((await ask(createNodeHttpFetch({ ca: cert }))).message.content).toBe('over tls');
+      const untrusted = await failure(ask(createNodeHttpFetch()));
+      expect(untrusted).toMatchObject({ code: 'connection', retryable: true });
+      const causes: string[] = [];
+      for (let e: unknown = untrusted; e instanceof Error; e = e.cause) causes.push(e.message);
+      expect(causes.join(' ← ')).toMatch(/self[- ]signed/i);
+    } finally {
+      tlsServer?.closeAllConnections();
+      await new Promise((resolve) => (tlsServer ? tlsServer.close(resolve) : resolve(undefined)));
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -16,6 +16,8 @@ export type Fetch = typeof globalThis.fetch;
 export interface NodeHttpFetchOptions {
   /** Sockets kept open per host beyond the ones in use. Default 256: a worker's whole concurrency. */
   maxFreeSockets?: number;
+  /** Certificate authorities to trust for https instead of Node's (an endpoint behind a private CA). */
+  ca?: string | Buffer;
 }
 
 /** Statuses whose Response must have a null body (the Response constructor throws otherwise). */
@@ -28,7 +30,7 @@ export function createNodeHttpFetch(options: NodeHttpFetchOptions = {}): Fetch {
     scheduling: 'lifo' as const,
   };
   const httpAgent = new http.Agent(agentOptions);
-  const httpsAgent = new https.Agent(agentOptions);
+  const httpsAgent = new https.Agent({ ...agentOptions, ...(options.ca ? { ca: options.ca } : {}) });
 
   return function nodeHttpFetch(input, init = {}) {
     const body = init.body;
