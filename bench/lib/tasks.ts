@@ -11,8 +11,12 @@ export async function enqueueTasks(
 ): Promise<string[]> {
   const tasks = Array.from({ length: count }, (_, i) => ({
     task: taskText(`${label}-${i}`, steps),
-    // Room for the planned steps whatever AGENT_MAX_STEPS says; tokens and dollars keep the fleet's defaults.
-    budget: { maxSteps: steps + 2 },
+    // Room for the planned steps whatever AGENT_MAX_STEPS says; tokens and dollars keep the fleet's defaults
+    // (50,000 tokens, $0.05: enough for 6 steps), grown in proportion for longer tasks (BENCH_STEPS).
+    budget: {
+      maxSteps: steps + 2,
+      ...(steps > 6 ? { maxTokens: Math.ceil((50_000 * steps) / 6), maxCostUsd: (0.05 * steps) / 6 } : {}),
+    },
   }));
   const jobs = await client.enqueueMany(tasks);
   return jobs.map((job) => job.jobId);
