@@ -12,9 +12,11 @@
 // (`bookInFlight`: booked whatever the answer, since the call is made), as long as this process knows of no
 // pause. The answer still comes: a pause it reports makes every job of the process wait for its bookings until
 // the pause ends; a cap it reports (one set after the job's first booking) makes this job wait for its bookings
-// from then on. The cost: a 429 pause set by another process is seen here one booking later, and a cap set on a
-// batch while it runs can be passed by the calls already in flight. A booking whose answer is an error makes the
-// job wait for its bookings, which then fail as they did before.
+// from then on. The cost: a 429 pause set by another process is seen here one booking later, a cap set on a
+// batch while it runs can be passed by the calls already in flight, and a worker killed in the instant between
+// sending a call and sending its booking (the booking leaves with the connection's other writes at the end of the
+// event loop's turn) leaves that call out of the day's spend. A booking whose answer is an error makes the job
+// wait for its bookings, which then fail as they did before.
 import type { Redis } from 'ioredis';
 import type { Env } from '../../config/env.js';
 import type { CallCost, CallGate, GateDecision } from '../agent/call-gate.js';
