@@ -145,14 +145,62 @@ describe('the openai client over the node:http transport', () => {
     expect(error).toMatchObject({ code: 'timeout', retryable: true });
   });
 
-  it('a connection cut in the middle of the body is a retryable connection error', async () => {
+  it('a connection cut in the middle of the body is a garbled reply: retryable, and charged', async () => {
     handler = (_req, _body, res) => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': '500' });
       res.write('{"id": "c1", "choices": [');
       setTimeout(() => res.socket?.destroy(), 20);
     };
     const error = await failure(call());
-    expect(error).toMatchObject({ code: 'connection', retryable: true });
+    // malformed_response is charged its whole reservation (model-call.ts): the endpoint may have billed it.
+    expect(error).toMatchObject({ code: 'malformed_response', retryable: true });
+  });
+
+  it('a 2xx body that cannot be decoded is a garbled reply: retryable, and charged', async () => {
+    handler = (_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+      res.end('this is not gzip');
+    };
+    expect(await failure(call())).toMatchObject({ code: 'malformed_response', retryable: true });
+  });
+
+  it('an empty 429 marked gzip still gives its status and retry-after', async () => {
+    handler = (_req, _body, res) => {
+      res.writeHead(429, { 'content-encoding': 'gzip', 'retry-after': '2', 'content-length': '0' });
+      res.end();
+    };
+    expect(await failure(call())).toMatchObject({ code: 'http_429', retryable: true, retryAfterMs: 2_000 });
+  });
+
+  it('an error reply whose body cannot be decoded keeps its status', async () => {
+    handler = (_req, _body, res) => {
+      res.writeHead(503, { 'content-type': 'application/json', 'content-encoding': 'br' });
+      res.end('not brotli at all');
+    };
+    expect(await failure(call())).toMatchObject({ code: 'http_503', retryable: true, status: 503 });
+  });
+
+  it('follows a redirect of the base URL, as fetch would, sending the request again', async () => {
+    handler = (req, _body, res) => {
+      if (req.url?.startsWith('/old/')) {
+        res.writeHead(307, { location: req.url.replace('/old/', '/v1/').replace('/v1/v1/', '/v1/') });
+        res.end();
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(completion('moved'));
+    };
+    const moved = new OpenAIChatModel({ model: 'm', apiKey: 'k', baseURL: baseURL.replace('/v1', '/old') });
+    const result = await moved.complete(
+      { messages: [{ role: 'user', content: 'hi' }], maxTokens: 5, temperature: 0 },
+      { signal: new AbortController().signal, timeoutMs: 5_000 },
+    );
+    expect(result.message.content).toBe('moved');
+    expect(received.map((r) => `${r.path} ${r.body.length > 0}`)).toEqual([
+      '/old/chat/completions true',
+      '/old/chat/completions true',
+      '/v1/chat/completions true',
+    ]);
   });
 
   it('a refused connection is a retryable connection error', async () => {
@@ -174,9 +222,9 @@ describe('the openai client over the node:http transport', () => {
 describe('createNodeHttpFetch as a fetch', () => {
   const fetch = createNodeHttpFetch();
 
-  it('gives a 204 a null body and the URL it fetched', async () => {
+  it('gives a 204 a null body and the URL it fetched, even one marked gzip', async () => {
     handler = (_req, _body, res) => {
-      res.writeHead(204, { 'x-request-id': 'r1' });
+      res.writeHead(204, { 'x-request-id': 'r1', 'content-encoding': 'gzip' });
       res.end();
     };
     const response = await fetch(`${baseURL}/empty`, { method: 'DELETE' });
@@ -184,6 +232,16 @@ describe('createNodeHttpFetch as a fetch', () => {
     expect(response.body).toBeNull();
     expect(response.headers.get('x-request-id')).toBe('r1');
     expect(response.url).toBe(`${baseURL}/empty`);
+  });
+
+  it('a HEAD reply has no body to decode', async () => {
+    handler = (_req, _body, res) => {
+      res.writeHead(200, { 'content-encoding': 'gzip', 'content-length': '120' });
+      res.end();
+    };
+    const response = await fetch(`${baseURL}/models`, { method: 'HEAD' });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toBe('');
   });
 
   it('hands bodies it does not stream itself (a form upload) to the built-in fetch', async () => {

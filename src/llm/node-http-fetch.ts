@@ -23,6 +23,16 @@ export interface NodeHttpFetchOptions {
 /** Statuses whose Response must have a null body (the Response constructor throws otherwise). */
 const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304]);
 
+/**
+ * The reply's head arrived but its body did not: the connection was cut, or the body could not be decoded. The
+ * endpoint may have done (and billed) the work, unlike a call that never got an answer.
+ */
+export class ResponseBodyError extends Error {
+  override readonly name = 'ResponseBodyError';
+}
+
+const REDIRECT_STATUS = new Set([301, 302, 303, 307, 308]);
+
 export function createNodeHttpFetch(options: NodeHttpFetchOptions = {}): Fetch {
   const agentOptions = {
     keepAlive: true,
@@ -32,79 +42,104 @@ export function createNodeHttpFetch(options: NodeHttpFetchOptions = {}): Fetch {
   const httpAgent = new http.Agent(agentOptions);
   const httpsAgent = new https.Agent({ ...agentOptions, ...(options.ca ? { ca: options.ca } : {}) });
 
-  return function nodeHttpFetch(input, init = {}) {
+  return async function nodeHttpFetch(input, init = {}) {
     const body = init.body;
     const simpleBody =
       body === undefined || body === null || typeof body === 'string' || body instanceof Uint8Array;
     if (!simpleBody || input instanceof Request) return globalThis.fetch(input, init);
     const url = input instanceof URL ? input : new URL(String(input));
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return globalThis.fetch(input, init);
-
-    return new Promise<Response>((resolve, reject) => {
-      const signal = init.signal ?? undefined;
-      if (signal?.aborted) {
-        reject(abortError(signal));
-        return;
-      }
-      const headers = headersObject(init.headers);
-      if (body !== undefined && body !== null && headers['content-length'] === undefined) {
-        headers['content-length'] = String(
-          typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength,
-        );
-      }
-      const secure = url.protocol === 'https:';
-      const request = (secure ? https : http).request(url, {
-        method: init.method ?? 'GET',
-        headers,
-        agent: secure ? httpsAgent : httpAgent,
-      });
-      // One outcome per call, whichever comes first: the whole body, an abort, or a socket error before or
-      // while the body arrives.
-      let done = false;
-      const finish = (outcome: () => void) => {
-        if (done) return;
-        done = true;
-        signal?.removeEventListener('abort', onAbort);
-        outcome();
-      };
-      const fail = (error: Error) =>
-        finish(() =>
-          reject(error.name === 'AbortError' ? error : new TypeError('fetch failed', { cause: error })),
-        );
-      const onAbort = () => {
-        const error = abortError(signal);
-        fail(error);
-        request.destroy(error);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-
-      request.on('error', fail);
-      request.on('response', (incoming) => {
-        const chunks: Buffer[] = [];
-        const stream = decoded(incoming);
-        incoming.on('error', fail);
-        stream.on('error', fail);
-        stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-        stream.on('end', () => {
-          const status = incoming.statusCode ?? 0;
-          let response: Response;
-          try {
-            response = new Response(NULL_BODY_STATUS.has(status) ? null : Buffer.concat(chunks), {
-              status,
-              statusText: incoming.statusMessage ?? '',
-              headers: responseHeaders(incoming.rawHeaders),
-            });
-          } catch (error) {
-            fail(error as Error);
-            return;
-          }
-          Object.defineProperty(response, 'url', { value: url.href });
-          finish(() => resolve(response));
-        });
-      });
-      request.end(body ?? undefined);
-    });
+    const response = await send(url, init, url.protocol === 'https:' ? httpsAgent : httpAgent);
+    // A redirect means the request was not served: the built-in fetch sends it again and follows the redirects
+    // as the Fetch standard says (methods, bodies and credentials across origins). Rare for a model endpoint.
+    if (REDIRECT_STATUS.has(response.status) && response.headers.has('location')) {
+      return globalThis.fetch(input, init);
+    }
+    return response;
   };
+}
+
+function send(url: URL, init: RequestInit, agent: http.Agent): Promise<Response> {
+  return new Promise<Response>((resolve, reject) => {
+    const signal = init.signal ?? undefined;
+    if (signal?.aborted) {
+      reject(abortError(signal));
+      return;
+    }
+    const body = init.body as string | Uint8Array | null | undefined;
+    const method = (init.method ?? 'GET').toUpperCase();
+    const headers = headersObject(init.headers);
+    if (body !== undefined && body !== null && headers['content-length'] === undefined) {
+      headers['content-length'] = String(
+        typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength,
+      );
+    }
+    const request = (url.protocol === 'https:' ? https : http).request(url, { method, headers, agent });
+    // One outcome per call, whichever comes first: the whole body, an abort, or a socket error before or while
+    // the body arrives. A call that fails before its body is complete destroys its socket, so no half-read socket
+    // goes back to the pool (a body read whole but undecodable leaves its socket in a clean state).
+    let done = false;
+    let headArrived = false;
+    const finish = (outcome: () => void) => {
+      if (done) return;
+      done = true;
+      signal?.removeEventListener('abort', onAbort);
+      outcome();
+    };
+    const fail = (error: Error) => {
+      if (done) return;
+      finish(() => {
+        if (error.name === 'AbortError') reject(error);
+        else {
+          const cause = headArrived ? new ResponseBodyError(error.message, { cause: error }) : error;
+          reject(new TypeError('fetch failed', { cause }));
+        }
+      });
+      request.destroy();
+    };
+    const onAbort = () => fail(abortError(signal));
+    signal?.addEventListener('abort', onAbort, { once: true });
+
+    request.on('error', fail);
+    request.on('response', (incoming) => {
+      headArrived = true;
+      const chunks: Buffer[] = [];
+      incoming.on('error', fail);
+      incoming.on('aborted', () => fail(new Error('the connection closed before the body was complete')));
+      incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+      incoming.on('end', () => {
+        const status = incoming.statusCode ?? 0;
+        const noBody = NULL_BODY_STATUS.has(status) || method === 'HEAD';
+        let content: Buffer | null = null;
+        if (!noBody) {
+          try {
+            content = decoded(Buffer.concat(chunks), incoming.headers['content-encoding']);
+          } catch (error) {
+            // An error reply whose body cannot be read still tells its status and headers (a 429's retry-after).
+            if (status >= 200 && status < 300) {
+              fail(error as Error);
+              return;
+            }
+            content = null;
+          }
+        }
+        let response: Response;
+        try {
+          response = new Response(content, {
+            status,
+            statusText: incoming.statusMessage ?? '',
+            headers: responseHeaders(incoming.rawHeaders),
+          });
+        } catch (error) {
+          fail(error as Error);
+          return;
+        }
+        Object.defineProperty(response, 'url', { value: url.href });
+        finish(() => resolve(response));
+      });
+    });
+    request.end(body ?? undefined);
+  });
 }
 
 function abortError(signal: AbortSignal | undefined): Error {
@@ -131,16 +166,22 @@ function responseHeaders(raw: string[]): Headers {
 }
 
 /** The body as sent before content-encoding, as fetch gives it. The request asks for none, but proxies may. */
-function decoded(incoming: http.IncomingMessage): NodeJS.ReadableStream {
-  switch ((incoming.headers['content-encoding'] ?? '').trim().toLowerCase()) {
+function decoded(raw: Buffer, encoding: string | undefined): Buffer {
+  if (raw.length === 0) return raw;
+  switch ((encoding ?? '').trim().toLowerCase()) {
     case 'gzip':
     case 'x-gzip':
-      return incoming.pipe(zlib.createGunzip());
+      return zlib.gunzipSync(raw);
     case 'deflate':
-      return incoming.pipe(zlib.createInflate());
+      // Meant to be zlib-wrapped; some servers send it raw.
+      try {
+        return zlib.inflateSync(raw);
+      } catch {
+        return zlib.inflateRawSync(raw);
+      }
     case 'br':
-      return incoming.pipe(zlib.createBrotliDecompress());
+      return zlib.brotliDecompressSync(raw);
     default:
-      return incoming;
+      return raw;
   }
 }

@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import type { AssistantMessage, ToolCallRequest } from '../agent/messages.js';
 import { ModelApiError } from '../agent/errors.js';
 import type { ChatCallOptions, ChatCompletion, ChatModel, ChatRequest } from './chat-model.js';
-import { createNodeHttpFetch, type Fetch } from './node-http-fetch.js';
+import { createNodeHttpFetch, ResponseBodyError, type Fetch } from './node-http-fetch.js';
 
 export interface OpenAIChatModelOptions {
   model: string;
@@ -102,6 +102,19 @@ export function classifyApiError(error: unknown): ModelApiError {
   if (error instanceof OpenAI.APIConnectionTimeoutError) {
     return new ModelApiError('timeout', 'The model call timed out.', { retryable: true, cause: error });
   }
+  const cut = causeOf(error, ResponseBodyError);
+  if (cut) {
+    // The endpoint answered, then its body was cut or garbled: it may have billed the work, so this is charged
+    // like a garbled body (model-call.ts).
+    return new ModelApiError(
+      'malformed_response',
+      `The model endpoint's reply could not be read: ${cut.message}`,
+      {
+        retryable: true,
+        cause: error,
+      },
+    );
+  }
   if (error instanceof OpenAI.APIConnectionError) {
     return new ModelApiError('connection', `Cannot reach the model endpoint: ${error.message}`, {
       retryable: true,
@@ -130,6 +143,14 @@ export function classifyApiError(error: unknown): ModelApiError {
   }
   const message = error instanceof Error ? error.message : String(error);
   return new ModelApiError('unknown', `The model call failed: ${message}`, { retryable: true, cause: error });
+}
+
+/** The first error of `type` in the chain of causes, if any. */
+function causeOf<T extends Error>(error: unknown, type: new (...args: never[]) => T): T | undefined {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof type) return e;
+  }
+  return undefined;
 }
 
 /** `retry-after-ms` (OpenAI's) or `retry-after` in seconds or as an HTTP date. */
