@@ -2,7 +2,7 @@
 // (test-ledger-<random>) whose keys are deleted at the end.
 import { randomBytes } from 'node:crypto';
 import fc from 'fast-check';
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gateForJob } from '../src/fleet/fleet-gate.js';
 import { RateLimiter } from '../src/fleet/rate-limiter.js';
@@ -641,6 +641,7 @@ describe('bookings not waited for, where no cap applies', () => {
       if (!decision.ok) throw new Error(decision.message);
       const actual = { tokens: 10 * call, costUsd: 0.001 * call };
       spentUsd += actual.costUsd;
+      await answersArrived(); // the model call: its booking's answer arrives meanwhile
       void gate.release(decision.ticket, actual);
       decision = await gate.acquire(worst, signal);
     }
@@ -730,5 +731,122 @@ describe('bookings not waited for, where no cap applies', () => {
     expect(errors).toHaveLength(1);
     ledger.book = () => Promise.reject(new Error('READONLY You can’t write against a read only replica.'));
     await expect(gate.acquire(worst, signal)).rejects.toThrow(/READONLY/);
+  });
+  it('a call whose booking failed before it ran is recorded at its settle, and the job waits from then on', async () => {
+    const ledger = ledgerOf();
+    const batchId = `inflight-lost-${++scopeSeq}`;
+    const ways = bookingsOf(ledger);
+    const gate = gateForJob({ ledger, batchId, onError: () => undefined });
+    const first = await gate.acquire(worst, signal);
+    if (!first.ok) throw new Error(first.message);
+    await gate.release(first.ticket, { tokens: 10, costUsd: 0.001 });
+    // The next booking goes to a Redis that refuses it before running anything (OOM, READONLY, a dead socket).
+    const dead = new Redis({
+      port: 1,
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+    });
+    const deadLedger = new SpendLedger({ redis: dead, prefix: PREFIX });
+    const bookInFlight = ledger.bookInFlight.bind(ledger);
+    ledger.bookInFlight = (...args) => deadLedger.bookInFlight(...args);
+    try {
+      const second = await gate.acquire(worst, signal);
+      if (!second.ok) throw new Error(second.message);
+      await gate.release(second.ticket, { tokens: 20, costUsd: 0.002 });
+    } finally {
+      ledger.bookInFlight = bookInFlight;
+      dead.disconnect();
+    }
+    expect(await ledger.getSpend(batchScope(batchId))).toMatchObject({
+      usedMicroUsd: 3_000,
+      usedTokens: 30,
+      liveReservations: 0,
+    });
+    const third = await gate.acquire(worst, signal);
+    if (third.ok) await gate.release(third.ticket, { tokens: 0, costUsd: 0 });
+    expect(ways).toEqual(['waited', 'waited']); // the failed one went through the stand-in
+  });
+
+  it('a call the ledger refuses before sending anything throws, and the settle waiting goes alone', async () => {
+    const ledger = ledgerOf();
+    const batchId = `inflight-throw-${++scopeSeq}`;
+    const gate = gateForJob({ ledger, batchId });
+    const first = await gate.acquire(worst, signal);
+    if (!first.ok) throw new Error(first.message);
+    await answersArrived();
+    const released = gate.release(first.ticket, { tokens: 10, costUsd: 0.001 });
+    await Promise.resolve();
+    await expect(gate.acquire({ tokens: 1e14, costUsd: 0.01 }, signal)).rejects.toThrow(RangeError);
+    await released;
+    expect(await ledger.getSpend(batchScope(batchId))).toMatchObject({
+      usedMicroUsd: 1_000,
+      liveReservations: 0,
+    });
+  });
+
+  it('one unanswered booking at a time: a call asked for before the last answer waits for its booking', async () => {
+    const ledger = ledgerOf();
+    const ways = bookingsOf(ledger);
+    const gate = gateForJob({ ledger, batchId: `inflight-one-${++scopeSeq}` });
+    const tickets: string[] = [];
+    for (let call = 0; call < 3; call++) {
+      const decision = await gate.acquire(worst, signal);
+      if (!decision.ok) throw new Error(decision.message);
+      tickets.push(decision.ticket);
+    }
+    // The first was waited for; the second went at once; the third came before the second's answer.
+    expect(ways).toEqual(['waited', 'in flight', 'waited']);
+    await Promise.all(tickets.map((ticket) => gate.release(ticket, { tokens: 1, costUsd: 0.001 })));
+  });
+
+  it('the settle of a call waits for the answer to its booking', async () => {
+    const ledger = ledgerOf();
+    const batchId = `inflight-order-${++scopeSeq}`;
+    const gate = gateForJob({ ledger, batchId });
+    const first = await gate.acquire(worst, signal);
+    if (!first.ok) throw new Error(first.message);
+    await answersArrived();
+    await gate.release(first.ticket, { tokens: 1, costUsd: 0.001 });
+    const events: string[] = [];
+    const bookInFlight = ledger.bookInFlight.bind(ledger);
+    ledger.bookInFlight = (...args) => {
+      const made = bookInFlight(...args);
+      // An answer that comes late (a script re-sent after the server lost its cache, say).
+      const late = made.booking.then(async (answer) => {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        events.push('answer');
+        return answer;
+      });
+      return { ticket: made.ticket, booking: late };
+    };
+    const settle = ledger.settle.bind(ledger);
+    ledger.settle = (...args) => (events.push('settle'), settle(...args));
+    const second = await gate.acquire(worst, signal);
+    if (!second.ok) throw new Error(second.message);
+    await gate.release(second.ticket, { tokens: 2, costUsd: 0.002 });
+    expect(events).toEqual(['answer', 'settle']);
+    expect(await ledger.getSpend(batchScope(batchId))).toMatchObject({
+      usedMicroUsd: 3_000,
+      liveReservations: 0,
+    });
+  });
+
+  it('with MODEL_RPM every booking is waited for', async () => {
+    const ledger = ledgerOf();
+    const ways = bookingsOf(ledger);
+    const limiter = new RateLimiter({
+      redis,
+      prefix: PREFIX,
+      name: `inflight-rpm-${++scopeSeq}`,
+      limit: 1000,
+    });
+    const gate = gateForJob({ ledger, limiter, limitRequests: true, batchId: `inflight-rpm-${scopeSeq}` });
+    for (let call = 0; call < 3; call++) {
+      const decision = await gate.acquire(worst, signal);
+      await answersArrived();
+      if (decision.ok) await gate.release(decision.ticket, { tokens: 1, costUsd: 0.001 });
+    }
+    expect(ways).toEqual(['waited', 'waited', 'waited']);
   });
 });

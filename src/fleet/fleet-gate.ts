@@ -8,15 +8,16 @@
 //
 // And no waiting for it when the answer is known: once a booking has shown that none of the job's scopes has a
 // cap (no daily cap configured, a batch without a budget, or no batch), only a pause of the fleet could refuse a
-// booking. The job's next calls then go out at once, booked in the same script without waiting for the answer
-// (`bookInFlight`: booked whatever the answer, since the call is made), as long as this process knows of no
-// pause. The answer still comes: a pause it reports makes every job of the process wait for its bookings until
-// the pause ends; a cap it reports (one set after the job's first booking) makes this job wait for its bookings
-// from then on. The cost: a 429 pause set by another process is seen here one booking later, a cap set on a
-// batch while it runs can be passed by the calls already in flight, and a worker killed in the instant between
-// sending a call and sending its booking (the booking leaves with the connection's other writes at the end of the
-// event loop's turn) leaves that call out of the day's spend. A booking whose answer is an error makes the job
-// wait for its bookings, which then fail as they did before.
+// booking. The job's next call then goes out at once, booked in the same script without waiting for the answer
+// (`bookInFlight`: booked whatever the answer, since the call is made), as long as this process knows of no pause
+// and the job's previous booking of that kind was answered. The answer still comes: a pause it reports makes every
+// job of the process wait for its bookings until the pause ends; a cap it reports (one set after the job's first
+// booking) makes this job wait for its bookings from then on; an error makes the job wait for its bookings, which
+// then fail (or time out) as they did before, and the call's settle records its cost even if the booking never
+// ran. A settle never overtakes its booking. The cost: a 429 pause set by another process is seen here one
+// booking later; a cap set on a batch while it runs can be passed by one call per running job; and a worker
+// killed in the instant between sending a call and sending its booking (the booking leaves with the connection's
+// other writes at the end of the event loop's turn) leaves that call out of the day's spend.
 import type { Redis } from 'ioredis';
 import type { Env } from '../../config/env.js';
 import type { CallCost, CallGate, GateDecision } from '../agent/call-gate.js';
@@ -62,6 +63,12 @@ export class FleetGate implements CallGate {
   private readonly uncapped = new Set<string>();
   /** A booking that was not waited for failed: wait for every booking from now on. */
   private waitForBookings = false;
+  /**
+   * Tickets of calls made without waiting for their booking, until their settle: whether the booking was answered
+   * (false: it failed, and may not have run). At most one is unanswered at a time.
+   */
+  private readonly inFlight = new Map<string, Promise<boolean>>();
+  private unanswered = 0;
 
   constructor(options: FleetGateOptions) {
     this.ledger = options.ledger;
@@ -108,8 +115,18 @@ export class FleetGate implements CallGate {
     }
   }
 
+  /**
+   * Not while a booking that was not waited for is still unanswered: a ledger that stops answering (Redis down, the
+   * commands queued) is then met by a waited booking and its timeout, and a cap set meanwhile is passed by at most
+   * one call of the job.
+   */
   private mayGoAhead(scopesKey: string): boolean {
-    return !this.waitForBookings && this.uncapped.has(scopesKey) && !this.limiter?.pausedHere;
+    return (
+      !this.waitForBookings &&
+      this.unanswered === 0 &&
+      this.uncapped.has(scopesKey) &&
+      !this.limiter?.pausedHere
+    );
   }
 
   /** The call goes out now; its booking (and the settle waiting, if any) follows in one script. */
@@ -120,27 +137,54 @@ export class FleetGate implements CallGate {
     pauseKey: string | undefined,
   ): GateDecision {
     const settle = this.takePending(scopes);
-    const { ticket, booking } = this.ledger.bookInFlight(scopes, worstCase, {
-      ...(settle ? { settleFirst: { ticket: settle.ticket, actual: settle.actual } } : {}),
-      ...(pauseKey !== undefined ? { pauseKey } : {}),
-    });
-    booking.then(
+    let made;
+    try {
+      made = this.ledger.bookInFlight(scopes, worstCase, {
+        ...(settle ? { settleFirst: { ticket: settle.ticket, actual: settle.actual } } : {}),
+        ...(pauseKey !== undefined ? { pauseKey } : {}),
+      });
+    } catch (error) {
+      // Refused before anything was sent (an amount out of range): no call, and the settle goes alone.
+      if (settle) this.sendSettle(settle);
+      throw error;
+    }
+    this.unanswered++;
+    const answered = made.booking.then(
       ({ pausedMs, capped }) => {
         settle?.resolve();
         this.limiter?.notePaused(pausedMs);
         if (capped) this.uncapped.delete(scopesKey);
+        return true;
       },
       (error: unknown) => {
         if (settle) this.sendSettle(settle);
         this.waitForBookings = true;
         this.options.onError?.(error);
+        return false;
       },
     );
-    return { ok: true, ticket };
+    void answered.then(() => this.unanswered--);
+    this.inFlight.set(made.ticket, answered);
+    return { ok: true, ticket: made.ticket };
   }
 
   /** Resolves once the settle is in the ledger: with the next booking if one comes in this turn, else alone. */
   release(ticket: string, actual: CallCost): Promise<void> {
+    const answered = this.inFlight.get(ticket);
+    if (answered) {
+      this.inFlight.delete(ticket);
+      // Never before its booking (a booking re-sent after a lost script cache could come after the settle), and
+      // recorded as spent if the booking failed, since the call was made all the same.
+      return answered.then((booked) =>
+        booked
+          ? this.queueSettle(ticket, actual)
+          : this.ledger.settleOrRecord(ticket, actual).then(() => undefined),
+      );
+    }
+    return this.queueSettle(ticket, actual);
+  }
+
+  private queueSettle(ticket: string, actual: CallCost): Promise<void> {
     this.sendPending();
     return new Promise((resolve, reject) => {
       this.pending = { ticket, actual, resolve, reject };

@@ -47,8 +47,11 @@ export type ReserveResult =
   | { ok: true; ticket: string; expiresAt: number }
   | { ok: false; reason: BudgetStopReason; scope: string; message: string };
 
-/** Per scope of the ticket: `settled` now, `late` (settled after it expired), `none` (already settled). */
-export type SettleStatus = 'settled' | 'late' | 'none';
+/**
+ * Per scope of the ticket: `settled` now, `late` (settled after it expired), `none` (already settled, or never
+ * booked), `recorded` (never booked, its actual added all the same: settleOrRecord).
+ */
+export type SettleStatus = 'settled' | 'late' | 'none' | 'recorded';
 
 export interface BookOptions {
   /**
@@ -310,11 +313,19 @@ end
 return {1, expires, settled, capped, paused_ms}
 `);
 
+// After the scopes' TTLs, '1' when a ticket the ledger does not hold is recorded as spent all the same (a call
+// made while its booking failed: see settleOrRecord).
 const SETTLE = new LuaScript(`${LUA_COMMON}
 local ticket, usd, tok, n = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local record = ARGV[5 + n] == '1'
 local out = {}
 for i = 0, n - 1 do
   out[i + 1] = settle_in(i, ticket, usd, tok)
+  if out[i + 1] == 'none' and record then
+    add(KEYS[4 * i + 1], 'used_usd', usd)
+    add(KEYS[4 * i + 1], 'used_tok', tok)
+    out[i + 1] = 'recorded'
+  end
   touch(4 * i, ARGV[5 + i])
 end
 return out
@@ -495,11 +506,28 @@ export class SpendLedger {
    * leaves every scope of the ticket and the actual is added to what they used. Settling again changes nothing.
    */
   async settle(ticket: string, actual: CallCost): Promise<Record<string, SettleStatus>> {
+    return this.settleTicket(ticket, actual, false);
+  }
+
+  /**
+   * `settle` for a call made without waiting for its booking when the booking failed (it may not have run): a
+   * ticket the ledger does not hold has its actual added all the same. Not idempotent: send it once.
+   */
+  async settleOrRecord(ticket: string, actual: CallCost): Promise<Record<string, SettleStatus>> {
+    return this.settleTicket(ticket, actual, true);
+  }
+
+  private async settleTicket(
+    ticket: string,
+    actual: CallCost,
+    record: boolean,
+  ): Promise<Record<string, SettleStatus>> {
     const { id, scopes } = decodeTicket(ticket);
     const usd = microUsdUp(actual.costUsd);
     const tokens = tokensUp(actual.tokens);
     const args: (string | number)[] = [id, String(usd), String(tokens), scopes.length];
     for (const scope of scopes) args.push(this.scopeTtlMs(scope));
+    args.push(record ? '1' : '0');
     const reply = await SETTLE.run(this.redis, this.scopeKeys(scopes), args);
     if (!Array.isArray(reply) || reply.length !== scopes.length) {
       throw new Error(`spend ledger: unexpected reply ${JSON.stringify(reply)}`);
