@@ -426,7 +426,7 @@ export class SpendLedger {
    * the check of the fleet's pause, which comes after the settle and before any booking.
    */
   async book(scopes: readonly string[], worstCase: CallCost, options: BookOptions = {}): Promise<Booking> {
-    return this.run(scopes, worstCase, options, false).booking;
+    return this.sendBooking(scopes, worstCase, options, false).booking;
   }
 
   /**
@@ -436,10 +436,10 @@ export class SpendLedger {
    * a pause: see fleet-gate.ts.
    */
   bookInFlight(scopes: readonly string[], worstCase: CallCost, options: BookOptions = {}): InFlightBooking {
-    return this.run(scopes, worstCase, options, true);
+    return this.sendBooking(scopes, worstCase, options, true);
   }
 
-  private run(
+  private sendBooking(
     scopes: readonly string[],
     worstCase: CallCost,
     options: BookOptions,
