@@ -65,11 +65,17 @@ beforeEach(() => {
 });
 
 const model = () => new OpenAIChatModel({ model: 'gpt-4o-mini', apiKey: 'sk-test-key', baseURL });
-const call = (content = 'hello', options: { signal?: AbortSignal; timeoutMs?: number } = {}) =>
-  model().complete(
+const ask = (
+  chat: OpenAIChatModel,
+  content = 'hello',
+  options: { signal?: AbortSignal; timeoutMs?: number } = {},
+) =>
+  chat.complete(
     { messages: [{ role: 'user', content }], maxTokens: 50, temperature: 0 },
     { signal: options.signal ?? new AbortController().signal, timeoutMs: options.timeoutMs ?? 5_000 },
   );
+const call = (content?: string, options?: { signal?: AbortSignal; timeoutMs?: number }) =>
+  ask(model(), content, options);
 const failure = async (promise: Promise<unknown>): Promise<ModelApiError> => {
   const error = await promise.then(
     () => undefined,
@@ -101,10 +107,7 @@ describe('the openai client over the node:http transport', () => {
     const before = connections;
     const chat = model();
     for (let i = 0; i < 20; i++) {
-      await chat.complete(
-        { messages: [{ role: 'user', content: `call ${i}` }], maxTokens: 5, temperature: 0 },
-        { signal: new AbortController().signal, timeoutMs: 5_000 },
-      );
+      await ask(chat, `call ${i}`);
     }
     expect(received).toHaveLength(20);
     expect(connections - before).toBeLessThanOrEqual(1);
@@ -191,10 +194,7 @@ describe('the openai client over the node:http transport', () => {
       res.end(completion('moved'));
     };
     const moved = new OpenAIChatModel({ model: 'm', apiKey: 'k', baseURL: baseURL.replace('/v1', '/old') });
-    const result = await moved.complete(
-      { messages: [{ role: 'user', content: 'hi' }], maxTokens: 5, temperature: 0 },
-      { signal: new AbortController().signal, timeoutMs: 5_000 },
-    );
+    const result = await ask(moved);
     expect(result.message.content).toBe('moved');
     expect(received.map((r) => `${r.path} ${r.body.length > 0}`)).toEqual([
       '/old/chat/completions true',
@@ -209,12 +209,7 @@ describe('the openai client over the node:http transport', () => {
     const port = (closed.address() as AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
     const chat = new OpenAIChatModel({ model: 'm', apiKey: 'k', baseURL: `http://127.0.0.1:${port}/v1` });
-    const error = await failure(
-      chat.complete(
-        { messages: [{ role: 'user', content: 'hi' }], maxTokens: 5, temperature: 0 },
-        { signal: new AbortController().signal, timeoutMs: 5_000 },
-      ),
-    );
+    const error = await failure(ask(chat));
     expect(error).toMatchObject({ code: 'connection', retryable: true });
   });
 });
@@ -289,13 +284,10 @@ describe('over https', () => {
       });
       await new Promise<void>((resolve) => tlsServer?.listen(0, '127.0.0.1', resolve));
       const url = `https://127.0.0.1:${(tlsServer.address() as AddressInfo).port}/v1`;
-      const ask = (fetch: typeof globalThis.fetch) =>
-        new OpenAIChatModel({ model: 'm', apiKey: 'k', baseURL: url, fetch }).complete(
-          { messages: [{ role: 'user', content: 'hi' }], maxTokens: 5, temperature: 0 },
-          { signal: new AbortController().signal, timeoutMs: 5_000 },
-        );
-      expect((await ask(createNodeHttpFetch({ ca: cert }))).message.content).toBe('over tls');
-      const untrusted = await failure(ask(createNodeHttpFetch()));
+      const over = (fetch: typeof globalThis.fetch) =>
+        ask(new OpenAIChatModel({ model: 'm', apiKey: 'k', baseURL: url, fetch }));
+      expect((await over(createNodeHttpFetch({ ca: cert }))).message.content).toBe('over tls');
+      const untrusted = await failure(over(createNodeHttpFetch()));
       expect(untrusted).toMatchObject({ code: 'connection', retryable: true });
       const causes: string[] = [];
       for (let e: unknown = untrusted; e instanceof Error; e = e.cause) causes.push(e.message);

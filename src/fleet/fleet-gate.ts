@@ -22,7 +22,14 @@ import type { Redis } from 'ioredis';
 import type { Env } from '../../config/env.js';
 import type { CallCost, CallGate, GateDecision } from '../agent/call-gate.js';
 import { RateLimiter } from './rate-limiter.js';
-import { batchScope, dayScope, decodeTicket, SpendLedger, type Booking } from './spend-ledger.js';
+import {
+  batchScope,
+  dayScope,
+  decodeTicket,
+  SpendLedger,
+  type BookOptions,
+  type Booking,
+} from './spend-ledger.js';
 
 export const DEFAULT_LEDGER_TIMEOUT_MS = 10_000;
 export const DEFAULT_RATE_LIMIT_PAUSE_MS = 1_000;
@@ -51,6 +58,14 @@ interface PendingSettle {
   actual: CallCost;
   resolve: () => void;
   reject: (error: unknown) => void;
+}
+
+/** The settle waiting, if any, goes first in the booking's script; the fleet's pause is checked in it. */
+function bookOptions(settle: PendingSettle | null, pauseKey: string | undefined): BookOptions {
+  return {
+    ...(settle ? { settleFirst: { ticket: settle.ticket, actual: settle.actual } } : {}),
+    ...(pauseKey !== undefined ? { pauseKey } : {}),
+  };
 }
 
 export class FleetGate implements CallGate {
@@ -93,10 +108,7 @@ export class FleetGate implements CallGate {
         return this.goAhead(scopes, scopesKey, worstCase, pauseKey);
       }
       const settle = this.takePending(scopes);
-      const booking = this.ledger.book(scopes, worstCase, {
-        ...(settle ? { settleFirst: { ticket: settle.ticket, actual: settle.actual } } : {}),
-        ...(pauseKey !== undefined ? { pauseKey } : {}),
-      });
+      const booking = this.ledger.book(scopes, worstCase, bookOptions(settle, pauseKey));
       // A booking that failed may not have run its script: the settle then goes alone (settling is idempotent).
       if (settle)
         booking.then(
@@ -139,10 +151,7 @@ export class FleetGate implements CallGate {
     const settle = this.takePending(scopes);
     let made;
     try {
-      made = this.ledger.bookInFlight(scopes, worstCase, {
-        ...(settle ? { settleFirst: { ticket: settle.ticket, actual: settle.actual } } : {}),
-        ...(pauseKey !== undefined ? { pauseKey } : {}),
-      });
+      made = this.ledger.bookInFlight(scopes, worstCase, bookOptions(settle, pauseKey));
     } catch (error) {
       // Refused before anything was sent (an amount out of range): no call, and the settle goes alone.
       if (settle) this.sendSettle(settle);

@@ -215,26 +215,28 @@ local function touch(base, ttl)
   for j = 1, 4 do redis.call('PEXPIRE', KEYS[base + j], ttl) end
 end
 
+-- Takes a ticket's worst case ("<usd>:<tok>") out of the fields that hold it and adds its actual to used.
+local function replace_worst(st, usd_field, tok_field, worst, usd, tok)
+  local u, k = split(worst)
+  add(st, usd_field, u, true)
+  add(st, tok_field, k, true)
+  add(st, 'used_usd', usd)
+  add(st, 'used_tok', tok)
+end
+
 -- Settles a ticket in the i-th scope of KEYS: 'settled', 'late' (its reservation had expired) or 'none'.
 local function settle_in(i, ticket, usd, tok)
   local st, rs, am, ex = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4]
   local a = redis.call('HGET', am, ticket)
   local e = redis.call('HGET', ex, ticket)
   if a then
-    local u, k = split(a)
-    add(st, 'res_usd', u, true)
-    add(st, 'res_tok', k, true)
-    add(st, 'used_usd', usd)
-    add(st, 'used_tok', tok)
+    replace_worst(st, 'res_usd', 'res_tok', a, usd, tok)
     redis.call('HDEL', am, ticket)
     redis.call('ZREM', rs, ticket)
     return 'settled'
   elseif e then
-    local u, k = split(e)
-    add(st, 'used_usd', u, true)
-    add(st, 'used_tok', k, true)
-    add(st, 'used_usd', usd)
-    add(st, 'used_tok', tok)
+    -- An expired reservation was counted as used at its worst case.
+    replace_worst(st, 'used_usd', 'used_tok', e, usd, tok)
     redis.call('HDEL', ex, ticket)
     return 'late'
   end
