@@ -143,9 +143,9 @@ const untilTheFinalTurn: ReplyRule = (request) =>
 
 const skewedScenario = fc.record({
   protocol: fc.constantFrom('tools' as const, 'tools' as const, 'json' as const),
-  // The estimate bounds a tool call's framing (up to its whole JSON) before any usage is reported; what an endpoint
-  // adds beyond that bound is learnt from the first report, and until then only the margin covers it: a few tokens
-  // a call beyond the JSON, much more beyond the fitted framing.
+  // The estimate bounds a tool call's framing (up to its whole JSON) before any usage is reported; what an
+  // endpoint adds beyond that bound is learnt from the first report, and until then only the margin covers it:
+  // a few tokens a call beyond the JSON, much more beyond the fitted framing.
   counting: fc.oneof(
     fc.record<EndpointPromptCounting>({
       serializedToolCalls: fc.constant(false),

@@ -29,7 +29,7 @@ const untilTheFinalTurn: ReplyRule = (request) =>
   request.tools ? lookups([request.index, 2, 3]) : { answer: LONG_ANSWER };
 
 describe('prompt calibration', () => {
-  it('a final turn squeezed after three tool calls stays under the cap when the endpoint counts them higher', async () => {
+  it('a squeezed final turn after three tool calls stays under the cap when the endpoint counts them higher', async () => {
     // The case: the endpoint adds 6 tokens a call, and the final turn, its max_tokens cut to what was
     // left, ended at $0.00905 against $0.009 on the previous estimate. A server of its own: the tool call ids,
     // and so the counts, depend on how many requests it has seen.
@@ -51,7 +51,7 @@ describe('prompt calibration', () => {
     }
   });
 
-  it('an endpoint that counts as documented teaches nothing: ordinary runs plan with the bound alone', async () => {
+  it('an endpoint that counts as documented teaches nothing: runs plan with the bound alone', async () => {
     server.reset({ script: [lookups([1, 2]), lookups([3])], rules: [() => ({ answer: 'done' })] });
     const { result, checkpoints } = await runWith(server);
     expect(result.status).toBe('succeeded');

@@ -1,11 +1,11 @@
 // The prompt estimate every budget check plans with, calibrated by the usage the endpoint reports.
 //
-// It starts from a bound on the documented count (tool calls framed as endpoints frame them). An endpoint may still
-// count more: its own framing of tool calls, a preamble of its own. After every call that reports usage, the run
-// keeps the worst it has seen in two forms, as a ratio to the bound and as extra tokens per tool call of the
-// history (a ratio learnt on a short history lags behind a history that grows by tool calls), and scales every
-// later estimate by whichever is larger, before the margin. Pure arithmetic: the state is two numbers, kept in the
-// run's checkpoint, so a resumed run estimates exactly as the run it continues.
+// It starts from a bound on the documented count (tool calls framed as endpoints frame them). An endpoint may
+// still count more: its own framing of tool calls, a preamble of its own. After every call that reports usage,
+// the run keeps the worst it has seen in two forms, as a ratio to the bound and as extra tokens per tool call
+// of the history (a ratio learnt on a short history lags behind a history that grows by tool calls), and
+// scales every later estimate by whichever is larger, before the margin. Pure arithmetic: the state is two
+// numbers, kept in the run's checkpoint, so a resumed run estimates exactly as the run it continues.
 import type { ChatMessage, ToolSpec } from './messages.js';
 import {
   PROMPT_ESTIMATE_MARGIN,

@@ -1,7 +1,7 @@
 // Token counting for Chat Completions requests, as OpenAI's cookbook documents it: every message costs its
 // content plus a fixed overhead, every reply is primed with a few tokens, and tool definitions are sent as
-// (roughly) their JSON. The kernel budgets from a bound on it (tool calls framed as endpoints frame them), calibrated
-// and with a margin, BEFORE a call; the scripted model server reports this count as usage, as an endpoint would.
+// (roughly) their JSON. The kernel budgets from a bound on it (tool calls framed as endpoints frame them),
+// calibrated and with a margin, BEFORE a call; the scripted model server reports this count as usage.
 import { createRequire } from 'node:module';
 import type { ChatMessage, ToolSpec } from '../agent/messages.js';
 
@@ -158,10 +158,10 @@ export function countPromptTokens(
 
 // How an endpoint renders the tool calls of the history is not documented, and it reports more than the count
 // above on conversations full of them. Counters fitted to OpenAI's reported usage (openai-chat-tokens,
-// totokenizers) charge 7 to 10 tokens to open each call, one between its name and its arguments, and 12 to close
-// a message of calls, where the count above charges 4 and the call's id. Other counters (LangChain's) and the chat
-// templates of OpenAI-compatible servers take a call as its JSON, keys, quotes and escaped arguments included.
-// The budget's bound charges a message of calls the larger of the two.
+// totokenizers) charge 7 to 10 tokens to open each call, one between its name and its arguments, and 12 to
+// close a message of calls, where the count above charges 4 and the call's id. Other counters (LangChain's)
+// and the chat templates of OpenAI-compatible servers take a call as its JSON, keys, quotes and escaped
+// arguments included. The budget's bound charges a message of calls the larger of the two.
 const TOOL_CALL_OPENING_TOKENS = 10 + 1;
 const TOOL_CALLS_CLOSING_TOKENS = 12;
 
