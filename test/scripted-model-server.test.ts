@@ -165,6 +165,37 @@ describe('scripted model server', () => {
     }
   });
 
+  it('can count the tool calls of the history as an endpoint does: their JSON, plus framing of its own', async () => {
+    const call = {
+      id: 'call_7',
+      type: 'function' as const,
+      function: { name: 'search', arguments: '{"query":"x"}' },
+    };
+    const history: ChatMessage[] = [
+      ...MESSAGES,
+      { role: 'assistant', content: null, tool_calls: [call] },
+      { role: 'tool', tool_call_id: 'call_7', content: 'Paris' },
+    ];
+    const { server, client } = await start({
+      script: [{ answer: 'a' }, { answer: 'b' }, { answer: 'c' }],
+      promptCounting: { serializedToolCalls: true, extraTokensPerToolCall: 5 },
+    });
+    const count = tokenCounterFor(MODEL);
+    const documented = countPromptTokens(history, TOOLS, count);
+    const json = count(JSON.stringify(call)) - count('call_7') - count('search') - count('{"query":"x"}');
+    const asked = () =>
+      client.chat.completions.create({
+        model: MODEL,
+        messages: history as OpenAI.Chat.ChatCompletionMessageParam[],
+        tools: TOOLS,
+      });
+    expect((await asked()).usage?.prompt_tokens).toBe(documented + json + 5);
+    // A prompt without tool calls is counted as documented.
+    expect((await ask(client)).usage?.prompt_tokens).toBe(countPromptTokens(MESSAGES, undefined, count));
+    server.reset({ script: [{ answer: 'd' }] });
+    expect((await asked()).usage?.prompt_tokens).toBe(documented);
+  });
+
   it('cuts a reply at max_tokens with finish_reason length', async () => {
     const long = 'The capital of France is Paris, which is also its largest city by population. '.repeat(4);
     const { client } = await start({

@@ -10,10 +10,12 @@ import {
   countCompletionTokens,
   countMessageTokens,
   countPromptTokens,
+  countPromptTokensBound,
   countToolsTokens,
   estimateMessageTokensByLine,
   estimateTokensByLine,
   tokenCounterFor,
+  toolCallFramingTokens,
   type TokenCounter,
 } from '../src/llm/tokens.js';
 
@@ -276,5 +278,78 @@ describe('estimateTokensByLine', () => {
     const before = calls.length;
     expect(countMessageTokens(message, count)).toBe(estimate);
     expect(calls.length).toBe(before);
+  });
+});
+
+describe('toolCallFramingTokens / countPromptTokensBound', () => {
+  const call = (id: string, name: string, args: string) =>
+    ({ id, type: 'function', function: { name, arguments: args } }) as const;
+  const calls = (...toolCalls: ReturnType<typeof call>[]): ChatMessage => ({
+    role: 'assistant',
+    content: null,
+    tool_calls: [...toolCalls],
+  });
+  const serializedExtra = (c: TokenCounter, ...toolCalls: ReturnType<typeof call>[]) =>
+    toolCalls.reduce(
+      (sum, t) => sum + c(JSON.stringify(t)) - c(t.id) - c(t.function.name) - c(t.function.arguments),
+      0,
+    );
+
+  it('only a message of tool calls has a framing', () => {
+    for (const message of [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: 'done' },
+      { role: 'assistant', content: null, tool_calls: [] },
+      { role: 'tool', tool_call_id: 'call_1', content: '42' },
+    ] as ChatMessage[])
+      expect(toolCallFramingTokens(message, cl100k)).toBe(0);
+  });
+
+  it('a message of one call costs 7 more than the documented 4, and 12 to close it', () => {
+    // Fitted to OpenAI's usage; for a single call it is more than the call's JSON adds.
+    const single = [call('call_Xk2pQ9vL7mN3bR8tY1wZ5cD', 'add', '{}')];
+    expect(serializedExtra(cl100k, ...single)).toBeLessThan(7 + 12);
+    expect(toolCallFramingTokens(calls(...single), cl100k)).toBe(7 + 12);
+  });
+
+  it('a call is never counted below its JSON, keys, quotes and escapes included', () => {
+    const args = JSON.stringify({ to: 'a@example.com', body: 'Dear "Ada",\n\nthanks.' });
+    const many = [
+      call('call_1', 'send_email', args),
+      call('call_2', 'send_email', args),
+      call('call_3', 'x', '{}'),
+    ];
+    const message = calls(...many);
+    for (const c of [cl100k, o200k]) {
+      expect(serializedExtra(c, ...many)).toBeGreaterThan(3 * 7 + 12);
+      expect(toolCallFramingTokens(message, c)).toBe(serializedExtra(c, ...many));
+    }
+  });
+
+  it('the bound is the documented count plus the framing of every message of calls', () => {
+    const first = calls(call('call_1', 'lookup', '{"id":1}'));
+    const second = calls(call('call_2', 'lookup', '{"id":2}'), call('call_3', 'add', '{"a":1,"b":2}'));
+    const messages: ChatMessage[] = [
+      { role: 'system', content: 'You are an agent.' },
+      first,
+      { role: 'tool', tool_call_id: 'call_1', content: 'Ada' },
+      second,
+    ];
+    expect(countPromptTokensBound(messages, TOOLS, o200k)).toBe(
+      countPromptTokens(messages, TOOLS, o200k) +
+        toolCallFramingTokens(first, o200k) +
+        toolCallFramingTokens(second, o200k),
+    );
+    const plain: ChatMessage[] = [{ role: 'user', content: 'no calls' }];
+    expect(countPromptTokensBound(plain, TOOLS, o200k)).toBe(countPromptTokens(plain, TOOLS, o200k));
+  });
+
+  it('is counted once per message object and counter', () => {
+    const { count, calls: counted } = spyCounter();
+    const message = calls(call('call_1', 'lookup', '{"id":1}'));
+    const first = toolCallFramingTokens(message, count);
+    const after = counted.length;
+    expect(toolCallFramingTokens(message, count)).toBe(first);
+    expect(counted.length).toBe(after);
   });
 });

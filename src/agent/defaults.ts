@@ -23,10 +23,17 @@ export const FINAL_TURN_PROMPT_GROWTH_TOKENS = 60;
 
 /**
  * Our prompt count follows OpenAI's documented per-message overheads, but endpoints differ a little
- * (tool definitions especially), so the pre-call check adds this margin to stay on the safe side.
+ * (tool definitions especially), so the pre-call check adds this margin to stay on the safe side. It also covers
+ * what the calibration cannot know yet: how much more the next call adds than the calls it learnt from.
  */
 export const PROMPT_ESTIMATE_MARGIN = 0.02;
 export const PROMPT_ESTIMATE_SLACK_TOKENS = 8;
+/**
+ * Bounds of the calibration from reported usage: the estimate is never scaled below the count, and one odd report
+ * (an endpoint that counts something we never sent) cannot make a run think its prompts cost more than this.
+ */
+export const PROMPT_RATIO_MAX = 1.5;
+export const PROMPT_EXTRA_PER_TOOL_CALL_MAX = 64;
 
 /** Tool results are cut to this many tokens before they enter memory. */
 export const DEFAULT_TOOL_RESULT_MAX_TOKENS = 400;

@@ -5,22 +5,20 @@ import type { AgentFleetError } from './errors.js';
 import { ModelApiError, SystemError } from './errors.js';
 import { costUsd } from '../llm/pricing.js';
 import { addUsage, planCall, type Budget, type BudgetStopReason, type TokenUsage } from './budget.js';
-import {
-  DEFAULT_MODEL_RETRY_BASE_DELAY_MS,
-  MAX_MODEL_RETRY_DELAY_MS,
-  PROMPT_ESTIMATE_MARGIN,
-  PROMPT_ESTIMATE_SLACK_TOKENS,
-} from './defaults.js';
+import { DEFAULT_MODEL_RETRY_BASE_DELAY_MS, MAX_MODEL_RETRY_DELAY_MS } from './defaults.js';
 import type { ChatMessage, ToolSpec } from './messages.js';
+import { measurePrompt, type PromptCalibration } from './prompt-calibration.js';
 import type { ChatCompletion, ChatModel } from '../llm/chat-model.js';
 import type { ModelPrice } from '../llm/pricing.js';
-import { countCompletionTokens, countPromptTokens, type TokenCounter } from '../llm/tokens.js';
+import { countCompletionTokens, type TokenCounter } from '../llm/tokens.js';
 
 export interface ModelCallEnv {
   model: ChatModel;
   price: ModelPrice;
   budget: Budget;
   count: TokenCounter;
+  /** The run's prompt estimate; learns from the usage this call reports. */
+  calibration: PromptCalibration;
   temperature: number;
   timeoutMs: number;
   retries: number;
@@ -63,23 +61,14 @@ export type ModelCallResult =
   | ({ ok: false; stop: BudgetStopReason | 'deadline' | 'cancelled'; message?: string } & CallCost)
   | ({ ok: false; stop: 'error'; error: AgentFleetError } & CallCost);
 
-/** Conservative prompt size: the documented count plus a margin for endpoints that count differently. */
-export function estimatePromptTokens(
-  messages: readonly ChatMessage[],
-  tools: readonly ToolSpec[] | undefined,
-  count: TokenCounter,
-): number {
-  const counted = countPromptTokens(messages, tools, count);
-  return Math.ceil(counted * (1 + PROMPT_ESTIMATE_MARGIN)) + PROMPT_ESTIMATE_SLACK_TOKENS;
-}
-
 // An attempt that may have been processed but reported nothing (timed out, aborted in flight, garbled body)
 // is charged its whole reservation: the bill must never come out lower than what the provider charges.
 const CHARGED_WHEN_UNANSWERED = new Set(['timeout', 'aborted', 'malformed_response', 'empty_response']);
 
 export async function callModel(env: ModelCallEnv, request: ModelCallRequest): Promise<ModelCallResult> {
   const started = env.now();
-  const promptEstimate = estimatePromptTokens(request.messages, request.tools, env.count);
+  const promptSize = measurePrompt(request.messages, request.tools, env.count);
+  const promptEstimate = env.calibration.estimate(promptSize);
   let charged: TokenUsage = { promptTokens: 0, completionTokens: 0 };
   const cost = (attempts: number): CallCost => ({ usage: charged, attempts, latencyMs: env.now() - started });
 
@@ -153,6 +142,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
         { signal: env.signal, timeoutMs },
       );
       // The endpoint's count is authoritative; when it reports none, our estimate stands in.
+      if (completion.usage) env.calibration.observe(promptSize, completion.usage.promptTokens);
       const usage = completion.usage ?? {
         promptTokens: promptEstimate,
         completionTokens: countCompletionTokens(

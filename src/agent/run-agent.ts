@@ -16,13 +16,9 @@ import { deterministicSummary, foldCut, summaryRequestMessages } from './memory.
 import type { CallGate } from './call-gate.js';
 import { CheckpointQueue } from './checkpoint-queue.js';
 import { deadlineSignal, type DeadlineSignal } from './deadline-signal.js';
-import type { AssistantMessage, ChatMessage } from './messages.js';
-import {
-  callModel,
-  estimatePromptTokens,
-  type ModelCallRequest,
-  type ModelCallResult,
-} from './model-call.js';
+import type { AssistantMessage, ChatMessage, ToolSpec } from './messages.js';
+import { callModel, type ModelCallRequest, type ModelCallResult } from './model-call.js';
+import { measurePrompt, PromptCalibration } from './prompt-calibration.js';
 import type { AgentProtocol, PlannedCall, ProtocolName } from './protocol.js';
 import { jsonProtocol } from './protocol-json.js';
 import { toolsProtocol } from './protocol-tools.js';
@@ -138,6 +134,7 @@ class AgentRun {
   private readonly state: RunState;
   private readonly protocol: AgentProtocol;
   private readonly count: TokenCounter;
+  private readonly calibration: PromptCalibration;
   private readonly opts: Required<Omit<AgentRunOptions, 'systemPrompt'>>;
   private readonly signal: AbortSignal;
   /** The tools' signal: the run's, cut at the soft deadline; made at the first tool call. */
@@ -173,6 +170,7 @@ class AgentRun {
       modelRetryBaseDelayMs: o.modelRetryBaseDelayMs ?? D.DEFAULT_MODEL_RETRY_BASE_DELAY_MS,
     };
     this.state = input.checkpoint ? structuredClone(input.checkpoint) : this.initialState();
+    this.calibration = new PromptCalibration(this.state.promptCalibration);
     const onCheckpoint = input.onCheckpoint;
     this.checkpoints = onCheckpoint
       ? new CheckpointQueue((checkpoint) => this.notify('checkpoint', () => onCheckpoint(checkpoint)))
@@ -456,7 +454,7 @@ class AgentRun {
     // Asked before every step: the summary, new each time, is estimated from its lines, which mostly are not.
     if (compact) estimateMessageTokensByLine(compact.summary, this.count);
     const smallest = compact?.messages ?? this.prompt();
-    const prompt = estimatePromptTokens(smallest, undefined, this.count) + D.FINAL_TURN_PROMPT_GROWTH_TOKENS;
+    const prompt = this.estimatePrompt(smallest, undefined) + D.FINAL_TURN_PROMPT_GROWTH_TOKENS;
     return { promptTokens: prompt, completionTokens: D.MIN_FINAL_COMPLETION_TOKENS };
   }
 
@@ -501,16 +499,11 @@ class AgentRun {
   private worthModelSummary(folded: readonly ChatMessage[]): boolean {
     const foldedTokens = folded.reduce((sum, m) => sum + countMessageTokens(m, this.count), 0);
     if (foldedTokens < D.SUMMARY_MIN_TOKENS) return false;
-    const summaryPrompt = estimatePromptTokens(
+    const summaryPrompt = this.estimatePrompt(
       summaryRequestMessages(this.state.task, this.state.summary, folded),
       undefined,
-      this.count,
     );
-    const nextStep = estimatePromptTokens(
-      this.prompt(),
-      this.protocol.requestTools(this.input.tools),
-      this.count,
-    );
+    const nextStep = this.estimatePrompt(this.prompt(), this.protocol.requestTools(this.input.tools));
     const afterSummary = {
       promptTokens: summaryPrompt + nextStep,
       completionTokens: D.SUMMARY_MAX_TOKENS + this.opts.completionTokens,
@@ -527,6 +520,10 @@ class AgentRun {
     return [...this.pinned, ...summary, ...this.state.history];
   }
 
+  private estimatePrompt(messages: readonly ChatMessage[], tools: readonly ToolSpec[] | undefined): number {
+    return this.calibration.estimate(measurePrompt(messages, tools, this.count));
+  }
+
   private async callModel(request: ModelCallRequest): Promise<ModelCallResult> {
     const result = await callModel(
       {
@@ -534,6 +531,7 @@ class AgentRun {
         price: this.input.price,
         budget: this.budget,
         count: this.count,
+        calibration: this.calibration,
         temperature: this.opts.temperature,
         timeoutMs: this.opts.modelTimeoutMs,
         retries: this.opts.modelRetries,
@@ -552,6 +550,7 @@ class AgentRun {
     );
     this.state.usage = addUsage(this.state.usage, result.usage);
     this.state.modelCalls += result.attempts;
+    this.state.promptCalibration = this.calibration.state;
     return result;
   }
 

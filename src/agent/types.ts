@@ -3,6 +3,7 @@
 import type { RunError } from './errors.js';
 import type { Budget, TokenUsage, Usage } from './budget.js';
 import type { AssistantMessage, ChatMessage } from './messages.js';
+import type { PromptCalibrationState } from './prompt-calibration.js';
 import type { PlannedCall, ProtocolName } from './protocol.js';
 
 export type RunStatus = 'succeeded' | 'stopped' | 'failed';
@@ -58,6 +59,8 @@ export interface RunState {
   modelCalls: number;
   pending: PendingTurn | null;
   repeat: { signature: string | null; count: number };
+  /** What the endpoint's reported usage taught the prompt estimate; absent before the first call. */
+  promptCalibration?: PromptCalibrationState;
   /** Set when the run has ended: resuming a finished run returns this instead of calling anything. */
   result: AgentResult | null;
 }

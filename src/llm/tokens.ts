@@ -1,7 +1,7 @@
 // Token counting for Chat Completions requests, as OpenAI's cookbook documents it: every message costs its
 // content plus a fixed overhead, every reply is primed with a few tokens, and tool definitions are sent as
-// (roughly) their JSON. The kernel uses this, with a safety margin, to check budgets BEFORE a call; the
-// scripted model server uses the same count to report usage, the way a real endpoint would.
+// (roughly) their JSON. The kernel budgets from a bound on it (tool calls framed as endpoints frame them),
+// calibrated and with a margin, BEFORE a call; the scripted model server reports this count as usage.
 import { createRequire } from 'node:module';
 import type { ChatMessage, ToolSpec } from '../agent/messages.js';
 
@@ -153,6 +153,49 @@ export function countPromptTokens(
 ): number {
   let tokens = TOKENS_PER_REPLY_PRIMING + countToolsTokens(tools, count);
   for (const message of messages) tokens += countMessageTokens(message, count);
+  return tokens;
+}
+
+// How an endpoint renders the tool calls of the history is not documented, and it reports more than the count
+// above on conversations full of them. Counters fitted to OpenAI's reported usage (openai-chat-tokens,
+// totokenizers) charge 7 to 10 tokens to open each call, one between its name and its arguments, and 12 to
+// close a message of calls, where the count above charges 4 and the call's id. Other counters (LangChain's)
+// and the chat templates of OpenAI-compatible servers take a call as its JSON, keys, quotes and escaped
+// arguments included. The budget's bound charges a message of calls the larger of the two.
+const TOOL_CALL_OPENING_TOKENS = 10 + 1;
+const TOOL_CALLS_CLOSING_TOKENS = 12;
+
+const framingCache = new WeakMap<TokenCounter, WeakMap<ChatMessage, number>>();
+
+/** What a message may cost beyond its documented count: an endpoint's framing of the tool calls it makes. */
+export function toolCallFramingTokens(message: ChatMessage, count: TokenCounter): number {
+  if (message.role !== 'assistant' || !message.tool_calls || message.tool_calls.length === 0) return 0;
+  const cache = cacheOf(framingCache, count, () => new WeakMap());
+  const cached = cache.get(message);
+  if (cached !== undefined) return cached;
+  let fitted = TOOL_CALLS_CLOSING_TOKENS;
+  let serialized = 0;
+  for (const call of message.tool_calls) {
+    fitted += Math.max(0, TOOL_CALL_OPENING_TOKENS - TOKENS_PER_TOOL_CALL);
+    const parts = count(call.id) + count(call.function.name) + count(call.function.arguments);
+    serialized += Math.max(0, count(JSON.stringify(call)) - parts);
+  }
+  const tokens = Math.max(fitted, serialized);
+  cache.set(message, tokens);
+  return tokens;
+}
+
+/**
+ * The prompt tokens to budget for: the documented count, with the tool calls of the history framed as endpoints
+ * frame them at the most. Never below `countPromptTokens`.
+ */
+export function countPromptTokensBound(
+  messages: readonly ChatMessage[],
+  tools: readonly ToolSpec[] | undefined,
+  count: TokenCounter,
+): number {
+  let tokens = countPromptTokens(messages, tools, count);
+  for (const message of messages) tokens += toolCallFramingTokens(message, count);
   return tokens;
 }
 

@@ -5,12 +5,14 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ChatMessage, ToolSpec } from '../agent/messages.js';
-import { countPromptTokens, tokenCounterFor } from '../llm/tokens.js';
+import { tokenCounterFor } from '../llm/tokens.js';
 import { fitCompletion } from './completion-budget.js';
+import { endpointPromptTokens, type EndpointPromptCounting } from './endpoint-prompt-count.js';
 import { isFault, renderReply } from './scripted-reply.js';
 import type { Protocol, ScriptedFault, ScriptedReply } from './scripted-reply.js';
 
 export type { Protocol, ScriptedAction, ScriptedReply } from './scripted-reply.js';
+export type { EndpointPromptCounting } from './endpoint-prompt-count.js';
 
 export interface RecordedRequest {
   index: number;
@@ -31,14 +33,16 @@ export interface ScriptedModelOptions {
   latencyMs?: number;
   apiKey?: string;
   port?: number;
+  /** How reported prompt tokens are counted; by default exactly as the documented count. */
+  promptCounting?: EndpointPromptCounting;
 }
 
 export interface ScriptedModelServer {
   readonly baseURL: string;
   readonly requests: RecordedRequest[];
   readonly failures: string[];
-  /** Replace the script and rules (resets the script cursor, keeps recorded requests). */
-  reset(options?: Pick<ScriptedModelOptions, 'script' | 'rules'>): void;
+  /** Replace the script, rules and prompt counting (resets the script cursor, keeps recorded requests). */
+  reset(options?: Pick<ScriptedModelOptions, 'script' | 'rules' | 'promptCounting'>): void;
   close(): Promise<void>;
 }
 
@@ -116,6 +120,7 @@ function maxTokensOf(body: Record<string, unknown>): number | undefined {
 export async function startScriptedModel(options: ScriptedModelOptions = {}): Promise<ScriptedModelServer> {
   let script = options.script ?? [];
   let rules = options.rules ?? [];
+  let promptCounting = options.promptCounting;
   let cursor = 0;
   const requests: RecordedRequest[] = [];
   const failures: string[] = [];
@@ -263,7 +268,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     const model = typeof body.model === 'string' ? body.model : '';
     const rendered = renderReply(reply, request.protocol, request.index);
     const { reply: fitted, completionTokens } = fitCompletion(rendered, maxTokensOf(body), model);
-    const promptTokens = countPromptTokens(messages, tools, tokenCounterFor(model));
+    const promptTokens = endpointPromptTokens(messages, tools, tokenCounterFor(model), promptCounting);
     const message = {
       role: 'assistant',
       content: fitted.content,
@@ -319,6 +324,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     reset(next = {}) {
       script = next.script ?? [];
       rules = next.rules ?? [];
+      promptCounting = next.promptCounting;
       cursor = 0;
     },
     close() {
