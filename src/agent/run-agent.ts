@@ -46,6 +46,7 @@ import type {
   StopReason,
   ToolCallRecord,
   TraceKind,
+  UncertainEffect,
 } from './types.js';
 import type { ChatModel } from '../llm/chat-model.js';
 import type { ModelPrice } from '../llm/pricing.js';
@@ -354,7 +355,9 @@ class AgentRun {
           output: truncateToTokens(output, this.opts.toolResultMaxTokens, this.count),
           errorCode: outcome.errorCode ?? null,
           latencyMs: outcome.latencyMs,
+          ...(outcome.uncertain ? { uncertain: outcome.uncertain } : {}),
         };
+        if (outcome.uncertain) this.noteUncertain(outcome.uncertain);
         // The last call to finish is saved by the checkpoint that ends the step, taken right after; a finished
         // read-only call is cheaper to make again than to save.
         if (sideEffects && pending.results.includes(null)) this.checkpoint();
@@ -569,6 +572,12 @@ class AgentRun {
     return deadlineAt(this.budget, this.state.startedAt) - deadlineReserveMs(this.budget);
   }
 
+  /** One entry per call key: a call made again on resume replaces what its earlier attempt said. */
+  private noteUncertain(effect: UncertainEffect): void {
+    const others = (this.state.uncertainEffects ?? []).filter((e) => e.callKey !== effect.callKey);
+    this.state.uncertainEffects = [...others, effect];
+  }
+
   private checkpoint(): void {
     this.checkpoints?.push(this.state);
   }
@@ -644,6 +653,8 @@ class AgentRun {
       usage: usageOf(this.state.usage, this.input.price),
       error,
     };
+    // Whatever the status, the result says which side effects may not have happened.
+    if (this.state.uncertainEffects?.length) result.uncertainEffects = [...this.state.uncertainEffects];
     // A run cancelled (a worker shutting down) or failed by something worth retrying is not over: its
     // state stays open so the next attempt resumes it instead of replaying this outcome.
     const final = stopReason !== 'cancelled' && !error?.retryable;
