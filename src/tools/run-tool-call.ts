@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import { ToolError } from '../agent/errors.js';
 import { sleep } from '../agent/sleep.js';
 import type { UncertainEffect } from '../agent/types.js';
-import { effectsInFlight } from './effects-in-flight.js';
+import { effectsInFlight, type EffectsInFlight } from './effects-in-flight.js';
 import type { ToolRegistry } from './registry.js';
 import { UncertainOutcome, type ToolContext } from './tool.js';
 
@@ -15,6 +15,8 @@ export interface ToolRunOptions {
   transientRetries: number;
   /** First backoff delay; doubled on each retry, with jitter. */
   retryBaseDelayMs: number;
+  /** Where calls with side effects are tracked until they settle. Default: the process's registry. */
+  effects?: EffectsInFlight;
 }
 
 export interface ToolCallOutcome {
@@ -83,7 +85,7 @@ export async function runToolCall(
           const work = tool.execute(parsed.data, { ...ctx, signal });
           // Waiting may stop (a cancel, the timeout); a side effect already started still runs to its end
           // and records its outcome, and the process waits for it before exiting.
-          return tool.readOnly === true ? work : effectsInFlight.track(work);
+          return tool.readOnly === true ? work : (options.effects ?? effectsInFlight).track(work);
         },
         timeoutMs,
         ctx.signal,
