@@ -144,10 +144,7 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
             maxForJob: options.maxPerRun,
           });
         } catch (error) {
-          throw new TransientToolError(
-            `the email ledger is unavailable (${messageOf(error)}); nothing was sent`,
-            { code: 'email_ledger_unavailable', cause: error },
-          );
+          throw ledgerUnavailable(error);
         }
       };
 
@@ -201,10 +198,7 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
           handedOff = await options.ledger.markHandedOff(ctx.callKey, attempt);
         } catch (error) {
           // The row stays claimed but not handed off: whoever meets it later knows nothing was sent.
-          throw new TransientToolError(
-            `the email ledger is unavailable (${messageOf(error)}); nothing was sent`,
-            { code: 'email_ledger_unavailable', cause: error },
-          );
+          throw ledgerUnavailable(error);
         }
         if (!handedOff) {
           return `Not sent by this attempt: another attempt of this call took it over (message-id ${messageId}). Do not send it again.`;
@@ -268,9 +262,8 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
           entry = now;
         }
         if (entry.status === 'pending' && entry.smtpStartedAt === null) {
-          await options.ledger.release(
-            ctx.callKey,
-            entry.attempt,
+          await takeOver(
+            entry,
             `${NOT_DELIVERED}: an earlier attempt stopped before reaching the SMTP server`,
           );
           return 'claim_again';
@@ -291,12 +284,18 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
           return `Sent to ${entry.recipient} (message-id ${entry.messageId}) by an earlier attempt of this call; not sent again.`;
         }
         // It never arrived: release the row and claim it again, under the same cap and lock as a new call.
-        await options.ledger.release(
-          ctx.callKey,
-          entry.attempt,
-          `${NOT_DELIVERED} (lookup after the attempt stopped)`,
-        );
+        await takeOver(entry, `${NOT_DELIVERED} (lookup after the attempt stopped)`);
         return 'claim_again';
+      }
+
+      /** Frees the row of an attempt that certainly did not deliver; whoever claims next sends it. */
+      async function takeOver(entry: EmailLedgerEntry, why: string): Promise<void> {
+        try {
+          // False when the row moved on meanwhile: the claim that follows reads what it became.
+          await options.ledger.release(ctx.callKey, entry.attempt, why);
+        } catch (error) {
+          throw ledgerUnavailable(error);
+        }
       }
 
       /** Not sent again, and said so; `settle` also records the row as uncertain for the sweeper and reports. */
@@ -404,6 +403,13 @@ function differs(entry: EmailLedgerEntry, address: string, subject: string): str
 /** The model's input, quoted and cut short, so control characters in it cannot shape the observation. */
 function quote(value: string): string {
   return JSON.stringify(value.length > 100 ? `${value.slice(0, 100)}…` : value);
+}
+
+function ledgerUnavailable(error: unknown): TransientToolError {
+  return new TransientToolError(`the email ledger is unavailable (${messageOf(error)}); nothing was sent`, {
+    code: 'email_ledger_unavailable',
+    cause: error,
+  });
 }
 
 function messageOf(error: unknown): string {
