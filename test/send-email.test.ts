@@ -189,6 +189,42 @@ describe('send_email', () => {
     });
   });
 
+  it('gives its row back when cancelled between the claim and SMTP, so the resumed call sends it', async () => {
+    const job = newJob();
+    const callKey = `${job}:3:2`;
+    const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+    const controller = new AbortController();
+    // The run is cancelled (a shutdown) the moment the claim is made.
+    const cancelling = new Proxy(ledger, {
+      get(target, property) {
+        if (property === 'claim') {
+          return async (claim: Parameters<EmailLedger['claim']>[0]) => {
+            const result = await target.claim(claim);
+            controller.abort('worker-shutdown');
+            return result;
+          };
+        }
+        const value = Reflect.get(target, property) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const execute = tool({ ledger: cancelling }).execute(email, {
+      signal: controller.signal,
+      runId: job,
+      callKey,
+      step: 3,
+    });
+    await expect(execute).rejects.toThrow(/cancelled; nothing was sent/);
+    expect(await ledgerRows(job)).toMatchObject([
+      { status: 'failed', error: 'not delivered: cancelled before sending' },
+    ]);
+
+    expect((await call(tool(), callKey, email)).output).toBe(
+      `Sent to ada@example.com (message-id ${messageId}).`,
+    );
+    expect(received(messageId)).toHaveLength(1);
+  });
+
   it('sends, once, when an earlier attempt stopped after its claim but before reaching SMTP', async () => {
     const job = newJob();
     const callKey = `${job}:3:1`;
