@@ -572,7 +572,7 @@ class AgentRun {
     return deadlineAt(this.budget, this.state.startedAt) - deadlineReserveMs(this.budget);
   }
 
-  /** One entry per call key: a call made again on resume replaces what its earlier attempt said. */
+  /** Kept in the state, so a resumed run's result still lists it; one entry per call key. */
   private noteUncertain(effect: UncertainEffect): void {
     const others = (this.state.uncertainEffects ?? []).filter((e) => e.callKey !== effect.callKey);
     this.state.uncertainEffects = [...others, effect];
