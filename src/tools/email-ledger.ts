@@ -195,15 +195,20 @@ export class EmailLedger {
   }
 
   /**
-   * Rows nobody is settling: pending and unchanged for `olderThanMs` (no live attempt holds a row that long),
-   * and uncertain ones, oldest change first.
+   * Rows nobody is settling, unchanged for `olderThanMs` (no live attempt holds a row that long): pending ones,
+   * then uncertain ones when asked (only a lookup can still settle those, and many that it cannot must not
+   * crowd out the pending), oldest change first.
    */
-  async listUnsettled(olderThanMs: number, limit = 100): Promise<EmailLedgerEntry[]> {
+  async listUnsettled(
+    olderThanMs: number,
+    options: { includeUncertain?: boolean; limit?: number } = {},
+  ): Promise<EmailLedgerEntry[]> {
+    const statuses = options.includeUncertain ? ['pending', 'uncertain'] : ['pending'];
     const [rows] = await this.pool.query<RowDataPacket[]>(
       `${SELECT_ROW}
-       WHERE status IN ('pending', 'uncertain') AND updated_at <= NOW(3) - INTERVAL ? MICROSECOND
-       ORDER BY updated_at LIMIT ?`,
-      [Math.max(0, Math.floor(olderThanMs)) * 1000, limit],
+       WHERE status IN (?) AND updated_at <= NOW(3) - INTERVAL ? MICROSECOND
+       ORDER BY status <> 'pending', updated_at LIMIT ?`,
+      [statuses, Math.max(0, Math.floor(olderThanMs)) * 1000, options.limit ?? 100],
     );
     return rows.map(toEntry);
   }

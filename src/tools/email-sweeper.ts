@@ -34,14 +34,15 @@ export async function sweepUnsettledEmails(options: EmailSweeperOptions): Promis
   const counts: SweepCounts = { sent: 0, not_delivered: 0, uncertain: 0 };
   let rows: EmailLedgerEntry[];
   try {
-    rows = await options.ledger.listUnsettled(options.graceMs, options.batchSize ?? 100);
+    rows = await options.ledger.listUnsettled(options.graceMs, {
+      includeUncertain: options.lookup !== undefined,
+      limit: options.batchSize ?? 100,
+    });
   } catch (error) {
     options.logger.warn({ err: messageOf(error) }, 'email sweep: the ledger is unavailable');
     return counts;
   }
   for (const row of rows) {
-    // Without a lookup an uncertain row has nothing more to learn.
-    if (row.status === 'uncertain' && !options.lookup) continue;
     try {
       const outcome = await settle(row, options);
       if (outcome === null) continue;
