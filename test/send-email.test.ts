@@ -621,6 +621,35 @@ describe('the sweeper of unsettled emails', () => {
     expect((await status())[unknowable.callKey]?.[0]).toBe('sent');
   });
 
+  it('settles pending rows first: old uncertain rows it cannot settle never crowd them out', async () => {
+    const { sweepUnsettledEmails } = await import('../src/tools/email-sweeper.js');
+    const down = {
+      delivered: async (): Promise<boolean> => {
+        throw new Error('lookup down');
+      },
+    };
+    for (const lookup of [undefined, down]) {
+      const job = newJob();
+      const stuck = await row(job, 1, { handedOff: true, ageSeconds: 900 });
+      await pool.query(
+        "UPDATE email_ledger SET status = 'uncertain', updated_at = NOW(3) - INTERVAL 15 MINUTE WHERE call_key = ?",
+        [stuck.callKey],
+      );
+      const neverSent = await row(job, 2, { handedOff: false, ageSeconds: 600 });
+      await sweepUnsettledEmails({
+        ledger,
+        graceMs: 60_000,
+        logger: silent,
+        batchSize: 1,
+        ...(lookup ? { lookup } : {}),
+      });
+      const statuses = Object.fromEntries(
+        (await ledgerRows(job)).map((r) => [String(r['call_key']), r['status']]),
+      );
+      expect(statuses).toEqual({ [stuck.callKey]: 'uncertain', [neverSent.callKey]: 'failed' });
+    }
+  });
+
   it('without a lookup, marks a stopped send uncertain and leaves it so', async () => {
     const job = newJob();
     const stopped = await row(job, 1, { handedOff: true, ageSeconds: 600 });
