@@ -77,6 +77,7 @@ export const envSchema = z.object({
   SMTP_URL: url(['smtp', 'smtps']).default('smtp://127.0.0.1:1025'),
   SMTP_LOOKUP_URL: url(['http', 'https']).optional(),
   EMAIL_PENDING_GRACE_MS: int(0).default(120_000),
+  EMAIL_SWEEP_INTERVAL_MS: int(0).default(60_000),
   EMAIL_DRY_RUN: z
     .enum(['0', '1', 'true', 'false'])
     .transform((v) => v === '1' || v === 'true')
