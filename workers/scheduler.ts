@@ -3,6 +3,7 @@
 import { env } from '../config/env.js';
 import { fleetLimitsFromEnv } from '../src/fleet/fleet-gate.js';
 import { createLogger } from '../src/logging/logger.js';
+import { scrubText } from '../src/logging/redact.js';
 import { assertRedisReachable, createRedis } from '../src/queue/redis.js';
 import { startSchedules } from '../src/schedules/schedules-runtime.js';
 
@@ -29,6 +30,6 @@ try {
     });
   }
 } catch (error) {
-  process.stderr.write(`scheduler: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`scheduler: ${scrubText(error instanceof Error ? error.message : String(error))}\n`);
   process.exit(1);
 }
