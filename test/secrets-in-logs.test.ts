@@ -6,6 +6,9 @@ import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger, type Logger } from '../src/logging/logger.js';
 import { redactUrl, redactValue, scrubText } from '../src/logging/redact.js';
+import { redactSecrets } from '../producers/board-app.js';
+import { stepLogLine } from '../src/worker/progress.js';
+import type { StepTrace } from '../src/agent/types.js';
 
 const MARK = 'S3CR3T-MARK-xyz';
 
@@ -287,6 +290,37 @@ describe('the pieces', () => {
     const wide = Array.from({ length: 50 }, () => ({ note: MARK }));
     const shown = JSON.stringify(redactValue(wide, { maxDepth: 16, maxNodes: 10 }));
     expect(shown).toContain('[truncated]');
+  });
+});
+
+describe('what the board shows', () => {
+  it("a job's data: secret keys at any depth and credentials inside strings", () => {
+    const shown = JSON.stringify(
+      redactSecrets({
+        task: 'summarise',
+        options: { webhook: `https://bot:${MARK}@hooks.example.com/x`, 'X-Api-Key': MARK },
+        notes: [`Authorization: Bearer ${MARK}`],
+      }),
+    );
+    expect(shown).not.toContain(MARK);
+    expect(shown).toContain('summarise');
+    expect(shown).toContain('hooks.example.com/x');
+  });
+
+  it("a step's job log line: an error quoting a URL", () => {
+    const trace = {
+      step: 2,
+      kind: 'answer',
+      actions: [],
+      promptTokens: 10,
+      completionTokens: 5,
+      latencyMs: 40,
+      error: `model call failed: POST https://proxy:${MARK}@llm.internal/v1/chat/completions`,
+      totals: { totalTokens: 15, costUsd: 0, maxSteps: 8 },
+    } as unknown as StepTrace;
+    const line = stepLogLine(trace);
+    expect(line).not.toContain(MARK);
+    expect(line).toContain('llm.internal/v1/chat/completions');
   });
 });
 
