@@ -3,6 +3,7 @@
 // accepting, let in-flight requests finish, close the client, exit 0.
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
+import { logCrashes } from '../src/logging/log-crashes.js';
 import { createLogger } from '../src/logging/logger.js';
 import { fail, loadConfig, runHttpProcess } from './http-process.js';
 import { FleetMetrics } from '../src/metrics/fleet-metrics.js';
@@ -12,6 +13,7 @@ import { FleetClient } from './client.js';
 import { createApiServer } from './http-api.js';
 
 const logger = createLogger('api');
+logCrashes(logger, 'api');
 
 const config = loadConfig(logger);
 

@@ -3,6 +3,7 @@
 // where the user is `admin` and the password is made up and printed once (not logged). SIGTERM/SIGINT: close, exit 0.
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
+import { logCrashes } from '../src/logging/log-crashes.js';
 import { createLogger } from '../src/logging/logger.js';
 import { fail, loadConfig, runHttpProcess } from './http-process.js';
 import { FLEET_QUEUES } from '../src/queue/names.js';
@@ -10,6 +11,7 @@ import { createRedis } from '../src/queue/redis.js';
 import { createBoardApp } from './board-app.js';
 
 const logger = createLogger('board');
+logCrashes(logger, 'board');
 
 const config = loadConfig(logger);
 

@@ -328,9 +328,10 @@ describe('what the board shows', () => {
 function runProcess(
   script: string,
   env: Record<string, string>,
+  args: string[] = [],
 ): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script], {
+    const child = spawn(process.execPath, ['--import', 'tsx', ...args, script], {
       cwd: process.cwd(),
       env: { ...process.env, LOG_LEVEL: 'info', NODE_ENV: 'production', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -389,4 +390,21 @@ describe('fatal start-up lines of real processes', () => {
     },
     40_000,
   );
+});
+
+describe('a process that crashes', () => {
+  it('logs the uncaught error redacted instead of letting Node print it raw', async () => {
+    const code =
+      "import { logCrashes } from './src/logging/log-crashes.ts';" +
+      "import { createLogger } from './src/logging/logger.ts';" +
+      "logCrashes(createLogger('crasher'), 'crasher');" +
+      `const error = new Error('lost redis://default:${MARK}@redis.internal:6379');` +
+      `Object.assign(error, { command: { name: 'auth', args: ['default', '${MARK}'] } });` +
+      'void Promise.reject(error);';
+    const { code: exit, output } = await runProcess(code, {}, ['--input-type=module', '-e']);
+    expect(exit).toBe(1);
+    expect(output).toContain('crasher: lost redis://default:***@redis.internal:6379');
+    expect(output).toContain('"msg":"crashed"');
+    expect(output).not.toContain(MARK);
+  }, 40_000);
 });
