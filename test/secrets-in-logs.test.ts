@@ -273,6 +273,9 @@ describe('the pieces', () => {
       'mysql://root@127.0.0.1:3306/agent_fleet',
       'at fn (/app/src/logging/secret-key.ts:12:3)',
       'stopReason=token_budget after 12 steps, maxTokens: 50000',
+      'WWW-Authenticate: Basic realm="agent-fleet"',
+      'API_TOKEN=(hidden) is invalid: must be at least 16 characters',
+      'mysql://root:***@db:3306/app',
     ]) {
       expect(scrubText(text)).toBe(text);
     }

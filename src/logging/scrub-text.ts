@@ -25,8 +25,8 @@ const URL_USERINFO = /(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*:\/\/)(\S*)@/g;
 
 /** `password=…`, `"apiKey": "…"`, `?access_token=…`, `x-api-key: …`: a name, then `:` or `=`. */
 const LABEL = /(?<![\w.-])([A-Za-z_][\w.-]{0,63})(\\?["']?[ \t]*[:=][ \t]*)/g;
-/** A quoted string: `\"…\"` (JSON inside a JSON string), `"…"` or `'…'`. */
-const QUOTED = String.raw`\\"(?:[^\\\r\n]|\\[^"\r\n])*\\"|"(?:[^"\\\r\n]|\\.)*"|'(?:[^'\\\r\n]|\\.)*'`;
+/** A quoted string: `\"…\"` (JSON inside a JSON string), `"…"`, `'…'`, or in parentheses: `(hidden)`. */
+const QUOTED = String.raw`\([^()\r\n]*\)|\\"(?:[^\\\r\n]|\\[^"\r\n])*\\"|"(?:[^"\\\r\n]|\\.)*"|'(?:[^'\\\r\n]|\\.)*'`;
 /** `secret-key.ts:12:3` in a stack trace is a place in a file, not a secret. */
 const SOURCE_FILE = /\.[cm]?[jt]sx?$/;
 /** The value after a secret label: quoted, or up to the next delimiter, with its auth scheme if any. */
@@ -37,7 +37,7 @@ const LABEL_VALUE = new RegExp(
 /** A cookie header's value runs to the end of the line: `a=1; b=2` is one secret, not two. */
 const COOKIE_VALUE = new RegExp(String.raw`${QUOTED}|[^\r\n]+`, 'y');
 
-/** `Authorization` schemes wherever they appear; a lowercase word after them is prose ("Basic realm"). */
+/** `Authorization` schemes wherever they appear; a lowercase word after them is prose or a parameter (`Basic realm=`). */
 const AUTH_SCHEME = /\b([Bb]earer|BEARER|Basic|BASIC|Digest|Negotiate)([ \t]+)([A-Za-z0-9._~+/=-]+)/g;
 /** SMTP's AUTH commands carry base64 credentials. */
 const SMTP_AUTH = /\b(AUTH[ \t]+(?:PLAIN|LOGIN|XOAUTH2|CRAM-MD5)[ \t]+)(\S+)/gi;
@@ -58,7 +58,7 @@ export function scrubText(text: string): string {
   if (result.includes('://')) result = result.replace(URL_USERINFO, hideUserinfo);
   if (/[:=]/.test(result)) result = hideLabelledValues(result);
   result = result.replace(AUTH_SCHEME, (match, scheme: string, space: string, token: string) =>
-    /^[a-z]+$/.test(token) || MASKS.has(token) ? match : `${scheme}${space}${REDACTED}`,
+    /^[a-z]+=*$/.test(token) || MASKS.has(token) ? match : `${scheme}${space}${REDACTED}`,
   );
   if (/AUTH/i.test(result)) result = result.replace(SMTP_AUTH, `$1${REDACTED}`);
   if (result.includes('-----BEGIN')) result = result.replace(PRIVATE_KEY, REDACTED);

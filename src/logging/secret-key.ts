@@ -5,7 +5,7 @@
 
 /** Matched against the key lowercased with every separator removed: `x-api-key` → `xapikey`. */
 const SECRET_FRAGMENT =
-  /passw(?:or)?d|passphrase|secret|token(?!s|iz)|apikey|authori[sz]ation|cookie|credential|privatekey|accesskey|signature|session|bearer|jwt/;
+  /passw(?:or)?d|passphrase|secret|token(?!s|iz)|(?:api|private|access|signing|encryption|master|ssh|license|client|hmac|shared)key|authori[sz]ation|cookie|credential|signature|session|bearer|jwt/;
 
 /** Short words that are secrets only on their own: `pass` but not `passed`, `auth` but not `author`. */
 const SECRET_WORDS = new Set(['pass', 'pwd', 'auth', 'oauth', 'otp', 'sig', 'dsn']);
