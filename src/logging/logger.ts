@@ -15,7 +15,7 @@ const redact = (value: unknown): unknown => redactValue(value, LOG_LIMITS);
  * Every argument of every log call, before pino sees it: the merging object (at any depth), the message and
  * its interpolation values. Pino's `redact` option only knows fixed paths; this knows patterns.
  */
-export function redactLogArguments(args: unknown[]): unknown[] {
+function redactLogArguments(args: unknown[]): unknown[] {
   const [first, ...rest] = args;
   if (first === null || typeof first !== 'object') return redactMessage(args);
   // pino files an Error given alone under `err` and takes its message: the same, redacted.
@@ -30,10 +30,13 @@ function redactMessage(parts: unknown[]): unknown[] {
   return [scrubText(params.length === 0 ? message : format(message, ...params.map(redact)))];
 }
 
-/** For `err` and `error` when pino reaches them: already redacted, unless a child's bindings carry one. */
+/**
+ * For `err` and `error`: by then already redacted copies, which pino's default serializer would rebuild (and
+ * call `Object`). An Error that still gets here is redacted.
+ */
 const passRedacted = (value: unknown): unknown => (value instanceof Error ? redact(value) : value);
 
-export function loggerOptions(name: string, level: string): LoggerOptions {
+function loggerOptions(name: string, level: string): LoggerOptions {
   return {
     name,
     level,
@@ -69,7 +72,7 @@ export function createLogger(
  * Pino gives a child's bindings (`logger.child({ jobId })`) no formatter, so they are redacted on the way in.
  * Children are created from their parent's prototype chain, so grandchildren go through here too.
  */
-export function redactChildBindings(logger: Logger): Logger {
+function redactChildBindings(logger: Logger): Logger {
   const { child, setBindings } = logger;
   Object.assign(logger, {
     child(this: Logger, bindings: Record<string, unknown>, options?: Parameters<Logger['child']>[1]) {

@@ -37,7 +37,7 @@ const LABEL_VALUE = new RegExp(
 /** A cookie header's value runs to the end of the line: `a=1; b=2` is one secret, not two. */
 const COOKIE_VALUE = new RegExp(String.raw`${QUOTED}|[^\r\n]+`, 'y');
 
-/** `Authorization` schemes wherever they appear; a lowercase word after them is prose or a parameter (`Basic realm=`). */
+/** Authorization schemes anywhere; a lowercase word after one is prose or a parameter (`Basic realm=`). */
 const AUTH_SCHEME = /\b([Bb]earer|BEARER|Basic|BASIC|Digest|Negotiate)([ \t]+)([A-Za-z0-9._~+/=-]+)/g;
 /** SMTP's AUTH commands carry base64 credentials. */
 const SMTP_AUTH = /\b(AUTH[ \t]+(?:PLAIN|LOGIN|XOAUTH2|CRAM-MD5)[ \t]+)(\S+)/gi;
