@@ -44,9 +44,10 @@ export function errorFields(error: Error): Record<string, unknown> {
     stack: error.stack,
   };
   for (const key of Object.keys(error)) {
-    if (!(key in fields)) fields[key] = readField(error, key);
+    if (!Object.hasOwn(fields, key)) fields[key] = readField(error, key);
   }
-  if ('cause' in error && error.cause !== undefined) fields['cause'] = error.cause;
+  const cause = 'cause' in error ? readField(error, 'cause') : undefined;
+  if (cause !== undefined) fields['cause'] = cause;
   // pino's own name for them, so log queries keep working.
   const { errors } = error as { errors?: unknown };
   if (Array.isArray(errors)) {
