@@ -16,12 +16,8 @@ const MASKS = new Set([
   `\\"${REDACTED}\\"`,
 ]);
 
-/**
- * `scheme://` then everything up to the last `@` before whitespace: that `@` ends the userinfo whatever the
- * password holds (`mysql://root:a/b@c@db:3306/x`). Several URLs without a space between them are hidden
- * together, which errs on the side of hiding.
- */
-const URL_USERINFO = /(?<![A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*:\/\/)(\S*)@/g;
+/** Where a URL starts: a scheme at the start of a word, then `://`. */
+const SCHEME = /(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*:\/\//;
 
 /** `password=…`, `"apiKey": "…"`, `?access_token=…`, `x-api-key: …`: a name, then `:` or `=`. */
 const LABEL = /(?<![\w.-])([A-Za-z_][\w.-]{0,63})(\\?["']?[ \t]*[:=][ \t]*)/g;
@@ -55,7 +51,7 @@ export function scrubText(text: string): string {
   // Most log text holds none of these: one scan, and it goes out as it came.
   if (text.length < 6 || !MAY_HOLD_SECRET.test(text)) return text;
   let result = text;
-  if (result.includes('://')) result = result.replace(URL_USERINFO, hideUserinfo);
+  if (result.includes('://')) result = result.replace(/\S+/g, hideUrlCredentials);
   if (/[:=]/.test(result)) result = hideLabelledValues(result);
   result = result.replace(AUTH_SCHEME, (match, scheme: string, space: string, token: string) =>
     /^[a-z]+=*$/.test(token) || MASKS.has(token) ? match : `${scheme}${space}${REDACTED}`,
@@ -79,6 +75,22 @@ export function redactUrl(value: string | undefined): string | undefined {
   return scrubText(
     hideUserinfo(value.slice(0, at + 1), scheme, value.slice(scheme.length, at)) + value.slice(at + 1),
   );
+}
+
+/**
+ * In one whitespace-free run: from the first `scheme://` to the last `@` is the userinfo, whatever the password
+ * holds (`mysql://root:a/b@c@db:3306/x`). Several URLs in one run are hidden together, erring on the side of
+ * hiding. Indexes, not a backtracking pattern: linear in the length of the text.
+ */
+function hideUrlCredentials(run: string): string {
+  if (!run.includes('://')) return run;
+  const scheme = SCHEME.exec(run);
+  if (scheme === null) return run;
+  const start = scheme.index + scheme[0].length;
+  const at = run.lastIndexOf('@');
+  if (at < start) return run;
+  const url = hideUserinfo(run.slice(scheme.index, at + 1), scheme[0], run.slice(start, at));
+  return run.slice(0, scheme.index) + url + run.slice(at + 1);
 }
 
 function hideUserinfo(match: string, scheme: string, userinfo: string): string {
