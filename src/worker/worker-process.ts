@@ -4,6 +4,7 @@ import { Queue, Worker } from 'bullmq';
 import { env as readEnv, type Env } from '../../config/env.js';
 import { priceOf } from '../llm/pricing.js';
 import { createLogger, type Logger } from '../logging/logger.js';
+import { scrubText } from '../logging/redact.js';
 import { BATCHES_QUEUE, RESULTS_QUEUE, TASKS_QUEUE } from '../queue/names.js';
 import { BatchRecords } from '../batch/batch-record.js';
 import { BatchReportStore } from '../reports/report-store.js';
@@ -176,6 +177,6 @@ function fatal(logger: Logger, error: unknown): never {
   const message = error instanceof Error ? error.message : String(error);
   logger.fatal({ err: error }, message);
   // One clear line for a person, whatever the log format.
-  process.stderr.write(`worker: ${message}\n`);
+  process.stderr.write(`worker: ${scrubText(message)}\n`);
   process.exit(1);
 }
