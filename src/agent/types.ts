@@ -58,6 +58,11 @@ export interface RunState {
   modelCalls: number;
   pending: PendingTurn | null;
   repeat: { signature: string | null; count: number };
+  /**
+   * When an attempt ended retryable (an outage): the time until the next attempt resumes is not charged to the
+   * deadline. Absent otherwise.
+   */
+  suspendedAt?: number;
   /** Set when the run has ended: resuming a finished run returns this instead of calling anything. */
   result: AgentResult | null;
 }

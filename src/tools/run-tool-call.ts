@@ -21,6 +21,11 @@ export interface ToolCallOutcome {
   output: string;
   /** A machine-readable reason when not ok: unknown_tool, invalid_arguments, timeout, aborted, or the tool's. */
   errorCode?: string;
+  /**
+   * The call failed because something it depends on is unreachable (a transient ToolError that outlasted the
+   * retries: a database connection refused, SMTP down), not because of what the model asked.
+   */
+  infrastructure?: boolean;
   attempts: number;
   latencyMs: number;
 }
@@ -119,6 +124,7 @@ export async function runToolCall(
         ok: false,
         errorCode: code,
         output: `Error from ${tool.name}${tries}: ${message}`,
+        ...(transient ? { infrastructure: true } : {}),
         attempts: attempt,
       });
     }
