@@ -19,7 +19,8 @@ import {
 import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.js';
 
 const TASKS = 20;
-const OUTAGE_MS = 40_000;
+// 40 s by default; RECORD_OUTAGE_MS measures a longer one (docs/outages.md quotes a 5-minute run).
+const OUTAGE_MS = Number(process.env['RECORD_OUTAGE_MS'] ?? 40_000);
 
 let server: ScriptedModelServer;
 let ns: FleetNamespace;
@@ -117,7 +118,7 @@ it('runs that finish while the store is down get their record, steps and one res
     await results.close();
     connection.disconnect();
   }
-}, 150_000);
+}, OUTAGE_MS + 110_000);
 
 it('a job that fails for good while the store is down is recorded and published by the sweeper once it is back', async () => {
   const worker = startWorker(ns, {

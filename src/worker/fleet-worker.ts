@@ -4,15 +4,12 @@
 import type { Queue } from 'bullmq';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { AgentResult, StepTrace } from '../agent/types.js';
+import type { AgentResult } from '../agent/types.js';
 import { usageOf } from '../agent/budget.js';
 import { priceOf } from '../llm/pricing.js';
 import { resultJobId, TASKS_QUEUE } from '../queue/names.js';
-import { StoreError } from '../store/errors.js';
-import { isConnectionFailure } from '../store/connection-errors.js';
-import type { StartRunInput } from '../store/runs-repository.js';
 import { retryDelayMs, type RetrySchedule } from '../queue/retry-schedule.js';
-import { parkedTracesKey } from './trace-writer.js';
+import { FinalRecorder, startOf } from './final-recorder.js';
 import {
   createTaskProcessor,
   failedResult,
@@ -45,14 +42,10 @@ export interface FleetWorkerOptions {
   retry: RetrySchedule;
 }
 
-/** Outcomes the sweeper records per round. */
-const SWEEP_BATCH = 50;
-
 export class FleetWorker {
   readonly worker: Worker<unknown, AgentResult>;
   private closing: Promise<void> | undefined;
-  private sweeper: NodeJS.Timeout | undefined;
-  private sweeping = false;
+  private readonly recorder: FinalRecorder;
 
   constructor(
     private readonly deps: TaskProcessorDeps & { results: Queue },
@@ -73,6 +66,7 @@ export class FleetWorker {
       settings: { backoffStrategy: (attemptsMade: number) => retryDelayMs(options.retry, attemptsMade) },
       autorun: false,
     });
+    this.recorder = new FinalRecorder(deps);
     this.worker.on('failed', (job, error) => {
       if (job) void this.onFailed(job, error);
     });
@@ -81,16 +75,14 @@ export class FleetWorker {
 
   start(): void {
     void this.worker.run();
-    this.sweeper = setInterval(() => void this.sweep(), this.options.retry.baseMs);
-    this.sweeper.unref();
-    void this.sweep();
+    this.recorder.sweepEvery(this.options.retry.baseMs);
     this.deps.logger.info({ concurrency: this.options.concurrency }, 'worker started');
   }
 
   /** Stops taking jobs, lets running ones finish within the grace period, then releases the rest. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      clearInterval(this.sweeper);
+      this.recorder.stop();
       const timer = setTimeout(() => {
         this.deps.logger.info('grace period over: checkpointing and releasing running jobs');
         this.worker.cancelAllJobs(SHUTDOWN_REASON);
@@ -114,93 +106,6 @@ export class FleetWorker {
     }
   }
 
-  /** What agent_runs needs to start a job's run, from the job's data. */
-  private startOf(job: Job): StartRunInput {
-    const data = (job.data ?? {}) as {
-      task?: unknown;
-      model?: unknown;
-      protocol?: unknown;
-      metadata?: Record<string, unknown>;
-    };
-    const batch = data.metadata?.['batch'];
-    return {
-      jobId: String(job.id),
-      task: typeof data.task === 'string' ? data.task.slice(0, 8_000) : '',
-      model: typeof data.model === 'string' ? data.model : this.deps.env.LLM_MODEL,
-      protocol:
-        data.protocol === 'tools' || data.protocol === 'json' ? data.protocol : this.deps.env.AGENT_PROTOCOL,
-      batchId: typeof batch === 'string' ? batch : null,
-      metadata: data.metadata,
-      attempt: job.attemptsMade,
-    };
-  }
-
-  /**
-   * Stores the result and the traces still parked; a run whose start never reached MySQL (it was down) is
-   * recorded now, start and end.
-   */
-  private async record(start: StartRunInput, result: AgentResult): Promise<void> {
-    const { repository } = this.deps;
-    try {
-      await repository.finishRun(result);
-    } catch (error) {
-      if (!(error instanceof StoreError) || error.code !== 'run_not_found') throw error;
-      await repository.startRun(start);
-      await repository.finishRun(result);
-    }
-    const key = parkedTracesKey(this.deps.env.QUEUE_PREFIX, result.jobId);
-    const parked = await this.deps.redis.hvals(key);
-    const traces = parked.map((raw) => JSON.parse(raw) as StepTrace).sort((a, b) => a.step - b.step);
-    await repository.appendSteps(result.jobId, traces);
-    await this.deps.redis.del(key);
-  }
-
-  /**
-   * Records a job's final outcome, then publishes its result. While MySQL is down the outcome is kept in Redis,
-   * listed for the sweeper, and nothing is published: a published result always has its record.
-   */
-  private async recordAndPublish(start: StartRunInput, result: AgentResult): Promise<void> {
-    try {
-      await this.record(start, result);
-    } catch (error) {
-      if (!isConnectionFailure(error)) throw error;
-      await this.deps.outcomes.keepUnrecorded(result.jobId, {
-        result,
-        started: false,
-        recordTries: 0,
-        start,
-      });
-      this.deps.logger.warn(
-        { err: error, jobId: result.jobId },
-        'MySQL unreachable: outcome kept for the sweeper',
-      );
-      return;
-    }
-    await this.deps.publisher.publish(result);
-    this.deps.metrics?.observeResult(result);
-    await Promise.all([this.deps.checkpoints.delete(result.jobId), this.deps.outcomes.forget(result.jobId)]);
-  }
-
-  /** Records the outcomes of failed jobs that MySQL could not take when they failed. */
-  private async sweep(): Promise<void> {
-    if (this.sweeping) return;
-    this.sweeping = true;
-    try {
-      for (const jobId of await this.deps.outcomes.unrecorded(SWEEP_BATCH)) {
-        const kept = await this.deps.outcomes.load(jobId);
-        if (!kept?.start) {
-          await this.deps.outcomes.forget(jobId);
-          continue;
-        }
-        await this.recordAndPublish(kept.start, kept.result);
-      }
-    } catch (err) {
-      this.deps.logger.warn({ err }, 'recording kept outcomes failed; next sweep retries');
-    } finally {
-      this.sweeping = false;
-    }
-  }
-
   /**
    * A job that failed for good without a published result (a stalled job given up, Redis down through every
    * attempt) still gets one: the outcome it kept, or a failure with what its checkpoint says it spent.
@@ -216,7 +121,7 @@ export class FleetWorker {
       if (await this.deps.results.getJob(resultJobId(jobId))) return;
       const kept = await this.deps.outcomes.load(jobId);
       const result = kept?.result ?? (await this.exhaustedResult(job, error));
-      await this.recordAndPublish(this.startOf(job), result);
+      await this.recorder.recordAndPublish(startOf(job, this.deps.env), result);
     } catch (err) {
       this.deps.logger.error({ err, jobId }, 'could not publish the result of a failed job');
     }

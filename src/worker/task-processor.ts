@@ -94,15 +94,18 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     const firstStart = job.attemptsStarted <= 1;
     if (firstStart) {
       void deps.checkpoints.delete(jobId).catch(() => undefined);
+      void deps.outcomes.forget(jobId).catch(() => undefined);
       traces.forget();
     }
     const [checkpoint, recovered, kept] = firstStart
       ? [null, 0, null]
       : await Promise.all([deps.checkpoints.load(jobId), traces.recover(), deps.outcomes.load(jobId)]);
-    if (batchId) await withRetries(() => deps.batches?.noteTask(batchId) ?? Promise.resolve(), STORE_RETRIES);
+    // A kept outcome's batch was noted when its run started.
+    if (batchId && !kept)
+      await withRetries(() => deps.batches?.noteTask(batchId) ?? Promise.resolve(), STORE_RETRIES);
     // Not waited for: the start goes with the next shared INSERT while the run makes its first model call. The
-    // run is recorded before it is finished or released (below); if MySQL stays down it fails the attempt then,
-    // and the retry replays the run from its checkpoint without calling the model again.
+    // run is recorded before it is finished or released (below); if MySQL stays down, a finished run's outcome
+    // waits in Redis for it, and a run that needs it for a side effect fails the attempt, retried from its checkpoint.
     const startedAt = new Date();
     const startRun = () =>
       withRetries(
