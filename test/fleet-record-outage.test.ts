@@ -46,79 +46,88 @@ afterAll(async () => {
   await server.close();
 });
 
-it('runs that finish while the store is down get their record, steps and one result once it is back', async () => {
-  const env = {
-    OPENAI_BASE_URL: server.baseURL,
-    MYSQL_URL: `mysql://root@127.0.0.1:${proxy.port}/${ns.database}`,
-    WORKER_RETRY_BASE_MS: '500',
-    WORKER_RETRY_MAX_MS: '2000',
-  };
-  const workers: WorkerHandle[] = [startWorker(ns, env), startWorker(ns, env)];
-  const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
-  const tasks = new Queue(TASKS_QUEUE, { connection, prefix: ns.prefix });
-  const results = new Queue(RESULTS_QUEUE, { connection, prefix: ns.prefix });
-  try {
-    await Promise.all(workers.map((worker) => worker.waitForOutput(/worker started/)));
-    // Three attempts, as the issue's fleet had: their retries (0.5 + 1 s here) cover a tiny part of the outage.
-    const jobs = await tasks.addBulk(
-      Array.from({ length: TASKS }, (_, i) => ({
-        name: TASK_JOB_NAME,
-        data: { task: `list the tables (${i})` },
-        opts: { ...TASK_JOB_OPTIONS, attempts: 3 },
-      })),
-    );
-    const ids = jobs.map((job) => String(job.id));
-    await expect
-      .poll(async () => (await queryStore<{ n: number }>(ns, 'SELECT COUNT(*) AS n FROM agent_runs'))[0]!.n, {
-        timeout: 20_000,
-        interval: 100,
-      })
-      .toBe(TASKS);
-    await proxy.cut();
-    const cutAt = Date.now();
-    await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS - (Date.now() - cutAt)));
+it(
+  'runs that finish while the store is down get their record, steps and one result once it is back',
+  async () => {
+    const env = {
+      OPENAI_BASE_URL: server.baseURL,
+      MYSQL_URL: `mysql://root@127.0.0.1:${proxy.port}/${ns.database}`,
+      WORKER_RETRY_BASE_MS: '500',
+      WORKER_RETRY_MAX_MS: '2000',
+    };
+    const workers: WorkerHandle[] = [startWorker(ns, env), startWorker(ns, env)];
+    const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const tasks = new Queue(TASKS_QUEUE, { connection, prefix: ns.prefix });
+    const results = new Queue(RESULTS_QUEUE, { connection, prefix: ns.prefix });
+    try {
+      await Promise.all(workers.map((worker) => worker.waitForOutput(/worker started/)));
+      // Three attempts, as the issue's fleet had: their retries (0.5 + 1 s here) cover a tiny part of the outage.
+      const jobs = await tasks.addBulk(
+        Array.from({ length: TASKS }, (_, i) => ({
+          name: TASK_JOB_NAME,
+          data: { task: `list the tables (${i})` },
+          opts: { ...TASK_JOB_OPTIONS, attempts: 3 },
+        })),
+      );
+      const ids = jobs.map((job) => String(job.id));
+      await expect
+        .poll(
+          async () => (await queryStore<{ n: number }>(ns, 'SELECT COUNT(*) AS n FROM agent_runs'))[0]!.n,
+          {
+            timeout: 20_000,
+            interval: 100,
+          },
+        )
+        .toBe(TASKS);
+      await proxy.cut();
+      const cutAt = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS - (Date.now() - cutAt)));
 
-    // Still down: nothing published, nothing failed; every run is done and waits with its outcome.
-    expect(await results.getJobCountByTypes('waiting', 'completed', 'failed', 'active', 'delayed')).toBe(0);
-    const states = await Promise.all(ids.map(async (id) => (await tasks.getJob(id))!.getState()));
-    expect(states.filter((state) => state === 'failed')).toEqual([]);
-    expect(server.requests).toHaveLength(2 * TASKS);
-    await proxy.restore();
+      // Still down: nothing published, nothing failed; every run is done and waits with its outcome.
+      expect(await results.getJobCountByTypes('waiting', 'completed', 'failed', 'active', 'delayed')).toBe(0);
+      const states = await Promise.all(ids.map(async (id) => (await tasks.getJob(id))!.getState()));
+      expect(states.filter((state) => state === 'failed')).toEqual([]);
+      expect(server.requests).toHaveLength(2 * TASKS);
+      await proxy.restore();
 
-    const published = await Promise.all(ids.map((id) => ns.client.waitForResult(id, { timeoutMs: 40_000 })));
-    for (const result of published) {
-      expect(result).toMatchObject({ status: 'succeeded', answer: 'recorded after the outage', steps: 2 });
+      const published = await Promise.all(
+        ids.map((id) => ns.client.waitForResult(id, { timeoutMs: 40_000 })),
+      );
+      for (const result of published) {
+        expect(result).toMatchObject({ status: 'succeeded', answer: 'recorded after the outage', steps: 2 });
+      }
+      // Exactly one result each.
+      expect(await results.getJobCountByTypes('waiting', 'completed', 'failed', 'active', 'delayed')).toBe(
+        TASKS,
+      );
+      const runs = await queryStore<{
+        job_id: string;
+        status: string;
+        steps: number;
+        finished_at: Date | null;
+      }>(ns, 'SELECT job_id, status, steps, finished_at FROM agent_runs');
+      expect(runs.map((run) => run.job_id).sort()).toEqual([...ids].sort());
+      for (const run of runs) {
+        expect(run).toMatchObject({ status: 'succeeded', steps: 2 });
+        expect(run.finished_at).not.toBeNull();
+      }
+      const steps = await queryStore<{ job_id: string; n: number }>(
+        ns,
+        'SELECT job_id, COUNT(*) AS n FROM agent_steps GROUP BY job_id',
+      );
+      expect(steps).toHaveLength(TASKS);
+      for (const row of steps) expect(Number(row.n)).toBe(2);
+      // The runs were not made again: no model call after the outage.
+      expect(server.requests).toHaveLength(2 * TASKS);
+    } finally {
+      await Promise.all(workers.map(killWorker));
+      await tasks.close();
+      await results.close();
+      connection.disconnect();
     }
-    // Exactly one result each.
-    expect(await results.getJobCountByTypes('waiting', 'completed', 'failed', 'active', 'delayed')).toBe(
-      TASKS,
-    );
-    const runs = await queryStore<{
-      job_id: string;
-      status: string;
-      steps: number;
-      finished_at: Date | null;
-    }>(ns, 'SELECT job_id, status, steps, finished_at FROM agent_runs');
-    expect(runs.map((run) => run.job_id).sort()).toEqual([...ids].sort());
-    for (const run of runs) {
-      expect(run).toMatchObject({ status: 'succeeded', steps: 2 });
-      expect(run.finished_at).not.toBeNull();
-    }
-    const steps = await queryStore<{ job_id: string; n: number }>(
-      ns,
-      'SELECT job_id, COUNT(*) AS n FROM agent_steps GROUP BY job_id',
-    );
-    expect(steps).toHaveLength(TASKS);
-    for (const row of steps) expect(Number(row.n)).toBe(2);
-    // The runs were not made again: no model call after the outage.
-    expect(server.requests).toHaveLength(2 * TASKS);
-  } finally {
-    await Promise.all(workers.map(killWorker));
-    await tasks.close();
-    await results.close();
-    connection.disconnect();
-  }
-}, OUTAGE_MS + 110_000);
+  },
+  OUTAGE_MS + 110_000,
+);
 
 it('a job that fails for good while the store is down is recorded and published by the sweeper once it is back', async () => {
   const worker = startWorker(ns, {
