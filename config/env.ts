@@ -75,6 +75,9 @@ export const envSchema = z.object({
   WORKER_LOCK_DURATION_MS: int(1_000).default(60_000),
   WORKER_STALLED_INTERVAL_MS: int(500).default(30_000),
   WORKER_SHUTDOWN_GRACE_MS: int(0).default(25_000),
+  // After an infrastructure failure: waits of base · 2^(n−1), capped (src/queue/retry-schedule.ts).
+  WORKER_RETRY_BASE_MS: int(10, 3_600_000).default(5_000),
+  WORKER_RETRY_MAX_MS: int(10, 3_600_000).default(60_000),
   SMTP_URL: url(['smtp', 'smtps']).default('smtp://127.0.0.1:1025'),
   SMTP_LOOKUP_URL: url(['http', 'https']).optional(),
   EMAIL_PENDING_GRACE_MS: int(0).default(120_000),

@@ -2,12 +2,18 @@
 // down, MySQL down), and bounded retention so Redis does not grow without end.
 import { createHash } from 'node:crypto';
 import type { JobsOptions } from 'bullmq';
+import { CAPPED_EXPONENTIAL } from './retry-schedule.js';
 
-export const TASK_ATTEMPTS = 3;
+/**
+ * Attempts of a job that keeps failing for infrastructure reasons (the model endpoint, a database or SMTP down).
+ * With the worker's default waits (5 s doubling to at most 60 s: src/queue/retry-schedule.ts) the retries span
+ * 375 s, so an outage of several minutes is ridden out.
+ */
+export const TASK_ATTEMPTS = 10;
 
 export const TASK_JOB_OPTIONS: JobsOptions = {
   attempts: TASK_ATTEMPTS,
-  backoff: { type: 'exponential', delay: 5_000 },
+  backoff: { type: CAPPED_EXPONENTIAL },
   removeOnComplete: { age: 7 * 24 * 3600, count: 50_000 },
   removeOnFail: { age: 30 * 24 * 3600 },
 };

@@ -19,6 +19,7 @@ import { createStorePool } from '../store/pool.js';
 import { RunsRepository } from '../store/runs-repository.js';
 import { CheckpointStore } from './checkpoint-store.js';
 import { FleetWorker } from './fleet-worker.js';
+import { OutcomeStore } from './outcome-store.js';
 import { RunJournal } from './run-journal.js';
 import { startSchedules } from '../schedules/schedules-runtime.js';
 import { modelFactoryFrom } from './model-factory.js';
@@ -102,6 +103,7 @@ export async function startWorkerProcess(
       {
         env: config,
         checkpoints: new CheckpointStore(connection, config.QUEUE_PREFIX),
+        outcomes: new OutcomeStore(connection, config.QUEUE_PREFIX),
         redis: connection,
         repository,
         journal,
@@ -121,6 +123,7 @@ export async function startWorkerProcess(
         lockDurationMs: config.WORKER_LOCK_DURATION_MS,
         stalledIntervalMs: config.WORKER_STALLED_INTERVAL_MS,
         shutdownGraceMs: config.WORKER_SHUTDOWN_GRACE_MS,
+        retry: { baseMs: config.WORKER_RETRY_BASE_MS, maxMs: config.WORKER_RETRY_MAX_MS },
       },
     );
     const schedules = await startSchedules({
