@@ -9,6 +9,7 @@ import { usageOf } from '../agent/budget.js';
 import { priceOf } from '../llm/pricing.js';
 import { resultJobId, TASKS_QUEUE } from '../queue/names.js';
 import { StoreError } from '../store/errors.js';
+import { batchMembership } from './batch-membership.js';
 import {
   createTaskProcessor,
   failedResult,
@@ -106,7 +107,7 @@ export class FleetWorker {
         protocol?: unknown;
         metadata?: Record<string, unknown>;
       };
-      const batch = data.metadata?.['batch'];
+      const { batchId } = batchMembership(job, this.options.prefix);
       await this.deps.repository.startRun({
         jobId: result.jobId,
         task: typeof data.task === 'string' ? data.task.slice(0, 8_000) : '',
@@ -115,7 +116,7 @@ export class FleetWorker {
           data.protocol === 'tools' || data.protocol === 'json'
             ? data.protocol
             : this.deps.env.AGENT_PROTOCOL,
-        batchId: typeof batch === 'string' ? batch : null,
+        batchId: batchId ?? null,
         metadata: data.metadata,
         attempt: job.attemptsMade,
       });
