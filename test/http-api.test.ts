@@ -9,7 +9,7 @@ import type { Express } from 'express';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { FleetClient } from '../producers/client.js';
+import { FleetClient, TaskValidationError } from '../producers/client.js';
 import { createApiServer } from '../producers/http-api.js';
 import {
   RESULT_JOB_NAME,
@@ -509,4 +509,49 @@ describe('where the API listens', () => {
       expect(await everywhere.stop()).toBe(0);
     }
   }, 60_000);
+});
+
+describe('the library refuses the same, with the field path and nothing enqueued', () => {
+  async function refusal(input: unknown): Promise<TaskValidationError> {
+    const before = await jobCount();
+    const error = await client.enqueue(input).then(
+      () => null,
+      (thrown: unknown) => thrown,
+    );
+    expect(await jobCount()).toBe(before);
+    expect(error).toBeInstanceOf(TaskValidationError);
+    return error as TaskValidationError;
+  }
+
+  it('an invisible task, a lone task naming an existing batch, hostile values', async () => {
+    expect((await refusal({ task: '\u200B\u2060' })).issues.map((i) => i.path)).toEqual(['task']);
+
+    const { batchId } = await client.enqueueBatch({ tasks: [{ task: 'member' }] });
+    const joined = await refusal({ task: 'join', metadata: { batch: batchId } });
+    expect(joined.issues.map((i) => i.path)).toEqual(['metadata.batch']);
+    expect(joined.message).toContain('metadata.batch: names the existing batch');
+    const many = await client
+      .enqueueMany([{ task: 'a' }, { task: 'b', metadata: { batch: batchId } }])
+      .catch((e: unknown) => e);
+    expect(many).toBeInstanceOf(TaskValidationError);
+    expect((many as Error).message).toMatch(/^Invalid task #2: metadata\.batch/);
+
+    const getter = await refusal({
+      task: 'x',
+      get model(): string {
+        throw new Error('boom');
+      },
+    });
+    expect(getter.issues).toEqual([{ path: 'model', message: 'cannot be read: boom' }]);
+    const trap = () => {
+      throw new Error('trapped');
+    };
+    expect((await refusal(new Proxy({}, { ownKeys: trap }))).issues).toEqual([
+      { path: '', message: 'cannot be read: trapped' },
+    ]);
+    const wide = Object.fromEntries(Array.from({ length: 700 }, (_, i) => [`k${i}`, 1]));
+    expect((await refusal({ task: 'x', metadata: wide })).issues).toEqual([
+      { path: 'metadata', message: 'has an object of more than 100 keys' },
+    ]);
+  });
 });
