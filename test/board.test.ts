@@ -15,6 +15,7 @@ import {
   TASKS_QUEUE,
 } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
+import { accepts, externalIPv4, startHttpProcess } from './support/http-process.js';
 
 const REDIS_URL = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
 const PREFIX = `test-board-${randomBytes(4).toString('hex')}`;
@@ -403,6 +404,56 @@ describe('the admin login', () => {
     expect(added.data).toEqual([{ task: 'via proxy' }]);
     await added.remove();
   });
+});
+
+describe('npm run board', () => {
+  const env = {
+    BOARD_USER: USER,
+    BOARD_PASSWORD: PASSWORD,
+    BOARD_PORT: '0',
+    REDIS_URL,
+    QUEUE_PREFIX: PREFIX,
+  };
+
+  it('listens on BOARD_HOST, 127.0.0.1 by default, where its log line says; the admin board only when configured', async () => {
+    const board = await startHttpProcess('producers/board.ts', env, /board listening/);
+    try {
+      const { host, port, msg } = board.listening;
+      expect(host).toBe('127.0.0.1');
+      expect(msg).toBe(`board listening on http://127.0.0.1:${port}/ (read-only)`);
+      expect(await accepts('127.0.0.1', port)).toBe(true);
+      const external = externalIPv4();
+      if (external) expect(await accepts(external, port)).toBe(false);
+    } finally {
+      expect(await board.stop()).toBe(0);
+    }
+    const admin = {
+      BOARD_ADMIN_USER: ADMIN_USER,
+      BOARD_ADMIN_PASSWORD: ADMIN_PASSWORD,
+      BOARD_HOST: '0.0.0.0',
+    };
+    const open = await startHttpProcess('producers/board.ts', { ...env, ...admin }, /board listening/);
+    try {
+      const { host, port, msg } = open.listening;
+      expect(host).toBe('0.0.0.0');
+      expect(msg).toBe(
+        `board listening on http://0.0.0.0:${port}/ (read-only; admin board on http://0.0.0.0:${port}/admin/)`,
+      );
+      const page = await fetch(`http://127.0.0.1:${port}/admin/`, {
+        headers: basic(ADMIN_USER, ADMIN_PASSWORD),
+      });
+      expect(page.status).toBe(200);
+      await page.arrayBuffer();
+    } finally {
+      expect(await open.stop()).toBe(0);
+    }
+  }, 60_000);
+
+  it('refuses to start with half an admin login', async () => {
+    await expect(
+      startHttpProcess('producers/board.ts', { ...env, BOARD_ADMIN_USER: ADMIN_USER }, /board listening/),
+    ).rejects.toThrow(/BOARD_ADMIN_PASSWORD not set/);
+  }, 30_000);
 });
 
 describe('redactSecrets', () => {
