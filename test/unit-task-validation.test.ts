@@ -153,9 +153,11 @@ describe('a task needs a visible character', () => {
     ];
     for (const task of invisible) {
       expect(hasVisibleCharacter(task), JSON.stringify(task)).toBe(false);
-      // Blank after trimming (U+FEFF, spaces) it is also empty: every issue is about `task`.
-      const paths = new Set(issuesOf({ task }).map((issue) => issue.path));
-      expect([...paths], JSON.stringify(task)).toEqual(['task']);
+      // Blank after trimming (U+FEFF, spaces), it is refused as empty instead.
+      const issues = issuesOf({ task });
+      expect(issues, JSON.stringify(task)).toHaveLength(1);
+      expect(issues[0]!.path).toBe('task');
+      expect(issues[0]!.message).toMatch(/^must (not be empty|contain at least one visible character)$/);
     }
     for (const task of ['a', '\u200Bx', 'é', '日本', '😀', '1', '\u0301a']) {
       expect(validateTask({ task }).ok, JSON.stringify(task)).toBe(true);
@@ -184,5 +186,25 @@ describe('scanJsonText', () => {
     const keys = (n: number) => `{${Array.from({ length: n }, (_, i) => `"k${i}":1`).join(',')}}`;
     expect(scan(keys(100))).toBeNull();
     expect(scan(keys(101))?.message).toBe('has an object of more than 100 keys');
+  });
+});
+
+describe('a refusal stays small', () => {
+  it('counts metadata keys before validating any of them', () => {
+    const metadata = Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`${'k'.repeat(150)}${i}`, 1]));
+    expect(issuesOf({ task: 'x', metadata })).toEqual([
+      { path: 'metadata', message: 'must have at most 50 keys' },
+    ]);
+  });
+
+  it('lists at most 10 unknown keys of an object and 100 issues in all', () => {
+    const unknown = Object.fromEntries(Array.from({ length: 25 }, (_, i) => [`u${i}`, 1]));
+    const [issue] = issuesOf({ task: 'x', ...unknown });
+    expect(issue?.path.split(', ')).toHaveLength(10);
+    expect(issue?.message).toBe('unknown field (and 15 more)');
+    const validation = validateBatch({ tasks: Array.from({ length: 150 }, () => ({ task: '' })) });
+    const issues = validation.ok ? [] : validation.issues;
+    expect(issues).toHaveLength(101);
+    expect(issues.at(-1)).toEqual({ path: '', message: 'and 50 more issues' });
   });
 });

@@ -5,6 +5,10 @@ import { snapshotJson, TASK_JSON_LIMITS } from './json-structure.js';
 import { TOOL_NAMES } from './tool-names.js';
 
 export const MAX_TASK_CHARS = 8_000;
+const MAX_METADATA_KEYS = 50;
+/** Past these, a refusal lists no more: the caller has enough to fix, and the answer stays small. */
+const MAX_ISSUES = 100;
+const MAX_UNKNOWN_KEYS_LISTED = 10;
 
 /**
  * A character that shows: not whitespace or a separator (Z, White_Space, U+0085), not a control, format,
@@ -42,7 +46,11 @@ export const taskSchema = z
       .trim()
       .min(1, 'must not be empty')
       .max(MAX_TASK_CHARS, `must be at most ${MAX_TASK_CHARS} characters`)
-      .refine(hasVisibleCharacter, 'must contain at least one visible character'),
+      // An empty task is already refused as empty.
+      .refine(
+        (text) => text === '' || hasVisibleCharacter(text),
+        'must contain at least one visible character',
+      ),
     budget: budgetSchema.optional(),
     tools: z
       .array(z.enum(TOOL_NAMES))
@@ -52,8 +60,14 @@ export const taskSchema = z
     model: z.string().min(1).max(100).optional(),
     protocol: z.enum(['tools', 'json']).optional(),
     metadata: z
-      .record(z.string().max(100), metadataValue)
-      .refine((record) => Object.keys(record).length <= 50, 'must have at most 50 keys')
+      // Counted before any entry is validated: a record of thousands of keys costs one Object.keys.
+      .unknown()
+      .refine(
+        (value) =>
+          typeof value !== 'object' || value === null || Object.keys(value).length <= MAX_METADATA_KEYS,
+        `must have at most ${MAX_METADATA_KEYS} keys`,
+      )
+      .pipe(z.record(z.string().max(100), metadataValue))
       .superRefine((record, ctx) => {
         // `batch` names the task's batch: its budget, its row in agent_runs.batch_id (64 characters).
         const batch = record['batch'];
@@ -113,17 +127,23 @@ export function safeParse<T extends z.ZodType>(schema: T, value: unknown): z.Zod
 }
 
 export function toFieldIssues(issues: readonly z.core.$ZodIssue[]): FieldIssue[] {
-  return issues.map((issue) => {
+  const fields = issues.slice(0, MAX_ISSUES).map((issue) => {
     const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
     const path = issue.path.map(String).join('.');
     if (keys.length > 0) {
+      const listed = keys.slice(0, MAX_UNKNOWN_KEYS_LISTED).map((key) => (path ? `${path}.${key}` : key));
+      const more = keys.length - listed.length;
       return {
-        path: keys.map((key) => (path ? `${path}.${key}` : key)).join(', '),
-        message: 'unknown field',
+        path: listed.join(', '),
+        message: more > 0 ? `unknown field (and ${more} more)` : 'unknown field',
       };
     }
     return { path, message: issue.message };
   });
+  if (issues.length > MAX_ISSUES) {
+    fields.push({ path: '', message: `and ${issues.length - MAX_ISSUES} more issues` });
+  }
+  return fields;
 }
 
 /** `budget.maxSteps: Too big: expected number to be <=50; tools.0: Invalid option` */
