@@ -15,6 +15,8 @@ export const BOARD_CSP = [
   "img-src 'self' data:",
   "font-src 'self' data:",
   "connect-src 'self'",
+  // Its JSON viewer highlights code in a Web Worker loaded from the board's own static files.
+  "worker-src 'self'",
   "object-src 'none'",
   "base-uri 'self'",
   "form-action 'self'",
