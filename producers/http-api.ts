@@ -88,7 +88,6 @@ interface BodyParserError {
   type?: unknown;
   status?: unknown;
   limit?: unknown;
-  message?: unknown;
 }
 
 /** express.json with a byte limit, refusing a body over `limits` before JSON.parse spends time on it. */
