@@ -413,6 +413,17 @@ describe('refusals of hostile tasks and bodies, with nothing enqueued', () => {
       expect(await jobCount()).toBe(before);
     }
     expect((await post({ task: '\u200Bvisible\u2060' })).status).toBe(202);
+    const before = await jobCount();
+    const batch = await fetch(`${base}/v1/batches`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ tasks: [{ task: 'fine' }, { task: '\u2060\u0000' }] }),
+    });
+    expect(batch.status).toBe(400);
+    expect(((await batch.json()) as { issues: unknown[] }).issues).toEqual([
+      { path: 'tasks.1.task', message: 'must contain at least one visible character' },
+    ]);
+    expect(await jobCount()).toBe(before);
   });
 
   it('refuses a lone task naming an existing batch in metadata.batch; a batch-like label of none is kept', async () => {
@@ -549,6 +560,24 @@ describe('the library refuses the same, with the field path and nothing enqueued
     expect((await refusal(new Proxy({}, { ownKeys: trap }))).issues).toEqual([
       { path: '', message: 'cannot be read: trapped' },
     ]);
+    const before = await jobCount();
+    const hostileBatch = await client
+      .enqueueBatch({
+        tasks: [
+          {
+            task: 'x',
+            get budget(): unknown {
+              throw new Error('batch getter');
+            },
+          },
+        ],
+      })
+      .catch((thrown: unknown) => thrown);
+    expect(hostileBatch).toBeInstanceOf(TaskValidationError);
+    expect((hostileBatch as TaskValidationError).issues).toEqual([
+      { path: 'tasks.0.budget', message: 'cannot be read: batch getter' },
+    ]);
+    expect(await jobCount()).toBe(before);
     const wide = Object.fromEntries(Array.from({ length: 700 }, (_, i) => [`k${i}`, 1]));
     expect((await refusal({ task: 'x', metadata: wide })).issues).toEqual([
       { path: 'metadata', message: 'has an object of more than 100 keys' },
