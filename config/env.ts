@@ -1,5 +1,6 @@
 // The environment, parsed once with zod. Every variable is optional (CONTRACT §2); a bad value stops the
 // process at start with one line that names the variable.
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import * as D from '../src/agent/defaults.js';
 import { ConfigError } from '../src/agent/errors.js';
@@ -49,6 +50,15 @@ const priceTable = z
     ),
   );
 
+/** An address to listen on: an IPv4 or IPv6 address or a host name, never a URL or a port. */
+const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
+const listenHost = z
+  .string()
+  .refine(
+    (value) => isIP(value) !== 0 || (value.length <= 253 && HOST_NAME.test(value)),
+    'must be an address such as 127.0.0.1, 0.0.0.0 or ::',
+  );
+
 export const envSchema = z.object({
   REDIS_URL: url(['redis', 'rediss']).default('redis://127.0.0.1:6379'),
   QUEUE_PREFIX: z
@@ -92,14 +102,31 @@ export const envSchema = z.object({
   SQL_MAX_ROWS: int(1, 1_000).default(10),
   SQL_TIMEOUT_MS: int(100, 600_000).default(5_000),
   SQL_ALLOWED_TABLES: commaList.optional(),
+  API_HOST: listenHost.default('127.0.0.1'),
   API_PORT: int(0, 65535).default(3100),
   API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  BOARD_HOST: listenHost.default('127.0.0.1'),
   BOARD_PORT: int(0, 65535).default(3200),
   BOARD_USER: z.string().min(1).optional(),
   BOARD_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
+  // The board's admin login (add, retry, clean, obliterate…): off unless both are set.
+  BOARD_ADMIN_USER: z.string().min(1).optional(),
+  BOARD_ADMIN_PASSWORD: z.string().min(12, 'must be at least 12 characters').optional(),
+  // The board's address as the browser sees it (behind a proxy that rewrites Host); default: the Host header.
+  BOARD_ORIGIN: z
+    .string()
+    .refine((value) => {
+      try {
+        return new URL(value).origin === value;
+      } catch {
+        return false;
+      }
+    }, 'must be an origin such as https://board.example.com (scheme, host and port only)')
+    .optional(),
   FLEET_DAILY_MAX_COST_USD: positive().optional(),
   FLEET_DAILY_MAX_TOKENS: int(1).optional(),
   MODEL_RPM: int(1).optional(),
+  METRICS_HOST: listenHost.default('127.0.0.1'),
   METRICS_PORT: int(0, 65535).default(9464),
   SCHEDULES_FILE: z.string().min(1).default('config/schedules.json'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

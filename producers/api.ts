@@ -46,11 +46,13 @@ metrics.watchQueues(watched);
 runHttpProcess({
   logger,
   app: createApiServer({ client, token, logger, metrics }),
+  host: config.API_HOST,
   port: config.API_PORT,
+  hostVariable: 'API_HOST',
   portVariable: 'API_PORT',
-  listening: (port) => ({
+  listening: (url) => ({
     fields: { queuePrefix: config.QUEUE_PREFIX },
-    message: `API listening on http://127.0.0.1:${port}`,
+    message: `API listening on ${url}`,
   }),
   release: async () => {
     await client.close();

@@ -91,15 +91,19 @@ export class FleetClient {
     return result!;
   }
 
-  /** Validates every task first; enqueues only when all are valid. */
+  /**
+   * Validates every task first; enqueues only when all are valid. A task joins a batch only through
+   * enqueueBatch: one whose `metadata.batch` names an existing batch is refused (see refuseBatchClaims).
+   */
   async enqueueMany(inputs: readonly unknown[]): Promise<{ jobId: string }[]> {
+    const where = (i: number) => (inputs.length > 1 ? ` #${i + 1}` : '');
     const tasks = inputs.map((input, i) => {
       const validation = validateTask(input);
-      if (!validation.ok)
-        throw new TaskValidationError(validation.issues, inputs.length > 1 ? ` #${i + 1}` : '');
+      if (!validation.ok) throw new TaskValidationError(validation.issues, where(i));
       return validation.task;
     });
     await this.connected();
+    await this.refuseBatchClaims(tasks, where);
     const jobs = await this.tasks.addBulk(
       tasks.map((task) => ({
         name: TASK_JOB_NAME,
@@ -212,6 +216,20 @@ export class FleetClient {
       this.flow.close(),
     ]);
     this.redis.disconnect();
+  }
+
+  /**
+   * `metadata.batch` is where a batch's tasks carry its id (CONTRACT §9). A lone task naming an existing batch
+   * would look like one of its tasks, so it is refused; naming no batch, it is a label and joins nothing (the
+   * worker charges a batch's budget only to the batch's own jobs: src/worker/batch-membership.ts).
+   */
+  private async refuseBatchClaims(tasks: readonly AgentTask[], where: (i: number) => string): Promise<void> {
+    for (const [i, task] of tasks.entries()) {
+      const batch = task.metadata?.['batch'];
+      if (typeof batch !== 'string' || !(await this.batches.getJob(batch))) continue;
+      const message = `names the existing batch ${batch}: a task joins a batch only through the batch API (POST /v1/batches, --batch, enqueueBatch)`;
+      throw new TaskValidationError([{ path: 'metadata.batch', message }], where(i));
+    }
   }
 
   /** Checks Redis once; a failed check is forgotten, so the next call tries again. */

@@ -41,6 +41,10 @@ describe('parseEnv defaults', () => {
       EMAIL_DRY_RUN: false,
       API_PORT: 3100,
       BOARD_PORT: 3200,
+      // Listened on where the log says: this machine only, unless told otherwise (compose: 0.0.0.0).
+      API_HOST: '127.0.0.1',
+      BOARD_HOST: '127.0.0.1',
+      METRICS_HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
     });
     for (const key of [
@@ -50,6 +54,9 @@ describe('parseEnv defaults', () => {
       'API_TOKEN',
       'BOARD_USER',
       'BOARD_PASSWORD',
+      'BOARD_ADMIN_USER',
+      'BOARD_ADMIN_PASSWORD',
+      'BOARD_ORIGIN',
       'FLEET_DAILY_MAX_COST_USD',
       'FLEET_DAILY_MAX_TOKENS',
       'MODEL_RPM',
@@ -153,6 +160,24 @@ describe('parseEnv refusals', () => {
     expect(error.message).toMatch(reason);
   });
 
+  it('listen hosts and the board origin: addresses and an origin, nothing else', () => {
+    expect(parseEnv({ API_HOST: '0.0.0.0', BOARD_HOST: '::', METRICS_HOST: 'localhost' })).toMatchObject({
+      API_HOST: '0.0.0.0',
+      BOARD_HOST: '::',
+      METRICS_HOST: 'localhost',
+    });
+    expect(envError({ API_HOST: 'http://0.0.0.0' }).message).toMatch(
+      /^API_HOST="http:\/\/0\.0\.0\.0" is invalid/,
+    );
+    expect(envError({ BOARD_HOST: '0.0.0.0:3200' }).message).toMatch(/^BOARD_HOST=/);
+    expect(parseEnv({ BOARD_ORIGIN: 'https://board.example.com' }).BOARD_ORIGIN).toBe(
+      'https://board.example.com',
+    );
+    expect(envError({ BOARD_ORIGIN: 'https://board.example.com/' }).message).toMatch(
+      /^BOARD_ORIGIN=.* origin/,
+    );
+  });
+
   it('the first bad variable is named when several are bad', () => {
     const error = envError({ AGENT_MAX_STEPS: '0', LLM_TEMPERATURE: '9' });
     expect(error.message).toMatch(/^(AGENT_MAX_STEPS|LLM_TEMPERATURE)=/);
@@ -162,6 +187,7 @@ describe('parseEnv refusals', () => {
     const secrets: [string, string][] = [
       ['API_TOKEN', 'short-secret'],
       ['BOARD_PASSWORD', 'hunter2'],
+      ['BOARD_ADMIN_PASSWORD', 'short-admin'],
     ];
     for (const [name, value] of secrets) {
       const error = envError({ [name]: value });

@@ -9,6 +9,7 @@ import type { Env } from '../../config/env.js';
 import type { Logger } from '../logging/logger.js';
 import type { FleetMetrics } from '../metrics/fleet-metrics.js';
 import { isConnectionFailure } from '../store/connection-errors.js';
+import { batchMembership } from './batch-membership.js';
 import { StoreError } from '../store/errors.js';
 import type { RunsRepository, StartRunInput } from '../store/runs-repository.js';
 import type { CheckpointStore } from './checkpoint-store.js';
@@ -32,19 +33,19 @@ export interface FinalRecorderDeps {
 
 /** What agent_runs needs to start a job's run, from the job's data. */
 export function startOf(job: Job, env: Env): StartRunInput {
+  const { batchId } = batchMembership(job, env.QUEUE_PREFIX);
   const data = (job.data ?? {}) as {
     task?: unknown;
     model?: unknown;
     protocol?: unknown;
     metadata?: Record<string, unknown>;
   };
-  const batch = data.metadata?.['batch'];
   return {
     jobId: String(job.id),
     task: typeof data.task === 'string' ? data.task.slice(0, 8_000) : '',
     model: typeof data.model === 'string' ? data.model : env.LLM_MODEL,
     protocol: data.protocol === 'tools' || data.protocol === 'json' ? data.protocol : env.AGENT_PROTOCOL,
-    batchId: typeof batch === 'string' ? batch : null,
+    batchId: batchId ?? null,
     metadata: data.metadata,
     attempt: job.attemptsMade,
   };

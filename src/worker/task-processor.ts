@@ -35,6 +35,7 @@ import type { RunJournal } from './run-journal.js';
 import { TraceWriter } from './trace-writer.js';
 import type { BatchTracker } from './batch-tracker.js';
 import { Background } from './background.js';
+import { batchMembership } from './batch-membership.js';
 
 /** The abort reason the worker uses when it shuts down: such a job is released, not ended. */
 export const SHUTDOWN_REASON = 'worker-shutdown';
@@ -85,7 +86,9 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
       throw new UnrecoverableError(error.message);
     }
 
-    const batchId = typeof task.metadata?.batch === 'string' ? task.metadata.batch : undefined;
+    const { batchId, claimed } = batchMembership(job, deps.env.QUEUE_PREFIX);
+    if (claimed)
+      log.warn({ batch: claimed }, 'metadata.batch names a batch the job is not a task of: ignored');
     const traces = new TraceWriter(journal, deps.redis, deps.env.QUEUE_PREFIX, jobId, log);
     // BullMQ counts every start of a job (retries, stalled restarts and releases included): a job started for the
     // first time has no checkpoint and no parked traces of its own and skips the round trip that reads them; what

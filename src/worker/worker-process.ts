@@ -56,8 +56,11 @@ export async function startWorkerProcess(
     let metricsServer: MetricsServer | undefined;
     if (config.METRICS_PORT > 0) {
       try {
-        metricsServer = await startMetricsServer(metrics, { port: config.METRICS_PORT });
-        logger.info({ port: metricsServer.port }, 'metrics on /metrics');
+        metricsServer = await startMetricsServer(metrics, {
+          host: config.METRICS_HOST,
+          port: config.METRICS_PORT,
+        });
+        logger.info({ host: config.METRICS_HOST, port: metricsServer.port }, 'metrics on /metrics');
       } catch (error) {
         // Another worker on this host has the port: run without it rather than not at all.
         logger.warn({ err: error, port: config.METRICS_PORT }, 'metrics server not started');
