@@ -8,6 +8,7 @@ import { fail, loadConfig, runHttpProcess } from './http-process.js';
 import { FleetMetrics } from '../src/metrics/fleet-metrics.js';
 import { FLEET_QUEUES } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
+import { RedisOutageLog } from '../src/queue/redis-outage-log.js';
 import { FleetClient } from './client.js';
 import { createApiServer } from './http-api.js';
 
@@ -27,14 +28,14 @@ if (!token) {
   logger.info(`demo mode: API_TOKEN is not set, so this is the demo token: Authorization: Bearer ${token}`);
 }
 
-const client = new FleetClient({ redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX });
+const client = new FleetClient({ redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX, logger });
 // The API reports the depth of every queue of the fleet on /metrics.
 const metricsRedis = createRedis(config.REDIS_URL, 'producer');
-metricsRedis.on('error', () => undefined);
+const outages = new RedisOutageLog(logger).watchConnection(metricsRedis, 'metrics redis');
 const watched = FLEET_QUEUES.map(
   (name) => new Queue(name, { connection: metricsRedis, prefix: config.QUEUE_PREFIX }),
 );
-for (const queue of watched) queue.on('error', () => undefined);
+for (const queue of watched) outages.watch(queue, 'metrics queue');
 const metrics = new FleetMetrics();
 metrics.watchQueues(watched);
 runHttpProcess({

@@ -7,6 +7,8 @@ import type { AgentResult } from '../src/agent/types.js';
 import { jobIdForKey, TASK_JOB_OPTIONS } from '../src/queue/job-options.js';
 import { BATCHES_QUEUE, RESULTS_QUEUE, resultJobId, TASK_JOB_NAME, TASKS_QUEUE } from '../src/queue/names.js';
 import { assertRedisReachable, createRedis } from '../src/queue/redis.js';
+import { RedisOutageLog, type ErrorEmitter } from '../src/queue/redis-outage-log.js';
+import type { Logger } from '../src/logging/logger.js';
 import {
   formatFieldIssues,
   validateTask,
@@ -35,6 +37,11 @@ export interface FleetClientOptions {
   redisUrl?: string;
   /** Default: agentfleet. */
   prefix?: string;
+  /**
+   * Where a Redis outage is reported: one warning when it starts and one line when it ends. Default: nowhere
+   * (a call made meanwhile still rejects with an error that names REDIS_URL).
+   */
+  logger?: Logger;
 }
 
 export interface TaskStatus {
@@ -72,8 +79,6 @@ export class FleetClient {
   constructor(options: FleetClientOptions = {}) {
     this.redisUrl = options.redisUrl ?? 'redis://127.0.0.1:6379';
     this.redis = createRedis(this.redisUrl, 'producer');
-    // Quiet the connection's own error events: every failing command rejects with the error instead.
-    this.redis.on('error', () => undefined);
     const prefix = options.prefix ?? 'agentfleet';
     this.tasks = new Queue(TASKS_QUEUE, { connection: this.redis, prefix });
     this.results = new Queue(RESULTS_QUEUE, { connection: this.redis, prefix });
@@ -81,8 +86,13 @@ export class FleetClient {
     this.flow = new FlowProducer({ connection: this.redis, prefix });
     this.ledger = new SpendLedger({ redis: this.redis, prefix });
     // Connection errors surface as rejected calls; without listeners BullMQ would also print them raw.
-    for (const queue of [this.tasks, this.results, this.batches]) queue.on('error', () => undefined);
-    this.flow.on('error', () => undefined);
+    const emitters: ErrorEmitter[] = [this.tasks, this.results, this.batches, this.flow];
+    if (options.logger) {
+      const outages = new RedisOutageLog(options.logger).watchConnection(this.redis, 'client redis');
+      for (const emitter of emitters) outages.watch(emitter, 'client queue');
+    } else {
+      for (const emitter of [this.redis, ...emitters]) emitter.on('error', () => undefined);
+    }
   }
 
   /** Validates and enqueues one task. Throws TaskValidationError (nothing enqueued) on a bad task. */
