@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import * as D from '../src/agent/defaults.js';
 import { ConfigError } from '../src/agent/errors.js';
+import { DEFAULT_RETENTION as R } from '../src/queue/retention.js';
 
 /** Plain decimal numbers only: no hex, no exponent, no whitespace read as 0 (as z.coerce would). */
 const decimal = (schema: z.ZodNumber) =>
@@ -74,6 +75,13 @@ export const envSchema = z.object({
   WORKER_LOCK_DURATION_MS: int(1_000).default(60_000),
   WORKER_STALLED_INTERVAL_MS: int(500).default(30_000),
   WORKER_SHUTDOWN_GRACE_MS: int(0).default(25_000),
+  // Retention of finished jobs in Redis (src/queue/retention.ts): seconds, and how many are kept.
+  RESULTS_KEEP_AGE_S: int(1).default(R.RESULTS_KEEP_AGE_S),
+  RESULTS_KEEP_COUNT: int(1).default(R.RESULTS_KEEP_COUNT),
+  TASKS_KEEP_COMPLETED_AGE_S: int(1).default(R.TASKS_KEEP_COMPLETED_AGE_S),
+  TASKS_KEEP_COMPLETED_COUNT: int(0).default(R.TASKS_KEEP_COMPLETED_COUNT),
+  TASKS_KEEP_FAILED_AGE_S: int(1).default(R.TASKS_KEEP_FAILED_AGE_S),
+  TASKS_KEEP_FAILED_COUNT: int(0).default(R.TASKS_KEEP_FAILED_COUNT),
   SMTP_URL: url(['smtp', 'smtps']).default('smtp://127.0.0.1:1025'),
   SMTP_LOOKUP_URL: url(['http', 'https']).optional(),
   EMAIL_PENDING_GRACE_MS: int(0).default(120_000),
