@@ -1,7 +1,7 @@
 // A BullMQ Worker running agent tasks, with the lifecycle of bullmq's production guide: concurrency per
 // process, locks that survive minute-long jobs, stalled jobs resumed elsewhere, a final failure that still
 // publishes a result, and a graceful close that is safe to call twice.
-import type { Queue } from 'bullmq';
+import type { KeepJobs, Queue } from 'bullmq';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AgentResult } from '../agent/types.js';
@@ -34,6 +34,8 @@ export interface FleetWorkerOptions {
   stalledIntervalMs: number;
   /** On close, running jobs get this long to finish before they are checkpointed and released. */
   shutdownGraceMs: number;
+  /** Finished task jobs kept in Redis (the fleet's retention); jobs enqueued with their own keep theirs. */
+  retention?: { completed: KeepJobs; failed: KeepJobs };
 }
 
 export class FleetWorker {
@@ -56,11 +58,13 @@ export class FleetWorker {
       // limiter is set.
       limiter: { max: 1_000_000, duration: 1_000 },
       autorun: false,
+      removeOnComplete: options.retention?.completed,
+      removeOnFail: options.retention?.failed,
     });
     this.worker.on('failed', (job, error) => {
       if (job) void this.onFailed(job, error);
     });
-    this.worker.on('error', (error) => deps.logger.error({ err: error }, 'worker error'));
+    // Errors (mostly Redis going away) are reported by the process, once per outage: see RedisOutageLog.
   }
 
   start(): void {
@@ -71,10 +75,10 @@ export class FleetWorker {
   /** Stops taking jobs, lets running ones finish within the grace period, then releases the rest. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      const timer = setTimeout(() => {
-        this.deps.logger.info('grace period over: checkpointing and releasing running jobs');
-        this.worker.cancelAllJobs(SHUTDOWN_REASON);
-      }, this.options.shutdownGraceMs);
+      const timer = setTimeout(
+        () => this.releaseRunningJobs('grace period over'),
+        this.options.shutdownGraceMs,
+      );
       try {
         await this.worker.close();
       } finally {
@@ -82,6 +86,12 @@ export class FleetWorker {
       }
     })();
     return this.closing;
+  }
+
+  /** Ends the grace period now: running jobs are checkpointed and released (an operator insisting). */
+  releaseRunningJobs(why: string): void {
+    this.deps.logger.info(`${why}: checkpointing and releasing running jobs`);
+    this.worker.cancelAllJobs(SHUTDOWN_REASON);
   }
 
   private priceOf(job: Job) {

@@ -13,6 +13,8 @@ import { fleetLimitsFromEnv, gateForJob } from '../fleet/fleet-gate.js';
 import { FleetMetrics } from '../metrics/fleet-metrics.js';
 import { startMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
 import { assertRedisReachable, createRedis } from '../queue/redis.js';
+import { RedisOutageLog } from '../queue/redis-outage-log.js';
+import { retentionFrom } from '../queue/retention.js';
 import { migrate } from '../store/migrate.js';
 import { createStorePool } from '../store/pool.js';
 import { RunsRepository } from '../store/runs-repository.js';
@@ -22,6 +24,8 @@ import { RunJournal } from './run-journal.js';
 import { startSchedules } from '../schedules/schedules-runtime.js';
 import { modelFactoryFrom } from './model-factory.js';
 import { ResultPublisher } from './result-publisher.js';
+import { ResultsRetention } from './results-retention.js';
+import { handleShutdownSignals } from './shutdown-signals.js';
 import { buildToolProvider } from './tool-wiring.js';
 
 export interface WorkerProcess {
@@ -45,9 +49,16 @@ export async function startWorkerProcess(
     const pool = await createStorePool(config.MYSQL_URL);
     await migrate(pool, { logger });
     const connection = createRedis(config.REDIS_URL, 'worker');
+    // One line when Redis goes away and one when it is back, from every queue and connection of the process.
+    const outages = new RedisOutageLog(logger).watchConnection(connection);
     await assertRedisReachable(connection, config.REDIS_URL);
+    const retention = retentionFrom(config);
     const results = new Queue(RESULTS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
     const tasksQueue = new Queue(TASKS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
+    outages.watch(results, 'results queue').watch(tasksQueue, 'tasks queue');
+    const resultsRetention = new ResultsRetention(results, retention.results, (err) =>
+      logger.warn({ err }, 'could not trim agent-results'),
+    );
     const metrics = new FleetMetrics();
     metrics.watchQueues([tasksQueue, results]);
     let metricsServer: MetricsServer | undefined;
@@ -88,13 +99,21 @@ export async function startWorkerProcess(
     });
     const journal = new RunJournal(new RunsRepository(journalPool));
     const batchesQueue = new Queue(BATCHES_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
+    outages.watch(batchesQueue, 'batches queue');
     const batchRecords = new BatchRecords(pool);
     const aggregator = new Worker(
       BATCHES_QUEUE,
       createBatchAggregator({ results, records: batchRecords, reports: new BatchReportStore(pool), logger }),
-      { connection, prefix: config.QUEUE_PREFIX, concurrency: 2 },
+      {
+        connection,
+        prefix: config.QUEUE_PREFIX,
+        concurrency: 2,
+        // A batch parent carries the summary: kept like a result.
+        removeOnComplete: retention.results,
+        removeOnFail: retention.failed,
+      },
     );
-    aggregator.on('error', (err) => logger.error({ err }, 'batch aggregator error'));
+    outages.watch(aggregator, 'batch aggregator');
     const worker = new FleetWorker(
       {
         env: config,
@@ -102,7 +121,11 @@ export async function startWorkerProcess(
         redis: connection,
         repository,
         journal,
-        publisher: new ResultPublisher(results),
+        publisher: new ResultPublisher(results, {
+          keep: retention.results,
+          keepFailed: retention.failed,
+          onPublished: () => resultsRetention.poke(),
+        }),
         tools: tools.provider,
         createModel,
         gateFor,
@@ -118,14 +141,18 @@ export async function startWorkerProcess(
         lockDurationMs: config.WORKER_LOCK_DURATION_MS,
         stalledIntervalMs: config.WORKER_STALLED_INTERVAL_MS,
         shutdownGraceMs: config.WORKER_SHUTDOWN_GRACE_MS,
+        retention,
       },
     );
+    outages.watch(worker.worker, 'worker');
     const schedules = await startSchedules({
       connection,
       prefix: config.QUEUE_PREFIX,
       file: config.SCHEDULES_FILE,
       ledger,
       logger,
+      retention,
+      outages,
     });
     worker.start();
 
@@ -133,6 +160,7 @@ export async function startWorkerProcess(
     const stop = () =>
       (stopping ??= (async () => {
         await Promise.all([worker.close(), aggregator.close(), schedules.close()]);
+        await resultsRetention.close();
         await batchesQueue.close();
         await metricsServer?.close();
         await tasksQueue.close();
@@ -144,18 +172,11 @@ export async function startWorkerProcess(
         logger.info('worker stopped');
       })());
     if (options.handleSignals ?? true) {
-      for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-        process.once(signal, () => {
-          logger.info({ signal }, 'shutting down');
-          stop().then(
-            () => process.exit(0),
-            (error: unknown) => {
-              logger.error({ err: error }, 'shutdown failed');
-              process.exit(1);
-            },
-          );
-        });
-      }
+      handleShutdownSignals({
+        logger,
+        stop,
+        hurry: () => worker.releaseRunningJobs('asked again'),
+      });
     }
     return { worker, stop };
   } catch (error) {
