@@ -132,6 +132,39 @@ describe('a worker with small retention counts', () => {
   }, 90_000);
 });
 
+describe('a batch larger than RESULTS_KEEP_COUNT', () => {
+  it('is summed all the same: the results trimmed from Redis are read from MySQL', async () => {
+    // One slow task holds the batch open while the results of the six fast ones are published and trimmed.
+    model.reset({
+      rules: [
+        (request) =>
+          String(request.messages[1]?.content).startsWith('job wideslow:')
+            ? { ...stepsModel(request), latencyMs: 2_500 }
+            : undefined,
+        stepsModel,
+      ],
+    });
+    const fast = Array.from({ length: 6 }, (_, i) => ({ task: `job wide${i}: 2 steps` }));
+    const { batchId, jobIds } = await ns.client.enqueueBatch({
+      tasks: [...fast, { task: 'job wideslow: 2 steps' }],
+    });
+    await expect
+      .poll(() => ns.client.getResult(jobIds[0]!), { timeout: 20_000, interval: 200 })
+      .not.toBeNull();
+    await expect.poll(() => ns.client.getResult(jobIds[0]!), { timeout: 20_000, interval: 200 }).toBeNull();
+    const status = await ns.client.waitForBatch(batchId, { timeoutMs: 45_000 });
+    expect(status.state).toBe('completed');
+    expect(status.summary).toMatchObject({ batchId, tasks: 7, succeeded: 7, stopped: 0, failed: 0 });
+    const [runs] = await queryStore<{ tokens: number }>(
+      ns,
+      'SELECT SUM(prompt_tokens + completion_tokens) AS tokens FROM agent_runs WHERE batch_id = ?',
+      [batchId],
+    );
+    expect(status.summary.usage.totalTokens).toBe(Number(runs?.tokens));
+    model.reset({ rules: [stepsModel] });
+  }, 60_000);
+});
+
 describe('ResultsRetention', () => {
   it('removes the oldest waiting results beyond the count, and those older than the age', async () => {
     const queue = new Queue(`retention-unit`, { connection, prefix: ns.prefix });
