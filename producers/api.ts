@@ -9,6 +9,7 @@ import { FleetMetrics } from '../src/metrics/fleet-metrics.js';
 import { FLEET_QUEUES } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
 import { RedisOutageLog } from '../src/queue/redis-outage-log.js';
+import { StoreResultArchive } from '../src/store/result-archive.js';
 import { FleetClient } from './client.js';
 import { createApiServer } from './http-api.js';
 
@@ -28,7 +29,14 @@ if (!token) {
   logger.info(`demo mode: API_TOKEN is not set, so this is the demo token: Authorization: Bearer ${token}`);
 }
 
-const client = new FleetClient({ redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX, logger });
+// Tasks and batches past the Redis retention are answered from the store.
+const archive = new StoreResultArchive(config.MYSQL_URL);
+const client = new FleetClient({
+  redisUrl: config.REDIS_URL,
+  prefix: config.QUEUE_PREFIX,
+  logger,
+  archive,
+});
 // The API reports the depth of every queue of the fleet on /metrics.
 const metricsRedis = createRedis(config.REDIS_URL, 'producer');
 const outages = new RedisOutageLog(logger).watchConnection(metricsRedis, 'metrics redis');
@@ -49,6 +57,7 @@ runHttpProcess({
   }),
   release: async () => {
     await client.close();
+    await archive.close();
     await Promise.all(watched.map((queue) => queue.close()));
     metricsRedis.disconnect();
   },

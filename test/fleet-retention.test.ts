@@ -5,6 +5,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentResult } from '../src/agent/types.js';
 import { RESULT_JOB_NAME, RESULTS_QUEUE, TASKS_QUEUE } from '../src/queue/names.js';
+import { FleetClient } from '../producers/client.js';
+import { StoreResultArchive } from '../src/store/result-archive.js';
 import { ResultsRetention } from '../src/worker/results-retention.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import {
@@ -103,6 +105,21 @@ describe('a worker with small retention counts', () => {
       oldest,
     ]);
     expect(run?.status).toBe('succeeded');
+
+    // A client with the store as its archive (the API has one) still answers for it, as the store has it.
+    const archive = new StoreResultArchive(ns.mysqlUrl);
+    const archived = new FleetClient({ redisUrl: REDIS_URL, prefix: ns.prefix, archive });
+    try {
+      const status = await archived.getTask(oldest);
+      expect(status).toMatchObject({ state: 'completed', result: { jobId: oldest, status: 'succeeded' } });
+      expect(await archived.waitForResult(oldest, { timeoutMs: 5_000 })).toEqual(status.result);
+      const newest = good.at(-1)!.jobId;
+      expect(await archived.getResult(newest)).toEqual(await ns.client.getResult(newest));
+      expect((await archived.getTask('no-such-job')).state).toBe('unknown');
+    } finally {
+      await archived.close();
+      await archive.close();
+    }
   }, 90_000);
 
   it('a consumer on agent-results gets every result, and the processed ones are removed by the same policy', async () => {

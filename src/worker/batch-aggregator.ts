@@ -10,7 +10,7 @@ import { resultJobId } from '../queue/names.js';
 import { buildBatchReport } from '../reports/batch-summary.js';
 import { renderReport } from '../reports/report-command.js';
 import type { BatchReportStore } from '../reports/report-store.js';
-import type { RunRow } from '../store/rows.js';
+import { resultOfRun } from '../store/run-result.js';
 
 export interface BatchAggregatorDeps {
   results: Queue;
@@ -26,26 +26,6 @@ export async function batchResults(
 ): Promise<(AgentResult | null)[]> {
   const jobs = await Promise.all(jobIds.map((id) => results.getJob(resultJobId(id))));
   return jobs.map((job) => (job?.data as AgentResult | undefined) ?? null);
-}
-
-/** A finished run's result as MySQL has it: what a result trimmed from agent-results said. */
-function resultOfRun(run: RunRow): AgentResult | null {
-  if (run.status === 'running' || run.stopReason === null) return null;
-  return {
-    jobId: run.jobId,
-    status: run.status,
-    stopReason: run.stopReason,
-    answer: run.answer,
-    steps: run.steps,
-    toolCalls: run.toolCalls,
-    usage: {
-      promptTokens: run.promptTokens,
-      completionTokens: run.completionTokens,
-      totalTokens: run.totalTokens,
-      costUsd: run.costUsd,
-    },
-    error: run.error,
-  };
 }
 
 /**
