@@ -179,7 +179,26 @@ describe('a batch larger than RESULTS_KEEP_COUNT', () => {
     );
     expect(status.summary.usage.totalTokens).toBe(Number(runs?.tokens));
     model.reset({ rules: [stepsModel] });
-  }, 60_000);
+
+    // Four more batches push its parent out of agent-batches; a client with the archive still has it.
+    for (let i = 0; i < 4; i++) {
+      const small = await ns.client.enqueueBatch({ tasks: [{ task: `job small${i}: 1 steps` }] });
+      await ns.client.waitForBatch(small.batchId, { timeoutMs: 30_000 });
+    }
+    await expect.poll(() => ns.client.getBatch(batchId), { timeout: 10_000 }).toBeNull();
+    const archive = new StoreResultArchive(ns.mysqlUrl);
+    const archived = new FleetClient({ redisUrl: REDIS_URL, prefix: ns.prefix, archive });
+    try {
+      expect(await archived.getBatch(batchId)).toEqual({
+        state: 'completed',
+        summary: status.summary,
+        jobIds,
+      });
+    } finally {
+      await archived.close();
+      await archive.close();
+    }
+  }, 90_000);
 });
 
 describe('ResultsRetention', () => {
