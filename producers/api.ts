@@ -9,7 +9,7 @@ import { FleetMetrics } from '../src/metrics/fleet-metrics.js';
 import { FLEET_QUEUES } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
 import { RedisOutageLog } from '../src/queue/redis-outage-log.js';
-import { StoreResultArchive } from '../src/store/result-archive.js';
+import { StoreResultArchive } from './result-archive.js';
 import { FleetClient } from './client.js';
 import { createApiServer } from './http-api.js';
 

@@ -9,7 +9,7 @@ import { BATCHES_QUEUE, RESULTS_QUEUE, resultJobId, TASK_JOB_NAME, TASKS_QUEUE }
 import { assertRedisReachable, createRedis } from '../src/queue/redis.js';
 import { RedisOutageLog, type ErrorEmitter } from '../src/queue/redis-outage-log.js';
 import type { Logger } from '../src/logging/logger.js';
-import type { ResultArchive } from '../src/store/result-archive.js';
+import type { ResultArchive } from './result-archive.js';
 import {
   formatFieldIssues,
   validateTask,

@@ -3,12 +3,12 @@
 // The pool is made on first use, so a process that never needs it never connects; a failed attempt is
 // forgotten, so the next read tries again.
 import type { Pool } from 'mysql2/promise';
-import type { AgentResult } from '../agent/types.js';
-import type { BatchSummary } from '../batch/batch-summary.js';
-import { BatchReportStore } from '../reports/report-store.js';
-import { createStorePool } from './pool.js';
-import { resultOfRun } from './run-result.js';
-import { RunsRepository } from './runs-repository.js';
+import type { AgentResult } from '../src/agent/types.js';
+import type { BatchSummary } from '../src/batch/batch-summary.js';
+import { BatchReportStore } from '../src/reports/report-store.js';
+import { createStorePool } from '../src/store/pool.js';
+import { resultOfRun } from '../src/store/run-result.js';
+import { RunsRepository } from '../src/store/runs-repository.js';
 
 export interface ArchivedBatch {
   state: 'running' | 'completed';
