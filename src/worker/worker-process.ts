@@ -56,8 +56,12 @@ export async function startWorkerProcess(
     const results = new Queue(RESULTS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
     const tasksQueue = new Queue(TASKS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
     outages.watch(results, 'results queue').watch(tasksQueue, 'tasks queue');
+    // Redis being away is reported by the outage log; the next publish trims again.
     const resultsRetention = new ResultsRetention(results, retention.results, (err) =>
-      logger.warn({ err }, 'could not trim agent-results'),
+      logger.warn(
+        { reason: err instanceof Error ? err.message : String(err) },
+        'could not trim agent-results',
+      ),
     );
     const metrics = new FleetMetrics();
     metrics.watchQueues([tasksQueue, results]);
