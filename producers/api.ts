@@ -31,15 +31,17 @@ if (!token) {
 
 // Tasks and batches past the Redis retention are answered from the store.
 const archive = new StoreResultArchive(config.MYSQL_URL);
+// One warning per Redis outage and one line when it ends, for every connection and queue of the process.
+const outages = new RedisOutageLog(logger);
 const client = new FleetClient({
   redisUrl: config.REDIS_URL,
   prefix: config.QUEUE_PREFIX,
-  logger,
+  outages,
   archive,
 });
 // The API reports the depth of every queue of the fleet on /metrics.
 const metricsRedis = createRedis(config.REDIS_URL, 'producer');
-const outages = new RedisOutageLog(logger).watchConnection(metricsRedis, 'metrics redis');
+outages.watchConnection(metricsRedis, 'metrics redis');
 const watched = FLEET_QUEUES.map(
   (name) => new Queue(name, { connection: metricsRedis, prefix: config.QUEUE_PREFIX }),
 );

@@ -7,8 +7,7 @@ import type { AgentResult } from '../src/agent/types.js';
 import { jobIdForKey, TASK_JOB_OPTIONS } from '../src/queue/job-options.js';
 import { BATCHES_QUEUE, RESULTS_QUEUE, resultJobId, TASK_JOB_NAME, TASKS_QUEUE } from '../src/queue/names.js';
 import { assertRedisReachable, createRedis } from '../src/queue/redis.js';
-import { RedisOutageLog, type ErrorEmitter } from '../src/queue/redis-outage-log.js';
-import type { Logger } from '../src/logging/logger.js';
+import type { ErrorEmitter, RedisOutageLog } from '../src/queue/redis-outage-log.js';
 import type { ResultArchive } from './result-archive.js';
 import {
   formatFieldIssues,
@@ -39,10 +38,11 @@ export interface FleetClientOptions {
   /** Default: agentfleet. */
   prefix?: string;
   /**
-   * Where a Redis outage is reported: one warning when it starts and one line when it ends. Default: nowhere
+   * Where a Redis outage is reported: one warning when it starts and one line when it ends (give the
+   * process's own, so an outage is one pair of lines however many clients and queues it has). Default: nowhere
    * (a call made meanwhile still rejects with an error that names REDIS_URL).
    */
-  logger?: Logger;
+  outages?: RedisOutageLog;
   /**
    * Asked for a task or batch whose jobs Redis no longer holds (the fleet's retention removed them), e.g. a
    * StoreResultArchive over MYSQL_URL. Default: none, and such a job is unknown.
@@ -95,9 +95,9 @@ export class FleetClient {
     this.ledger = new SpendLedger({ redis: this.redis, prefix });
     // Connection errors surface as rejected calls; without listeners BullMQ would also print them raw.
     const emitters: ErrorEmitter[] = [this.tasks, this.results, this.batches, this.flow];
-    if (options.logger) {
-      const outages = new RedisOutageLog(options.logger).watchConnection(this.redis, 'client redis');
-      for (const emitter of emitters) outages.watch(emitter, 'client queue');
+    if (options.outages) {
+      options.outages.watchConnection(this.redis, 'client redis');
+      for (const emitter of emitters) options.outages.watch(emitter, 'client queue');
     } else {
       for (const emitter of [this.redis, ...emitters]) emitter.on('error', () => undefined);
     }
