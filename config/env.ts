@@ -5,6 +5,7 @@ import { z } from 'zod';
 import * as D from '../src/agent/defaults.js';
 import { ConfigError } from '../src/agent/errors.js';
 import { isSecretKey, redactUrl } from '../src/logging/redact.js';
+import { DEFAULT_RETENTION as R } from '../src/queue/retention.js';
 
 /** Plain decimal numbers only: no hex, no exponent, no whitespace read as 0 (as z.coerce would). */
 const decimal = (schema: z.ZodNumber) =>
@@ -88,6 +89,13 @@ export const envSchema = z.object({
   // After an infrastructure failure: waits of base · 2^(n−1), capped (src/queue/retry-schedule.ts).
   WORKER_RETRY_BASE_MS: int(10, 3_600_000).default(5_000),
   WORKER_RETRY_MAX_MS: int(10, 3_600_000).default(60_000),
+  // Retention of finished jobs in Redis (src/queue/retention.ts): seconds, and how many are kept.
+  RESULTS_KEEP_AGE_S: int(1).default(R.RESULTS_KEEP_AGE_S),
+  RESULTS_KEEP_COUNT: int(1).default(R.RESULTS_KEEP_COUNT),
+  TASKS_KEEP_COMPLETED_AGE_S: int(1).default(R.TASKS_KEEP_COMPLETED_AGE_S),
+  TASKS_KEEP_COMPLETED_COUNT: int(0).default(R.TASKS_KEEP_COMPLETED_COUNT),
+  TASKS_KEEP_FAILED_AGE_S: int(1).default(R.TASKS_KEEP_FAILED_AGE_S),
+  TASKS_KEEP_FAILED_COUNT: int(0).default(R.TASKS_KEEP_FAILED_COUNT),
   SMTP_URL: url(['smtp', 'smtps']).default('smtp://127.0.0.1:1025'),
   SMTP_LOOKUP_URL: url(['http', 'https']).optional(),
   EMAIL_PENDING_GRACE_MS: int(0).default(120_000),

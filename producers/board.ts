@@ -10,6 +10,7 @@ import { createLogger } from '../src/logging/logger.js';
 import { fail, loadConfig, runHttpProcess } from './http-process.js';
 import { FLEET_QUEUES } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
+import { RedisOutageLog } from '../src/queue/redis-outage-log.js';
 import { ADMIN_PATH, createBoardApp, type BoardLogin } from './board-app.js';
 
 const logger = createLogger('board');
@@ -66,10 +67,10 @@ const admin = adminLogin();
 // The board is long-lived: its connection keeps reconnecting through a Redis restart (the producer role gives
 // up after a few tries), and its pages wait for Redis instead of failing while it is away.
 const redis = createRedis(config.REDIS_URL, 'worker');
-redis.on('error', (error) => logger.warn({ reason: error.message }, 'redis connection error'));
+const outages = new RedisOutageLog(logger).watchConnection(redis);
 const queues = FLEET_QUEUES.map((name) => {
   const queue = new Queue(name, { connection: redis, prefix: config.QUEUE_PREFIX });
-  queue.on('error', (error) => logger.warn({ queue: name, reason: error.message }, 'queue error'));
+  outages.watch(queue, `${name} queue`);
   return queue;
 });
 

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parseEnv, redactUrl } from '../config/env.js';
 import * as D from '../src/agent/defaults.js';
 import { ConfigError } from '../src/agent/errors.js';
+import { retentionFrom } from '../src/queue/retention.js';
 
 function envError(source: Record<string, string | undefined>): ConfigError {
   try {
@@ -266,5 +267,22 @@ describe('LLM_PRICES', () => {
     const error = envError({ LLM_PRICES: value });
     expect(error.message.startsWith(`LLM_PRICES=${JSON.stringify(value)} is invalid: `)).toBe(true);
     expect(error.message).toMatch(reason);
+  });
+});
+
+describe('retention variables', () => {
+  it('default to a week of results, a day of completed tasks and a week of failed jobs, 10,000 each', () => {
+    expect(retentionFrom(parseEnv({}))).toEqual({
+      results: { age: 7 * 86_400, count: 10_000 },
+      completed: { age: 86_400, count: 10_000 },
+      failed: { age: 7 * 86_400, count: 10_000 },
+    });
+  });
+
+  it('take seconds and counts, and a bad one is refused by name', () => {
+    const env = parseEnv({ RESULTS_KEEP_AGE_S: '3600', TASKS_KEEP_COMPLETED_COUNT: '0' });
+    expect(retentionFrom(env)).toMatchObject({ results: { age: 3600 }, completed: { count: 0 } });
+    expect(envError({ RESULTS_KEEP_COUNT: '0' }).message).toMatch(/^RESULTS_KEEP_COUNT="0" is invalid/);
+    expect(envError({ TASKS_KEEP_FAILED_AGE_S: '7d' }).message).toMatch(/^TASKS_KEEP_FAILED_AGE_S=/);
   });
 });

@@ -1,5 +1,6 @@
 // How task jobs are enqueued: retries with exponential backoff for retryable failures (a model endpoint
-// down, MySQL down), and bounded retention so Redis does not grow without end.
+// down, MySQL down). No retention here: the workers that finish the jobs apply the fleet's (retention.ts),
+// so it is configured in one place and holds for jobs of every producer.
 import { createHash } from 'node:crypto';
 import type { JobsOptions } from 'bullmq';
 import { CAPPED_EXPONENTIAL } from './retry-schedule.js';
@@ -14,8 +15,6 @@ export const TASK_ATTEMPTS = 10;
 export const TASK_JOB_OPTIONS: JobsOptions = {
   attempts: TASK_ATTEMPTS,
   backoff: { type: CAPPED_EXPONENTIAL },
-  removeOnComplete: { age: 7 * 24 * 3600, count: 50_000 },
-  removeOnFail: { age: 30 * 24 * 3600 },
 };
 
 /** A job id derived from an idempotency key: the same key enqueued twice names the same job. */

@@ -1,7 +1,7 @@
 // A BullMQ Worker running agent tasks, with the lifecycle of bullmq's production guide: concurrency per
 // process, locks that survive minute-long jobs, stalled jobs resumed elsewhere, a final failure that still
 // publishes a result, and a graceful close that is safe to call twice.
-import type { Queue } from 'bullmq';
+import type { KeepJobs, Queue } from 'bullmq';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AgentResult } from '../agent/types.js';
@@ -40,6 +40,8 @@ export interface FleetWorkerOptions {
    * backoff); the base is also how often the sweeper looks for outcomes of failed jobs still to record.
    */
   retry: RetrySchedule;
+  /** Finished task jobs kept in Redis (the fleet's retention); jobs enqueued with their own keep theirs. */
+  retention?: { completed: KeepJobs; failed: KeepJobs };
 }
 
 export class FleetWorker {
@@ -65,12 +67,14 @@ export class FleetWorker {
       // Jobs enqueued with the `capped-exponential` backoff (TASK_JOB_OPTIONS) wait what this says.
       settings: { backoffStrategy: (attemptsMade: number) => retryDelayMs(options.retry, attemptsMade) },
       autorun: false,
+      removeOnComplete: options.retention?.completed,
+      removeOnFail: options.retention?.failed,
     });
     this.recorder = new FinalRecorder(deps);
     this.worker.on('failed', (job, error) => {
       if (job) void this.onFailed(job, error);
     });
-    this.worker.on('error', (error) => deps.logger.error({ err: error }, 'worker error'));
+    // Errors (mostly Redis going away) are reported by the process, once per outage: see RedisOutageLog.
   }
 
   start(): void {
@@ -83,10 +87,10 @@ export class FleetWorker {
   close(): Promise<void> {
     this.closing ??= (async () => {
       this.recorder.stop();
-      const timer = setTimeout(() => {
-        this.deps.logger.info('grace period over: checkpointing and releasing running jobs');
-        this.worker.cancelAllJobs(SHUTDOWN_REASON);
-      }, this.options.shutdownGraceMs);
+      const timer = setTimeout(
+        () => this.releaseRunningJobs('grace period over'),
+        this.options.shutdownGraceMs,
+      );
       try {
         await this.worker.close();
       } finally {
@@ -94,6 +98,12 @@ export class FleetWorker {
       }
     })();
     return this.closing;
+  }
+
+  /** Ends the grace period now: running jobs are checkpointed and released (an operator insisting). */
+  releaseRunningJobs(why: string): void {
+    this.deps.logger.info(`${why}: checkpointing and releasing running jobs`);
+    this.worker.cancelAllJobs(SHUTDOWN_REASON);
   }
 
   private priceOf(job: Job) {
