@@ -87,6 +87,7 @@ export const envSchema = z.object({
   SQL_MAX_ROWS: int(1, 1_000).default(10),
   SQL_TIMEOUT_MS: int(100, 600_000).default(5_000),
   SQL_ALLOWED_TABLES: commaList.optional(),
+  SQL_MAX_RESULT_BYTES: int(1_024, 1_073_741_824).default(1_048_576),
   API_PORT: int(0, 65535).default(3100),
   API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   BOARD_PORT: int(0, 65535).default(3200),

@@ -207,6 +207,20 @@ describe('sql_query', () => {
     expect(dataLines(one.output)[0]).toMatch(/^[^\n]{200}…\(\+\d+ chars\)$/);
   });
 
+  it('cuts a result past SQL_MAX_RESULT_BYTES and tells the model why', async () => {
+    const huge = await call('sql_query', { sql: "SELECT id, REPEAT('x', 16000000) AS big FROM orders" });
+    expect(huge.ok).toBe(true);
+    expect(huge.output).toBe(
+      `id | big\n(showing 0 of ${data.orders.length} rows; result cut at 1048576 bytes: select fewer or shorter columns)`,
+    );
+    // What fits is shown: four rows of 300 KB (the rendering then shortens each value).
+    const some = await call('sql_query', {
+      sql: "SELECT id, REPEAT('x', 300000) AS big FROM orders ORDER BY id",
+    });
+    expect(dataLines(some.output).map((line) => line.split(' | ')[0])).toEqual(['1', '2', '3']);
+    expect(some.output.split('\n').at(-1)).toMatch(/^\(showing 3 of \d+ rows; result cut at 1048576 bytes/);
+  });
+
   it('reports SQL errors with the server message so the model can fix them', async () => {
     const outcome = await call('sql_query', { sql: 'SELECT totl FROM orders' });
     expect(outcome).toMatchObject({ ok: false, errorCode: 'sql_error' });

@@ -7,8 +7,8 @@
 //    own password with SET PASSWORD), on a connection reset when it goes back to the pool (no variable,
 //    charset or temporary state survives into the next query), without multi-statements or LOCAL INFILE;
 // d. limits: a server-side statement time limit, a client timeout that kills the query, the caller's
-//    AbortSignal (KILL QUERY from another connection, then the connection is dropped), and at most
-//    maxRows + 1 rows fetched.
+//    AbortSignal (KILL QUERY from another connection, then the connection is dropped), at most
+//    maxRows + 1 rows fetched and at most maxBytes of values read (stream-rows.ts: the same KILL QUERY).
 //
 // Row limit: the query is NOT wrapped in `SELECT * FROM (<sql>) q LIMIT n`: MariaDB ignores an ORDER BY
 // inside a derived table (the outer query may return rows in any order), and a derived table refuses
@@ -26,10 +26,10 @@ import type {
   PoolOptions,
   RowDataPacket,
 } from 'mysql2/promise';
-import type { Connection as CoreConnection } from 'mysql2';
 import { ConfigError, ToolError, TransientToolError } from '../agent/errors.js';
 import { StoreError } from '../store/errors.js';
 import { parseMysqlUrl, type MysqlTarget } from '../store/mysql-url.js';
+import { QueryStopped, streamRows } from './stream-rows.js';
 
 export type ServerFlavour = 'mariadb' | 'mysql';
 
@@ -40,6 +40,8 @@ export interface DataDatabaseOptions {
   connectTimeoutMs?: number;
   /** Run assertReadOnly() before returning (default true); off only for tests that check it themselves. */
   checkGrants?: boolean;
+  /** Default of QueryOptions.maxBytes (SQL_MAX_RESULT_BYTES). Default 1 MiB. */
+  maxResultBytes?: number;
 }
 
 export interface QueryOptions {
@@ -48,6 +50,8 @@ export interface QueryOptions {
   timeoutMs?: number;
   /** Rows returned; one more is fetched to know whether there were more. Default 10. */
   maxRows?: number;
+  /** Bytes of values kept; the rows that fit are returned. Default: the database's maxResultBytes. */
+  maxBytes?: number;
 }
 
 export interface QueryResult {
@@ -61,6 +65,8 @@ export interface QueryResult {
    */
   rowCount: number | null;
   truncated: boolean;
+  /** Set (to maxBytes) when the rows stop short because the next one would pass maxBytes. */
+  cutAtBytes?: number;
 }
 
 export interface TableSummary {
@@ -91,6 +97,7 @@ export interface TableDescription {
 const DEFAULT_TIMEOUT_MS = 5_000;
 const DEFAULT_MAX_ROWS = 10;
 const MAX_MAX_ROWS = 10_000;
+export const DEFAULT_MAX_RESULT_BYTES = 1_048_576;
 /** The client waits this long past the server-side limit, so the server's clearer error normally wins. */
 const CLIENT_GRACE_MS = 1_000;
 /** Bookkeeping statements (SET, START TRANSACTION, ROLLBACK, information_schema) get this long. */
@@ -174,7 +181,7 @@ export async function openDataDatabase(
     await pool.end().catch(() => undefined);
     throw connectError(target, error);
   }
-  const db = new DataDatabase(pool, target, server, version);
+  const db = new DataDatabase(pool, target, server, version, options.maxResultBytes);
   if (options.checkGrants ?? true) {
     try {
       await db.assertReadOnly();
@@ -198,6 +205,7 @@ export class DataDatabase {
     /** Connection options without a database, for the side connection that sends KILL QUERY. */
     private readonly server: ConnectionOptions,
     readonly serverVersion: string,
+    private readonly maxResultBytes = DEFAULT_MAX_RESULT_BYTES,
   ) {
     this.flavour = /mariadb/i.test(serverVersion) ? 'mariadb' : 'mysql';
     this.database = target.database;
@@ -233,14 +241,24 @@ export class DataDatabase {
   async query(sql: string, options: QueryOptions = {}): Promise<QueryResult> {
     const maxRows = Math.min(Math.max(Math.floor(options.maxRows ?? DEFAULT_MAX_ROWS), 0), MAX_MAX_ROWS);
     const timeoutMs = Math.max(Math.floor(options.timeoutMs ?? DEFAULT_TIMEOUT_MS), 1);
+    const maxBytes = Math.max(Math.floor(options.maxBytes ?? this.maxResultBytes), 1);
     const deadline = Date.now() + timeoutMs;
     // The server takes one statement without multi-statements; a trailing `;` is the model's habit, not a second.
     const statement = sql.replace(/[\s;]+$/, '');
     const { signal } = options;
-    const { columns, rows } = await this.run(statement, { timeoutMs, signal, fetch: maxRows + 1 });
-    if (rows.length <= maxRows) return { columns, rows, rowCount: rows.length, truncated: false };
+    const { columns, rows, overBytes } = await this.run(statement, {
+      timeoutMs,
+      signal,
+      fetch: maxRows + 1,
+      maxBytes,
+    });
+    if (!overBytes && rows.length <= maxRows) {
+      return { columns, rows, rowCount: rows.length, truncated: false };
+    }
     const rowCount = await this.countRows(statement, deadline, signal);
-    return { columns, rows: rows.slice(0, maxRows), rowCount, truncated: true };
+    const cut = { columns, rows: rows.slice(0, maxRows), rowCount, truncated: true };
+    // The extra row only tells whether there are more: its size cuts nothing the caller would have seen.
+    return overBytes && rows.length < maxRows ? { ...cut, cutAtBytes: maxBytes } : cut;
   }
 
   /** Tables and views of the data database with their column names, sorted by name. */
@@ -360,12 +378,13 @@ export class DataDatabase {
 
   /**
    * Runs one statement in a read-only transaction of a read-only session with the time limits, streaming at
-   * most `fetch` rows; a row beyond that stops the query (KILL QUERY) and drops the connection.
+   * most `fetch` rows and `maxBytes` of values; anything beyond stops the query (KILL QUERY) and drops the
+   * connection.
    */
   private async run(
     sql: string,
-    { timeoutMs, signal, fetch }: { timeoutMs: number; signal: AbortSignal | undefined; fetch: number },
-  ): Promise<{ columns: string[]; rows: unknown[][] }> {
+    { timeoutMs, signal, fetch, maxBytes }: RunLimits,
+  ): Promise<{ columns: string[]; rows: unknown[][]; overBytes: boolean }> {
     if (signal?.aborted) throw this.toolError(new QueryStopped('aborted'), timeoutMs);
     let connection: PoolConnection;
     try {
@@ -387,6 +406,7 @@ export class DataDatabase {
           : sql;
       const outcome = await streamRows(connection, text, {
         fetch,
+        maxBytes,
         signal,
         clientTimeoutMs: timeoutMs + CLIENT_GRACE_MS,
       });
@@ -439,6 +459,7 @@ export class DataDatabase {
         timeoutMs: remaining,
         signal,
         fetch: 1,
+        maxBytes: DEFAULT_MAX_RESULT_BYTES,
       });
       const count = Number(rows[0]?.[0]);
       return Number.isSafeInteger(count) ? count : null;
@@ -593,64 +614,11 @@ function splitTopLevel(text: string): string[] {
   return parts.filter((part) => part.trim() !== '');
 }
 
-/** Rejected with when the caller's signal aborts a running query. */
-class QueryStopped extends Error {}
-
-interface StreamOutcome {
-  columns: string[];
-  rows: unknown[][];
-  /** True when the query was still sending rows and we stopped reading: the connection cannot be reused. */
-  stopped: boolean;
-}
-
-/** Reads the first result set row by row (as arrays, so duplicate column names survive), `fetch` rows at most. */
-function streamRows(
-  connection: PoolConnection,
-  sql: string,
-  options: { fetch: number; signal: AbortSignal | undefined; clientTimeoutMs: number },
-): Promise<StreamOutcome> {
-  // The promise wrapper buffers whole results; the callback-style connection underneath emits row events.
-  const core = connection.connection as unknown as CoreConnection;
-  return new Promise<StreamOutcome>((resolve, reject) => {
-    let columns: string[] | undefined;
-    const rows: unknown[][] = [];
-    let settled = false;
-    const settle = (finish: () => void) => {
-      if (settled) return;
-      settled = true;
-      options.signal?.removeEventListener('abort', onAbort);
-      core.removeListener('error', onConnectionError);
-      finish();
-    };
-    // mysql2 reports a connection lost under a callback-less (streaming) query on the connection, not on the
-    // query: without this the promise would wait for the client timeout.
-    const onConnectionError = (error: Error) => settle(() => reject(error));
-    core.on('error', onConnectionError);
-    const onAbort = () =>
-      settle(() => {
-        core.pause();
-        reject(new QueryStopped('aborted'));
-      });
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-
-    const query = core.query({ sql, rowsAsArray: true, timeout: options.clientTimeoutMs });
-    query.on('fields', (fields: FieldPacket[] | undefined) => {
-      if (fields) columns ??= fields.map((field) => field.name);
-    });
-    query.on('result', (row: unknown, resultIndex: number) => {
-      if (settled || resultIndex > 0 || !Array.isArray(row)) return;
-      if (rows.length >= options.fetch) {
-        settle(() => {
-          core.pause();
-          resolve({ columns: columns ?? [], rows, stopped: true });
-        });
-        return;
-      }
-      rows.push(row);
-    });
-    query.on('error', (error: Error) => settle(() => reject(error)));
-    query.on('end', () => settle(() => resolve({ columns: columns ?? [], rows, stopped: false })));
-  });
+interface RunLimits {
+  timeoutMs: number;
+  signal: AbortSignal | undefined;
+  fetch: number;
+  maxBytes: number;
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {
