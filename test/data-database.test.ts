@@ -143,9 +143,10 @@ async function canLogIn(user: string, password: string): Promise<boolean> {
   }
 }
 
+/** Statements of `user` still on the server, including killed ones stuck writing a result nobody reads. */
 async function runningQueries(user: string, like: string): Promise<number> {
   const [rows] = await root.query<RowDataPacket[]>(
-    "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE USER = ? AND COMMAND = 'Query' AND INFO LIKE ?",
+    "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE USER = ? AND COMMAND IN ('Query', 'Killed') AND INFO LIKE ?",
     [user, like],
   );
   return Number(rows[0]?.['n']);

@@ -372,7 +372,7 @@ export class DataDatabase {
       throw error;
     } finally {
       if (reusable) connection.release();
-      else connection.destroy();
+      else discard(connection);
     }
   }
 
@@ -428,7 +428,7 @@ export class DataDatabase {
       throw this.toolError(error, timeoutMs);
     } finally {
       if (reusable) connection.release();
-      else connection.destroy();
+      else discard(connection);
     }
   }
 
@@ -612,6 +612,16 @@ function splitTopLevel(text: string): string[] {
   }
   parts.push(text.slice(start));
   return parts.filter((part) => part.trim() !== '');
+}
+
+/**
+ * Drops a connection for good. mysql2's destroy() only half-closes the socket: a server still writing a result
+ * we stopped reading would stay blocked in that write, killed or not, until net_write_timeout (60 s), holding
+ * its locks and a connection. Closing the socket outright fails that write at once.
+ */
+function discard(connection: PoolConnection): void {
+  connection.destroy();
+  (connection.connection as unknown as { stream?: { destroy?: () => void } }).stream?.destroy?.();
 }
 
 interface RunLimits {
