@@ -73,6 +73,15 @@ export interface TableSummary {
   name: string;
   isView: boolean;
   columns: string[];
+  /** Set when the table has more than the columns listed. */
+  moreColumns?: boolean;
+}
+
+export interface ListTablesOptions {
+  /** Tables returned, the first by name. Default 200, at most 1,000. */
+  limit?: number;
+  /** Only these tables (compared case-insensitively), e.g. an allowlist's. */
+  only?: readonly string[];
 }
 
 export interface ColumnDescription {
@@ -92,12 +101,19 @@ export interface TableDescription {
   name: string;
   isView: boolean;
   columns: ColumnDescription[];
+  /** Set when the table has more than the columns described. */
+  moreColumns?: boolean;
 }
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 const DEFAULT_MAX_ROWS = 10;
 const MAX_MAX_ROWS = 10_000;
 export const DEFAULT_MAX_RESULT_BYTES = 1_048_576;
+const DEFAULT_LISTED_TABLES = 200;
+const MAX_LISTED_TABLES = 1_000;
+/** Columns per table in listTables (enough to write most queries) and in describeTable. */
+const MAX_LISTED_COLUMNS = 40;
+const MAX_DESCRIBED_COLUMNS = 300;
 /** The client waits this long past the server-side limit, so the server's clearer error normally wins. */
 const CLIENT_GRACE_MS = 1_000;
 /** Bookkeeping statements (SET, START TRANSACTION, ROLLBACK, information_schema) get this long. */
@@ -261,15 +277,30 @@ export class DataDatabase {
     return overBytes && rows.length < maxRows ? { ...cut, cutAtBytes: maxBytes } : cut;
   }
 
-  /** Tables and views of the data database with their column names, sorted by name. */
-  async listTables(): Promise<TableSummary[]> {
-    const [tables] = await this.adminQuery(
-      'SELECT TABLE_NAME AS name, TABLE_TYPE AS type FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME',
-      [this.database],
+  /**
+   * Tables and views of the data database with their column names, sorted by name (code points), at most
+   * `limit` of them and MAX_LISTED_COLUMNS columns each: a schema of 100,000 tables is never read whole.
+   */
+  async listTables(options: ListTablesOptions = {}): Promise<TableSummary[]> {
+    const limit = Math.min(
+      Math.max(Math.floor(options.limit ?? DEFAULT_LISTED_TABLES), 0),
+      MAX_LISTED_TABLES,
     );
+    const only = options.only?.map((name) => name.toLowerCase());
+    if (limit === 0 || only?.length === 0) return [];
+    const [tables] = await this.adminQuery(
+      'SELECT TABLE_NAME AS name, TABLE_TYPE AS type FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?' +
+        (only ? ' AND LOWER(TABLE_NAME) IN (?)' : '') +
+        ' ORDER BY CAST(TABLE_NAME AS BINARY) LIMIT ?',
+      only ? [this.database, only, limit] : [this.database, limit],
+    );
+    if (tables.length === 0) return [];
     const [columns] = await this.adminQuery(
-      'SELECT TABLE_NAME AS t, COLUMN_NAME AS c FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME, ORDINAL_POSITION',
-      [this.database],
+      'SELECT t, c FROM (SELECT TABLE_NAME AS t, COLUMN_NAME AS c, ' +
+        'ROW_NUMBER() OVER (PARTITION BY TABLE_NAME ORDER BY ORDINAL_POSITION) AS n ' +
+        'FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN (?)) AS numbered ' +
+        'WHERE n <= ? ORDER BY t, n',
+      [this.database, tables.map((row) => String(row['name'])), MAX_LISTED_COLUMNS + 1],
     );
     const byTable = new Map<string, string[]>();
     for (const row of columns) {
@@ -279,39 +310,57 @@ export class DataDatabase {
       byTable.set(table, list);
     }
     return tables
-      .map((row) => ({
-        name: String(row['name']),
-        isView: String(row['type']).toUpperCase().includes('VIEW'),
-        columns: byTable.get(String(row['name'])) ?? [],
-      }))
+      .map((row) => {
+        const name = String(row['name']);
+        const names = byTable.get(name) ?? [];
+        const summary = {
+          name,
+          isView: String(row['type']).toUpperCase().includes('VIEW'),
+          columns: names.slice(0, MAX_LISTED_COLUMNS),
+        };
+        return names.length > MAX_LISTED_COLUMNS ? { ...summary, moreColumns: true } : summary;
+      })
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)); // code points: same on every server
   }
 
-  /** Columns of one table of the data database (exact name first, then case-insensitive); undefined if none. */
+  /**
+   * Columns of one table of the data database (exact name first, then case-insensitive), at most
+   * MAX_DESCRIBED_COLUMNS of them; undefined if there is no such table.
+   */
   async describeTable(name: string): Promise<TableDescription | undefined> {
-    const tables = await this.listTables();
-    const table =
-      tables.find((t) => t.name === name) ?? tables.find((t) => t.name.toLowerCase() === name.toLowerCase());
-    if (!table) return undefined;
+    const lookup = async (condition: string) =>
+      (
+        await this.adminQuery(
+          'SELECT TABLE_NAME AS name, TABLE_TYPE AS type FROM information_schema.TABLES ' +
+            `WHERE TABLE_SCHEMA = ? AND ${condition} ORDER BY CAST(TABLE_NAME AS BINARY) LIMIT 10`,
+          [this.database, name],
+        )
+      )[0];
+    let found = await lookup('TABLE_NAME = ?');
+    if (found.length === 0) found = await lookup('LOWER(TABLE_NAME) = LOWER(?)');
+    const row =
+      found.find((t) => String(t['name']) === name) ??
+      found.find((t) => String(t['name']).toLowerCase() === name.toLowerCase());
+    if (!row) return undefined;
+    const table = { name: String(row['name']), isView: String(row['type']).toUpperCase().includes('VIEW') };
     const [columns] = await this.adminQuery(
       'SELECT COLUMN_NAME AS name, COLUMN_TYPE AS type, IS_NULLABLE AS nullable, COLUMN_KEY AS k, ' +
         'COLUMN_DEFAULT AS d, EXTRA AS extra FROM information_schema.COLUMNS ' +
-        'WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION',
-      [this.database, table.name],
+        'WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION LIMIT ?',
+      [this.database, table.name, MAX_DESCRIBED_COLUMNS + 1],
     );
     const [keys] = await this.adminQuery(
       'SELECT COLUMN_NAME AS c, REFERENCED_TABLE_NAME AS rt, REFERENCED_COLUMN_NAME AS rc ' +
         'FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ' +
-        'AND REFERENCED_TABLE_NAME IS NOT NULL',
-      [this.database, table.name],
+        'AND REFERENCED_TABLE_NAME IS NOT NULL LIMIT ?',
+      [this.database, table.name, MAX_DESCRIBED_COLUMNS * 4],
     );
     const references = new Map(
       keys.map((row) => [String(row['c']), `${String(row['rt'])}.${String(row['rc'])}`]),
     );
-    return {
-      name: table.name,
-      isView: table.isView,
-      columns: columns.map((row) => ({
+    const description = {
+      ...table,
+      columns: columns.slice(0, MAX_DESCRIBED_COLUMNS).map((row) => ({
         name: String(row['name']),
         type: String(row['type']),
         nullable: String(row['nullable']).toUpperCase() === 'YES',
@@ -321,6 +370,7 @@ export class DataDatabase {
         references: references.get(String(row['name'])) ?? null,
       })),
     };
+    return columns.length > MAX_DESCRIBED_COLUMNS ? { ...description, moreColumns: true } : description;
   }
 
   async close(): Promise<void> {
