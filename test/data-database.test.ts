@@ -7,6 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { createConnection, createPool } from 'mysql2/promise';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -513,6 +515,24 @@ describe('result size (maxBytes)', () => {
     expect(growth).toBeLessThan(12 * 1_048_576);
     expect(await eventually(async () => (await runningQueries(READER, '%REPEAT%')) === 0)).toBe(true);
     expect((await db.query('SELECT 1 AS one')).rows).toEqual([[1]]);
+  });
+
+  it('keeps nothing of a stopped query once it is over', async () => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const held = () => {
+      gc();
+      const usage = process.memoryUsage();
+      return usage.heapUsed + usage.external;
+    };
+    await db.query("SELECT REPEAT('x', 16000000) AS big FROM orders");
+    const before = held();
+    for (let i = 0; i < 10; i++) await db.query("SELECT REPEAT('x', 16000000) AS big FROM orders");
+    // Buffers are freed a collection after the objects that held them, and sockets close a tick later.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    held();
+    // Each stopped query read about 2 MB; none of it may stay for the client timer's lifetime.
+    expect(held() - before).toBeLessThan(6 * 1_048_576);
   });
 
   it('keeps the rows that fit when many rows together pass the limit', async () => {

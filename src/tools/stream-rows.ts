@@ -58,16 +58,24 @@ export function streamRows(
     };
     const stop = (overBytes: boolean) =>
       settle(() => {
-        core.pause();
+        halt();
         resolve({ columns: columns ?? [], rows, stopped: true, overBytes });
       });
+    // mysql2 keeps the client timer of a query it was never told is over, and through it the connection with
+    // its half-read packet (up to twice maxBytes) until the timer fires: it is cleared with the reading.
+    const halt = () => {
+      core.pause();
+      const pending = query as unknown as { queryTimeout?: ReturnType<typeof setTimeout> | null };
+      if (pending.queryTimeout) clearTimeout(pending.queryTimeout);
+      pending.queryTimeout = null;
+    };
     // mysql2 reports a connection lost under a callback-less (streaming) query on the connection, not on the
     // query: without this the promise would wait for the client timeout.
     const onConnectionError = (error: Error) => settle(() => reject(error));
     core.on('error', onConnectionError);
     const onAbort = () =>
       settle(() => {
-        core.pause();
+        halt();
         reject(new QueryStopped('aborted'));
       });
     limits.signal?.addEventListener('abort', onAbort, { once: true });
