@@ -161,7 +161,7 @@ describe('sql_query', () => {
       readFileSync(new URL('./corpora/hostile-sql-multiline.json', import.meta.url), 'utf8'),
     ) as string[];
     for (const sql of [...corpusLines('hostile-sql.txt'), ...multiline]) {
-      const verdict = checkSelectOnly(sql);
+      const verdict = await checkSelectOnly(sql);
       expect(verdict.ok, sql).toBe(false);
       const outcome = await call('sql_query', { sql });
       expect(outcome, sql).toMatchObject({ ok: false, errorCode: 'sql_refused', attempts: 1 });

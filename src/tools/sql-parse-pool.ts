@@ -1,0 +1,183 @@
+// node-sql-parser off the event loop, under a hard time limit. It is a PEG parser that backtracks: some valid
+// shapes (`CAST((…` or `CASE (…` nested a dozen deep, 200 characters) take seconds to tens of seconds, and a
+// parse cannot be interrupted from inside. So each parse runs in a worker thread; one that outlives its
+// deadline is terminated (V8 stops it mid-loop) and a fresh thread takes its place. A few threads, reused:
+// starting one (loading the grammar) costs about as much as a hundred ordinary parses.
+//
+// The thread's code is plain CommonJS passed as a string (`eval`), not a file of its own: it then runs the
+// same under tsx, vitest and compiled JavaScript, with nothing to copy next to the build.
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+
+export type ParseOutcome =
+  | { kind: 'parsed'; ast: unknown; tableList: unknown }
+  | { kind: 'syntax_error'; message: string; location: unknown }
+  | { kind: 'timeout' }
+  | { kind: 'failed'; message: string };
+
+export interface SqlParsePoolOptions {
+  /** Threads parsing at once. Default 2. */
+  threads?: number;
+  /** Time one parse may take once a thread has it; past it the thread is terminated. Default 150 ms. */
+  deadlineMs?: number;
+}
+
+const PARSER_PATH = createRequire(import.meta.url).resolve('node-sql-parser/build/mysql.js');
+
+const THREAD_CODE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const parser = new (require(workerData.parserPath).Parser)();
+parentPort.on('message', ({ id, sql }) => {
+  let reply;
+  try {
+    const { ast, tableList } = parser.parse(sql, { database: 'MySQL' });
+    reply = { id, kind: 'parsed', ast, tableList };
+  } catch (error) {
+    reply = { id, kind: 'syntax_error', message: String(error && error.message), location: error && error.location };
+  }
+  try {
+    parentPort.postMessage(reply);
+  } catch (error) {
+    parentPort.postMessage({ id, kind: 'failed', message: 'unexpected parser output: ' + String(error) });
+  }
+});
+parentPort.postMessage({ ready: true });
+`;
+
+interface Job {
+  id: number;
+  sql: string;
+  resolve: (outcome: ParseOutcome) => void;
+}
+
+interface Slot {
+  worker: Worker;
+  ready: boolean;
+  job?: Job;
+  timer?: NodeJS.Timeout;
+}
+
+export class SqlParsePool {
+  private readonly threads: number;
+  private readonly deadlineMs: number;
+  private readonly slots: Slot[] = [];
+  private readonly queue: Job[] = [];
+  private nextId = 1;
+  private closed = false;
+
+  constructor(options: SqlParsePoolOptions = {}) {
+    this.threads = Math.max(1, options.threads ?? 2);
+    this.deadlineMs = options.deadlineMs ?? 150;
+  }
+
+  /** The time limit of one parse, for messages. */
+  get deadline(): number {
+    return this.deadlineMs;
+  }
+
+  /** Starts the threads now rather than at the first parse. */
+  warmUp(): void {
+    while (!this.closed && this.slots.length < this.threads) this.slots.push(this.spawn());
+  }
+
+  parse(sql: string): Promise<ParseOutcome> {
+    if (this.closed) return Promise.resolve({ kind: 'failed', message: 'the parser pool is closed' });
+    this.warmUp();
+    return new Promise((resolve) => {
+      this.queue.push({ id: this.nextId++, sql, resolve });
+      this.dispatch();
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const job of this.queue.splice(0))
+      job.resolve({ kind: 'failed', message: 'the parser pool is closed' });
+    await Promise.all(this.slots.splice(0).map((slot) => this.retire(slot, 'the parser pool is closed')));
+  }
+
+  private spawn(): Slot {
+    const worker = new Worker(THREAD_CODE, { eval: true, workerData: { parserPath: PARSER_PATH } });
+    const slot: Slot = { worker, ready: false };
+    worker.unref();
+    worker.on('message', (message: { ready?: boolean; id?: number } & Record<string, unknown>) => {
+      if (message.ready) {
+        slot.ready = true;
+        this.dispatch();
+        return;
+      }
+      const job = slot.job;
+      if (!job || message.id !== job.id) return;
+      this.finish(slot);
+      job.resolve(toOutcome(message));
+      this.dispatch();
+    });
+    // A thread that dies (out of memory, a crash in the parser) fails its parse and is replaced.
+    const replace = (why: string) => {
+      const at = this.slots.indexOf(slot);
+      if (at < 0) return;
+      this.slots.splice(at, 1);
+      const job = slot.job;
+      this.finish(slot);
+      job?.resolve({ kind: 'failed', message: why });
+      if (!this.closed) this.slots.push(this.spawn());
+      this.dispatch();
+    };
+    worker.on('error', (error) => replace(`the parser thread failed: ${error.message}`));
+    worker.on('exit', (code) => replace(`the parser thread exited (${code})`));
+    return slot;
+  }
+
+  private dispatch(): void {
+    for (const slot of this.slots) {
+      if (this.queue.length === 0) break;
+      if (!slot.ready || slot.job) continue;
+      const job = this.queue.shift() as Job;
+      slot.job = job;
+      // Referenced while busy: a pending parse keeps the process alive, an idle pool does not.
+      slot.worker.ref();
+      slot.timer = setTimeout(() => this.expire(slot, job), this.deadlineMs);
+      slot.worker.postMessage({ id: job.id, sql: job.sql });
+    }
+  }
+
+  /** The parse took too long: its thread is stopped and replaced, the caller told. */
+  private expire(slot: Slot, job: Job): void {
+    if (slot.job !== job) return;
+    const at = this.slots.indexOf(slot);
+    if (at >= 0) this.slots.splice(at, 1);
+    this.finish(slot);
+    job.resolve({ kind: 'timeout' });
+    void this.retire(slot, 'timeout');
+    if (!this.closed) this.slots.push(this.spawn());
+    this.dispatch();
+  }
+
+  private finish(slot: Slot): void {
+    if (slot.timer) clearTimeout(slot.timer);
+    slot.timer = undefined;
+    slot.job = undefined;
+    slot.worker.unref();
+  }
+
+  private async retire(slot: Slot, why: string): Promise<void> {
+    const job = slot.job;
+    this.finish(slot);
+    job?.resolve({ kind: 'failed', message: why });
+    slot.worker.removeAllListeners('exit');
+    slot.worker.removeAllListeners('error');
+    slot.worker.on('error', () => {});
+    await slot.worker.terminate();
+  }
+}
+
+function toOutcome(message: Record<string, unknown>): ParseOutcome {
+  switch (message['kind']) {
+    case 'parsed':
+      return { kind: 'parsed', ast: message['ast'], tableList: message['tableList'] };
+    case 'syntax_error':
+      return { kind: 'syntax_error', message: String(message['message']), location: message['location'] };
+    default:
+      return { kind: 'failed', message: String(message['message'] ?? 'unknown reply') };
+  }
+}
