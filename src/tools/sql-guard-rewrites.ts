@@ -83,6 +83,7 @@ export function rewriteForParser(tokens: readonly SqlToken[]): string {
 
 const RULES: ((t: Tokens) => void)[] = [
   leadingDotNumbers,
+  stringLiterals,
   nullSafeEquals,
   keywordsWithoutExpressions,
   aggregateSynonyms,
@@ -99,6 +100,19 @@ const RULES: ((t: Tokens) => void)[] = [
 function leadingDotNumbers(t: Tokens): void {
   for (const token of t)
     if (token.kind === 'number' && token.text.startsWith('.')) token.text = `0${token.text}`;
+}
+
+/**
+ * `N'x'` (national string) and `_utf8mb4'x'` (character set introducer) → `'x'`; `'a' 'b'` (adjacent
+ * literals, one string to MySQL) → `'a'`.
+ */
+function stringLiterals(t: Tokens): void {
+  t.forEach((token, i) => {
+    if (token.kind !== 'string') return;
+    const before = t[i - 1];
+    if (before?.kind === 'word' && /^(n|_[a-z0-9]+)$/i.test(before.text)) blank(before);
+    else if (t[previousIndex(t, i)]?.kind === 'string') blank(token);
+  });
 }
 
 /** `a <=> b` (NULL-safe equality) → `a = b`: the same comparison tree. */
