@@ -135,6 +135,11 @@ export function warmUpSqlGuard(): void {
   parsePool.warmUp();
 }
 
+/** Resolves once the parser threads, spares included, are started. */
+export function sqlGuardReady(): Promise<void> {
+  return parsePool.ready();
+}
+
 /**
  * Pass 1 alone (raw text): the reason the text is refused, or undefined. Exported so tests can show that each
  * layer refuses on its own; callers use checkSelectOnly.

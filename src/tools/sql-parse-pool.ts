@@ -1,8 +1,10 @@
 // node-sql-parser off the event loop, under a hard time limit. It is a PEG parser that backtracks: some valid
 // shapes (`CAST((…` or `CASE (…` nested a dozen deep, 200 characters) take seconds to tens of seconds, and a
 // parse cannot be interrupted from inside. So each parse runs in a worker thread; one that outlives its
-// deadline is terminated (V8 stops it mid-loop) and a fresh thread takes its place. A few threads, reused:
-// starting one (loading the grammar) costs about as much as a hundred ordinary parses.
+// deadline is terminated (V8 stops it mid-loop) and a spare thread, already started, takes its place while a
+// new spare starts: starting one (loading the grammar) costs about as much as a hundred ordinary parses, and
+// the next query should not wait for it. One parse at a time by default: a legitimate query parses in a few
+// milliseconds, and a second busy thread would compete with the event loop for a 2-core machine.
 //
 // The thread's code is plain CommonJS passed as a string (`eval`), not a file of its own: it then runs the
 // same under tsx, vitest and compiled JavaScript, with nothing to copy next to the build.
@@ -16,8 +18,10 @@ export type ParseOutcome =
   | { kind: 'failed'; message: string };
 
 export interface SqlParsePoolOptions {
-  /** Threads parsing at once. Default 2. */
+  /** Threads parsing at once. Default 1. */
   threads?: number;
+  /** Idle threads kept started, to replace one stopped at its deadline without a wait. Default 1. */
+  spares?: number;
   /** Time one parse may take once a thread has it; past it the thread is terminated. Default 150 ms. */
   deadlineMs?: number;
 }
@@ -41,8 +45,16 @@ parentPort.on('message', ({ id, sql }) => {
     parentPort.postMessage({ id, kind: 'failed', message: 'unexpected parser output: ' + String(error) });
   }
 });
+// A first parse compiles the grammar's hot paths; done here, it does not count against a query's deadline.
+parser.parse(workerData.warmUpSql, { database: 'MySQL' });
 parentPort.postMessage({ ready: true });
 `;
+
+const WARM_UP_SQL =
+  'WITH w AS (SELECT 1 AS a) SELECT t.a, COUNT(*) AS n, SUM(CASE WHEN t.b > 0 THEN 1 ELSE 0 END), ' +
+  'CAST(t.c AS CHAR), ROW_NUMBER() OVER (PARTITION BY t.a ORDER BY t.d) FROM t JOIN u ON u.id = t.id ' +
+  "WHERE t.x IN (1, 2) AND t.y LIKE 'a%' AND EXISTS (SELECT 1 FROM w) GROUP BY t.a HAVING COUNT(*) > 1 " +
+  'ORDER BY n DESC LIMIT 5';
 
 interface Job {
   id: number;
@@ -59,14 +71,17 @@ interface Slot {
 
 export class SqlParsePool {
   private readonly threads: number;
+  private readonly size: number;
   private readonly deadlineMs: number;
   private readonly slots: Slot[] = [];
   private readonly queue: Job[] = [];
+  private readyWaiters: (() => void)[] = [];
   private nextId = 1;
   private closed = false;
 
   constructor(options: SqlParsePoolOptions = {}) {
-    this.threads = Math.max(1, options.threads ?? 2);
+    this.threads = Math.max(1, options.threads ?? 1);
+    this.size = this.threads + Math.max(0, options.spares ?? 1);
     this.deadlineMs = options.deadlineMs ?? 150;
   }
 
@@ -77,7 +92,16 @@ export class SqlParsePool {
 
   /** Starts the threads now rather than at the first parse. */
   warmUp(): void {
-    while (!this.closed && this.slots.length < this.threads) this.slots.push(this.spawn());
+    while (!this.closed && this.slots.length < this.size) this.slots.push(this.spawn());
+  }
+
+  /** Resolves once every thread, spares included, has started (after a warm-up or a replacement). */
+  ready(): Promise<void> {
+    this.warmUp();
+    return new Promise((resolve) => {
+      this.readyWaiters.push(resolve);
+      this.notifyReady();
+    });
   }
 
   parse(sql: string): Promise<ParseOutcome> {
@@ -91,19 +115,24 @@ export class SqlParsePool {
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const resolve of this.readyWaiters.splice(0)) resolve();
     for (const job of this.queue.splice(0))
       job.resolve({ kind: 'failed', message: 'the parser pool is closed' });
     await Promise.all(this.slots.splice(0).map((slot) => this.retire(slot, 'the parser pool is closed')));
   }
 
   private spawn(): Slot {
-    const worker = new Worker(THREAD_CODE, { eval: true, workerData: { parserPath: PARSER_PATH } });
+    const worker = new Worker(THREAD_CODE, {
+      eval: true,
+      workerData: { parserPath: PARSER_PATH, warmUpSql: WARM_UP_SQL },
+    });
     const slot: Slot = { worker, ready: false };
     worker.unref();
     worker.on('message', (message: { ready?: boolean; id?: number } & Record<string, unknown>) => {
       if (message.ready) {
         slot.ready = true;
         this.dispatch();
+        this.notifyReady();
         return;
       }
       const job = slot.job;
@@ -128,10 +157,19 @@ export class SqlParsePool {
     return slot;
   }
 
+  private notifyReady(): void {
+    if (this.closed || this.slots.length < this.size || this.slots.some((slot) => !slot.ready)) return;
+    const waiters = this.readyWaiters;
+    this.readyWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
   private dispatch(): void {
+    let busy = this.slots.filter((slot) => slot.job).length;
     for (const slot of this.slots) {
-      if (this.queue.length === 0) break;
+      if (this.queue.length === 0 || busy >= this.threads) break;
       if (!slot.ready || slot.job) continue;
+      busy += 1;
       const job = this.queue.shift() as Job;
       slot.job = job;
       // Referenced while busy: a pending parse keeps the process alive, an idle pool does not.
