@@ -65,6 +65,10 @@ const SIZED_TYPES = new Set([
   'TIMESTAMP',
 ]);
 
+/** `N` and the character set introducers a model writes; an unknown `_name'…'` is left for the parser. */
+const INTRODUCER =
+  /^(n|_utf8mb4|_utf8mb3|_utf8|_latin1|_latin2|_binary|_ascii|_ucs2|_utf16|_utf16le|_utf32)$/i;
+
 const SELECT_MODIFIERS = new Set([
   'SELECT',
   'ALL',
@@ -110,7 +114,7 @@ function stringLiterals(t: Tokens): void {
   t.forEach((token, i) => {
     if (token.kind !== 'string') return;
     const before = t[i - 1];
-    if (before?.kind === 'word' && /^(n|_[a-z0-9]+)$/i.test(before.text)) blank(before);
+    if (before?.kind === 'word' && INTRODUCER.test(before.text)) blank(before);
     else if (t[previousIndex(t, i)]?.kind === 'string') blank(token);
   });
 }

@@ -3,9 +3,11 @@
 // read-only database account, a read-only transaction) back it up; this one fails closed and says what to fix.
 //
 // Three independent passes, each able to refuse on its own:
-// 1. raw text (sql-guard-lexer.ts): no comments, no backslashes, no control characters; then, on the text with
-//    string literals blanked out: one statement, starting with SELECT or WITH, and no INTO, `@`, locking clause,
-//    dangerous function name or system schema;
+// 1. raw text (sql-guard-lexer.ts): no comments (but a trailing prose note), no backslash escapes, no control
+//    characters; then, on the text with string literals blanked out and numbers standing apart (`1.5INTO` is
+//    `1.5 INTO` to MySQL): one statement, starting with SELECT or WITH, and no INTO, `@`, locking clause,
+//    dangerous function name or system schema (a table alias of the same name excepted: passes 2 and 3 still
+//    refuse the schema);
 // 2. the AST from node-sql-parser (MySQL dialect), walked generically (every object of the tree, not only the
 //    known positions): every statement node is a SELECT, no INTO/locking/variables/placeholders, every function
 //    call has a plain built-in name outside the deny list, no system schema, and the tables referenced (CTE
@@ -19,7 +21,9 @@
 // Bounded cost: before any parsing, the length, the parenthesis depth and the token count are capped, and the
 // parse itself runs in a worker thread under a deadline (sql-parse-pool.ts), so the guard is async and never
 // holds the event loop for more than the linear passes take. Constructs the parser lacks (sql-guard-rewrites.ts)
-// are rewritten, for the AST pass only, into equivalents it knows; the text that runs is the original.
+// are rewritten, for the AST pass only, into equivalents it knows; the text that runs is the original, without
+// an accepted trailing comment (the verdict's `sql`). docs/sql-safety.md lists which rules only the guard
+// enforces and what the database does with each.
 import { lexSql, type SqlLexOk } from './sql-guard-lexer.js';
 import { rewriteForParser } from './sql-guard-rewrites.js';
 import { SqlParsePool } from './sql-parse-pool.js';
