@@ -115,7 +115,7 @@ export function lexSql(sql: string): SqlLexResult {
     } else if (/\s/.test(ch)) {
       while (i < sql.length && /\s/.test(sql[i] as string)) i += 1;
       tokens.push({ kind: 'space', text: sql.slice(start, i) });
-    } else if (WORD_START.test(ch) || /\d/.test(ch)) {
+    } else if (WORD_START.test(ch)) {
       while (i < sql.length && WORD_CHAR.test(sql[i] as string)) i += 1;
       tokens.push({ kind: 'word', text: sql.slice(start, i) });
     } else {
@@ -128,13 +128,13 @@ export function lexSql(sql: string): SqlLexResult {
   return { ok: true, sql: text, tokens, code: codeOf(tokens, true), keywords: codeOf(tokens, false) };
 }
 
-/** A number starts here unless a `.` follows a name (`t.5` is a column reference, not `t` then `.5`). */
+/**
+ * A digit starts a number (the digits of a name such as `t1` are read with the name); so does `.` before a
+ * digit unless it follows a name or `)` (`t.5` is a column reference, not `t` then `.5`).
+ */
 function isNumberStart(sql: string, at: number, tokens: readonly SqlToken[]): boolean {
   const ch = sql[at] as string;
-  if (/\d/.test(ch)) {
-    const previous = tokens.at(-1);
-    return previous?.kind !== 'word' || !WORD_CHAR.test(sql[at - 1] ?? '');
-  }
+  if (/\d/.test(ch)) return true;
   if (ch !== '.' || !/\d/.test(sql[at + 1] ?? '')) return false;
   const previous = tokens.at(-1);
   return !previous || previous.kind === 'space' || (previous.kind === 'punct' && previous.text !== ')');

@@ -95,7 +95,7 @@ export class SqlParsePool {
     while (!this.closed && this.slots.length < this.size) this.slots.push(this.spawn());
   }
 
-  /** Resolves once every thread, spares included, has started (after a warm-up or a replacement). */
+  /** Resolves once every thread, spares included, has started (or one failed to start). */
   ready(): Promise<void> {
     this.warmUp();
     return new Promise((resolve) => {
@@ -141,7 +141,9 @@ export class SqlParsePool {
       job.resolve(toOutcome(message));
       this.dispatch();
     });
-    // A thread that dies (out of memory, a crash in the parser) fails its parse and is replaced.
+    // A thread that dies (out of memory, a crash in the parser) fails its parse and is replaced. One that dies
+    // before it is ready (the parser cannot load) fails every waiting parse instead: respawning it at once
+    // would only loop; the next parse tries again.
     const replace = (why: string) => {
       const at = this.slots.indexOf(slot);
       if (at < 0) return;
@@ -149,6 +151,11 @@ export class SqlParsePool {
       const job = slot.job;
       this.finish(slot);
       job?.resolve({ kind: 'failed', message: why });
+      if (!slot.ready) {
+        for (const queued of this.queue.splice(0)) queued.resolve({ kind: 'failed', message: why });
+        for (const resolve of this.readyWaiters.splice(0)) resolve();
+        return;
+      }
       if (!this.closed) this.slots.push(this.spawn());
       this.dispatch();
     };
