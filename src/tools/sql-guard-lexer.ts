@@ -51,12 +51,15 @@ const CONTROL_CHARS = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/;
 
 /**
  * What a stripped trailing comment may contain: words, digits, spaces and light punctuation. No `;`, quotes,
- * backslashes, `=`, `<`, `>`, `*`, `/`, `@` or `#`, so it cannot look like the rest of a statement.
+ * backslashes, `=`, `<`, `>`, `*`, `/`, `@` or `#`, so it cannot carry a statement or a condition.
  */
-const TRAILING_COMMENT = /^[\p{L}\p{N} \t,.:!?()%+-]*$/u;
-/** Words a prose comment has no need of, and a commented-out statement or condition does. */
+const TRAILING_COMMENT = /^[\p{L}\p{N}_ \t,.:!?()%+-]*$/u;
+/**
+ * Statement words: a comment naming one looks like SQL put aside (it would not run: the comment is cut off),
+ * and is refused so the model says what it means. Words a note needs (from, where, and, or) are fine.
+ */
 const SQL_WORDS =
-  /\b(select|insert|update|delete|replace|drop|create|alter|truncate|rename|grant|revoke|call|do|set|handler|load|lock|unlock|union|from|where|and|or|not|into|sleep|benchmark|execute|prepare|show|kill|shutdown|flush|values|having|limit)\b/i;
+  /\b(select|insert|update|delete|replace|drop|create|alter|truncate|rename|grant|revoke|call|handler|lock|unlock|union|into|sleep|benchmark|execute|prepare|kill|shutdown|flush)\b/i;
 
 const WORD_START = /[A-Za-z_$\u0080-\uffff]/;
 const WORD_CHAR = /[A-Za-z0-9_$\u0080-\uffff]/;
