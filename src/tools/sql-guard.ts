@@ -297,10 +297,13 @@ function checkText({ code, keywords }: SqlLexOk): string | undefined {
   return undefined;
 }
 
-/** Names declared as aliases (`AS name`, or `FROM|JOIN table name`), lower case. */
+/** Names declared as aliases (`AS name`, `FROM|JOIN table name`) or CTEs (`name AS (`), lower case. */
 function declaredAliases(keywords: string): Set<string> {
   const aliases = new Set<string>();
   for (const match of keywords.matchAll(/\bAS\s+([A-Za-z_][A-Za-z0-9_$]*)\b/gi)) {
+    aliases.add((match[1] as string).toLowerCase());
+  }
+  for (const match of keywords.matchAll(/\b([A-Za-z_][A-Za-z0-9_$]*)\s+AS\s*\(/gi)) {
     aliases.add((match[1] as string).toLowerCase());
   }
   const implicit = /\b(?:FROM|JOIN)\s+[A-Za-z0-9_$.]+\s+([A-Za-z_][A-Za-z0-9_$]*)\b(?!\s*[.(])/gi;
