@@ -6,7 +6,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { checkSelectOnly, sqlGuardReady, warmUpSqlGuard } from '../src/tools/sql-guard.js';
 
-/** Time one call may spend in the guard (goal 250 ms; the parse deadline is 150 ms). */
+/** Time one call may spend in the guard (goal 250 ms; the parse deadline is 120 ms). */
 const MAX_GUARD_MS = 400;
 /**
  * Longest the event loop may stall while the guard works. The goal is 100 ms; on this loaded 2-core machine
