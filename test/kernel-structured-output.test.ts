@@ -147,6 +147,39 @@ describe('the response format of the final turn (tools protocol)', () => {
   });
 });
 
+describe('resuming a run with an output schema', () => {
+  it('keeps the pending correction and the refused response format across a resume', async () => {
+    const refusing = await startScriptedModel({
+      refuseResponseFormat: true,
+      script: [{ answer: 'not json' }, { answer: 'still not json' }, { output: DIGEST }],
+    });
+    let checkpoints;
+    try {
+      ({ checkpoints } = await runWith(refusing, { output: Digest, budget: { maxSteps: 3 } }));
+    } finally {
+      await refusing.close();
+    }
+    const afterStep = (steps: number) => checkpoints.find((c) => c.steps === steps && c.result === null)!;
+    expect(afterStep(1)).toMatchObject({ outputIssues: expect.stringMatching(/not JSON/) });
+    expect(afterStep(1).responseFormatRefused).toBeUndefined();
+    expect(afterStep(2)).toMatchObject({ responseFormatRefused: true });
+
+    // After step 1 the next turn is a correction: resumed, it still asks for the schema's shape.
+    let from = server.requests.length;
+    server.reset({ script: [{ output: DIGEST }] });
+    const corrected = await runWith(server, { output: Digest, checkpoint: afterStep(1) });
+    expect(corrected.result.output).toEqual(DIGEST);
+    expect(requestsSince(from).map((r) => r.responseFormat?.type)).toEqual(['json_schema']);
+
+    // After the refusal, the resumed run's final turn does not ask again.
+    from = server.requests.length;
+    server.reset({ script: [{ output: DIGEST }] });
+    const final = await runWith(server, { output: Digest, checkpoint: afterStep(2) });
+    expect(final.result).toMatchObject({ stopReason: 'max_steps', output: DIGEST, error: null });
+    expect(requestsSince(from).map((r) => r.responseFormat)).toEqual([undefined]);
+  });
+});
+
 describe('strict schemas', () => {
   it('closes every object and keeps what strict mode takes', () => {
     const format = new StructuredOutput(Digest).responseFormat;
