@@ -201,6 +201,12 @@ describe('strict schemas', () => {
     });
   });
 
+  it("leaves out z.int()'s safe-integer bounds, which cost tokens and say nothing", () => {
+    const schema = new StructuredOutput(z.object({ n: z.number().int(), m: z.number().int().min(1) }))
+      .jsonSchema;
+    expect(schema.properties).toEqual({ n: { type: 'integer' }, m: { type: 'integer', minimum: 1 } });
+  });
+
   it('asks for no response format when the output is not an object', () => {
     expect(new StructuredOutput(z.array(z.string())).responseFormat).toBeNull();
   });

@@ -50,7 +50,14 @@ function outputJsonSchema(schema: z.ZodType): Record<string, unknown> {
   // still checked by zod.
   const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
   const { $schema: _dialect, ...rest } = json;
-  return rest;
+  // z.int() says "a safe integer" with two 16-digit bounds: tokens in every prompt that tell the model nothing.
+  const text = JSON.stringify(rest, (key, value: unknown) =>
+    (key === 'minimum' && value === Number.MIN_SAFE_INTEGER) ||
+    (key === 'maximum' && value === Number.MAX_SAFE_INTEGER)
+      ? undefined
+      : value,
+  );
+  return JSON.parse(text) as Record<string, unknown>;
 }
 
 function responseFormatFor(schema: Record<string, unknown>): ResponseFormat | null {
