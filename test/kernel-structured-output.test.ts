@@ -79,6 +79,15 @@ describe.each(['tools', 'json'] as const)('structured output over the %s protoco
   });
 });
 
+describe('structured output over the json protocol', () => {
+  it('takes the output object given without the {"answer": …} around it', async () => {
+    server.reset({ script: [{ text: JSON.stringify(DIGEST) }] });
+    const { result } = await runWith(server, { protocol: 'json', output: Digest });
+    expect(result).toMatchObject({ status: 'succeeded', steps: 1, error: null });
+    expect(result.output).toEqual(DIGEST);
+  });
+});
+
 describe('the response format of the final turn (tools protocol)', () => {
   it('asks the budget-forced final turn for the strict JSON Schema, and takes its value', async () => {
     const from = server.requests.length;

@@ -289,6 +289,11 @@ class AgentRun {
       const step = ++this.state.steps;
       const reply = call.completion.message;
       let turn = this.protocol.parse(reply, step);
+      if (turn.kind === 'invalid' && this.structured && this.protocol.name === 'json') {
+        // The output object itself, without the {"answer": …} around it, is what was asked for.
+        const bare = this.structured.check(reply.content ?? '');
+        if (bare.ok) turn = { kind: 'answer', text: JSON.stringify(bare.value) };
+      }
       if (turn.kind === 'answer' && this.structured) {
         const checked = this.structured.check(turn.text);
         if (checked.ok) {
