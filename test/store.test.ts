@@ -471,6 +471,7 @@ describe('store on a real server', () => {
             toolCalls: 2,
             usage,
             error: null,
+            output: { tables: 2 },
           },
           finishedAt,
         });
@@ -491,6 +492,7 @@ describe('store on a real server', () => {
         expect(await repository.getRun('job-journal-1')).toMatchObject({
           status: 'succeeded',
           answer: 'two tables',
+          output: { tables: 2 },
           steps: 2,
           finishedAt,
         });
