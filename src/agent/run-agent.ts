@@ -526,7 +526,7 @@ class AgentRun {
       return this.finish('stopped', reason, null, error, call);
     }
     const step = ++this.state.steps;
-    if (this.structured) return this.finalOutput(step, reason, call);
+    if (this.structured) return this.finalOutput(this.structured, step, reason, call);
     const answer = this.protocol.parseFinalAnswer(call.completion.message);
     await this.emitStep(
       step,
@@ -541,14 +541,13 @@ class AgentRun {
 
   /** The last turn's reply of a run with an output schema: the value when it is valid, its issues when not. */
   private async finalOutput(
+    structured: StructuredOutput,
     step: number,
     reason: FinalReason,
     call: ModelCallResult & { ok: true },
   ): Promise<AgentResult> {
     const text = this.protocol.finalOutputText(call.completion.message);
-    const checked = text
-      ? this.structured!.check(text)
-      : { ok: false as const, issues: '(output): empty reply' };
+    const checked = text ? structured.check(text) : { ok: false as const, issues: '(output): empty reply' };
     if (checked.ok) {
       const answer = this.acceptOutput(checked.value);
       await this.emitStep(step, 'final', [], [answer], call, null);
