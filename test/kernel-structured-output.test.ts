@@ -112,6 +112,50 @@ describe('the response format of the final turn (tools protocol)', () => {
     expect(String(final?.messages.at(-1)?.content)).toMatch(/JSON object of the output schema/);
   });
 
+  it('keeps the final turn and its response format affordable: a token budget stop still gets the value', async () => {
+    for (const maxTokens of [2_500, 4_000, 6_000]) {
+      const from = server.requests.length;
+      server.reset({
+        rules: [
+          (request) =>
+            request.tools
+              ? { actions: [{ tool: 'lookup', args: { id: request.index } }] }
+              : { output: DIGEST },
+        ],
+      });
+      const { result } = await runWith(server, {
+        output: Digest,
+        budget: { maxSteps: 50, maxTokens, maxCostUsd: 100 },
+      });
+      expect(result).toMatchObject({ status: 'stopped', stopReason: 'token_budget', error: null });
+      expect(result.output).toEqual(DIGEST);
+      expect(result.usage.totalTokens).toBeLessThanOrEqual(maxTokens);
+      expect(requestsSince(from).at(-1)?.responseFormat?.type).toBe('json_schema');
+    }
+  });
+
+  it('counts the response format in the budget: a final turn that writes all it may stays within maxTokens', async () => {
+    // The final reply fills every completion token it is given, so any prompt the estimate missed shows.
+    const endless = { ...DIGEST, region: 'north '.repeat(4_000) };
+    for (let maxTokens = 2_000; maxTokens <= 4_000; maxTokens += 250) {
+      server.reset({
+        rules: [
+          (request) =>
+            request.tools
+              ? { actions: [{ tool: 'lookup', args: { id: request.index } }] }
+              : { output: endless },
+        ],
+      });
+      const { result } = await runWith(server, {
+        output: Digest,
+        budget: { maxSteps: 50, maxTokens, maxCostUsd: 100 },
+        options: { completionTokens: 4_000 },
+      });
+      expect(result.stopReason).toBe('token_budget');
+      expect(result.usage.totalTokens).toBeLessThanOrEqual(maxTokens);
+    }
+  });
+
   it('drops response_format for the rest of the run once the endpoint refuses it with a 400', async () => {
     const refusing = await startScriptedModel({
       refuseResponseFormat: true,
