@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentResult } from '../src/agent/types.js';
+import { buildBatchReport } from '../src/reports/batch-summary.js';
+import { renderMarkdown } from '../src/reports/render-markdown.js';
 import { BatchReportStore } from '../src/reports/report-store.js';
 import { migrate } from '../src/store/migrate.js';
 import { createStorePool, quoteIdentifier } from '../src/store/pool.js';
@@ -166,6 +168,25 @@ describe('BatchReportStore', () => {
     expect(loaded?.runs.map((run) => run.jobId).sort()).toEqual(JOBS.slice(0, 4).sort());
     // DECIMAL(16,10) comes back as the number that was written.
     expect(loaded?.runs.find((run) => run.jobId === JOBS[1])?.costUsd).toBe(0.1234567891);
+  });
+
+  it("reads the runs' structured outputs back into the report's output columns", async () => {
+    const batchId = `kpi-${RUN_ID}`;
+    const jobIds = [`${batchId}-1`, `${batchId}-2`];
+    const runs = new RunsRepository(pool);
+    for (const jobId of jobIds) {
+      await runs.startRun({ jobId, task: 'KPI', model: 'm', protocol: 'tools', batchId, attempt: 1 });
+    }
+    await runs.finishRun(result(jobIds[0]!, { output: { region: 'north', total: 12.5 } }));
+    await runs.finishRun(
+      result(jobIds[1]!, { status: 'stopped', stopReason: 'max_steps', answer: null, output: null }),
+    );
+    await insertBatch(batchId, jobIds, null);
+    const loaded = (await new BatchReportStore(pool).loadBatch(batchId))!;
+    const markdown = renderMarkdown(buildBatchReport(loaded.batch, loaded.runs));
+    expect(markdown).toContain('| # | Job | region | total |');
+    expect(markdown).toContain(`| 1 | ${jobIds[0]} | north | 12.5 |`);
+    expect(markdown).toContain(`| 2 | ${jobIds[1]} | — (no output) |`);
   });
 
   it('finds no batch by an unknown or impossible id', async () => {

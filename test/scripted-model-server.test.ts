@@ -280,6 +280,43 @@ describe('scripted model server', () => {
     await expect(ask(client)).rejects.toThrow();
   });
 
+  it('writes a structured output as the request asks for it, and records the response format', async () => {
+    const output = { city: 'Paris', population: 2_100_000 };
+    const { server, client } = await start({ script: [{ output }, { output }, { output }] });
+    const format = {
+      type: 'json_schema' as const,
+      json_schema: { name: 'agent_output', schema: { type: 'object' }, strict: true },
+    };
+    const native = await ask(client, { tools: TOOLS });
+    const json = await ask(client);
+    const structured = await ask(client, { response_format: format });
+    expect(JSON.parse(native.choices[0]?.message.content ?? '')).toEqual(output);
+    expect(JSON.parse(json.choices[0]?.message.content ?? '')).toEqual({ answer: output });
+    expect(JSON.parse(structured.choices[0]?.message.content ?? '')).toEqual(output);
+    expect(server.requests.map((r) => r.responseFormat)).toEqual([undefined, undefined, format]);
+    // The format's schema is prompt too: it is reported in the usage.
+    expect(structured.usage?.prompt_tokens).toBeGreaterThan(json.usage?.prompt_tokens ?? Infinity);
+  });
+
+  it('refuses response_format with a 400 naming it when told to, using no reply of the script', async () => {
+    const { server, client } = await start({ refuseResponseFormat: true, script: [{ answer: 'Paris' }] });
+    const error = await rejection(ask(client, { response_format: { type: 'json_object' } }));
+    expect(error).toBeInstanceOf(OpenAI.BadRequestError);
+    expect((error as Error).message).toMatch(/'response_format' is not supported/);
+    expect((await ask(client)).choices[0]?.message.content).toBe('{"answer":"Paris"}');
+    expect(server.requests).toHaveLength(2);
+    expect(server.failures).toEqual([]);
+  });
+
+  it('fails loudly when a scripted text reply is not the JSON object a response format asks for', async () => {
+    const { server, client } = await start({ script: [{ text: 'Paris' }] });
+    const error = await rejection(ask(client, { response_format: { type: 'json_object' } }));
+    expect((error as InstanceType<typeof OpenAI.APIError>).status).toBe(400);
+    expect(server.failures).toEqual([
+      'scripted model: request #0 asked for a structured reply, but the scripted reply is not a JSON object',
+    ]);
+  });
+
   it('fails loudly with 400 when the script is used up', async () => {
     const { server, client } = await start({ script: [{ answer: 'only one' }] });
     await ask(client);

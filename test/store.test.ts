@@ -11,6 +11,7 @@ import { StoreError } from '../src/store/errors.js';
 import { loadMigrations, MIGRATIONS_DIRECTORY, splitStatements } from '../src/store/migration-files.js';
 import { migrate } from '../src/store/migrate.js';
 import { createStorePool, quoteIdentifier, SESSION_SETUP } from '../src/store/pool.js';
+import { resultOfRun } from '../src/store/run-result.js';
 import { RunsRepository } from '../src/store/runs-repository.js';
 
 /** Every migration the repository ships, in order: the tests must not break when one is added. */
@@ -332,6 +333,54 @@ describe('store on a real server', () => {
       });
     });
 
+    it('stores a structured output, keeps "no value" apart from "no schema", and clears it on a restart', async () => {
+      const base = { task: 't', model: 'm', protocol: 'tools' as const, attempt: 1 };
+      const finished = (jobId: string, output?: unknown): AgentResult => ({
+        jobId,
+        status: output === null ? 'stopped' : 'succeeded',
+        stopReason: output === null ? 'max_steps' : 'answer',
+        answer: output === undefined ? 'plain' : JSON.stringify(output),
+        steps: 1,
+        toolCalls: 0,
+        usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2, costUsd: 0 },
+        error: null,
+        ...(output === undefined ? {} : { output }),
+      });
+      const digest = {
+        region: 'north',
+        total: 12.5,
+        top: [{ product: 'widget', units: 3 }],
+        note: 'ünï "q"',
+      };
+      for (const jobId of ['job-output', 'job-output-null', 'job-no-schema']) {
+        await repository.startRun({ ...base, jobId });
+      }
+      await repository.finishRun(finished('job-output', digest));
+      await repository.finishRun(finished('job-output-null', null));
+      await repository.finishRun(finished('job-no-schema'));
+
+      const withValue = await repository.getRun('job-output');
+      expect(withValue?.output).toEqual(digest);
+      expect(resultOfRun(withValue!)?.output).toEqual(digest);
+      const withNull = await repository.getRun('job-output-null');
+      expect(withNull).toHaveProperty('output', null);
+      expect(resultOfRun(withNull!)).toHaveProperty('output', null);
+      const without = await repository.getRun('job-no-schema');
+      expect(without).not.toHaveProperty('output');
+      expect(resultOfRun(without!)).not.toHaveProperty('output');
+      const [raw] = await pool.query<RowDataPacket[]>(
+        'SELECT output IS NULL AS sqlNull, output FROM agent_runs WHERE job_id IN (?) ORDER BY job_id',
+        [['job-no-schema', 'job-output-null']],
+      );
+      expect(raw.map((row) => [Number(row['sqlNull']), row['output']])).toEqual([
+        [1, null],
+        [0, 'null'],
+      ]);
+
+      await repository.startRun({ ...base, jobId: 'job-output', attempt: 2 });
+      expect(await repository.getRun('job-output')).not.toHaveProperty('output');
+    });
+
     it('overwrites a step reported again instead of adding a row', async () => {
       const jobId = 'job-resumed-steps';
       await repository.appendSteps(jobId, [trace(1), trace(2)]);
@@ -422,6 +471,7 @@ describe('store on a real server', () => {
             toolCalls: 2,
             usage,
             error: null,
+            output: { tables: 2 },
           },
           finishedAt,
         });
@@ -442,6 +492,7 @@ describe('store on a real server', () => {
         expect(await repository.getRun('job-journal-1')).toMatchObject({
           status: 'succeeded',
           answer: 'two tables',
+          output: { tables: 2 },
           steps: 2,
           finishedAt,
         });

@@ -36,3 +36,11 @@ export interface ToolSpec {
   type: 'function';
   function: { name: string; description: string; parameters: Record<string, unknown> };
 }
+
+/**
+ * The Chat Completions `response_format` field: a JSON Schema the reply must follow (strict when the schema
+ * allows it), or any JSON object.
+ */
+export type ResponseFormat =
+  | { type: 'json_schema'; json_schema: { name: string; schema: Record<string, unknown>; strict: boolean } }
+  | { type: 'json_object' };

@@ -6,11 +6,11 @@ import { ModelApiError, SystemError } from './errors.js';
 import { costUsd } from '../llm/pricing.js';
 import { addUsage, planCall, type Budget, type BudgetStopReason, type TokenUsage } from './budget.js';
 import { DEFAULT_MODEL_RETRY_BASE_DELAY_MS, MAX_MODEL_RETRY_DELAY_MS } from './defaults.js';
-import type { ChatMessage, ToolSpec } from './messages.js';
+import type { ChatMessage, ResponseFormat, ToolSpec } from './messages.js';
 import { measurePrompt, type PromptCalibration } from './prompt-calibration.js';
 import type { ChatCompletion, ChatModel } from '../llm/chat-model.js';
 import type { ModelPrice } from '../llm/pricing.js';
-import { countCompletionTokens, type TokenCounter } from '../llm/tokens.js';
+import { countCompletionTokens, countResponseFormatTokens, type TokenCounter } from '../llm/tokens.js';
 
 export interface ModelCallEnv {
   model: ChatModel;
@@ -41,6 +41,8 @@ export interface ModelCallEnv {
 export interface ModelCallRequest {
   messages: readonly ChatMessage[];
   tools: readonly ToolSpec[] | undefined;
+  /** The reply's required shape, sent as `response_format`; its schema counts as prompt. */
+  responseFormat?: ResponseFormat;
   desiredMaxTokens: number;
   minCompletionTokens: number;
   /** Usage that must stay affordable after this call. */
@@ -68,6 +70,7 @@ const CHARGED_WHEN_UNANSWERED = new Set(['timeout', 'aborted', 'malformed_respon
 export async function callModel(env: ModelCallEnv, request: ModelCallRequest): Promise<ModelCallResult> {
   const started = env.now();
   const promptSize = measurePrompt(request.messages, request.tools, env.count);
+  promptSize.bound += countResponseFormatTokens(request.responseFormat, env.count);
   const promptEstimate = env.calibration.estimate(promptSize);
   let charged: TokenUsage = { promptTokens: 0, completionTokens: 0 };
   const cost = (attempts: number): CallCost => ({ usage: charged, attempts, latencyMs: env.now() - started });
@@ -138,6 +141,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
           tools: request.tools,
           maxTokens: plan.maxTokens,
           temperature: env.temperature,
+          ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
         },
         { signal: env.signal, timeoutMs },
       );

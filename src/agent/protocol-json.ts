@@ -56,4 +56,13 @@ export const jsonProtocol: AgentProtocol = {
     const parsed = parseJsonReply(text);
     return parsed.kind === 'answer' ? parsed.answer : text;
   },
+
+  outputInstructions: (jsonSchema) =>
+    'When done, the answer is not text but one JSON object: reply {"answer": <that object>}, the object valid ' +
+    `against this JSON Schema:\n${jsonSchema}`,
+
+  finalOutputInstruction: (why) =>
+    `${why} No more tools. Reply now with {"answer": <the JSON object of the output schema, from what you know>}.`,
+
+  finalOutputText: (reply) => jsonProtocol.parseFinalAnswer(reply),
 };

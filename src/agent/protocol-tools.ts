@@ -51,6 +51,16 @@ export const toolsProtocol: AgentProtocol = {
     }
     return text;
   },
+
+  outputInstructions: (jsonSchema) =>
+    'Your final answer (the message without tool calls) must be exactly one JSON object, valid against this ' +
+    `JSON Schema, with nothing before or after it:\n${jsonSchema}`,
+
+  finalOutputInstruction: (why) =>
+    `${why} No more tool calls. Reply now with the JSON object of the output schema, from what you know.`,
+
+  // Taken whole: the schema may have keys of its own named "answer" or "tool".
+  finalOutputText: (reply) => reply.content?.trim() || null,
 };
 
 function parseArguments(text: string): PlannedCall['args'] {

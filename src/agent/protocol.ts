@@ -28,6 +28,12 @@ export interface AgentProtocol {
   finalTurnInstruction(why: string): string;
   /** The answer of that last turn; tolerant, since the model may not follow the format. */
   parseFinalAnswer(reply: AssistantMessage): string | null;
+  /** Appended to the system prompt of an agent with an output schema: how the final answer carries it. */
+  outputInstructions(jsonSchema: string): string;
+  /** The last turn's instruction when the answer must be an output of the schema. */
+  finalOutputInstruction(why: string): string;
+  /** The text of the last turn's reply to check against the output schema. */
+  finalOutputText(reply: AssistantMessage): string | null;
 }
 
 export const INVALID_EMPTY_REPLY = 'Your reply was empty. Call a tool, or reply with the final answer.';

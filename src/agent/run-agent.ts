@@ -9,14 +9,15 @@
 // before the loop goes on.
 //
 // It knows nothing of queues or databases: the worker adapts it to BullMQ, the store to MySQL.
-import { toRunError, type RunError } from './errors.js';
+import type { z } from 'zod';
+import { ModelApiError, toRunError, type RunError } from './errors.js';
 import { addUsage, usageOf, type Budget, type TokenUsage } from './budget.js';
 import * as D from './defaults.js';
 import { deterministicSummary, foldCut, summaryRequestMessages } from './memory.js';
 import type { CallGate } from './call-gate.js';
 import { CheckpointQueue } from './checkpoint-queue.js';
 import { deadlineSignal, type DeadlineSignal } from './deadline-signal.js';
-import type { AssistantMessage, ChatMessage, ToolSpec } from './messages.js';
+import type { AssistantMessage, ChatMessage, ResponseFormat, ToolSpec } from './messages.js';
 import { callModel, type ModelCallRequest, type ModelCallResult } from './model-call.js';
 import { measurePrompt, PromptCalibration } from './prompt-calibration.js';
 import type { AgentProtocol, PlannedCall, ProtocolName } from './protocol.js';
@@ -24,6 +25,7 @@ import { jsonProtocol } from './protocol-json.js';
 import { toolsProtocol } from './protocol-tools.js';
 import { observeRepeat, REPEAT_NUDGE, turnSignature } from './repeat-detector.js';
 import { sleep as defaultSleep } from './sleep.js';
+import { invalidOutputObservation, StructuredOutput } from './structured-output.js';
 import {
   deadlineAt,
   deadlineReserveMs,
@@ -48,6 +50,7 @@ import type { ChatModel } from '../llm/chat-model.js';
 import type { ModelPrice } from '../llm/pricing.js';
 import {
   countMessageTokens,
+  countResponseFormatTokens,
   estimateMessageTokensByLine,
   tokenCounterFor,
   type TokenCounter,
@@ -96,6 +99,12 @@ export interface AgentRunInput {
   budget: Budget;
   /** Default 'tools'. A checkpoint keeps the protocol it was started with. */
   protocol?: ProtocolName;
+  /**
+   * The schema the run's final answer must satisfy (an agent's structured output). The model is shown its JSON
+   * Schema, a reply that fails it comes back as an observation, and the result carries `output`. Pass the same
+   * schema again when resuming.
+   */
+  output?: z.ZodType;
   options?: AgentRunOptions;
   /** Continue a run from the state a checkpoint callback was handed (`Checkpoint.state`, or its JSON parsed). */
   checkpoint?: RunState;
@@ -147,6 +156,9 @@ class AgentRun {
   private readonly now: () => number;
   private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   private readonly pinned: ChatMessage[];
+  private readonly structured: StructuredOutput | null;
+  /** The run's validated output, once the model has given one. */
+  private validOutput: { value: unknown } | null = null;
   private carry: TraceCarry = {
     usage: { promptTokens: 0, completionTokens: 0 },
     modelCalls: 0,
@@ -188,7 +200,11 @@ class AgentRun {
       ? new CheckpointQueue((checkpoint) => this.notify('checkpoint', () => onCheckpoint(checkpoint)))
       : null;
     this.protocol = PROTOCOLS[this.state.protocol];
-    const system = o.systemPrompt ?? this.protocol.systemPrompt(input.tools);
+    this.structured = input.output ? new StructuredOutput(input.output) : null;
+    let system = o.systemPrompt ?? this.protocol.systemPrompt(input.tools);
+    if (this.structured) {
+      system += `\n\n${this.protocol.outputInstructions(JSON.stringify(this.structured.jsonSchema))}`;
+    }
     this.pinned = [
       { role: 'system', content: system },
       { role: 'user', content: this.state.task },
@@ -255,6 +271,8 @@ class AgentRun {
       const call = await this.callModel({
         messages,
         tools,
+        // A correction turn asks for the schema's shape, as the final turn does.
+        responseFormat: this.state.outputIssues === undefined ? undefined : this.responseFormat(),
         desiredMaxTokens: this.opts.completionTokens,
         minCompletionTokens: D.MIN_STEP_COMPLETION_TOKENS,
         reserveAfter: this.finalTurnReserve(),
@@ -270,7 +288,23 @@ class AgentRun {
 
       const step = ++this.state.steps;
       const reply = call.completion.message;
-      const turn = this.protocol.parse(reply, step);
+      let turn = this.protocol.parse(reply, step);
+      if (turn.kind === 'invalid' && this.structured && this.protocol.name === 'json') {
+        // The output object itself, without the {"answer": …} around it, is what was asked for.
+        const bare = this.structured.check(reply.content ?? '');
+        if (bare.ok) turn = { kind: 'answer', text: JSON.stringify(bare.value) };
+      }
+      if (turn.kind === 'answer' && this.structured) {
+        const checked = this.structured.check(turn.text);
+        if (checked.ok) {
+          const answer = this.acceptOutput(checked.value);
+          await this.emitStep(step, 'answer', [], [answer], call, null);
+          return this.finish('succeeded', 'answer', answer, null);
+        }
+        // Like malformed JSON: the model sees the issues, field by field, and tries again within the budget.
+        this.state.outputIssues = checked.issues;
+        turn = { kind: 'invalid', observation: invalidOutputObservation(checked.issues) };
+      }
       if (turn.kind === 'answer') {
         await this.emitStep(step, 'answer', [], [turn.text], call, null);
         return this.finish('succeeded', 'answer', turn.text, null);
@@ -460,14 +494,18 @@ class AgentRun {
   /** The last turn: no tools, an instruction to answer now, whatever budget is left. */
   private async finalTurn(reason: FinalReason): Promise<AgentResult> {
     if (this.state.steps >= this.budget.maxSteps) return this.finish('stopped', reason, null, null);
+    const why = finalTurnWhy(reason);
     const instruction: ChatMessage = {
       role: 'user',
-      content: this.protocol.finalTurnInstruction(finalTurnWhy(reason)),
+      content: this.structured
+        ? this.protocol.finalOutputInstruction(why)
+        : this.protocol.finalTurnInstruction(why),
     };
     const ask = (messages: ChatMessage[]) =>
       this.callModel({
         messages,
         tools: undefined,
+        responseFormat: this.responseFormat(),
         desiredMaxTokens: this.opts.completionTokens,
         minCompletionTokens: D.MIN_FINAL_COMPLETION_TOKENS,
         answerBy: deadlineAt(this.budget, this.state.startedAt),
@@ -488,6 +526,7 @@ class AgentRun {
       return this.finish('stopped', reason, null, error, call);
     }
     const step = ++this.state.steps;
+    if (this.structured) return this.finalOutput(this.structured, step, reason, call);
     const answer = this.protocol.parseFinalAnswer(call.completion.message);
     await this.emitStep(
       step,
@@ -500,6 +539,40 @@ class AgentRun {
     return this.finish('stopped', reason, answer, null);
   }
 
+  /** The last turn's reply of a run with an output schema: the value when it is valid, its issues when not. */
+  private async finalOutput(
+    structured: StructuredOutput,
+    step: number,
+    reason: FinalReason,
+    call: ModelCallResult & { ok: true },
+  ): Promise<AgentResult> {
+    const text = this.protocol.finalOutputText(call.completion.message);
+    const checked = text ? structured.check(text) : { ok: false as const, issues: '(output): empty reply' };
+    if (checked.ok) {
+      const answer = this.acceptOutput(checked.value);
+      await this.emitStep(step, 'final', [], [answer], call, null);
+      return this.finish('stopped', reason, answer, null);
+    }
+    // No step is left to correct it: the run ends without an output, keeping the text the model gave.
+    this.state.outputIssues = checked.issues;
+    await this.emitStep(step, 'final', [], text ? [text] : [], call, `invalid output: ${checked.issues}`);
+    return this.finish('stopped', reason, text, null);
+  }
+
+  /** Keeps a validated output; the answer is its JSON text. */
+  private acceptOutput(value: unknown): string {
+    this.validOutput = { value };
+    delete this.state.outputIssues;
+    return JSON.stringify(value);
+  }
+
+  /** The `response_format` asking for the output schema: tools protocol only, until the endpoint refuses it. */
+  private responseFormat(): ResponseFormat | undefined {
+    if (!this.structured || this.protocol.name !== 'tools' || this.state.responseFormatRefused)
+      return undefined;
+    return this.structured.responseFormat ?? undefined;
+  }
+
   /**
    * What a step must leave affordable so that a final turn can still answer after it: the smallest final
    * prompt (pinned messages and a summary of everything), what the step will add to it, and a short answer.
@@ -510,7 +583,10 @@ class AgentRun {
     // Asked before every step: the summary, new each time, is estimated from its lines, which mostly are not.
     if (compact) estimateMessageTokensByLine(compact.summary, this.count);
     const smallest = compact?.messages ?? this.prompt();
-    const prompt = this.estimatePrompt(smallest, undefined) + D.FINAL_TURN_PROMPT_GROWTH_TOKENS;
+    const prompt =
+      this.estimatePrompt(smallest, undefined) +
+      countResponseFormatTokens(this.responseFormat(), this.count) +
+      D.FINAL_TURN_PROMPT_GROWTH_TOKENS;
     return { promptTokens: prompt, completionTokens: D.MIN_FINAL_COMPLETION_TOKENS };
   }
 
@@ -581,6 +657,28 @@ class AgentRun {
   }
 
   private async callModel(request: ModelCallRequest): Promise<ModelCallResult> {
+    const result = await this.callModelOnce(request);
+    if (!request.responseFormat || !refusesResponseFormat(result)) return result;
+    // The endpoint does not take `response_format` (or this schema in it): the prompt's schema and the check
+    // stay, the field goes, for the rest of the run.
+    this.state.responseFormatRefused = true;
+    this.input.logger?.warn(
+      {
+        runId: this.state.runId,
+        error: !result.ok && result.stop === 'error' ? result.error.message : undefined,
+      },
+      'the model endpoint refused response_format: asking without it for the rest of the run',
+    );
+    const again = await this.callModelOnce({ ...request, responseFormat: undefined });
+    return {
+      ...again,
+      usage: addUsage(result.usage, again.usage),
+      attempts: result.attempts + again.attempts,
+      latencyMs: result.latencyMs + again.latencyMs,
+    };
+  }
+
+  private async callModelOnce(request: ModelCallRequest): Promise<ModelCallResult> {
     const result = await callModel(
       {
         model: this.input.model,
@@ -707,6 +805,9 @@ class AgentRun {
     lastCall?: ModelCallResult,
   ): AgentResult {
     if (lastCall) this.carryOver(lastCall);
+    if (this.structured && !this.validOutput && !error && stopReason !== 'cancelled') {
+      error = outputMissing(stopReason, this.state.outputIssues);
+    }
     const result: AgentResult = {
       jobId: this.state.runId,
       status,
@@ -717,6 +818,7 @@ class AgentRun {
       usage: usageOf(this.state.usage, this.input.price),
       error,
     };
+    if (this.structured) result.output = this.validOutput ? this.validOutput.value : null;
     // Whatever the status, the result says which side effects may not have happened; an answer that may be
     // missing one is not a success (an email the task was for may never have gone out).
     if (this.state.uncertainEffects?.length) {
@@ -745,6 +847,23 @@ function toolsUnavailable(tools: string, rounds: number): RunError {
     message: `Tools could not reach what they depend on after ${rounds} rounds (${tools}).`,
     retryable: true,
   };
+}
+
+/** Why a run with an output schema has none: the stop, and the latest reply's issues if it gave one. */
+function outputMissing(stopReason: StopReason, issues: string | undefined): RunError {
+  const last = issues ? `; the last reply failed the schema: ${issues}` : '';
+  return {
+    kind: 'model_behavior',
+    code: 'output_missing',
+    message: `The run stopped (${stopReason}) without a valid output${last}.`,
+    retryable: false,
+  };
+}
+
+/** A 400 whose message names response_format: the endpoint does not take the field (or the schema in it). */
+function refusesResponseFormat(result: ModelCallResult): boolean {
+  if (result.ok || result.stop !== 'error' || !(result.error instanceof ModelApiError)) return false;
+  return result.error.status === 400 && /response_format|json_schema/i.test(result.error.message);
 }
 
 function statusOf(reason: StopReason): RunStatus {

@@ -24,6 +24,11 @@ export interface AgentResult {
    * have succeeded without them. Added to CONTRACT §4's shape, never replacing a field.
    */
   uncertainEffects?: UncertainEffect[];
+  /**
+   * Present only for a run with an output schema: the validated value, or null when the run ended without one
+   * (the reason is in `error`). `answer` then holds the value as JSON text.
+   */
+  output?: unknown;
 }
 
 /** A side effect of a tool call that may or may not have happened. */
@@ -88,6 +93,10 @@ export interface RunState {
   result: AgentResult | null;
   /** Side effects of finished calls whose outcome is unknown, one per call key; absent when none. */
   uncertainEffects?: UncertainEffect[];
+  /** Why the model's latest output failed its schema, while it has given no valid one; absent otherwise. */
+  outputIssues?: string;
+  /** Set once the endpoint refused `response_format`: the rest of the run asks without it. */
+  responseFormatRefused?: true;
 }
 
 /**

@@ -1,6 +1,6 @@
 // The one thing the kernel needs from an LLM: a single chat completion. Kept tiny so the kernel never
 // depends on a vendor SDK; the OpenAI adapter implements it over HTTP.
-import type { AssistantMessage, ChatMessage, ToolSpec } from '../agent/messages.js';
+import type { AssistantMessage, ChatMessage, ResponseFormat, ToolSpec } from '../agent/messages.js';
 
 export interface ChatRequest {
   messages: readonly ChatMessage[];
@@ -8,6 +8,8 @@ export interface ChatRequest {
   tools?: readonly ToolSpec[];
   maxTokens: number;
   temperature: number;
+  /** Asks for a reply of this shape (an agent's structured output); absent, any text. */
+  responseFormat?: ResponseFormat;
 }
 
 export interface ChatUsage {

@@ -61,6 +61,12 @@ export class OpenAIChatModel implements ChatModel {
                 parallel_tool_calls: true,
               }
             : {}),
+          ...(request.responseFormat
+            ? {
+                response_format:
+                  request.responseFormat as OpenAI.Chat.Completions.ChatCompletionCreateParams['response_format'],
+              }
+            : {}),
         },
         { signal: call.signal, timeout: options.timeoutMs, maxRetries: 0 },
       );

@@ -3,7 +3,7 @@
 // (roughly) their JSON. The kernel budgets from a bound on it (tool calls framed as endpoints frame them),
 // calibrated and with a margin, BEFORE a call; the scripted model server reports this count as usage.
 import { createRequire } from 'node:module';
-import type { ChatMessage, ToolSpec } from '../agent/messages.js';
+import type { ChatMessage, ResponseFormat, ToolSpec } from '../agent/messages.js';
 
 const TOKENS_PER_MESSAGE = 3;
 const TOKENS_PER_REPLY_PRIMING = 3;
@@ -143,6 +143,11 @@ export function countToolsTokens(tools: readonly ToolSpec[] | undefined, count: 
   const tokens = TOKENS_FOR_TOOLS_BLOCK + count(JSON.stringify(tools));
   cache.set(tools, tokens);
   return tokens;
+}
+
+/** What a `response_format` adds to a prompt: endpoints put its schema in front of the model. */
+export function countResponseFormatTokens(format: ResponseFormat | undefined, count: TokenCounter): number {
+  return format ? TOKENS_FOR_TOOLS_BLOCK + count(JSON.stringify(format)) : 0;
 }
 
 /** Prompt tokens of a request: messages, tool definitions and the reply priming. */

@@ -47,6 +47,8 @@ export interface BatchRunInput {
   totalTokens: number;
   costUsd: number;
   error?: RunError | null;
+  /** Present for a run whose agent has an output schema (null: it ended without a value). */
+  output?: unknown;
 }
 
 /**
@@ -85,6 +87,8 @@ export interface TaskReportRow {
   answer: string | null;
   /** The error message of a failed run. */
   error: string | null;
+  /** The run's structured output, when its agent has an output schema (null: it ended without one). */
+  output?: unknown;
 }
 
 export interface BatchReport {
@@ -184,6 +188,7 @@ export function buildBatchReport(
       costUsd: run.costUsd,
       answer: run.answer,
       error: run.error?.message ?? null,
+      ...(run.output === undefined ? {} : { output: run.output }),
     };
   });
   summary.usage.costUsd = unitsToUsd(costUnits);

@@ -2,6 +2,7 @@
 // resource. Every text that comes from the batch (ids, tasks, answers written by an LLM, error messages) goes
 // through escapeHtml, and a Content-Security-Policy forbids scripts anyway, as a second line of defence.
 import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summary.js';
+import { outputTable } from './output-columns.js';
 import { renderBatchChart, STATUS_COLORS } from './render-chart.js';
 import { ANSWER_MAX_CHARS } from './render-markdown.js';
 import {
@@ -118,6 +119,7 @@ ${report.rows.map(taskRow).join('\n')}
 </tbody>
 </table>
 </section>
+${outputsHtml(report)}
 <footer>
 <p>Totals count finished tasks only (succeeded, stopped, failed); answers are cut to ${formatInt(ANSWER_MAX_CHARS)} characters, the full text is in agent_runs.</p>
 <p>Summary (CONTRACT §9):</p>
@@ -176,6 +178,28 @@ function answerHtml(row: TaskReportRow): string {
     );
   }
   return parts.length === 0 ? '<span class="none">—</span>' : parts.join('');
+}
+
+function outputsHtml(report: BatchReport): string {
+  const outputs = outputTable(report.rows);
+  if (!outputs) return '';
+  const none = '<span class="none">— (no output)</span>';
+  const head = outputs.columns.map((column) => `<th>${h(column)}</th>`).join('');
+  const body = outputs.rows.map((row) => {
+    const cells = row.cells
+      ? row.cells.map((text) => `<td>${h(text)}</td>`).join('')
+      : `<td colspan="${Math.max(1, outputs.columns.length)}">${none}</td>`;
+    return `<tr><td class="num">${row.index}</td><td>${h(row.jobId)}</td>${cells}</tr>`;
+  });
+  return `<section>
+<h2>Outputs</h2>
+<table class="outputs">
+<thead><tr><th class="num">#</th><th>Job</th>${head}</tr></thead>
+<tbody>
+${body.join('\n')}
+</tbody>
+</table>
+</section>`;
 }
 
 function warningsHtml(warnings: readonly string[]): string {

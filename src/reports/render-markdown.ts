@@ -2,6 +2,7 @@
 // characters backslash-escaped, so a task or an answer can neither break the table nor inject HTML; answers
 // are repeated in full (up to ANSWER_MAX_CHARS) in fenced blocks, which render their content as plain text.
 import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summary.js';
+import { outputTable } from './output-columns.js';
 import { describeBudget, formatInt, formatTime, formatUsd, label, oneLine, truncate } from './text.js';
 
 export interface MarkdownOptions {
@@ -75,6 +76,17 @@ export function renderMarkdown(report: BatchReport, options: MarkdownOptions = {
   );
   for (const row of report.rows) out.push(taskRow(row));
   out.push('');
+
+  const outputs = outputTable(report.rows);
+  if (outputs) {
+    out.push('## Outputs', '', `| # | Job | ${outputs.columns.map(md).join(' | ')} |`);
+    out.push(`| ---: | --- |${' --- |'.repeat(outputs.columns.length)}`);
+    for (const row of outputs.rows) {
+      const cells = row.cells?.map(md) ?? ['— (no output)', ...outputs.columns.slice(1).map(() => '')];
+      out.push(`| ${row.index} | ${md(label(row.jobId, 64))} | ${cells.join(' | ')} |`);
+    }
+    out.push('');
+  }
 
   const answered = report.rows.filter((row) => row.answer !== null || row.error !== null);
   if (answered.length > 0) {

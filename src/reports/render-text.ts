@@ -1,6 +1,7 @@
 // The batch report for a terminal: a header, an aligned table of the tasks and the totals. Texts are cut to
 // one line and stripped of control characters, so an answer cannot move the cursor or recolour the terminal.
 import type { BatchReport, TaskReportRow } from './batch-summary.js';
+import { outputTable } from './output-columns.js';
 import { formatInt, formatPercent, formatTime, formatUsd, label, terminalSafe } from './text.js';
 
 const TASK_CHARS = 48;
@@ -32,6 +33,16 @@ export function renderText(report: BatchReport): string {
   const right = [true, false, false, false, true, true, true, true, true, false];
   const body = report.rows.map(rowCells);
   out.push(...table(header, body, right), '');
+  const outputs = outputTable(report.rows);
+  if (outputs) {
+    const cells = outputs.rows.map((row) => [
+      String(row.index),
+      cell(row.jobId, JOB_CHARS),
+      ...(row.cells?.map(terminalSafe) ?? ['(no output)', ...outputs.columns.slice(1).map(() => '')]),
+    ]);
+    const names = outputs.columns.map(terminalSafe);
+    out.push('Outputs:', ...table(['#', 'Job', ...names], cells, [true]), '');
+  }
 
   out.push(
     `Tasks:     ${summary.tasks} (${summary.succeeded} succeeded, ${summary.stopped} stopped, ${summary.failed} failed, ${report.running} running, ${report.pending} pending)`,

@@ -19,6 +19,8 @@ export interface RunRow {
   status: RunRowStatus;
   stopReason: StopReason | null;
   answer: string | null;
+  /** Present for a run whose agent has an output schema: the value, or null when the run ended without one. */
+  output?: unknown;
   steps: number;
   toolCalls: number;
   promptTokens: number;
@@ -123,6 +125,8 @@ const runColumns = z.object({
   status: z.enum(STATUSES),
   stop_reason: z.enum(STOP_REASONS).nullable(),
   answer: z.string().nullable(),
+  // Kept as text here: SQL NULL (no output schema) and the JSON null (no value) must stay apart.
+  output: z.string().nullable().optional(),
   steps: z.number(),
   tool_calls: z.number(),
   prompt_tokens: z.number(),
@@ -156,6 +160,7 @@ const stepColumns = z.object({
 
 export function toRunRow(raw: RowDataPacket): RunRow {
   const row = parseRow(runColumns, raw, 'agent_runs');
+  const output = typeof row.output === 'string' ? { output: parseStoredJson(row.output, 'output') } : {};
   return {
     jobId: row.job_id,
     batchId: row.batch_id,
@@ -165,6 +170,7 @@ export function toRunRow(raw: RowDataPacket): RunRow {
     status: row.status,
     stopReason: row.stop_reason,
     answer: row.answer,
+    ...output,
     steps: row.steps,
     toolCalls: row.tool_calls,
     promptTokens: row.prompt_tokens,
@@ -197,6 +203,17 @@ export function toStepRow(raw: RowDataPacket): StepRow {
     error: row.error,
     createdAt: row.created_at,
   };
+}
+
+function parseStoredJson(text: string, column: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new StoreError(
+      'store_bad_row',
+      `agent_runs row has an unexpected ${column}: stored JSON does not parse`,
+    );
+  }
 }
 
 /** A row checked against its columns' schema: a column that does not match is a StoreError, never a wrong type. */

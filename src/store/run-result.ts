@@ -6,7 +6,7 @@ import type { RunRow } from './rows.js';
 /** null while the run has not finished. */
 export function resultOfRun(run: RunRow): AgentResult | null {
   if (run.status === 'running' || run.stopReason === null) return null;
-  return {
+  const result: AgentResult = {
     jobId: run.jobId,
     status: run.status,
     stopReason: run.stopReason,
@@ -21,4 +21,6 @@ export function resultOfRun(run: RunRow): AgentResult | null {
     },
     error: run.error,
   };
+  if (run.output !== undefined) result.output = run.output;
+  return result;
 }

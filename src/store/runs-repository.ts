@@ -126,7 +126,7 @@ function startRunsStatement(inputs: readonly StartRunInput[]): { sql: string; va
     sql: `INSERT INTO agent_runs (job_id, batch_id, task, model, protocol, status, metadata, attempts, started_at)
        VALUES ${inputs.map(() => "(?, ?, ?, ?, ?, 'running', ?, ?, ?)").join(', ')}
        ON DUPLICATE KEY UPDATE
-         status = 'running', stop_reason = NULL, answer = NULL, error = NULL, finished_at = NULL,
+         status = 'running', stop_reason = NULL, answer = NULL, output = NULL, error = NULL, finished_at = NULL,
          model = VALUES(model), protocol = VALUES(protocol),
          batch_id = COALESCE(VALUES(batch_id), batch_id),
          metadata = COALESCE(VALUES(metadata), metadata),
@@ -173,13 +173,15 @@ function stepRowsStatement(rows: readonly StepRowInput[]): { sql: string; values
 function finishRunStatement({ result, finishedAt }: FinishRunInput): { sql: string; values: unknown[] } {
   return {
     sql: `UPDATE agent_runs
-       SET status = ?, stop_reason = ?, answer = ?, steps = ?, tool_calls = ?, prompt_tokens = ?,
+       SET status = ?, stop_reason = ?, answer = ?, output = ?, steps = ?, tool_calls = ?, prompt_tokens = ?,
          completion_tokens = ?, total_tokens = ?, cost_usd = ?, error = ?, finished_at = ?
        WHERE job_id = ?`,
     values: [
       result.status,
       result.stopReason,
       result.answer,
+      // SQL NULL for a run without an output schema; the JSON `null` for one that ended without a value.
+      result.output === undefined ? null : JSON.stringify(result.output),
       result.steps,
       result.toolCalls,
       result.usage.promptTokens,

@@ -4,8 +4,8 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ChatMessage, ToolSpec } from '../agent/messages.js';
-import { tokenCounterFor } from '../llm/tokens.js';
+import type { ChatMessage, ResponseFormat, ToolSpec } from '../agent/messages.js';
+import { countResponseFormatTokens, tokenCounterFor } from '../llm/tokens.js';
 import { fitCompletion } from './completion-budget.js';
 import { endpointPromptTokens, type EndpointPromptCounting } from './endpoint-prompt-count.js';
 import { isFault, renderReply } from './scripted-reply.js';
@@ -21,6 +21,8 @@ export interface RecordedRequest {
   body: any;
   messages: ChatMessage[];
   tools: ToolSpec[] | undefined;
+  /** The request's `response_format`, when it sent one. */
+  responseFormat: ResponseFormat | undefined;
   protocol: Protocol;
   receivedAt: number;
 }
@@ -35,6 +37,11 @@ export interface ScriptedModelOptions {
   port?: number;
   /** How reported prompt tokens are counted; by default exactly as the documented count. */
   promptCounting?: EndpointPromptCounting;
+  /**
+   * Answer a request carrying `response_format` with a 400 naming the field, as endpoints without structured
+   * outputs do (the request is recorded, no reply of the script is used).
+   */
+  refuseResponseFormat?: boolean;
 }
 
 export interface ScriptedModelServer {
@@ -110,6 +117,15 @@ function parseRequest(raw: string): {
   const tools =
     Array.isArray(record.tools) && record.tools.length > 0 ? (record.tools as ToolSpec[]) : undefined;
   return { body: record, messages: record.messages as ChatMessage[], tools };
+}
+
+function isJsonObject(text: string | null): boolean {
+  try {
+    const value: unknown = JSON.parse(text ?? '');
+    return typeof value === 'object' && value !== null && !Array.isArray(value);
+  } catch {
+    return false;
+  }
 }
 
 function maxTokensOf(body: Record<string, unknown>): number | undefined {
@@ -242,16 +258,30 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       throw error;
     }
     const { body, messages, tools } = parsed;
+    const responseFormat = body.response_format as ResponseFormat | undefined;
     const request: RecordedRequest = {
       index: requests.length,
       body,
       messages,
       tools,
+      responseFormat,
       protocol: tools ? 'tools' : 'json',
       receivedAt: Date.now(),
     };
     // Recorded before the reply is chosen, so a test counting calls also counts the ones that failed.
     requests.push(request);
+    if (responseFormat !== undefined && options.refuseResponseFormat) {
+      sendJson(
+        res,
+        400,
+        errorBody(
+          "scripted model: 'response_format' is not supported by this model",
+          'invalid_request_error',
+          'unsupported_parameter',
+        ),
+      );
+      return;
+    }
 
     const reply = nextReply(request);
     if (reply === undefined) {
@@ -266,9 +296,20 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     if (isFault(reply)) return sendFault(res, reply);
 
     const model = typeof body.model === 'string' ? body.model : '';
-    const rendered = renderReply(reply, request.protocol, request.index);
+    const rendered = renderReply(reply, request.protocol, request.index, responseFormat !== undefined);
+    // An endpoint held to a response format cannot answer with anything but a JSON object.
+    if (responseFormat !== undefined && rendered.toolCalls === undefined && !isJsonObject(rendered.content)) {
+      return failLoudly(
+        res,
+        `scripted model: request #${request.index} asked for a structured reply, ` +
+          'but the scripted reply is not a JSON object',
+      );
+    }
     const { reply: fitted, completionTokens } = fitCompletion(rendered, maxTokensOf(body), model);
-    const promptTokens = endpointPromptTokens(messages, tools, tokenCounterFor(model), promptCounting);
+    const counter = tokenCounterFor(model);
+    const promptTokens =
+      endpointPromptTokens(messages, tools, counter, promptCounting) +
+      countResponseFormatTokens(responseFormat, counter);
     const message = {
       role: 'assistant',
       content: fitted.content,

@@ -16,8 +16,15 @@ export type ScriptedFault =
   | { fault: 'hang' }
   | { fault: 'malformed_body' };
 
+/**
+ * `output`: a structured final answer, written as the request asks for one: the JSON object itself over tools or
+ * under a response format, `{"answer": <object>}` over json.
+ */
 export type ScriptedContent =
-  { answer: string } | { actions: ScriptedAction[]; thought?: string } | { text: string };
+  | { answer: string }
+  | { output: unknown }
+  | { actions: ScriptedAction[]; thought?: string }
+  | { text: string };
 
 export type ScriptedReply = (ScriptedContent | ScriptedFault) & { latencyMs?: number; usage?: false };
 
@@ -38,8 +45,18 @@ export function isFault(
   return 'fault' in reply;
 }
 
-export function renderReply(reply: ScriptedContent, protocol: Protocol, requestIndex: number): RenderedReply {
+export function renderReply(
+  reply: ScriptedContent,
+  protocol: Protocol,
+  requestIndex: number,
+  structured = false,
+): RenderedReply {
   if ('text' in reply) return { content: reply.text, toolCalls: undefined, finishReason: 'stop' };
+  if ('output' in reply) {
+    const bare = protocol === 'tools' || structured;
+    const content = JSON.stringify(bare ? reply.output : { answer: reply.output });
+    return { content, toolCalls: undefined, finishReason: 'stop' };
+  }
   if ('answer' in reply) {
     const content = protocol === 'tools' ? reply.answer : JSON.stringify({ answer: reply.answer });
     return { content, toolCalls: undefined, finishReason: 'stop' };

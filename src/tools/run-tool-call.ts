@@ -164,11 +164,14 @@ export async function runToolCall(
   }
 }
 
-/** Zod issues in one line that names each field: `to: Invalid email address; subject: Required`. */
-export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
+/**
+ * Zod issues in one line that names each field: `to: Invalid email address; subject: Required`. `root` names an
+ * issue of the whole value.
+ */
+export function formatIssues(issues: readonly z.core.$ZodIssue[], root = '(arguments)'): string {
   return issues
     .slice(0, 5)
-    .map((issue) => `${issue.path.length ? issue.path.join('.') : '(arguments)'}: ${issue.message}`)
+    .map((issue) => `${issue.path.length ? issue.path.join('.') : root}: ${issue.message}`)
     .join('; ');
 }
 
