@@ -58,12 +58,18 @@ describe('over stdio', () => {
     );
     const spec = registry.specs.find((s) => s.function.name === 'local_plan_trip')!;
     expect(spec.function.description).toBe('Plan a trip.');
-    expect(spec.function.parameters).toMatchObject({
+    // The server's schema as it listed it (minus $schema): nothing zod would add (additionalProperties).
+    expect(spec.function.parameters).toEqual({
       type: 'object',
       required: ['destination', 'options'],
       properties: {
         destination: { type: 'string', enum: ['paris', 'rome'] },
-        options: { type: 'object', required: ['nights'], properties: { extras: { type: 'array' } } },
+        travellers: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
+        options: {
+          type: 'object',
+          required: ['nights'],
+          properties: { nights: { type: 'number' }, extras: { type: 'array', items: { type: 'string' } } },
+        },
       },
     });
     expect(spec.function.parameters).not.toHaveProperty('$schema');
@@ -266,6 +272,40 @@ describe('over Streamable HTTP', () => {
     });
     expect(back.output).toBe('echo: back');
   }, 40_000);
+
+  it('a server that dies mid-call fails the call as transient soon, not at its time limit', async () => {
+    const started = Date.now();
+    const inFlight = call(registry, 'kpi_sleep', { ms: 20_000 }, { ...OPTIONS, defaultTimeoutMs: 25_000 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await server.stop();
+    const outcome = await inFlight;
+    expect(outcome).toMatchObject({ ok: false, errorCode: 'mcp_unavailable', infrastructure: true });
+    expect(Date.now() - started).toBeLessThan(15_000);
+    await server.restart();
+    await eventually(async () => ((await call(registry, 'kpi_echo', { text: 'x' })).ok ? true : undefined));
+  }, 40_000);
+});
+
+describe('lifecycle', () => {
+  it('close() ends the stdio child', async () => {
+    const loaded = await loadMcpTools([stdioServer()], logger);
+    const registry = new ToolRegistry(loaded.tools);
+    const { pid } = JSON.parse((await call(registry, 'local_whoami')).output) as { pid: number };
+    await loaded.close();
+    const alive = () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    await eventually(async () => (alive() ? undefined : true), 10_000);
+    expect(await call(registry, 'local_echo', { text: 'x' })).toMatchObject({
+      ok: false,
+      errorCode: 'mcp_unavailable',
+    });
+  }, 30_000);
 });
 
 describe('configuration', () => {

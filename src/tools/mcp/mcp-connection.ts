@@ -123,7 +123,12 @@ export class McpConnection {
     const client = new Client({ name: 'agent-fleet', version: '1' }, { capabilities: {} });
     const transport = this.createTransport();
     client.onclose = () => this.lost(client, undefined);
-    client.onerror = (error) => this.logger.debug({ err: error }, 'MCP transport error');
+    client.onerror = (error) => {
+      this.logger.debug({ err: error }, 'MCP transport error');
+      // The HTTP transport gave up resuming a response stream: the answers on it will never come. The SDK
+      // says so only in this message; closing the client fails the calls waiting on it at once.
+      if (/maximum reconnection attempts/i.test(error.message)) this.lost(client, error);
+    };
     try {
       await client.connect(transport, { timeout: this.options.connectTimeoutMs });
       if (client.getServerCapabilities()?.tools?.listChanged) {
@@ -149,6 +154,13 @@ export class McpConnection {
     if (config.url !== undefined) {
       return new StreamableHTTPClientTransport(new URL(config.url), {
         requestInit: { headers: { ...config.headers } },
+        // A dropped response stream is resumed twice, quickly, before the calls on it count as cut.
+        reconnectionOptions: {
+          initialReconnectionDelay: 250,
+          maxReconnectionDelay: 2_000,
+          reconnectionDelayGrowFactor: 2,
+          maxRetries: 2,
+        },
       });
     }
     const transport = new StdioClientTransport({

@@ -2,27 +2,29 @@
 // is no text, and images, audio and resources summarised by type and size (never their bytes). Bounded.
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { TOOL_OUTPUT_MAX_CHARS } from '../../agent/defaults.js';
-import { truncateChars } from '../../agent/truncate.js';
 import { boundedJson } from '../bounded-json.js';
 
 export function renderMcpResult(result: CallToolResult, maxChars = TOOL_OUTPUT_MAX_CHARS): string {
   const parts: string[] = [];
   let length = 0;
+  // Parts are kept only while they fit: a huge result costs no more than maxChars of text here.
   const add = (part: string) => {
-    if (length >= maxChars) return;
-    const cut = truncateChars(part, maxChars - length);
-    parts.push(cut);
-    length += cut.length + 1;
+    if (length > maxChars) return;
+    const kept = part.length > maxChars ? part.slice(0, maxChars + 1) : part;
+    parts.push(kept);
+    length += kept.length + 1;
   };
   const content = Array.isArray(result.content) ? result.content : [];
   for (const block of content) add(describeBlock(block));
   const hasText = content.some((block) => block.type === 'text');
   if (!hasText && result.structuredContent !== undefined) {
-    const json = boundedJson(result.structuredContent, Math.max(maxChars - length, 0));
-    add(json.complete ? json.text : `${json.text} …[cut]`);
+    add(boundedJson(result.structuredContent, maxChars + 1).text);
   }
   if (parts.length === 0) return result.isError ? 'The tool failed without saying why.' : 'OK';
-  return parts.join('\n');
+  const text = parts.join('\n');
+  if (text.length <= maxChars) return text;
+  const marker = ` …[cut at ${maxChars} chars]`;
+  return `${text.slice(0, Math.max(maxChars - marker.length, 0))}${marker}`;
 }
 
 function describeBlock(block: CallToolResult['content'][number]): string {
