@@ -1,5 +1,6 @@
 // MCP servers as tool sources, against real MCP servers written with the official SDK: one spawned over
 // stdio, one over Streamable HTTP on 127.0.0.1. Calls go through the kernel's tool runner and registry.
+import { getEventListeners } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError } from '../src/agent/errors.js';
 import { createLogger } from '../src/logging/logger.js';
@@ -148,6 +149,13 @@ describe('over stdio', () => {
     expect(envKeys).toContain('TEAM_SETTING');
     expect(envKeys).toContain('PATH');
     expect(envKeys).not.toContain('MCP_TEST_WORKER_SECRET');
+  });
+
+  it('leaves no listener behind on the signal it is given, call after call', async () => {
+    const signal = new AbortController().signal;
+    const context = { ...ctx(), signal };
+    for (let i = 0; i < 15; i++) await byName('local_echo').execute({ text: `n${i}` }, context);
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
   });
 
   it('sends the call key in _meta, so a server can make an effect idempotent', async () => {

@@ -81,12 +81,17 @@ export class McpConnection {
         code: 'mcp_unavailable',
       });
     }
+    // The SDK never removes its listener from the signal it is given: give it one per call.
+    const perCall = new AbortController();
+    const forward = () => perCall.abort(call.signal.reason);
+    call.signal.addEventListener('abort', forward, { once: true });
+    if (call.signal.aborted) forward();
     try {
       const result = await client.callTool(
         { name, arguments: args, _meta: { [CALL_KEY_META]: call.callKey } },
         CallToolResultSchema,
         // The tool runner's own limit fires first; this one only frees the SDK's bookkeeping.
-        { signal: call.signal, timeout: call.timeoutMs + 1_000 },
+        { signal: perCall.signal, timeout: call.timeoutMs + 1_000 },
       );
       return result as CallToolResult;
     } catch (error) {
@@ -104,6 +109,8 @@ export class McpConnection {
         });
       }
       throw error;
+    } finally {
+      call.signal.removeEventListener('abort', forward);
     }
   }
 
