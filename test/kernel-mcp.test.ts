@@ -6,6 +6,7 @@ import { loadMcpTools } from '../src/tools/mcp/load-mcp-tools.js';
 import { ToolRegistry } from '../src/tools/registry.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import { runWith } from './support/kernel-harness.js';
+import { startHttpMcpServer } from './fixtures/mcp-http-server.js';
 import { stdioServer } from './support/mcp-fixtures.js';
 
 let model: ScriptedModelServer;
@@ -62,4 +63,26 @@ describe('an MCP tool in a run', () => {
       /^Invalid arguments for local_plan_trip: destination: /,
     );
   });
+
+  it('a tool whose server is down ends the attempt retryable; the model never sees the failure', async () => {
+    const remote = await startHttpMcpServer();
+    const down = await loadMcpTools(
+      [{ name: 'remote', url: remote.url, readOnly: true }],
+      createLogger('kernel-mcp-test', 'silent'),
+    );
+    try {
+      await remote.stop();
+      model.reset({
+        script: [{ actions: [{ tool: 'remote_echo', args: { text: 'hi' } }] }, { answer: 'ok' }],
+      });
+      const { result } = await runWith(model, {
+        tools: new ToolRegistry(down.tools),
+        options: { infraRetries: 1, infraRetryBaseDelayMs: 5 },
+      });
+      expect(result.error).toMatchObject({ code: 'tool_unavailable', retryable: true });
+      expect(model.requests.at(-1)!.messages.some((m) => m.role === 'tool')).toBe(false);
+    } finally {
+      await down.close();
+    }
+  }, 30_000);
 });
