@@ -40,6 +40,19 @@ describe('an MCP tool in a run', () => {
     expect(String(observation.content)).toBe('planned {"destination":"paris","options":{"nights":3}}');
   });
 
+  it('over the json protocol the prompt lists its parameters, and the call works the same', async () => {
+    model.reset({
+      script: [{ actions: [{ tool: 'local_echo', args: { text: 'json' } }] }, { answer: 'done' }],
+    });
+    const { result } = await runWith(model, { tools, protocol: 'json' });
+    expect(result).toMatchObject({ status: 'succeeded', answer: 'done' });
+    const system = String(model.requests.at(-2)!.messages[0]!.content);
+    expect(system).toContain(
+      '- local_plan_trip(destination: string, travellers?: integer, options: object): Plan a trip.',
+    );
+    expect(JSON.stringify(model.requests.at(-1)!.messages.at(-1))).toContain('echo: json');
+  });
+
   it('a refused call comes back to the model as an observation, and the run goes on', async () => {
     model.reset({
       script: [{ actions: [{ tool: 'local_refuse', args: {} }] }, { answer: 'Could not: quota.' }],
