@@ -271,9 +271,15 @@ describe('over Streamable HTTP', () => {
 
   it('an isError result is an observation; a stopped server is transient, and a restarted one works again', async () => {
     expect(await call(registry, 'kpi_refuse')).toMatchObject({ ok: false, errorCode: 'mcp_tool_error' });
+    // The same server seen as having side effects: a refused connection sent nothing, so it is transient too.
+    const effects = await loadMcpTools([{ name: 'effects', url: server.url }], logger, FAST_RECONNECT);
     await server.stop();
     const down = await call(registry, 'kpi_echo', { text: 'anyone?' });
     expect(down).toMatchObject({ ok: false, errorCode: 'mcp_unavailable', infrastructure: true });
+    const effectDown = await call(new ToolRegistry(effects.tools), 'effects_echo', { text: 'anyone?' });
+    expect(effectDown).toMatchObject({ ok: false, errorCode: 'mcp_unavailable', infrastructure: true });
+    expect(effectDown.uncertain).toBeUndefined();
+    await effects.close();
     await server.restart();
     const back = await eventually(async () => {
       const attempt = await call(registry, 'kpi_echo', { text: 'back' });

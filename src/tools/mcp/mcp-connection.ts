@@ -96,19 +96,18 @@ export class McpConnection {
       return result as CallToolResult;
     } catch (error) {
       if (call.signal.aborted) throw error;
-      if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
-        throw new McpCallInterrupted(`the connection to MCP server "${this.config.name}" was lost`, {
-          cause: error,
-        });
-      }
-      if (isUnreachable(error)) {
-        this.lost(client, error);
+      const failure = transportFailure(error);
+      if (failure === undefined) throw error;
+      this.lost(client, error);
+      if (failure === 'not_sent') {
         throw new TransientToolError(`MCP server "${this.config.name}" is unreachable: ${messageOf(error)}`, {
           code: 'mcp_unavailable',
           cause: error,
         });
       }
-      throw error;
+      throw new McpCallInterrupted(`the connection to MCP server "${this.config.name}" was lost`, {
+        cause: error,
+      });
     } finally {
       call.signal.removeEventListener('abort', forward);
     }
@@ -250,15 +249,31 @@ export class McpConnection {
   }
 }
 
-/** Failures that mean the request never got an answer because the server is not there (or forgot us). */
-function isUnreachable(error: unknown): boolean {
+/** Connection failures a fetch reports when nothing was sent. */
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * How a call failed for want of a connection: `not_sent` when the server cannot have acted on it (nothing
+ * listening, a session it no longer knows, no connection at all), `maybe_processed` when the request may
+ * have reached it (the connection dropped, a 5xx from a proxy in front). Undefined: not a transport failure.
+ */
+function transportFailure(error: unknown): 'not_sent' | 'maybe_processed' | undefined {
   if (error instanceof StreamableHTTPError) {
-    // 404: the server restarted and no longer knows the session; 5xx: it is down behind a proxy.
-    return error.code === 404 || (error.code !== undefined && error.code >= 500);
+    if (error.code === 404) return 'not_sent';
+    return error.code !== undefined && error.code >= 500 ? 'maybe_processed' : undefined;
   }
-  if (error instanceof McpError) return false;
-  // fetch's "fetch failed" (connection refused, reset), and the SDK's "Not connected".
-  return error instanceof TypeError || (error instanceof Error && /not connected/i.test(error.message));
+  if (error instanceof McpError)
+    return error.code === ErrorCode.ConnectionClosed ? 'maybe_processed' : undefined;
+  // fetch's "fetch failed": the reason is in its cause (an AggregateError when several addresses failed).
+  if (error instanceof TypeError) {
+    const cause = error.cause as { code?: unknown; errors?: { code?: unknown }[] } | undefined;
+    const codes = [cause?.code, ...(cause?.errors ?? []).map((inner) => inner.code)];
+    return codes.some((code) => typeof code === 'string' && NOT_SENT_CODES.has(code))
+      ? 'not_sent'
+      : 'maybe_processed';
+  }
+  // The SDK's own "Not connected": the transport was gone before the request was written.
+  return error instanceof Error && /not connected/i.test(error.message) ? 'not_sent' : undefined;
 }
 
 function messageOf(error: unknown): string {
