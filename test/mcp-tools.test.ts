@@ -350,5 +350,13 @@ describe('configuration', () => {
       startAttempts: 1,
     }).catch((e: unknown) => (e as Error).message);
     expect(message).toMatch(/^mcpServers\[0\] \("nowhere"\): could not connect/);
+    const missing = await loadMcpTools(
+      [stdioServer(), { name: 'missing', command: '/nonexistent/mcp-server' }],
+      logger,
+      { startAttempts: 1 },
+    ).catch((e: unknown) => (e as Error).message);
+    expect(missing).toBe(
+      'mcpServers[1] ("missing"): could not connect and list its tools: spawn /nonexistent/mcp-server ENOENT',
+    );
   });
 });

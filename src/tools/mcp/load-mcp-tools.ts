@@ -12,6 +12,8 @@ import { mcpToolToFleetTool } from './mcp-tool.js';
 import { fleetToolName } from './mcp-tool-name.js';
 
 export type { McpServerConfig } from './mcp-server-config.js';
+/** For a configuration loader that checks the entries before anything connects. */
+export { validateMcpServers } from './mcp-server-config.js';
 
 export interface LoadMcpToolsOptions extends Partial<McpConnectionOptions> {
   /** Tries to reach a server at start before giving up. */
