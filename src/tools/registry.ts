@@ -46,10 +46,9 @@ export class ToolRegistry {
 }
 
 function toSpec(tool: Tool): ToolSpec {
-  const schema = z.toJSONSchema(tool.parameters, { target: 'draft-7', io: 'input' }) as Record<
-    string,
-    unknown
-  >;
+  const schema = tool.inputJsonSchema
+    ? { ...tool.inputJsonSchema }
+    : (z.toJSONSchema(tool.parameters, { target: 'draft-7', io: 'input' }) as Record<string, unknown>);
   delete schema.$schema;
   return {
     type: 'function',

@@ -20,6 +20,11 @@ export interface Tool<Schema extends z.ZodType = z.ZodType> {
   name: string;
   description: string;
   parameters: Schema;
+  /**
+   * The arguments' JSON Schema as the model sees it, when the tool already has one (an MCP server's
+   * `inputSchema`): sent verbatim instead of the one generated from `parameters`, which still validates.
+   */
+  inputJsonSchema?: Record<string, unknown>;
   /** Per-call time limit in ms; the registry default applies when absent. */
   timeoutMs?: number;
   /**
