@@ -23,6 +23,8 @@ export interface RecordedRequest {
   tools: ToolSpec[] | undefined;
   protocol: Protocol;
   receivedAt: number;
+  /** The usage the server reported, once it sent a completion: the server's own accounting of the call. */
+  usage?: { promptTokens: number; completionTokens: number };
 }
 
 export type ReplyRule = (request: RecordedRequest) => ScriptedReply | undefined;
@@ -269,6 +271,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     const rendered = renderReply(reply, request.protocol, request.index);
     const { reply: fitted, completionTokens } = fitCompletion(rendered, maxTokensOf(body), model);
     const promptTokens = endpointPromptTokens(messages, tools, tokenCounterFor(model), promptCounting);
+    if (reply.usage !== false && !res.destroyed) request.usage = { promptTokens, completionTokens };
     const message = {
       role: 'assistant',
       content: fitted.content,
