@@ -2,7 +2,7 @@
 // client's timeout ends), chosen by a seeded draw per job, step and try, so the same seed fails the same
 // requests whichever worker sends them. Every task still succeeds, every email goes out once, and each
 // task's usage and cost are exactly what the server reported for the calls it answered.
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import type { AgentResult } from '../src/agent/types.js';
 import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';
 import { costUsd, priceOf } from '../src/llm/pricing.js';
@@ -23,6 +23,7 @@ import {
   type EmailTask,
 } from './support/email-tasks.js';
 import { printFigures, seconds } from './support/fault-figures.js';
+import { setupOrFail } from './support/setup-or-fail.js';
 import { notExactlyOnce, resultsPerJob, runRecords } from './support/fleet-counts.js';
 import {
   createNamespace,
@@ -81,7 +82,7 @@ function faultFor(request: RecordedRequest): ScriptedReply | undefined {
   return { fault: 'hang' };
 }
 
-beforeAll(async () => {
+setupOrFail(async () => {
   ns = createNamespace('faults-model');
   sink = await startSmtpSink();
   model = await startScriptedModel({ latencyMs: 50, rules: [faultFor, emailTasksModel] });

@@ -4,7 +4,7 @@
 // exactly one result.
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import type { AgentResult } from '../src/agent/types.js';
 import { seedDemoDatabase } from '../src/demo/seed-demo-database.js';
 import {
@@ -14,6 +14,7 @@ import {
   type ScriptedReply,
 } from '../src/testing/scripted-model-server.js';
 import { printFigures, seconds } from './support/fault-figures.js';
+import { setupOrFail } from './support/setup-or-fail.js';
 import { notExactlyOnce, resultsPerJob, runRecords } from './support/fleet-counts.js';
 import {
   createNamespace,
@@ -52,7 +53,7 @@ const workers: WorkerHandle[] = [];
 let reachedCut: () => void = () => undefined;
 const cutReached = new Promise<void>((resolve) => (reachedCut = resolve));
 
-beforeAll(async () => {
+setupOrFail(async () => {
   await seedDemoDatabase({
     adminUrl: ADMIN,
     database: DATA_DB,

@@ -1,10 +1,11 @@
 // Fault suite, Redis restart: a batch through 2 workers on a private redis-server with append-only
 // persistence (appendfsync always), killed with SIGKILL mid-batch and started again on the same port and
 // directory. Every task ends with one result and one agent_runs row, and the batch summary is complete.
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { FleetClient } from '../producers/client.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import { printFigures, seconds } from './support/fault-figures.js';
+import { setupOrFail } from './support/setup-or-fail.js';
 import { notExactlyOnce, resultsPerJob, runRecords } from './support/fleet-counts.js';
 import {
   createNamespace,
@@ -32,7 +33,7 @@ const workers: WorkerHandle[] = [];
 let reachedCut: () => void = () => undefined;
 const cutReached = new Promise<void>((resolve) => (reachedCut = resolve));
 
-beforeAll(async () => {
+setupOrFail(async () => {
   redis = await startPrivateRedis();
   ns = createNamespace('faults-redis');
   client = new FleetClient({ redisUrl: redis.url, prefix: ns.prefix });

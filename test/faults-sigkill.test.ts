@@ -2,7 +2,7 @@
 // moments (a model request or an email arriving, plus a random delay) and restarted. Nothing is lost and
 // nothing is done twice: every task one result and one agent_runs row, every email exactly once, at most one
 // repeated model call per kill. FAULT_SEED replays a run; the seed is printed with the figures.
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import type { AgentResult } from '../src/agent/types.js';
 import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
@@ -14,6 +14,7 @@ import {
   type EmailTask,
 } from './support/email-tasks.js';
 import { printFigures, seconds } from './support/fault-figures.js';
+import { setupOrFail } from './support/setup-or-fail.js';
 import {
   createNamespace,
   killWorker,
@@ -88,7 +89,7 @@ function onEvent(): void {
   }
 }
 
-beforeAll(async () => {
+setupOrFail(async () => {
   ns = createNamespace('faults-kill');
   sink = await startSmtpSink({ onMessage: onEvent });
   model = await startScriptedModel({

@@ -2,7 +2,7 @@
 // email jobs in flight on a slow model, then SIGTERM to that process as Docker sends it. It logs "worker
 // stopped", exits 0 and leaves nothing running; no job is lost: each finished within the grace period or was
 // checkpointed, and a second worker completes the rest without sending any email twice.
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import type { AgentResult } from '../src/agent/types.js';
 import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
@@ -16,6 +16,7 @@ import {
 } from './support/email-tasks.js';
 import { startEntryPoint, type EntryPointProcess } from './support/entry-point-process.js';
 import { printFigures, seconds } from './support/fault-figures.js';
+import { setupOrFail } from './support/setup-or-fail.js';
 import { notExactlyOnce, resultsPerJob, runRecords } from './support/fleet-counts.js';
 import {
   createNamespace,
@@ -41,7 +42,7 @@ let allInFlight: () => void = () => undefined;
 const inFlight = new Promise<void>((resolve) => (allInFlight = resolve));
 const seen = new Set<string>();
 
-beforeAll(async () => {
+setupOrFail(async () => {
   ns = createNamespace('faults-term');
   sink = await startSmtpSink();
   model = await startScriptedModel({
