@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import * as D from '../src/agent/defaults.js';
 import { ConfigError } from '../src/agent/errors.js';
+import { isSecretKey, redactUrl } from '../src/logging/redact.js';
 
 /** Plain decimal numbers only: no hex, no exponent, no whitespace read as 0 (as z.coerce would). */
 const decimal = (schema: z.ZodNumber) =>
@@ -77,6 +78,7 @@ export const envSchema = z.object({
   SMTP_URL: url(['smtp', 'smtps']).default('smtp://127.0.0.1:1025'),
   SMTP_LOOKUP_URL: url(['http', 'https']).optional(),
   EMAIL_PENDING_GRACE_MS: int(0).default(120_000),
+  EMAIL_SWEEP_INTERVAL_MS: int(0).default(60_000),
   EMAIL_DRY_RUN: z
     .enum(['0', '1', 'true', 'false'])
     .transform((v) => v === '1' || v === 'true')
@@ -114,27 +116,14 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const name = String(issue?.path[0] ?? 'environment');
-  const shown = isSecretName(name) ? '(hidden)' : JSON.stringify(redactUrl(present[name]));
+  // API_TOKEN, BOARD_PASSWORD, OPENAI_API_KEY…; not AGENT_MAX_TOKENS, whose value is worth showing.
+  const shown = isSecretKey(name) ? '(hidden)' : JSON.stringify(redactUrl(present[name]));
   throw new ConfigError('bad_env', `${name}=${shown} is invalid: ${issue?.message ?? 'bad value'}`);
 }
 
-/** API_KEY, API_TOKEN, BOARD_PASSWORD…; not AGENT_MAX_TOKENS, whose value is worth showing. */
-const isSecretName = (name: string): boolean => /(_KEY|_TOKEN|PASSWORD|SECRET)$/.test(name);
-
-/** A URL's password never reaches a log line, even in an error about that URL. */
-export function redactUrl(value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  try {
-    const url = new URL(value);
-    if (!url.password) return value;
-    url.password = '***';
-    return url.toString();
-  } catch {
-    // Not a URL the parser takes: hide everything between the scheme's `user:` and the last `@` of the
-    // authority, which is where a password with an unencoded `@` ends.
-    return value.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^/]*@/i, '$1***@');
-  }
-}
+// One owner for what counts as a secret and how a URL's password is hidden: src/logging/redact.ts. A bad
+// MYSQL_URL whose password holds an unencoded `/` is the case `new URL` cannot take apart, and still hidden.
+export { redactUrl };
 
 let cached: Env | undefined;
 

@@ -1,8 +1,9 @@
 // `npm run api`: the HTTP producer API (CONTRACT §5) on API_PORT. Refuses to start without API_TOKEN, except
-// in demo mode (AGENT_FLEET_DEMO=1), where it makes up a token and logs it once. SIGTERM/SIGINT: stop
+// in demo mode (AGENT_FLEET_DEMO=1), where it makes up a token and prints it once. SIGTERM/SIGINT: stop
 // accepting, let in-flight requests finish, close the client, exit 0.
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
+import { logCrashes } from '../src/logging/log-crashes.js';
 import { createLogger } from '../src/logging/logger.js';
 import { fail, loadConfig, runHttpProcess } from './http-process.js';
 import { FleetMetrics } from '../src/metrics/fleet-metrics.js';
@@ -12,6 +13,7 @@ import { FleetClient } from './client.js';
 import { createApiServer } from './http-api.js';
 
 const logger = createLogger('api');
+logCrashes(logger, 'api');
 
 const config = loadConfig(logger);
 
@@ -24,7 +26,11 @@ if (!token) {
     );
   }
   token = randomBytes(24).toString('base64url');
-  logger.info(`demo mode: API_TOKEN is not set, so this is the demo token: Authorization: Bearer ${token}`);
+  // Printed for the person starting the demo, past the logger: logs never carry a token, so it would hide it.
+  process.stderr.write(
+    `demo mode: API_TOKEN is not set, so this is the demo token: Authorization: Bearer ${token}\n`,
+  );
+  logger.info('demo mode: API_TOKEN is not set; a demo token was made up and printed on stderr');
 }
 
 const client = new FleetClient({ redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX });

@@ -6,13 +6,11 @@ import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import { redactValue } from '../src/logging/redact.js';
 import { safeEqual } from './http-api.js';
 
 export const BOARD_REALM = 'agent-fleet';
-export const REDACTED = '[redacted]';
-/** Keys whose values the board never shows. */
-export const SECRET_KEY = /key|token|password|secret|authorization/i;
-const MAX_DEPTH = 64;
+export { REDACTED } from '../src/logging/redact.js';
 
 export interface BoardAppOptions {
   queues: readonly Queue[];
@@ -23,25 +21,11 @@ export interface BoardAppOptions {
 }
 
 /**
- * A copy of `value` in which every value under a key matching SECRET_KEY, at any depth, is `[redacted]`.
- * Numbers, booleans and null are kept: `maxTokens: 50000` or `usage.totalTokens` are counts, not secrets.
+ * A copy of `value` with every secret hidden, by the same rules as the logs (src/logging/redact.ts): values
+ * under keys that name a secret at any depth, credentials inside strings. Counts such as `maxTokens` stay.
  */
-export function redactSecrets(value: unknown, depth = 0): unknown {
-  if (value === null || typeof value !== 'object') return value;
-  if (depth >= MAX_DEPTH) return REDACTED;
-  if (Array.isArray(value)) return value.map((item) => redactSecrets(item, depth + 1));
-  const copy: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value)) {
-    const secret =
-      SECRET_KEY.test(key) && item !== null && (typeof item === 'string' || typeof item === 'object');
-    Object.defineProperty(copy, key, {
-      value: secret ? REDACTED : redactSecrets(item, depth + 1),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
-  }
-  return copy;
+export function redactSecrets(value: unknown): unknown {
+  return redactValue(value);
 }
 
 function basicAuth(user: string, password: string): RequestHandler {

@@ -1,8 +1,9 @@
 // `npm run board`: Bull Board for every queue of the fleet (QUEUE_PREFIX) on BOARD_PORT, behind HTTP Basic
 // auth. Refuses to start without BOARD_USER and BOARD_PASSWORD, except in demo mode (AGENT_FLEET_DEMO=1),
-// where the user is `admin` and the password is made up and logged once. SIGTERM/SIGINT: close, exit 0.
+// where the user is `admin` and the password is made up and printed once (not logged). SIGTERM/SIGINT: close, exit 0.
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
+import { logCrashes } from '../src/logging/log-crashes.js';
 import { createLogger } from '../src/logging/logger.js';
 import { fail, loadConfig, runHttpProcess } from './http-process.js';
 import { FLEET_QUEUES } from '../src/queue/names.js';
@@ -10,6 +11,7 @@ import { createRedis } from '../src/queue/redis.js';
 import { createBoardApp } from './board-app.js';
 
 const logger = createLogger('board');
+logCrashes(logger, 'board');
 
 const config = loadConfig(logger);
 
@@ -29,9 +31,11 @@ function credentials(): { user: string; password: string } {
   const demoUser = user ?? 'admin';
   if (password) return { user: demoUser, password };
   const demoPassword = randomBytes(18).toString('base64url');
-  logger.info(
-    `demo mode: BOARD_PASSWORD is not set, so the demo login is user ${demoUser}, password ${demoPassword}`,
+  // Printed for the person starting the demo, past the logger: logs never carry a password.
+  process.stderr.write(
+    `demo mode: BOARD_PASSWORD is not set, so the demo login is user ${demoUser}, password ${demoPassword}\n`,
   );
+  logger.info('demo mode: BOARD_PASSWORD is not set; a demo password was made up and printed on stderr');
   return { user: demoUser, password: demoPassword };
 }
 

@@ -6,6 +6,7 @@
 // stopped or failed) · 2 bad arguments or bad task, nothing enqueued · 124 --timeout elapsed.
 import { env } from '../config/env.js';
 import { AgentFleetError } from '../src/agent/errors.js';
+import { scrubText } from '../src/logging/redact.js';
 import type { AgentResult } from '../src/agent/types.js';
 import {
   CLI_USAGE,
@@ -28,7 +29,7 @@ const EXIT_TIMEOUT = 124;
 const numberFormat = new Intl.NumberFormat('en-US');
 
 function say(text: string): void {
-  process.stderr.write(`${text.replace(/\s*\n\s*/g, ' ')}\n`);
+  process.stderr.write(`${scrubText(text.replace(/\s*\n\s*/g, ' '))}\n`);
 }
 
 function describeIssues(error: TaskValidationError): string {

@@ -4,6 +4,7 @@
 //   remove  unregister one schedule now (it comes back at the next sync if the file still has it)
 import { Queue } from 'bullmq';
 import { env } from '../config/env.js';
+import { scrubText } from '../src/logging/redact.js';
 import { assertRedisReachable, createRedis } from '../src/queue/redis.js';
 import { SCHEDULES_QUEUE } from '../src/queue/names.js';
 import { loadSchedules } from '../src/schedules/schedule-config.js';
@@ -53,7 +54,7 @@ async function main(argv: string[]): Promise<number> {
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {
-    process.stderr.write(`schedules: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(`schedules: ${scrubText(error instanceof Error ? error.message : String(error))}\n`);
     process.exit(1);
   },
 );

@@ -4,6 +4,7 @@
 // stderr and exit code 1.
 import { env, redactUrl } from '../config/env.js';
 import { seedDemoDatabase } from '../src/demo/seed-demo-database.js';
+import { scrubText } from '../src/logging/redact.js';
 import { parseMysqlUrl } from '../src/store/mysql-url.js';
 
 async function main(): Promise<void> {
@@ -40,6 +41,6 @@ function parseDataUrl(url: string): ReturnType<typeof parseMysqlUrl> {
 
 main().catch((error: unknown) => {
   const line = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  process.stderr.write(`seed-demo failed: ${line}\n`);
+  process.stderr.write(`seed-demo failed: ${scrubText(line)}\n`);
   process.exitCode = 1;
 });

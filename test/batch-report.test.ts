@@ -273,6 +273,42 @@ describe('batch summary', () => {
     expect(again.warnings).toEqual([]);
   });
 
+  it('lists the emails not known to be delivered, in task order, in every rendering', () => {
+    const jobIds = ['a', 'b', 'c'];
+    const doubt = (jobId: string, state: 'uncertain' | 'not_delivered' | 'pending') => ({
+      jobId,
+      callKey: `${jobId}:2:1`,
+      recipient: `${jobId}@example.com`,
+      messageId: `<${jobId}@agent-fleet.local>`,
+      state,
+      note: state === 'uncertain' ? 'the delivery lookup failed | <b>503</b>' : null,
+    });
+    const report = buildBatchReport(
+      batch(jobIds),
+      jobIds.map((id) => run(id)),
+      {
+        generatedAt: GENERATED_AT,
+        emails: [doubt('c', 'not_delivered'), doubt('a', 'uncertain'), doubt('elsewhere', 'pending')],
+      },
+    );
+    expect(report.emails.map((e) => [e.index, e.jobId, e.state])).toEqual([
+      [1, 'a', 'uncertain'],
+      [3, 'c', 'not_delivered'],
+    ]);
+    // The summary stays the sum over the results.
+    expect(report.summary.succeeded).toBe(3);
+    expect(renderText(report)).toMatch(/^Email: +task 1 \(a\) uncertain, to a@example\.com .*lookup failed/m);
+    expect(renderText(report)).toMatch(/^Email: +task 3 \(c\) not delivered, to c@example\.com/m);
+    const markdown = renderMarkdown(report);
+    expect(markdown).toMatch(/## Emails not known to be delivered/);
+    expect(markdown).toContain('| 3 | c | not delivered | c@example.com |');
+    expect(markdown).not.toContain('<b>');
+    const html = renderHtml(report);
+    expect(html).toMatch(/<h2>Emails not known to be delivered<\/h2>/);
+    expect(html).toContain('&lt;b&gt;503&lt;/b&gt;');
+    expect(renderMarkdown(buildBatchReport(batch(jobIds), []))).not.toMatch(/Emails not known/);
+  });
+
   it('refuses usage that no run can have', () => {
     expect(() => buildBatchReport(batch(['a']), [run('a', { costUsd: -1 })])).toThrow(/costUsd/);
     expect(() => buildBatchReport(batch(['a']), [run('a', { promptTokens: 1.5 })])).toThrow(/promptTokens/);

@@ -46,6 +46,53 @@ describe('tools', () => {
     expect(observation).toMatch(/…\[cut: \d+ of \d+ tokens\]$/);
   });
 
+  it('a side effect whose outcome is unknown is listed in the result, which still says what the model did', async () => {
+    const { UncertainOutcome, defineTool } = await import('../src/tools/tool.js');
+    const { ToolRegistry } = await import('../src/tools/registry.js');
+    const { z } = await import('zod');
+    const notify = defineTool({
+      name: 'notify',
+      description: 'Notify someone.',
+      parameters: z.object({}),
+      execute: async () =>
+        new UncertainOutcome('Delivery uncertain.', { what: 'a note', why: 'lookup down' }),
+    });
+    server.reset({
+      script: [
+        {
+          actions: [
+            { tool: 'notify', args: {} },
+            { tool: 'notify', args: {} },
+          ],
+        },
+        { answer: 'done' },
+      ],
+    });
+    const { result, checkpoints } = await runWith(server, { tools: new ToolRegistry([notify]) });
+    expect(result).toMatchObject({ status: 'succeeded', answer: 'done' });
+    expect(result.uncertainEffects).toEqual([
+      { tool: 'notify', callKey: 'run-1:1:1', what: 'a note', why: 'lookup down' },
+      { tool: 'notify', callKey: 'run-1:1:2', what: 'a note', why: 'lookup down' },
+    ]);
+    // Kept in the state, so a resumed run's result lists them too.
+    expect(checkpoints.at(-1)?.uncertainEffects).toHaveLength(2);
+    expect(lastObservation()).toBe('Delivery uncertain.');
+  });
+
+  it('a call with side effects that overran its time limit may still take effect: listed as uncertain', async () => {
+    server.reset({ script: [{ actions: [{ tool: 'slow', args: { ms: 2_000 } }] }, { answer: 'ok' }] });
+    const { result } = await runWith(server);
+    expect(result.uncertainEffects).toEqual([
+      { tool: 'slow', callKey: 'run-1:1:1', what: 'slow call', why: 'the call timed out after 200 ms' },
+    ]);
+  });
+
+  it('a run without uncertain effects has no such field', async () => {
+    server.reset({ script: [{ actions: [{ tool: 'add', args: { a: 1, b: 2 } }] }, { answer: 'ok' }] });
+    const { result } = await runWith(server);
+    expect(result).not.toHaveProperty('uncertainEffects');
+  });
+
   it('a ToolError code reaches the trace', async () => {
     expect(new ToolError('refused', 'no').kind).toBe('tool');
     server.reset({ script: [{ actions: [{ tool: 'broken', args: {} }] }, { answer: 'ok' }] });

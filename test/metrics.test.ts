@@ -165,6 +165,19 @@ describe('observing traces and results', () => {
     expect(lines.join('\n')).not.toContain('some_new_code');
   });
 
+  it('counts side effects left uncertain by results, and emails the sweeper settled', async () => {
+    const counted = new FleetMetrics({ defaultMetrics: false });
+    const effect = { tool: 'send_email', callKey: 'j:1:1', what: 'email', why: 'lookup down' };
+    counted.observeResult({ ...result('succeeded', 'answer'), uncertainEffects: [effect, effect] });
+    counted.observeResult(result('succeeded', 'answer'));
+    counted.observeEmailSettlement('sent');
+    counted.observeEmailSettlement('uncertain');
+    const lines = await samples(counted);
+    expect(lines).toContain('agentfleet_uncertain_effects_total 2');
+    expect(lines).toContain('agentfleet_email_settlements_total{outcome="sent"} 1');
+    expect(lines).toContain('agentfleet_email_settlements_total{outcome="uncertain"} 1');
+  });
+
   it('includes the process metrics, prefixed', async () => {
     const text = await metrics.metrics();
     expect(text).toMatch(/^agentfleet_process_cpu_user_seconds_total \d/m);

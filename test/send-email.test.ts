@@ -158,13 +158,14 @@ describe('send_email', () => {
     expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['sent']);
   });
 
-  it('does not send when an earlier attempt crashed between claiming and recording, and says so', async () => {
+  it('does not send again when an earlier attempt stopped mid-send and nothing can tell, and says so', async () => {
     const job = newJob();
     const callKey = `${job}:3:0`;
     const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+    // Claimed and handed off to SMTP five minutes ago, never recorded: the worker died mid-send.
     await pool.query(
-      `INSERT INTO email_ledger (call_key, job_id, recipient, subject, message_id, status)
-       VALUES (?, ?, 'ada@example.com', 'Thank you', ?, 'pending')`,
+      `INSERT INTO email_ledger (call_key, job_id, recipient, subject, message_id, status, smtp_started_at, updated_at)
+       VALUES (?, ?, 'ada@example.com', 'Thank you', ?, 'pending', NOW(3) - INTERVAL 5 MINUTE, NOW(3) - INTERVAL 5 MINUTE)`,
       [callKey, job, messageId],
     );
 
@@ -173,16 +174,90 @@ describe('send_email', () => {
     expect(outcome.output).toMatch(/uncertain/i);
     expect(outcome.output).toContain(messageId);
     expect(outcome.output).toMatch(/not sent again/);
+    // The run's result will list it.
+    expect(outcome.uncertain).toEqual({
+      tool: 'send_email',
+      callKey,
+      what: `email to ada@example.com (message-id ${messageId})`,
+      why: 'no delivery lookup is configured (SMTP_LOOKUP_URL)',
+    });
     expect(received(messageId)).toEqual([]);
-    expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['pending']);
+    const [row] = await ledgerRows(job);
+    expect(row).toMatchObject({
+      status: 'uncertain',
+      error: 'no delivery lookup is configured (SMTP_LOOKUP_URL)',
+    });
+  });
+
+  it('gives its row back when cancelled between the claim and SMTP, so the resumed call sends it', async () => {
+    const job = newJob();
+    const callKey = `${job}:3:2`;
+    const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+    const controller = new AbortController();
+    // The run is cancelled (a shutdown) the moment the claim is made.
+    const cancelling = new Proxy(ledger, {
+      get(target, property) {
+        if (property === 'claim') {
+          return async (claim: Parameters<EmailLedger['claim']>[0]) => {
+            const result = await target.claim(claim);
+            controller.abort('worker-shutdown');
+            return result;
+          };
+        }
+        const value = Reflect.get(target, property) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const execute = tool({ ledger: cancelling }).execute(email, {
+      signal: controller.signal,
+      runId: job,
+      callKey,
+      step: 3,
+    });
+    await expect(execute).rejects.toThrow(/cancelled; nothing was sent/);
+    expect(await ledgerRows(job)).toMatchObject([
+      { status: 'failed', error: 'not delivered: cancelled before sending' },
+    ]);
+
+    expect((await call(tool(), callKey, email)).output).toBe(
+      `Sent to ada@example.com (message-id ${messageId}).`,
+    );
+    expect(received(messageId)).toHaveLength(1);
+  });
+
+  it('sends, once, when an earlier attempt stopped after its claim but before reaching SMTP', async () => {
+    const job = newJob();
+    const callKey = `${job}:3:1`;
+    const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+    // Claimed, never handed off: the claim itself proves nothing went out, no lookup needed.
+    await pool.query(
+      `INSERT INTO email_ledger (call_key, job_id, recipient, subject, message_id, status, updated_at)
+       VALUES (?, ?, 'ada@example.com', 'Thank you', ?, 'pending', NOW(3) - INTERVAL 5 MINUTE)`,
+      [callKey, job, messageId],
+    );
+
+    const outcome = await call(tool(), callKey, email);
+
+    expect(outcome.output).toBe(`Sent to ada@example.com (message-id ${messageId}).`);
+    expect(outcome.uncertain).toBeUndefined();
+    expect(received(messageId)).toHaveLength(1);
+    expect(await ledgerRows(job)).toMatchObject([{ status: 'sent', attempt: 2 }]);
   });
 
   describe('a pending row settled by the delivery lookup', () => {
-    async function crashedMidSend(job: string, callKey: string, messageId: string): Promise<void> {
+    /** A row claimed and handed off to SMTP `ageSeconds` ago, never recorded: its worker died mid-send. */
+    async function crashedMidSend(
+      job: string,
+      callKey: string,
+      messageId: string,
+      ageSeconds = 300,
+    ): Promise<void> {
       await pool.query(
-        `INSERT INTO email_ledger (call_key, job_id, recipient, subject, message_id, status, created_at, updated_at)
-         VALUES (?, ?, 'ada@example.com', 'Thank you', ?, 'pending', NOW(3) - INTERVAL 5 MINUTE, NOW(3) - INTERVAL 5 MINUTE)`,
-        [callKey, job, messageId],
+        `INSERT INTO email_ledger (call_key, job_id, recipient, subject, message_id, status, smtp_started_at,
+           created_at, updated_at)
+         VALUES (?, ?, 'ada@example.com', 'Thank you', ?, 'pending', NOW(3) - INTERVAL ? SECOND,
+           NOW(3) - INTERVAL ? SECOND, NOW(3) - INTERVAL ? SECOND)`,
+        [callKey, job, messageId, ageSeconds, ageSeconds, ageSeconds],
       );
     }
     const lookupOf = (target: SmtpSink) => ({
@@ -225,18 +300,88 @@ describe('send_email', () => {
       expect(received(messageId)).toHaveLength(1);
     });
 
-    it('leaves a young pending row alone: another attempt may still be sending it', async () => {
+    it('waits while a young pending row may be another attempt still sending, and takes its outcome', async () => {
       const job = newJob();
       const callKey = `${job}:4:3`;
       const messageId = deriveMessageId(callKey, 'agent-fleet.local');
-      await crashedMidSend(job, callKey, messageId);
+      await crashedMidSend(job, callKey, messageId, 0);
+      let lookups = 0;
+      const sendEmail = tool({
+        deliveryLookup: { delivered: async () => (lookups++, false) },
+        pendingGraceMs: 30_000,
+        pendingPollMs: 100,
+      });
+      // The other attempt records its send 600 ms later.
+      const otherAttempt = new Promise<void>((resolve) =>
+        setTimeout(() => void ledger.markSent(callKey, '250 OK from the other attempt').then(resolve), 600),
+      );
+      const started = Date.now();
+      const outcome = await call(sendEmail, callKey, email);
+      await otherAttempt;
+      expect(Date.now() - started).toBeGreaterThanOrEqual(500);
+      expect(outcome.output).toMatch(/^Already sent to ada@example\.com .*not sent again\.$/);
+      expect(lookups).toBe(0);
+      expect(received(messageId)).toEqual([]);
+    });
+
+    it('waits out the grace, then asks the lookup, and sends a message that never arrived', async () => {
+      const job = newJob();
+      const callKey = `${job}:4:5`;
+      const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+      await crashedMidSend(job, callKey, messageId, 0);
+      const started = Date.now();
       const outcome = await call(
-        tool({ deliveryLookup: lookupOf(sink), pendingGraceMs: 3_600_000 }),
+        tool({ deliveryLookup: lookupOf(sink), pendingGraceMs: 1_500, pendingPollMs: 200 }),
         callKey,
         email,
       );
-      expect(outcome.output).toMatch(/uncertain/i);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1_300);
+      expect(outcome.output).toBe(`Sent to ada@example.com (message-id ${messageId}).`);
+      expect(received(messageId)).toHaveLength(1);
+    });
+
+    it('says delivery is uncertain when the lookup fails, and records the row as uncertain', async () => {
+      const job = newJob();
+      const callKey = `${job}:4:6`;
+      const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+      await crashedMidSend(job, callKey, messageId);
+      const down = {
+        delivered: async (): Promise<boolean> => {
+          throw new Error('the delivery lookup answered 503');
+        },
+      };
+      const outcome = await call(tool({ deliveryLookup: down, pendingGraceMs: 1_000 }), callKey, email);
+      expect(outcome).toMatchObject({ ok: true });
+      expect(outcome.output).toMatch(/^Delivery uncertain/);
+      expect(outcome.uncertain?.why).toMatch(/delivery lookup failed .*503/);
       expect(received(messageId)).toEqual([]);
+      expect(await ledgerRows(job)).toMatchObject([{ status: 'uncertain' }]);
+      // Once the lookup answers again, the next attempt of the call settles it.
+      const back = await call(
+        tool({ deliveryLookup: lookupOf(sink), pendingGraceMs: 1_000 }),
+        callKey,
+        email,
+      );
+      expect(back.output).toBe(`Sent to ada@example.com (message-id ${messageId}).`);
+      expect(received(messageId)).toHaveLength(1);
+    });
+
+    it('an attempt whose claim was taken over cannot hand off its send', async () => {
+      const job = newJob();
+      const callKey = `${job}:4:7`;
+      const claim = {
+        callKey,
+        jobId: job,
+        recipient: 'ada@example.com',
+        subject: 'Thank you',
+        messageId: deriveMessageId(callKey, 'agent-fleet.local'),
+      };
+      expect(await ledger.claim(claim)).toEqual({ kind: 'new', attempt: 1 });
+      // Another attempt found the row stale and took it over.
+      expect(await ledger.release(callKey, 1, 'not delivered: taken over')).toBe(true);
+      expect(await ledger.claim(claim)).toEqual({ kind: 'new', attempt: 2 });
+      expect(await ledger.markHandedOff(callKey, 1)).toBe(false);
+      expect(await ledger.markHandedOff(callKey, 2)).toBe(true);
     });
 
     it('the demo sink answers lookups over HTTP', async () => {
@@ -376,22 +521,144 @@ describe('send_email', () => {
     const callKey = `${job}:1:0`;
     const server = await startDroppingServer();
     try {
-      const dropping = tool({ transport: track(createSmtpTransport(`smtp://127.0.0.1:${server.port}`)) });
+      const dropping = tool({
+        transport: track(createSmtpTransport(`smtp://127.0.0.1:${server.port}`)),
+        pendingGraceMs: 300,
+      });
       const outcome = await call(dropping, callKey, email);
       expect(outcome).toMatchObject({ ok: true, attempts: 1 });
       expect(outcome.output).toMatch(/^Delivery uncertain: .*Do not send it again\.$/);
+      expect(outcome.uncertain?.why).toMatch(/mid-send/);
       expect(server.messagesTransmitted()).toBe(1);
       const [row] = await ledgerRows(job);
       expect(row).toMatchObject({ status: 'pending' });
       expect(String(row?.['error'])).toMatch(/mid-send/);
 
-      // The job is retried: still not sent again.
+      // The job is retried: still not sent again, and with no lookup to ask the row ends uncertain.
       const retried = await call(dropping, callKey, email);
       expect(retried.output).toMatch(/uncertain/i);
       expect(server.messagesTransmitted()).toBe(1);
+      expect(await ledgerRows(job)).toMatchObject([{ status: 'uncertain' }]);
     } finally {
       await server.close();
     }
+  });
+});
+
+describe('the sweeper of unsettled emails', () => {
+  const silent = { info: () => undefined, warn: () => undefined };
+
+  async function row(job: string, n: number, opts: { handedOff: boolean; ageSeconds: number }) {
+    const callKey = `${job}:9:${n}`;
+    const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+    await pool.query(
+      `INSERT INTO email_ledger (call_key, job_id, recipient, subject, message_id, status, smtp_started_at, updated_at)
+       VALUES (?, ?, 'ada@example.com', 'Thank you', ?, 'pending', IF(?, NOW(3), NULL), NOW(3) - INTERVAL ? SECOND)`,
+      [callKey, job, messageId, opts.handedOff, opts.ageSeconds],
+    );
+    return { callKey, messageId };
+  }
+
+  it('settles the rows of attempts that stopped for good, leaves young ones, and surfaces the rest', async () => {
+    const job = newJob();
+    const neverSent = await row(job, 1, { handedOff: false, ageSeconds: 600 });
+    const arrived = await row(job, 2, { handedOff: true, ageSeconds: 600 });
+    const lost = await row(job, 3, { handedOff: true, ageSeconds: 600 });
+    const young = await row(job, 4, { handedOff: true, ageSeconds: 0 });
+    const unknowable = await row(job, 5, { handedOff: true, ageSeconds: 600 });
+    const outcomes: string[] = [];
+    let lookupUp = false;
+    const lookup = {
+      delivered: async (id: string) => {
+        if (id === unknowable.messageId && !lookupUp) throw new Error('lookup down');
+        return id === arrived.messageId || id === unknowable.messageId;
+      },
+    };
+    const { sweepUnsettledEmails } = await import('../src/tools/email-sweeper.js');
+    const options = {
+      ledger,
+      lookup,
+      graceMs: 60_000,
+      logger: silent,
+      onSettled: (o: string) => outcomes.push(o),
+    };
+
+    await sweepUnsettledEmails(options);
+
+    const status = async () =>
+      Object.fromEntries(
+        (await ledgerRows(job)).map((r) => [String(r['call_key']), [r['status'], r['error']]]),
+      );
+    const after = await status();
+    expect(after[neverSent.callKey]).toEqual([
+      'failed',
+      expect.stringMatching(/^not delivered: .*before reaching/),
+    ]);
+    expect(after[arrived.callKey]?.[0]).toBe('sent');
+    expect(after[lost.callKey]).toEqual(['failed', expect.stringMatching(/^not delivered/)]);
+    expect(after[young.callKey]?.[0]).toBe('pending');
+    expect(after[unknowable.callKey]).toEqual([
+      'uncertain',
+      expect.stringMatching(/lookup failed \(lookup down\)/),
+    ]);
+    expect(outcomes.sort()).toEqual(['not_delivered', 'not_delivered', 'sent', 'uncertain']);
+
+    // The report's view of the job: what is not known to have arrived.
+    const doubtful = await ledger.listDoubtful([job]);
+    expect(doubtful.map((d) => [d.callKey, d.status])).toEqual([
+      [neverSent.callKey, 'failed'],
+      [lost.callKey, 'failed'],
+      [young.callKey, 'pending'],
+      [unknowable.callKey, 'uncertain'],
+    ]);
+
+    // An uncertain row is looked at again on every sweep while a lookup is configured.
+    lookupUp = true;
+    await pool.query('UPDATE email_ledger SET updated_at = NOW(3) - INTERVAL 10 MINUTE WHERE call_key = ?', [
+      unknowable.callKey,
+    ]);
+    await sweepUnsettledEmails(options);
+    expect((await status())[unknowable.callKey]?.[0]).toBe('sent');
+  });
+
+  it('settles pending rows first: old uncertain rows it cannot settle never crowd them out', async () => {
+    const { sweepUnsettledEmails } = await import('../src/tools/email-sweeper.js');
+    const down = {
+      delivered: async (): Promise<boolean> => {
+        throw new Error('lookup down');
+      },
+    };
+    for (const lookup of [undefined, down]) {
+      const job = newJob();
+      const stuck = await row(job, 1, { handedOff: true, ageSeconds: 900 });
+      await pool.query(
+        "UPDATE email_ledger SET status = 'uncertain', updated_at = NOW(3) - INTERVAL 15 MINUTE WHERE call_key = ?",
+        [stuck.callKey],
+      );
+      const neverSent = await row(job, 2, { handedOff: false, ageSeconds: 600 });
+      await sweepUnsettledEmails({
+        ledger,
+        graceMs: 60_000,
+        logger: silent,
+        batchSize: 1,
+        ...(lookup ? { lookup } : {}),
+      });
+      const statuses = Object.fromEntries(
+        (await ledgerRows(job)).map((r) => [String(r['call_key']), r['status']]),
+      );
+      expect(statuses).toEqual({ [stuck.callKey]: 'uncertain', [neverSent.callKey]: 'failed' });
+    }
+  });
+
+  it('without a lookup, marks a stopped send uncertain and leaves it so', async () => {
+    const job = newJob();
+    const stopped = await row(job, 1, { handedOff: true, ageSeconds: 600 });
+    const { sweepUnsettledEmails } = await import('../src/tools/email-sweeper.js');
+    const first = await sweepUnsettledEmails({ ledger, graceMs: 60_000, logger: silent });
+    const second = await sweepUnsettledEmails({ ledger, graceMs: 60_000, logger: silent });
+    expect(first.uncertain).toBeGreaterThanOrEqual(1);
+    expect(second.uncertain).toBe(0);
+    expect(await ledgerRows(job)).toMatchObject([{ call_key: stopped.callKey, status: 'uncertain' }]);
   });
 });
 

@@ -429,3 +429,65 @@ describe('aborts by the run', () => {
     expect(outcome.errorCode).toBe('aborted');
   });
 });
+
+describe('side effects the run stops waiting for', () => {
+  it('a cancelled call of a tool with side effects keeps running, tracked until it records its outcome', async () => {
+    const { EffectsInFlight } = await import('../src/tools/effects-in-flight.js');
+    const effectsInFlight = new EffectsInFlight();
+    let finish!: () => void;
+    const recorded: string[] = [];
+    const send = tool('send', async () => {
+      await new Promise<void>((resolve) => (finish = resolve));
+      recorded.push('sent and recorded');
+      return 'sent';
+    });
+    const controller = new AbortController();
+    const pending = runToolCall(new ToolRegistry([send]), call('send'), ctx(controller.signal), {
+      ...OPTIONS,
+      effects: effectsInFlight,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    controller.abort('worker-shutdown');
+    const outcome = await pending;
+    expect(outcome).toMatchObject({ ok: false, errorCode: 'aborted' });
+    // The run moved on, but whether it took effect is not known yet.
+    expect(outcome.uncertain).toMatchObject({ tool: 'send', callKey: 'run-1:3:0' });
+    expect(effectsInFlight.size).toBe(1);
+    expect(await effectsInFlight.settled(20)).toBe(false);
+
+    finish();
+    expect(await effectsInFlight.settled(1_000)).toBe(true);
+    expect(recorded).toEqual(['sent and recorded']);
+    expect(effectsInFlight.size).toBe(0);
+  });
+
+  it('a read-only call is neither tracked nor uncertain', async () => {
+    const { EffectsInFlight } = await import('../src/tools/effects-in-flight.js');
+    const effectsInFlight = new EffectsInFlight();
+    const peek = tool('peek', never, { readOnly: true });
+    const controller = new AbortController();
+    const pending = runToolCall(new ToolRegistry([peek]), call('peek'), ctx(controller.signal), {
+      ...OPTIONS,
+      effects: effectsInFlight,
+    });
+    controller.abort();
+    const outcome = await pending;
+    expect(outcome).toMatchObject({ errorCode: 'aborted' });
+    expect(outcome.uncertain).toBeUndefined();
+    expect(effectsInFlight.size).toBe(0);
+  });
+
+  it('an UncertainOutcome is observed as its text and carried as the call’s uncertain effect', async () => {
+    const { UncertainOutcome } = await import('../src/tools/tool.js');
+    const maybe = tool(
+      'maybe',
+      async () => new UncertainOutcome('May have gone out.', { what: 'x', why: 'y' }),
+    );
+    const outcome = await runToolCall(new ToolRegistry([maybe]), call('maybe'), ctx(), OPTIONS);
+    expect(outcome).toMatchObject({
+      ok: true,
+      output: 'May have gone out.',
+      uncertain: { tool: 'maybe', callKey: 'run-1:3:0', what: 'x', why: 'y' },
+    });
+  });
+});

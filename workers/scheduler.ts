@@ -2,11 +2,14 @@
 // agent tasks (every worker process does this too; a dedicated scheduler is for fleets that want one).
 import { env } from '../config/env.js';
 import { fleetLimitsFromEnv } from '../src/fleet/fleet-gate.js';
+import { logCrashes } from '../src/logging/log-crashes.js';
 import { createLogger } from '../src/logging/logger.js';
+import { scrubText } from '../src/logging/redact.js';
 import { assertRedisReachable, createRedis } from '../src/queue/redis.js';
 import { startSchedules } from '../src/schedules/schedules-runtime.js';
 
 const logger = createLogger('scheduler');
+logCrashes(logger, 'scheduler');
 try {
   const config = env();
   const connection = createRedis(config.REDIS_URL, 'worker');
@@ -29,6 +32,6 @@ try {
     });
   }
 } catch (error) {
-  process.stderr.write(`scheduler: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.stderr.write(`scheduler: ${scrubText(error instanceof Error ? error.message : String(error))}\n`);
   process.exit(1);
 }

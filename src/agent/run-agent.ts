@@ -42,6 +42,7 @@ import type {
   StopReason,
   ToolCallRecord,
   TraceKind,
+  UncertainEffect,
 } from './types.js';
 import type { ChatModel } from '../llm/chat-model.js';
 import type { ModelPrice } from '../llm/pricing.js';
@@ -352,7 +353,9 @@ class AgentRun {
           output: truncateToTokens(output, this.opts.toolResultMaxTokens, this.count),
           errorCode: outcome.errorCode ?? null,
           latencyMs: outcome.latencyMs,
+          ...(outcome.uncertain ? { uncertain: outcome.uncertain } : {}),
         };
+        if (outcome.uncertain) this.noteUncertain(outcome.uncertain);
         // The last call to finish is saved by the checkpoint that ends the step, taken right after; a finished
         // read-only call is cheaper to make again than to save.
         if (sideEffects && pending.results.includes(null)) this.checkpoint();
@@ -568,6 +571,12 @@ class AgentRun {
     return deadlineAt(this.budget, this.state.startedAt) - deadlineReserveMs(this.budget);
   }
 
+  /** Kept in the state, so a resumed run's result still lists it; one entry per call key. */
+  private noteUncertain(effect: UncertainEffect): void {
+    const others = (this.state.uncertainEffects ?? []).filter((e) => e.callKey !== effect.callKey);
+    this.state.uncertainEffects = [...others, effect];
+  }
+
   private checkpoint(): void {
     this.checkpoints?.push(this.state);
   }
@@ -643,6 +652,8 @@ class AgentRun {
       usage: usageOf(this.state.usage, this.input.price),
       error,
     };
+    // Whatever the status, the result says which side effects may not have happened.
+    if (this.state.uncertainEffects?.length) result.uncertainEffects = [...this.state.uncertainEffects];
     // A run cancelled (a worker shutting down) or failed by something worth retrying is not over: its
     // state stays open so the next attempt resumes it instead of replaying this outcome.
     const final = stopReason !== 'cancelled' && !error?.retryable;

@@ -19,6 +19,22 @@ export interface AgentResult {
   toolCalls: number;
   usage: Usage;
   error: RunError | null;
+  /**
+   * Side effects (an email) whose outcome nothing could tell, present only when there are some: the run may
+   * have succeeded without them. Added to CONTRACT §4's shape, never replacing a field.
+   */
+  uncertainEffects?: UncertainEffect[];
+}
+
+/** A side effect of a tool call that may or may not have happened. */
+export interface UncertainEffect {
+  tool: string;
+  /** The call's stable key (run id, step, position). */
+  callKey: string;
+  /** What the effect was, e.g. `email to ada@example.com (message-id <…>)`. */
+  what: string;
+  /** Why its outcome is not known. */
+  why: string;
 }
 
 export interface ToolCallRecord {
@@ -30,6 +46,8 @@ export interface ToolCallRecord {
   output: string;
   errorCode: string | null;
   latencyMs: number;
+  /** Set when the call's side effect may or may not have happened. */
+  uncertain?: UncertainEffect;
 }
 
 /** A step whose model call is done but whose tool calls are not all finished: resumed call by call. */
@@ -63,6 +81,8 @@ export interface RunState {
   promptCalibration?: PromptCalibrationState;
   /** Set when the run has ended: resuming a finished run returns this instead of calling anything. */
   result: AgentResult | null;
+  /** Side effects of finished calls whose outcome is unknown, one per call key; absent when none. */
+  uncertainEffects?: UncertainEffect[];
 }
 
 /**

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { parseEnv, redactUrl } from '../../config/env.js';
 import { FleetClient } from '../../producers/client.js';
 import type { AgentResult } from '../agent/types.js';
+import { scrubText } from '../logging/redact.js';
 import { migrate } from '../store/migrate.js';
 import { createStorePool } from '../store/pool.js';
 import { startScriptedModel, type ScriptedModelServer } from '../testing/scripted-model-server.js';
@@ -203,7 +204,9 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
     await shutdown();
     return rows.every((row) => row.result && row.result.status !== 'failed') ? 0 : 1;
   } catch (error) {
-    process.stderr.write(`demo failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.stderr.write(
+      `demo failed: ${scrubText(error instanceof Error ? error.message : String(error))}\n`,
+    );
     await shutdown();
     return 1;
   }

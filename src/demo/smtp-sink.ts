@@ -29,6 +29,12 @@ export interface SmtpSinkOptions {
   maxMessageBytes?: number;
   /** Called for each message once it is stored; an exception here is ignored, the message stays accepted. */
   onMessage?: (message: CapturedMessage) => void;
+  /**
+   * For tests of a send cut short: delays the reply at a stage until the promise settles. `rcpt`: before
+   * the recipient is accepted (nothing transmitted yet); `data`: after the message is stored (and visible to
+   * the lookup), before the final 250 reply. Return undefined not to hold.
+   */
+  holdReply?: (stage: 'rcpt' | 'data') => Promise<void> | undefined;
 }
 
 export interface SmtpSink {
@@ -48,6 +54,9 @@ export interface SmtpSink {
 export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<SmtpSink> {
   const host = options.host ?? '127.0.0.1';
   const messages: CapturedMessage[] = [];
+  const held = async (stage: 'rcpt' | 'data') => {
+    await options.holdReply?.(stage)?.catch(() => undefined);
+  };
   const server = new SMTPServer({
     secure: false,
     authOptional: true,
@@ -58,6 +67,9 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
     banner: 'agent-fleet SMTP sink',
     // close() waits this long for clients in the middle of a session before cutting them off.
     closeTimeout: 1000,
+    onRcptTo(_address, _session, callback) {
+      void held('rcpt').then(() => callback());
+    },
     onData(stream, session, callback) {
       capture(stream, session).then(
         (message) => {
@@ -68,7 +80,7 @@ export async function startSmtpSink(options: SmtpSinkOptions = {}): Promise<Smtp
           } catch {
             // the observer's problem, not the sender's
           }
-          callback();
+          void held('data').then(() => callback());
         },
         (error: unknown) => callback(error instanceof Error ? error : new Error(String(error))),
       );

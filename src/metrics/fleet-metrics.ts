@@ -118,6 +118,8 @@ export class FleetMetrics {
   private readonly toolErrors: Counter<'tool' | 'code'>;
   private readonly queueJobs: Gauge<'queue' | 'state'>;
   private readonly scrapeErrors: Counter<'queue'>;
+  private readonly emailSettlements: Counter<'outcome'>;
+  private readonly uncertainEffects: Counter;
 
   constructor(options: FleetMetricsOptions = {}) {
     this.registry = new Registry();
@@ -188,6 +190,17 @@ export class FleetMetrics {
       // shows in the scrape that met it.
       collect: () => this.refreshQueues(),
     });
+    this.emailSettlements = new Counter({
+      name: `${METRIC_PREFIX}email_settlements_total`,
+      help: 'Emails left pending by a stopped attempt, settled later by the sweeper: sent, not_delivered or uncertain.',
+      labelNames: ['outcome'] as const,
+      registers,
+    });
+    this.uncertainEffects = new Counter({
+      name: `${METRIC_PREFIX}uncertain_effects_total`,
+      help: 'Side effects (emails) whose outcome was unknown when their job published its result.',
+      registers,
+    });
   }
 
   /** The Content-Type of metrics(): the Prometheus text format. */
@@ -225,6 +238,12 @@ export class FleetMetrics {
       outcome: bounded(result.status, OUTCOMES),
       stop_reason: bounded(result.stopReason, STOP_REASONS),
     });
+    if (result.uncertainEffects?.length) this.uncertainEffects.inc(result.uncertainEffects.length);
+  }
+
+  /** Call for each pending email the sweeper settles (email-sweeper.ts). */
+  observeEmailSettlement(outcome: 'sent' | 'not_delivered' | 'uncertain'): void {
+    this.emailSettlements.inc({ outcome });
   }
 
   /** Reports these queues' job counts on every scrape. The caller keeps ownership (and closes them). */

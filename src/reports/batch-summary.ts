@@ -49,6 +49,20 @@ export interface BatchRunInput {
   error?: RunError | null;
 }
 
+/**
+ * An email of a task not known to have been delivered, as the email ledger has it when the report is made:
+ * `uncertain` (nothing could tell), `not_delivered` (a later check found it never arrived, and the run was
+ * over), or `pending` (an attempt holds it, or stopped and the sweeper has not looked yet).
+ */
+export interface EmailDoubt {
+  jobId: string;
+  callKey: string;
+  recipient: string;
+  messageId: string;
+  state: 'uncertain' | 'not_delivered' | 'pending';
+  note: string | null;
+}
+
 export type TaskState = RunRowStatus | 'pending';
 export type BatchState = 'running' | 'completed';
 
@@ -88,11 +102,15 @@ export interface BatchReport {
   rows: TaskReportRow[];
   /** Inconsistencies between the batch row and its runs, in plain sentences. */
   warnings: string[];
+  /** Emails of the batch's tasks not known to have been delivered, in task order (1-based `index`). */
+  emails: (EmailDoubt & { index: number })[];
 }
 
 export interface BuildReportOptions {
   /** When the report was made; defaults to now. */
   generatedAt?: Date;
+  /** The email ledger's doubtful rows for the batch's jobs; none when absent. */
+  emails?: readonly EmailDoubt[];
 }
 
 const SCALE = 12; // decimals of the integers costs are added as
@@ -180,6 +198,14 @@ export function buildBatchReport(
     );
   }
 
+  const position = new Map(jobIds.map((jobId, i) => [jobId, i + 1]));
+  const emails = (options.emails ?? [])
+    .flatMap((email) => {
+      const index = position.get(email.jobId);
+      return index === undefined ? [] : [{ ...email, index }];
+    })
+    .sort((a, b) => a.index - b.index || a.callKey.localeCompare(b.callKey));
+
   return {
     batchId: batch.batchId,
     name: batch.name,
@@ -193,6 +219,7 @@ export function buildBatchReport(
     pending,
     rows,
     warnings,
+    emails,
   };
 }
 

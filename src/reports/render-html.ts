@@ -98,6 +98,7 @@ export function renderHtml(report: BatchReport, options: HtmlOptions = {}): stri
 ${cards.map(([name, value, kind]) => `<div class="card${kind ? ` ${kind}` : ''}"><div class="value">${h(value)}</div><div class="name">${h(name)}</div></div>`).join('\n')}
 </section>
 ${warningsHtml(report.warnings)}
+${emailsHtml(report)}
 <section>
 <h2>Totals</h2>
 ${totalsHtml(report)}
@@ -180,4 +181,13 @@ function answerHtml(row: TaskReportRow): string {
 function warningsHtml(warnings: readonly string[]): string {
   if (warnings.length === 0) return '';
   return `<section class="warnings">\n<h2>Warnings</h2>\n<ul>\n${warnings.map((w) => `<li>${h(w)}</li>`).join('\n')}\n</ul>\n</section>`;
+}
+
+function emailsHtml(report: BatchReport): string {
+  if (report.emails.length === 0) return '';
+  const items = report.emails.map(
+    (e) =>
+      `<li>task ${e.index} (${h(e.jobId)}): <strong>${h(e.state.replace('_', ' '))}</strong>, to ${h(e.recipient)} (message-id ${h(e.messageId)})${e.note === null ? '' : `: ${h(e.note)}`}</li>`,
+  );
+  return `<section class="warnings">\n<h2>Emails not known to be delivered</h2>\n<ul>\n${items.join('\n')}\n</ul>\n</section>`;
 }

@@ -49,6 +49,20 @@ export function renderMarkdown(report: BatchReport, options: MarkdownOptions = {
     out.push('');
   }
 
+  if (report.emails.length > 0) {
+    out.push(
+      '## Emails not known to be delivered',
+      '',
+      '| # | Job | State | Recipient | Message-ID | Note |',
+    );
+    out.push('| ---: | --- | --- | --- | --- | --- |');
+    for (const e of report.emails) {
+      const cells = [e.jobId, e.state.replace('_', ' '), e.recipient, e.messageId, e.note ?? ''];
+      out.push(`| ${e.index} | ${cells.map((c) => md(oneLine(c))).join(' | ')} |`);
+    }
+    out.push('');
+  }
+
   if (options.chartFile !== undefined) {
     out.push('## Chart', '', `![Cost and steps per task](${encodeURIComponent(options.chartFile)})`, '');
   }

@@ -42,6 +42,12 @@ export function renderText(report: BatchReport): string {
     out.push('           (running and pending tasks are not in the totals yet)');
   }
   for (const warning of report.warnings) out.push(`Warning:   ${terminalSafe(warning)}`);
+  for (const email of report.emails) {
+    const note = email.note === null ? '' : `: ${cell(email.note, 120)}`;
+    out.push(
+      `Email:     task ${email.index} (${cell(email.jobId, JOB_CHARS)}) ${email.state.replace('_', ' ')}, to ${cell(email.recipient, 80)} (message-id ${cell(email.messageId, 80)})${note}`,
+    );
+  }
   return out.join('\n') + '\n';
 }
 

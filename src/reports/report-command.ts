@@ -143,7 +143,7 @@ export async function runReportCommand(
       );
       return 1;
     }
-    const report = buildBatchReport(loaded.batch, loaded.runs);
+    const report = buildBatchReport(loaded.batch, loaded.runs, { emails: loaded.emails });
     const rendered = renderReport(report);
     io.stdout(rendered.text);
     const files = await writeReportFiles(args.outDir, rendered);

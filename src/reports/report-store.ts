@@ -4,13 +4,16 @@
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { z } from 'zod';
 import { StoreError } from '../store/errors.js';
+import { EmailLedger, NOT_DELIVERED } from '../tools/email-ledger.js';
 import { jsonColumn, parseRow, toRunRow, type RunRow } from '../store/rows.js';
-import type { BatchRecord, BatchState, BatchSummary } from './batch-summary.js';
+import type { BatchRecord, BatchState, BatchSummary, EmailDoubt } from './batch-summary.js';
 
 export interface LoadedBatch {
   batch: BatchRecord;
   /** The runs of the batch's job ids, and any other run whose batch_id names it (reported as a warning). */
   runs: RunRow[];
+  /** Emails of the batch's tasks not known to have been delivered (email_ledger). */
+  emails: EmailDoubt[];
 }
 
 export interface BatchReportInput {
@@ -106,7 +109,21 @@ export class BatchReportStore {
             'SELECT * FROM agent_runs WHERE job_id IN (?) OR batch_id = ?',
             [batch.jobIds, batchId],
           );
-    return { batch, runs: runRows.map(toRunRow) };
+    const doubtful = await new EmailLedger(this.pool).listDoubtful(batch.jobIds);
+    const emails = doubtful.map((entry): EmailDoubt => ({
+      jobId: entry.jobId,
+      callKey: entry.callKey,
+      recipient: entry.recipient,
+      messageId: entry.messageId,
+      state:
+        entry.status === 'failed' && entry.error?.startsWith(NOT_DELIVERED)
+          ? 'not_delivered'
+          : entry.status === 'uncertain'
+            ? 'uncertain'
+            : 'pending',
+      note: entry.error,
+    }));
+    return { batch, runs: runRows.map(toRunRow), emails };
   }
 
   /** Inserts or replaces the batch's report; created_at stays that of the first one. */

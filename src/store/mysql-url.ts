@@ -1,6 +1,7 @@
 // What MYSQL_URL says, parsed once, with a form safe to print: every message about the store names the URL
 // so an operator knows which variable to fix, and none of them may leak the password.
 import { ConfigError } from '../agent/errors.js';
+import { redactUrl } from '../logging/redact.js';
 
 export interface MysqlTarget {
   host: string;
@@ -26,7 +27,7 @@ export function parseMysqlUrl(url: string): MysqlTarget {
       'MYSQL_URL is not a URL (expected mysql://user:password@host:port/db)',
     );
   }
-  const redacted = redact(parsed);
+  const redacted = redactUrl(url);
   if (parsed.protocol !== 'mysql:') {
     throw new ConfigError('bad_mysql_url', `MYSQL_URL=${redacted} must start with mysql://`);
   }
@@ -45,11 +46,4 @@ export function parseMysqlUrl(url: string): MysqlTarget {
     database,
     redacted,
   };
-}
-
-function redact(url: URL): string {
-  if (url.password === '') return url.href;
-  const copy = new URL(url.href);
-  copy.password = '***';
-  return copy.href;
 }

@@ -3,8 +3,10 @@
 import type { z } from 'zod';
 import { ToolError } from '../agent/errors.js';
 import { sleep } from '../agent/sleep.js';
+import type { UncertainEffect } from '../agent/types.js';
+import { effectsInFlight, type EffectsInFlight } from './effects-in-flight.js';
 import type { ToolRegistry } from './registry.js';
-import type { ToolContext } from './tool.js';
+import { UncertainOutcome, type ToolContext } from './tool.js';
 
 export interface ToolRunOptions {
   /** Per-call limit when the tool sets none. */
@@ -13,6 +15,8 @@ export interface ToolRunOptions {
   transientRetries: number;
   /** First backoff delay; doubled on each retry, with jitter. */
   retryBaseDelayMs: number;
+  /** Where calls with side effects are tracked until they settle. Default: the process's registry. */
+  effects?: EffectsInFlight;
 }
 
 export interface ToolCallOutcome {
@@ -23,6 +27,8 @@ export interface ToolCallOutcome {
   errorCode?: string;
   attempts: number;
   latencyMs: number;
+  /** The call's side effect may or may not have happened (the tool returned an UncertainOutcome). */
+  uncertain?: UncertainEffect;
 }
 
 export interface ProposedCall {
@@ -75,18 +81,33 @@ export async function runToolCall(
   for (let attempt = 1; ; attempt++) {
     try {
       const value = await withTimeout(
-        (signal) => tool.execute(parsed.data, { ...ctx, signal }),
+        (signal) => {
+          const work = tool.execute(parsed.data, { ...ctx, signal });
+          // Waiting may stop (a cancel, the timeout); a side effect already started still runs to its end
+          // and records its outcome, and the process waits for it before exiting.
+          return tool.readOnly === true ? work : (options.effects ?? effectsInFlight).track(work);
+        },
         timeoutMs,
         ctx.signal,
       );
+      if (value instanceof UncertainOutcome) {
+        const uncertain = { tool: tool.name, callKey: ctx.callKey, ...value.effect };
+        return done({ ok: true, output: value.observation, attempts: attempt, uncertain });
+      }
       return done({ ok: true, output: render(value), attempts: attempt });
     } catch (error) {
+      // Stopped waiting for a call that may have side effects: it may still take effect.
+      const unknown = (why: string) =>
+        tool.readOnly === true
+          ? {}
+          : { uncertain: { tool: tool.name, callKey: ctx.callKey, what: `${tool.name} call`, why } };
       if (ctx.signal.aborted) {
         return done({
           ok: false,
           errorCode: 'aborted',
           output: `${tool.name} was interrupted.`,
           attempts: attempt,
+          ...unknown('the call was interrupted before it finished'),
         });
       }
       if (error instanceof CallTimeout) {
@@ -95,6 +116,7 @@ export async function runToolCall(
           errorCode: 'timeout',
           output: `${tool.name} timed out after ${timeoutMs} ms.`,
           attempts: attempt,
+          ...unknown(`the call timed out after ${timeoutMs} ms`),
         });
       }
       const transient = error instanceof ToolError && error.transient;

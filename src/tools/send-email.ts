@@ -3,27 +3,36 @@
 //
 // The checks run cheapest and most certain first: recipient, subject, body, then the ledger, which enforces
 // the per-job cap and exactly one attempt per call key. The ledger row is written before the SMTP transaction
-// (pending) and after it (sent, with the server's reply). The Message-ID is derived from the call key, so
-// every attempt of one call carries the same one. A call that finds its row pending (an attempt crashed
-// mid-send) asks the mail system whether that Message-ID arrived, when it can be asked (a delivery lookup):
-// arrived, the row is recorded as sent; not arrived, the email is sent now. When nothing can tell, it does
-// not send, and says so: at most once wins.
+// (pending), marked just before it starts (handed off), and settled after it (sent, with the server's reply).
+// The Message-ID is derived from the call key, so every attempt of one call carries the same one.
+//
+// A call that finds its row pending (an earlier attempt crashed, or is still sending) never gives up on it:
+// it waits while the row is young (its attempt may be alive), then settles it. A row never handed off was
+// certainly not sent: it is taken over and sent now. Otherwise the mail system is asked whether that
+// Message-ID arrived (a delivery lookup): arrived, the row is recorded as sent; not arrived, it is sent now,
+// under the same Message-ID. When nothing can tell, it is not sent again (at most once wins): the row becomes
+// `uncertain`, and the call returns an UncertainOutcome, so the run's result lists it.
 import { createHash } from 'node:crypto';
 import type { SendMailOptions, SentMessageInfo } from 'nodemailer';
 import { z } from 'zod';
 import { ConfigError, ToolError, TransientToolError } from '../agent/errors.js';
 import type { DeliveryLookup } from './delivery-lookup.js';
 import { parseRecipient } from './email-address.js';
-import type { ClaimResult, EmailClaim, EmailLedgerEntry } from './email-ledger.js';
+import { sleep } from '../agent/sleep.js';
+import { NOT_DELIVERED, type ClaimResult, type EmailClaim, type EmailLedgerEntry } from './email-ledger.js';
 import { classifySendError } from './smtp-transport.js';
-import { defineTool, type Tool } from './tool.js';
+import { defineTool, UncertainOutcome, type Tool } from './tool.js';
 
 /** What the tool needs of the ledger; EmailLedger is the real one. */
 export interface EmailLedgerPort {
   claim(claim: EmailClaim): Promise<ClaimResult>;
+  get(callKey: string): Promise<EmailLedgerEntry | null>;
+  markHandedOff(callKey: string, attempt: number): Promise<boolean>;
   markSent(callKey: string, smtpResponse: string): Promise<void>;
   markDryRun(callKey: string): Promise<void>;
   markFailed(callKey: string, error: string): Promise<void>;
+  release(callKey: string, attempt: number, why: string): Promise<boolean>;
+  markUncertain(callKey: string, why: string): Promise<boolean>;
   noteUncertain(callKey: string, error: string): Promise<void>;
 }
 
@@ -50,18 +59,31 @@ export interface SendEmailToolOptions {
   maxSubjectChars?: number;
   maxBodyChars?: number;
   /**
-   * The call's time limit. Longer than the transport's own timeouts together, so the runner does not give up
-   * on a send that is still going to settle its ledger row. Default 60,000 ms.
+   * The call's time limit. Longer than the transport's own timeouts together, and than waiting out the
+   * pending grace, so the runner does not give up on a call that is still going to settle its ledger row.
+   * Default the larger of 60 s and the grace plus 30 s.
    */
   timeoutMs?: number;
   logger?: EmailLogger;
-  /** Settles rows left pending by a crash (SMTP_LOOKUP_URL); without it they are never resent. */
+  /**
+   * Settles rows left pending by a crash after their attempt reached SMTP (SMTP_LOOKUP_URL); without it such a
+   * row is never resent and ends `uncertain`.
+   */
   deliveryLookup?: DeliveryLookup;
-  /** A pending row younger than this may still be in flight elsewhere and is left alone. Default 120 s. */
+  /**
+   * A pending row unchanged for less than this may still be in flight elsewhere: the call waits for it to
+   * settle until it is this old. Default 120 s.
+   */
   pendingGraceMs?: number;
+  /** How often a waiting call reads the row again. Default 1,000 ms. */
+  pendingPollMs?: number;
 }
 
 const DEFAULT_PENDING_GRACE_MS = 120_000;
+const DEFAULT_PENDING_POLL_MS = 1_000;
+
+/** Rounds of settle-and-claim-again before a call stops: each round is a takeover by this call. */
+const MAX_SETTLE_ROUNDS = 3;
 
 export const SEND_EMAIL = 'send_email';
 
@@ -84,6 +106,8 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
   const from = checkFrom(options.from);
   const messageIdDomain = from.slice(from.lastIndexOf('@') + 1);
   const allowed = options.allowedDomains.join(', ') || '(none)';
+  const graceMs = options.pendingGraceMs ?? DEFAULT_PENDING_GRACE_MS;
+  const pollMs = options.pendingPollMs ?? DEFAULT_PENDING_POLL_MS;
 
   return defineTool({
     name: SEND_EMAIL,
@@ -93,7 +117,7 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
       `sends at most once: if the result says the email was sent or its delivery is uncertain, do not send ` +
       `it again.`,
     parameters,
-    timeoutMs: options.timeoutMs ?? 60_000,
+    timeoutMs: options.timeoutMs ?? Math.max(60_000, graceMs + 30_000),
     async execute(args, ctx) {
       const recipient = parseRecipient(args.to, options.allowedDomains);
       if (!recipient.ok) {
@@ -109,106 +133,149 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
       // Nothing is claimed for a call that is already being abandoned.
       if (ctx.signal.aborted) throw new ToolError('aborted', 'the call was cancelled; nothing was sent');
 
-      let claim: ClaimResult;
-      try {
-        claim = await options.ledger.claim({
-          callKey: ctx.callKey,
-          jobId: ctx.runId,
-          recipient: address,
-          subject,
-          messageId,
-          maxForJob: options.maxPerRun,
-        });
-      } catch (error) {
-        throw new TransientToolError(
-          `the email ledger is unavailable (${messageOf(error)}); nothing was sent`,
-          {
-            code: 'email_ledger_unavailable',
-            cause: error,
-          },
-        );
-      }
-
-      switch (claim.kind) {
-        case 'cap_reached':
-          throw new ToolError(
-            'email_cap_reached',
-            `this run already has ${claim.count} emails, the most one run may send ` +
-              `(EMAIL_MAX_PER_RUN=${options.maxPerRun}); nothing was sent`,
-          );
-        case 'sent':
-          return (
-            `Already sent to ${claim.entry.recipient} (message-id ${claim.entry.messageId}) by an earlier ` +
-            `attempt of this call; not sent again.${differs(claim.entry, address, subject)}`
-          );
-        case 'dry_run':
-          return (
-            `Dry run: already recorded for ${claim.entry.recipient} (message-id ${claim.entry.messageId}) ` +
-            `by an earlier attempt of this call; nothing sent.${differs(claim.entry, address, subject)}`
-          );
-        case 'pending': {
-          const settled = await settlePending(claim.entry);
-          if (settled !== null) return settled;
-          break;
+      const claimRow = async (): Promise<ClaimResult> => {
+        try {
+          return await options.ledger.claim({
+            callKey: ctx.callKey,
+            jobId: ctx.runId,
+            recipient: address,
+            subject,
+            messageId,
+            maxForJob: options.maxPerRun,
+          });
+        } catch (error) {
+          throw ledgerUnavailable(error);
         }
-        case 'new':
-          break;
+      };
+
+      let claim = await claimRow();
+      for (let round = 1; ; round++) {
+        switch (claim.kind) {
+          case 'cap_reached':
+            throw new ToolError(
+              'email_cap_reached',
+              `this run already has ${claim.count} emails, the most one run may send ` +
+                `(EMAIL_MAX_PER_RUN=${options.maxPerRun}); nothing was sent`,
+            );
+          case 'sent':
+            return (
+              `Already sent to ${claim.entry.recipient} (message-id ${claim.entry.messageId}) by an earlier ` +
+              `attempt of this call; not sent again.${differs(claim.entry, address, subject)}`
+            );
+          case 'dry_run':
+            return (
+              `Dry run: already recorded for ${claim.entry.recipient} (message-id ${claim.entry.messageId}) ` +
+              `by an earlier attempt of this call; nothing sent.${differs(claim.entry, address, subject)}`
+            );
+          case 'new':
+            return send(claim.attempt);
+          case 'pending': {
+            const settled = await settlePending(claim.entry);
+            if (settled !== 'claim_again') return settled;
+            if (round >= MAX_SETTLE_ROUNDS) {
+              return uncertain(claim.entry, 'other attempts of this call kept taking it over');
+            }
+            claim = await claimRow();
+          }
+        }
       }
 
-      if (options.dryRun) {
-        await record(() => options.ledger.markDryRun(ctx.callKey));
-        return `Dry run: email to ${address} recorded but not sent (message-id ${messageId}).`;
-      }
+      /** This attempt holds the row (claim `attempt`): send, and record what the server said. */
+      async function send(attempt: number): Promise<string | UncertainOutcome> {
+        if (options.dryRun) {
+          await record(() => options.ledger.markDryRun(ctx.callKey));
+          return `Dry run: email to ${address} recorded but not sent (message-id ${messageId}).`;
+        }
+        // Abandoned between the claim and the SMTP transaction: give the row back, nothing was sent.
+        if (ctx.signal.aborted) {
+          await record(() =>
+            options.ledger.release(ctx.callKey, attempt, `${NOT_DELIVERED}: cancelled before sending`),
+          );
+          throw new ToolError('aborted', 'the call was cancelled; nothing was sent');
+        }
+        let handedOff: boolean;
+        try {
+          handedOff = await options.ledger.markHandedOff(ctx.callKey, attempt);
+        } catch (error) {
+          // The row stays claimed but not handed off: whoever meets it later knows nothing was sent.
+          throw ledgerUnavailable(error);
+        }
+        if (!handedOff) {
+          return `Not sent by this attempt: another attempt of this call took it over (message-id ${messageId}). Do not send it again.`;
+        }
 
-      let info: SentMessageInfo;
-      try {
-        info = await options.transport.sendMail({
-          from,
-          to: address,
-          subject,
-          text: body,
-          messageId,
-          // The envelope is what routes the message: exactly the checked sender and recipient.
-          envelope: { from, to: [address] },
-          disableFileAccess: true,
-          disableUrlAccess: true,
-        });
-      } catch (error) {
-        return settleFailure(error);
+        let info: SentMessageInfo;
+        try {
+          info = await options.transport.sendMail({
+            from,
+            to: address,
+            subject,
+            text: body,
+            messageId,
+            // The envelope is what routes the message: exactly the checked sender and recipient.
+            envelope: { from, to: [address] },
+            disableFileAccess: true,
+            disableUrlAccess: true,
+          });
+        } catch (error) {
+          return settleFailure(error);
+        }
+        if (info.rejected && info.rejected.length > 0) {
+          return settleFailure(Object.assign(new Error('recipient rejected'), { code: 'EENVELOPE' }));
+        }
+        const response = typeof info.response === 'string' ? info.response : 'accepted';
+        try {
+          await options.ledger.markSent(ctx.callKey, response);
+        } catch (error) {
+          // The server has the message: tell the truth to the model. The row stays pending and handed off, so
+          // whoever meets it later asks the delivery lookup rather than sending again.
+          options.logger?.warn(
+            { callKey: ctx.callKey, err: messageOf(error) },
+            'email sent but not recorded',
+          );
+        }
+        return `Sent to ${address} (message-id ${messageId}).`;
       }
-      if (info.rejected && info.rejected.length > 0) {
-        return settleFailure(Object.assign(new Error('recipient rejected'), { code: 'EENVELOPE' }));
-      }
-      const response = typeof info.response === 'string' ? info.response : 'accepted';
-      try {
-        await options.ledger.markSent(ctx.callKey, response);
-      } catch (error) {
-        // The server has the message: tell the truth to the model. The row stays pending, so a retry of this
-        // call reports "uncertain" rather than sending again.
-        options.logger?.warn({ callKey: ctx.callKey, err: messageOf(error) }, 'email sent but not recorded');
-      }
-      return `Sent to ${address} (message-id ${messageId}).`;
 
       /**
-       * A row left pending by an attempt that stopped mid-send. When a delivery lookup can say whether the
-       * message (by its Message-ID) reached the mail system, the row is settled by it: recorded as sent, or
-       * released and sent now. Returns the observation, or null when the email should be sent now.
+       * A row held by another attempt, or left by one that stopped. Waits while that attempt may be alive,
+       * then settles the row: takes over one never handed off, asks the lookup about one that was. Returns the
+       * observation, or 'claim_again' when the row is free to claim (or was settled meanwhile).
        */
-      async function settlePending(entry: EmailLedgerEntry): Promise<string | null> {
-        const uncertain =
-          `Delivery uncertain: an earlier attempt of this call to send to ${entry.recipient} stopped before ` +
-          `its outcome was recorded, so the email may or may not have gone out. It was not sent again, to ` +
-          `avoid a duplicate (message-id ${entry.messageId}). Do not send it again.`;
+      async function settlePending(
+        found: EmailLedgerEntry,
+      ): Promise<string | UncertainOutcome | 'claim_again'> {
+        let entry = found;
+        while (entry.status === 'pending' && entry.ageMs < graceMs) {
+          const wait = Math.min(pollMs, graceMs - entry.ageMs);
+          try {
+            await sleep(wait, ctx.signal);
+          } catch {
+            return uncertain(entry, 'the call was stopped while an earlier attempt still held it');
+          }
+          // A ledger that does not answer ages the row by the wait, so the wait still ends.
+          const waited = entry;
+          const now = await options.ledger
+            .get(ctx.callKey)
+            .catch(() => ({ ...waited, ageMs: waited.ageMs + wait }));
+          if (now === null || (now.status !== 'pending' && now.status !== 'uncertain')) return 'claim_again';
+          entry = now;
+        }
+        if (entry.status === 'pending' && entry.smtpStartedAt === null) {
+          await takeOver(
+            entry,
+            `${NOT_DELIVERED}: an earlier attempt stopped before reaching the SMTP server`,
+          );
+          return 'claim_again';
+        }
         const lookup = options.deliveryLookup;
-        // A young pending row may be another attempt still sending (a stalled job run twice): leave it.
-        const age = Date.now() - entry.updatedAt.getTime();
-        if (!lookup || age < (options.pendingGraceMs ?? DEFAULT_PENDING_GRACE_MS)) return uncertain;
+        if (!lookup) return uncertain(entry, 'no delivery lookup is configured (SMTP_LOOKUP_URL)', true);
         let delivered: boolean;
         try {
           delivered = await lookup.delivered(entry.messageId, ctx.signal);
         } catch (error) {
           options.logger?.warn({ callKey: ctx.callKey, err: messageOf(error) }, 'delivery lookup failed');
-          return uncertain;
+          return uncertain(entry, `the delivery lookup failed (${messageOf(error)})`, true);
         }
         if (delivered) {
           await record(() =>
@@ -217,25 +284,44 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
           return `Sent to ${entry.recipient} (message-id ${entry.messageId}) by an earlier attempt of this call; not sent again.`;
         }
         // It never arrived: release the row and claim it again, under the same cap and lock as a new call.
-        await options.ledger.markFailed(ctx.callKey, 'not delivered (lookup after a crash)');
-        const again = await options.ledger.claim({
-          callKey: ctx.callKey,
-          jobId: ctx.runId,
-          recipient: address,
-          subject,
-          messageId,
-          maxForJob: options.maxPerRun,
-        });
-        return again.kind === 'new' ? null : uncertain;
+        await takeOver(entry, `${NOT_DELIVERED} (lookup after the attempt stopped)`);
+        return 'claim_again';
       }
 
-      async function settleFailure(error: unknown): Promise<string> {
+      /** Frees the row of an attempt that certainly did not deliver; whoever claims next sends it. */
+      async function takeOver(entry: EmailLedgerEntry, why: string): Promise<void> {
+        try {
+          // False when the row moved on meanwhile: the claim that follows reads what it became.
+          await options.ledger.release(ctx.callKey, entry.attempt, why);
+        } catch (error) {
+          throw ledgerUnavailable(error);
+        }
+      }
+
+      /** Not sent again, and said so; `settle` also records the row as uncertain for the sweeper and reports. */
+      async function uncertain(
+        entry: EmailLedgerEntry,
+        why: string,
+        settle = false,
+      ): Promise<UncertainOutcome> {
+        if (settle) await record(() => options.ledger.markUncertain(ctx.callKey, why));
+        return new UncertainOutcome(
+          `Delivery uncertain: an earlier attempt of this call to send to ${entry.recipient} stopped before ` +
+            `its outcome was recorded, so the email may or may not have gone out. It was not sent again, to ` +
+            `avoid a duplicate (message-id ${entry.messageId}). Do not send it again.`,
+          { what: `email to ${entry.recipient} (message-id ${entry.messageId})`, why },
+        );
+      }
+
+      async function settleFailure(error: unknown): Promise<string | UncertainOutcome> {
         const failure = classifySendError(error);
         if (failure.delivery === 'unknown') {
+          // Left pending and handed off: after the grace, a lookup (a resumed run's or the sweeper's) settles it.
           await record(() => options.ledger.noteUncertain(ctx.callKey, failure.summary));
-          return (
+          return new UncertainOutcome(
             `Delivery uncertain: ${failure.summary}. The server may already have the email to ${address}; it ` +
-            `will not be sent again by this call (message-id ${messageId}). Do not send it again.`
+              `will not be sent again by this call (message-id ${messageId}). Do not send it again.`,
+            { what: `email to ${address} (message-id ${messageId})`, why: failure.summary },
           );
         }
         await record(() => options.ledger.markFailed(ctx.callKey, failure.summary));
@@ -246,8 +332,8 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
       }
 
       // A ledger write that fails after the SMTP outcome is known leaves the row pending: later attempts then
-      // report "uncertain" instead of sending, which is the safe side.
-      async function record(write: () => Promise<void>): Promise<void> {
+      // ask the lookup instead of sending blindly, which is the safe side.
+      async function record(write: () => Promise<unknown>): Promise<void> {
         try {
           await write();
         } catch (error) {
@@ -317,6 +403,13 @@ function differs(entry: EmailLedgerEntry, address: string, subject: string): str
 /** The model's input, quoted and cut short, so control characters in it cannot shape the observation. */
 function quote(value: string): string {
   return JSON.stringify(value.length > 100 ? `${value.slice(0, 100)}…` : value);
+}
+
+function ledgerUnavailable(error: unknown): TransientToolError {
+  return new TransientToolError(`the email ledger is unavailable (${messageOf(error)}); nothing was sent`, {
+    code: 'email_ledger_unavailable',
+    cause: error,
+  });
 }
 
 function messageOf(error: unknown): string {

@@ -1,6 +1,7 @@
 // A tool: a name, a description the model reads (descriptions decide accuracy), a zod schema for its
 // arguments, and an async execute that honours an AbortSignal.
 import type { z } from 'zod';
+import type { UncertainEffect } from '../agent/types.js';
 
 export interface ToolContext {
   /** Aborted when the call times out, the run is cancelled, or its deadline passes. */
@@ -34,4 +35,15 @@ export interface Tool<Schema extends z.ZodType = z.ZodType> {
 /** Identity, for type inference of `execute`'s arguments from the schema. */
 export function defineTool<Schema extends z.ZodType>(tool: Tool<Schema>): Tool<Schema> {
   return tool;
+}
+
+/**
+ * What `execute` returns when the outcome of its side effect cannot be known (an email that may or may not have
+ * gone out): the model observes `observation`, and the run's result lists the effect (`uncertainEffects`).
+ */
+export class UncertainOutcome {
+  constructor(
+    readonly observation: string,
+    readonly effect: Pick<UncertainEffect, 'what' | 'why'>,
+  ) {}
 }

@@ -40,7 +40,7 @@ export function createBatchAggregator(deps: BatchAggregatorDeps): Processor<Batc
     await deps.records.complete(batch, summary);
     const loaded = await deps.reports.loadBatch(batch.batchId);
     if (loaded) {
-      const rendered = renderReport(buildBatchReport(loaded.batch, loaded.runs));
+      const rendered = renderReport(buildBatchReport(loaded.batch, loaded.runs, { emails: loaded.emails }));
       await deps.reports.saveReport({
         batchId: batch.batchId,
         state: rendered.report.state,

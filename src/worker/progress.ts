@@ -1,6 +1,7 @@
 // What a job shows while it runs: a progress object (Bull Board, the API, the CLI's --wait) and one log
 // line per step.
 import type { StepTrace } from '../agent/types.js';
+import { scrubText } from '../logging/redact.js';
 
 export interface TaskProgress {
   step: number;
@@ -34,7 +35,8 @@ export function stepLogLine(trace: StepTrace): string {
         : trace.kind === 'final'
           ? 'final answer (limit reached)'
           : 'answer';
-  const error = trace.error ? ` · error: ${trace.error}` : '';
+  // The board shows job logs as they are: an error quoting a URL must not carry its password there.
+  const error = trace.error ? ` · error: ${scrubText(trace.error)}` : '';
   const t = trace.totals;
   return (
     `step ${trace.step}/${t.maxSteps}: ${what} · ${trace.promptTokens + trace.completionTokens} tokens, ` +

@@ -8,6 +8,7 @@ import type { Logger } from '../logging/logger.js';
 import { openDataDatabase, type DataDatabase } from '../tools/data-database.js';
 import { httpDeliveryLookup } from '../tools/delivery-lookup.js';
 import { EmailLedger } from '../tools/email-ledger.js';
+import { startEmailSweeper, type SweepOutcome } from '../tools/email-sweeper.js';
 import { createSendEmailTool } from '../tools/send-email.js';
 import { createSmtpTransport } from '../tools/smtp-transport.js';
 import { createSqlTools } from '../tools/sql-tools.js';
@@ -22,10 +23,12 @@ export async function buildToolProvider(
   env: Env,
   store: Pool,
   logger: Logger,
-  options: { dataUrlIsDefault: boolean },
+  options: { dataUrlIsDefault: boolean; onEmailSettled?: (outcome: SweepOutcome) => void },
 ): Promise<ToolWiring> {
   const data = await openData(env, logger, options.dataUrlIsDefault);
   const transport = createSmtpTransport(env.SMTP_URL);
+  const ledger = new EmailLedger(store);
+  const deliveryLookup = env.SMTP_LOOKUP_URL ? httpDeliveryLookup(env.SMTP_LOOKUP_URL) : undefined;
   const tools = [
     ...createSqlTools(data, {
       maxRows: env.SQL_MAX_ROWS,
@@ -33,7 +36,7 @@ export async function buildToolProvider(
       ...(env.SQL_ALLOWED_TABLES ? { allowedTables: env.SQL_ALLOWED_TABLES } : {}),
     }),
     createSendEmailTool({
-      ledger: new EmailLedger(store),
+      ledger,
       transport,
       from: env.EMAIL_FROM,
       allowedDomains: env.EMAIL_ALLOWED_DOMAINS,
@@ -41,9 +44,21 @@ export async function buildToolProvider(
       dryRun: env.EMAIL_DRY_RUN,
       logger,
       pendingGraceMs: env.EMAIL_PENDING_GRACE_MS,
-      ...(env.SMTP_LOOKUP_URL ? { deliveryLookup: httpDeliveryLookup(env.SMTP_LOOKUP_URL) } : {}),
+      ...(deliveryLookup ? { deliveryLookup } : {}),
     }),
   ];
+  // Pending emails of attempts that stopped for good are settled here, not forgotten.
+  const sweeper =
+    env.EMAIL_SWEEP_INTERVAL_MS > 0
+      ? startEmailSweeper({
+          ledger,
+          ...(deliveryLookup ? { lookup: deliveryLookup } : {}),
+          graceMs: env.EMAIL_PENDING_GRACE_MS,
+          intervalMs: env.EMAIL_SWEEP_INTERVAL_MS,
+          logger,
+          ...(options.onEmailSettled ? { onSettled: options.onEmailSettled } : {}),
+        })
+      : undefined;
   logger.info(
     { tools: tools.map((t) => t.name), dataDatabase: data.database, emailDryRun: env.EMAIL_DRY_RUN },
     'tools ready',
@@ -51,6 +66,7 @@ export async function buildToolProvider(
   return {
     provider: new StaticToolProvider(tools),
     close: async () => {
+      await sweeper?.close();
       transport.close();
       await data.close();
     },

@@ -4,6 +4,7 @@ import { Queue, Worker } from 'bullmq';
 import { env as readEnv, type Env } from '../../config/env.js';
 import { priceOf } from '../llm/pricing.js';
 import { createLogger, type Logger } from '../logging/logger.js';
+import { scrubText } from '../logging/redact.js';
 import { BATCHES_QUEUE, RESULTS_QUEUE, TASKS_QUEUE } from '../queue/names.js';
 import { BatchRecords } from '../batch/batch-record.js';
 import { BatchReportStore } from '../reports/report-store.js';
@@ -23,6 +24,7 @@ import { startSchedules } from '../schedules/schedules-runtime.js';
 import { modelFactoryFrom } from './model-factory.js';
 import { ResultPublisher } from './result-publisher.js';
 import { buildToolProvider } from './tool-wiring.js';
+import { effectsInFlight } from '../tools/effects-in-flight.js';
 
 export interface WorkerProcess {
   worker: FleetWorker;
@@ -79,6 +81,7 @@ export async function startWorkerProcess(
       });
     const tools = await buildToolProvider(config, pool, logger, {
       dataUrlIsDefault: !process.env['DATA_MYSQL_URL'],
+      onEmailSettled: (outcome) => metrics.observeEmailSettlement(outcome),
     });
     const repository = new RunsRepository(pool);
     // The journal's own small pool: several statements in one query, for the SQL it builds itself and nothing else.
@@ -133,6 +136,13 @@ export async function startWorkerProcess(
     const stop = () =>
       (stopping ??= (async () => {
         await Promise.all([worker.close(), aggregator.close(), schedules.close()]);
+        // Runs cancelled at the grace's end may have left a send in flight: it finishes and is recorded first.
+        if (effectsInFlight.size > 0) {
+          logger.info({ inFlight: effectsInFlight.size }, 'waiting for side effects in flight');
+          if (!(await effectsInFlight.settled(config.WORKER_SHUTDOWN_GRACE_MS))) {
+            logger.warn({ inFlight: effectsInFlight.size }, 'side effects still in flight at exit');
+          }
+        }
         await batchesQueue.close();
         await metricsServer?.close();
         await tasksQueue.close();
@@ -167,6 +177,6 @@ function fatal(logger: Logger, error: unknown): never {
   const message = error instanceof Error ? error.message : String(error);
   logger.fatal({ err: error }, message);
   // One clear line for a person, whatever the log format.
-  process.stderr.write(`worker: ${message}\n`);
+  process.stderr.write(`worker: ${scrubText(message)}\n`);
   process.exit(1);
 }
