@@ -1,8 +1,10 @@
-# One image for every process of the fleet; docker-compose.yml picks the npm script.
+# One image for every process of the fleet; docker-compose.yml picks the process. Processes run under node
+# itself, not npm: npm hands SIGTERM to a shell that dies without passing it on, and the worker would never
+# drain (docs/operations.md). `--import tsx` loads TypeScript in the same process: no loader child either.
 FROM node:20-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY . .
 ENV NODE_ENV=production
-CMD ["npm", "run", "worker"]
+CMD ["node", "--import", "tsx", "workers/agent-worker.ts"]

@@ -1,9 +1,11 @@
 // The environment, parsed once with zod. Every variable is optional (CONTRACT §2); a bad value stops the
 // process at start with one line that names the variable.
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import * as D from '../src/agent/defaults.js';
 import { ConfigError } from '../src/agent/errors.js';
 import { isSecretKey, redactUrl } from '../src/logging/redact.js';
+import { DEFAULT_RETENTION as R } from '../src/queue/retention.js';
 
 /** Plain decimal numbers only: no hex, no exponent, no whitespace read as 0 (as z.coerce would). */
 const decimal = (schema: z.ZodNumber) =>
@@ -49,6 +51,15 @@ const priceTable = z
     ),
   );
 
+/** An address to listen on: an IPv4 or IPv6 address or a host name, never a URL or a port. */
+const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
+const listenHost = z
+  .string()
+  .refine(
+    (value) => isIP(value) !== 0 || (value.length <= 253 && HOST_NAME.test(value)),
+    'must be an address such as 127.0.0.1, 0.0.0.0 or ::',
+  );
+
 export const envSchema = z.object({
   REDIS_URL: url(['redis', 'rediss']).default('redis://127.0.0.1:6379'),
   QUEUE_PREFIX: z
@@ -75,6 +86,16 @@ export const envSchema = z.object({
   WORKER_LOCK_DURATION_MS: int(1_000).default(60_000),
   WORKER_STALLED_INTERVAL_MS: int(500).default(30_000),
   WORKER_SHUTDOWN_GRACE_MS: int(0).default(25_000),
+  // After an infrastructure failure: waits of base · 2^(n−1), capped (src/queue/retry-schedule.ts).
+  WORKER_RETRY_BASE_MS: int(10, 3_600_000).default(5_000),
+  WORKER_RETRY_MAX_MS: int(10, 3_600_000).default(60_000),
+  // Retention of finished jobs in Redis (src/queue/retention.ts): seconds, and how many are kept.
+  RESULTS_KEEP_AGE_S: int(1).default(R.RESULTS_KEEP_AGE_S),
+  RESULTS_KEEP_COUNT: int(1).default(R.RESULTS_KEEP_COUNT),
+  TASKS_KEEP_COMPLETED_AGE_S: int(1).default(R.TASKS_KEEP_COMPLETED_AGE_S),
+  TASKS_KEEP_COMPLETED_COUNT: int(0).default(R.TASKS_KEEP_COMPLETED_COUNT),
+  TASKS_KEEP_FAILED_AGE_S: int(1).default(R.TASKS_KEEP_FAILED_AGE_S),
+  TASKS_KEEP_FAILED_COUNT: int(0).default(R.TASKS_KEEP_FAILED_COUNT),
   SMTP_URL: url(['smtp', 'smtps']).default('smtp://127.0.0.1:1025'),
   SMTP_LOOKUP_URL: url(['http', 'https']).optional(),
   EMAIL_PENDING_GRACE_MS: int(0).default(120_000),
@@ -89,14 +110,31 @@ export const envSchema = z.object({
   SQL_MAX_ROWS: int(1, 1_000).default(10),
   SQL_TIMEOUT_MS: int(100, 600_000).default(5_000),
   SQL_ALLOWED_TABLES: commaList.optional(),
+  API_HOST: listenHost.default('127.0.0.1'),
   API_PORT: int(0, 65535).default(3100),
   API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  BOARD_HOST: listenHost.default('127.0.0.1'),
   BOARD_PORT: int(0, 65535).default(3200),
   BOARD_USER: z.string().min(1).optional(),
   BOARD_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
+  // The board's admin login (add, retry, clean, obliterate…): off unless both are set.
+  BOARD_ADMIN_USER: z.string().min(1).optional(),
+  BOARD_ADMIN_PASSWORD: z.string().min(12, 'must be at least 12 characters').optional(),
+  // The board's address as the browser sees it (behind a proxy that rewrites Host); default: the Host header.
+  BOARD_ORIGIN: z
+    .string()
+    .refine((value) => {
+      try {
+        return new URL(value).origin === value;
+      } catch {
+        return false;
+      }
+    }, 'must be an origin such as https://board.example.com (scheme, host and port only)')
+    .optional(),
   FLEET_DAILY_MAX_COST_USD: positive().optional(),
   FLEET_DAILY_MAX_TOKENS: int(1).optional(),
   MODEL_RPM: int(1).optional(),
+  METRICS_HOST: listenHost.default('127.0.0.1'),
   METRICS_PORT: int(0, 65535).default(9464),
   SCHEDULES_FILE: z.string().min(1).default('config/schedules.json'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -9,6 +9,8 @@ import { fail, loadConfig, runHttpProcess } from './http-process.js';
 import { FleetMetrics } from '../src/metrics/fleet-metrics.js';
 import { FLEET_QUEUES } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
+import { RedisOutageLog } from '../src/queue/redis-outage-log.js';
+import { StoreResultArchive } from './result-archive.js';
 import { FleetClient } from './client.js';
 import { createApiServer } from './http-api.js';
 
@@ -33,27 +35,39 @@ if (!token) {
   logger.info('demo mode: API_TOKEN is not set; a demo token was made up and printed on stderr');
 }
 
-const client = new FleetClient({ redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX });
+// Tasks and batches past the Redis retention are answered from the store.
+const archive = new StoreResultArchive(config.MYSQL_URL);
+// One warning per Redis outage and one line when it ends, for every connection and queue of the process.
+const outages = new RedisOutageLog(logger);
+const client = new FleetClient({
+  redisUrl: config.REDIS_URL,
+  prefix: config.QUEUE_PREFIX,
+  outages,
+  archive,
+});
 // The API reports the depth of every queue of the fleet on /metrics.
 const metricsRedis = createRedis(config.REDIS_URL, 'producer');
-metricsRedis.on('error', () => undefined);
+outages.watchConnection(metricsRedis, 'metrics redis');
 const watched = FLEET_QUEUES.map(
   (name) => new Queue(name, { connection: metricsRedis, prefix: config.QUEUE_PREFIX }),
 );
-for (const queue of watched) queue.on('error', () => undefined);
+for (const queue of watched) outages.watch(queue, 'metrics queue');
 const metrics = new FleetMetrics();
 metrics.watchQueues(watched);
 runHttpProcess({
   logger,
   app: createApiServer({ client, token, logger, metrics }),
+  host: config.API_HOST,
   port: config.API_PORT,
+  hostVariable: 'API_HOST',
   portVariable: 'API_PORT',
-  listening: (port) => ({
+  listening: (url) => ({
     fields: { queuePrefix: config.QUEUE_PREFIX },
-    message: `API listening on http://127.0.0.1:${port}`,
+    message: `API listening on ${url}`,
   }),
   release: async () => {
     await client.close();
+    await archive.close();
     await Promise.all(watched.map((queue) => queue.close()));
     metricsRedis.disconnect();
   },

@@ -1,6 +1,10 @@
 // Bull Board over the fleet's queues, behind HTTP Basic auth, with secrets redacted from job data, return
 // values and progress. An express app, so tests mount it on an ephemeral port and producers/board.ts on
 // BOARD_PORT. The caller owns the queues (and closes them).
+//   /          the board, read-only: BOARD_USER's login (and the admin's) can look, not act
+//   /admin/    the same board with every action (add, retry, clean, pause, obliterate…), only for the admin
+//              login, and only when one is configured
+// Every answer carries the security headers; a state-changing request from another site is refused.
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
@@ -8,14 +12,29 @@ import type { Queue } from 'bullmq';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { redactValue } from '../src/logging/redact.js';
 import { safeEqual } from './http-api.js';
+import { sameOriginGuard } from './same-origin-guard.js';
+import { BOARD_CSP, securityHeaders } from './security-headers.js';
 
 export const BOARD_REALM = 'agent-fleet';
 export { REDACTED } from '../src/logging/redact.js';
+/** A realm of its own, so a browser asks for the admin login instead of reusing the read-only one. */
+export const BOARD_ADMIN_REALM = 'agent-fleet-admin';
+export const ADMIN_PATH = '/admin';
+
+export interface BoardLogin {
+  user: string;
+  password: string;
+}
 
 export interface BoardAppOptions {
   queues: readonly Queue[];
+  /** The read-only login. */
   user: string;
   password: string;
+  /** The login of the admin board under /admin; without it there is no admin board. */
+  admin?: BoardLogin;
+  /** The board's origin as browsers see it (BOARD_ORIGIN); default: the request's Host. */
+  origin?: string;
   /** Shown as the board's title. */
   title?: string;
 }
@@ -28,24 +47,39 @@ export function redactSecrets(value: unknown): unknown {
   return redactValue(value);
 }
 
-function basicAuth(user: string, password: string): RequestHandler {
+function matches(givenUser: string, givenPassword: string, login: BoardLogin): boolean {
+  // Both comparisons always run, so timing tells nothing about which half was wrong.
+  const userOk = safeEqual(givenUser, login.user);
+  const passwordOk = safeEqual(givenPassword, login.password);
+  return userOk && passwordOk;
+}
+
+/** Lets through a request carrying one of `logins`; every login is compared, whichever matches. */
+function basicAuth(logins: readonly BoardLogin[], realm: string): RequestHandler {
   return (req, res, next) => {
     const match = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(req.get('authorization') ?? '');
     const decoded = match?.[1] ? Buffer.from(match[1], 'base64').toString('utf8') : '';
     const colon = decoded.indexOf(':');
     const givenUser = colon === -1 ? '' : decoded.slice(0, colon);
     const givenPassword = colon === -1 ? '' : decoded.slice(colon + 1);
-    // Both comparisons always run, so timing tells nothing about which half was wrong.
-    const userOk = safeEqual(givenUser, user);
-    const passwordOk = safeEqual(givenPassword, password);
-    if (colon !== -1 && userOk && passwordOk) return next();
-    res
-      .status(401)
-      .set('WWW-Authenticate', `Basic realm="${BOARD_REALM}"`)
-      .type('text/plain')
-      .send('Unauthorized');
+    const ok = logins.map((login) => matches(givenUser, givenPassword, login)).includes(true);
+    if (colon !== -1 && ok) return next();
+    res.status(401).set('WWW-Authenticate', `Basic realm="${realm}"`).type('text/plain').send('Unauthorized');
   };
 }
+
+/**
+ * The read-only board's adapters already refuse every queue and job action (405); this refuses any other
+ * state-changing route too (history purge, a route a later Bull Board adds) before Bull Board sees it.
+ */
+const readOnly: RequestHandler = (req, res, next) => {
+  if (req.method === 'GET' || req.method === 'HEAD') return next();
+  res
+    .status(405)
+    .set('Allow', 'GET, HEAD')
+    .type('text/plain')
+    .send('Method Not Allowed: this login is read-only');
+};
 
 const errorHandler: ErrorRequestHandler = (_error, _req, res, _next) => {
   if (res.headersSent) {
@@ -55,8 +89,11 @@ const errorHandler: ErrorRequestHandler = (_error, _req, res, _next) => {
   res.status(500).type('text/plain').send('Internal Server Error');
 };
 
-function adapterFor(queue: Queue): BullMQAdapter {
-  const adapter = new BullMQAdapter(queue, { description: `prefix ${queue.opts.prefix ?? 'bull'}` });
+function adapterFor(queue: Queue, readOnlyMode: boolean): BullMQAdapter {
+  const adapter = new BullMQAdapter(queue, {
+    readOnlyMode,
+    description: `prefix ${queue.opts.prefix ?? 'bull'}`,
+  });
   // bull-board 9 formatters (FormatterField: 'data' | 'returnValue' | 'name' | 'progress'). 'name' is given
   // the whole job JSON, not the name; job names carry no secrets, so it is left alone.
   adapter.setFormatter('data', redactSecrets);
@@ -65,26 +102,39 @@ function adapterFor(queue: Queue): BullMQAdapter {
   return adapter;
 }
 
-/** The board at `/` (UI) and `/api/*` (its JSON API), every route behind Basic auth. */
-export function createBoardApp(options: BoardAppOptions): Express {
-  const { queues, user, password } = options;
-  if (!user || !password) throw new Error('createBoardApp needs a user and a password');
-
+/** Bull Board's own express app (typed any) over `queues`, its page and links under `basePath`. */
+function boardRouter(options: BoardAppOptions, basePath: string, readOnlyMode: boolean): Express {
   const serverAdapter = new ExpressAdapter();
-  serverAdapter.setBasePath('/');
+  serverAdapter.setBasePath(basePath);
   createBullBoard({
-    queues: queues.map(adapterFor),
+    queues: options.queues.map((queue) => adapterFor(queue, readOnlyMode)),
     serverAdapter,
-    options: { uiConfig: { boardTitle: options.title ?? 'agent-fleet' } },
+    options: {
+      uiConfig: { boardTitle: `${options.title ?? 'agent-fleet'}${readOnlyMode ? '' : ' (admin)'}` },
+    },
   });
+  const board = serverAdapter.getRouter() as Express;
+  board.disable('x-powered-by');
+  return board;
+}
+
+/** The read-only board at `/`, the admin board at `/admin/` when an admin login is given. */
+export function createBoardApp(options: BoardAppOptions): Express {
+  const { user, password, admin } = options;
+  if (!user || !password) throw new Error('createBoardApp needs a user and a password');
+  if (admin && (!admin.user || !admin.password))
+    throw new Error('the admin login needs a user and a password');
 
   const app = express();
   app.disable('x-powered-by');
-  app.use(basicAuth(user, password));
-  // getRouter() is bull-board's own express app (typed any): it answers under our auth and error handler.
-  const board = serverAdapter.getRouter() as Express;
-  board.disable('x-powered-by');
-  app.use('/', board);
+  app.use(securityHeaders(BOARD_CSP));
+  app.use(sameOriginGuard({ origin: options.origin }));
+  if (admin) {
+    app.use(ADMIN_PATH, basicAuth([admin], BOARD_ADMIN_REALM), boardRouter(options, ADMIN_PATH, false));
+  }
+  const viewer: BoardLogin = { user, password };
+  app.use(basicAuth(admin ? [viewer, admin] : [viewer], BOARD_REALM), readOnly);
+  app.use('/', boardRouter(options, '/', true));
   app.use(errorHandler);
   return app;
 }

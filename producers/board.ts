@@ -1,6 +1,8 @@
-// `npm run board`: Bull Board for every queue of the fleet (QUEUE_PREFIX) on BOARD_PORT, behind HTTP Basic
-// auth. Refuses to start without BOARD_USER and BOARD_PASSWORD, except in demo mode (AGENT_FLEET_DEMO=1),
-// where the user is `admin` and the password is made up and printed once (not logged). SIGTERM/SIGINT: close, exit 0.
+// `npm run board`: Bull Board for every queue of the fleet (QUEUE_PREFIX) on BOARD_HOST:BOARD_PORT, behind HTTP
+// Basic auth. Refuses to start without BOARD_USER and BOARD_PASSWORD, except in demo mode (AGENT_FLEET_DEMO=1),
+// where the user is `admin` and the password is made up and printed once (not logged). That login is read-only; the board's
+// actions are under /admin/ for BOARD_ADMIN_USER / BOARD_ADMIN_PASSWORD, and only when both are set.
+// SIGTERM/SIGINT: close, exit 0.
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { logCrashes } from '../src/logging/log-crashes.js';
@@ -8,7 +10,8 @@ import { createLogger } from '../src/logging/logger.js';
 import { fail, loadConfig, runHttpProcess } from './http-process.js';
 import { FLEET_QUEUES } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
-import { createBoardApp } from './board-app.js';
+import { RedisOutageLog } from '../src/queue/redis-outage-log.js';
+import { ADMIN_PATH, createBoardApp, type BoardLogin } from './board-app.js';
 
 const logger = createLogger('board');
 logCrashes(logger, 'board');
@@ -41,24 +44,46 @@ function credentials(): { user: string; password: string } {
 
 const { user, password } = credentials();
 
+/** The admin login, or none: half of one is a mistake worth stopping for. */
+function adminLogin(): BoardLogin | undefined {
+  const adminUser = config.BOARD_ADMIN_USER;
+  const adminPassword = config.BOARD_ADMIN_PASSWORD;
+  if (!adminUser && !adminPassword) return undefined;
+  if (!adminUser || !adminPassword) {
+    const missing = adminUser ? 'BOARD_ADMIN_PASSWORD' : 'BOARD_ADMIN_USER';
+    fail(
+      logger,
+      `${missing} not set: the board's admin login needs both BOARD_ADMIN_USER and BOARD_ADMIN_PASSWORD`,
+    );
+  }
+  if (adminUser === user && adminPassword === password) {
+    fail(logger, 'BOARD_ADMIN_PASSWORD must differ from BOARD_PASSWORD: the admin login is a separate one');
+  }
+  return { user: adminUser, password: adminPassword };
+}
+
+const admin = adminLogin();
+
 // The board is long-lived: its connection keeps reconnecting through a Redis restart (the producer role gives
 // up after a few tries), and its pages wait for Redis instead of failing while it is away.
 const redis = createRedis(config.REDIS_URL, 'worker');
-redis.on('error', (error) => logger.warn({ reason: error.message }, 'redis connection error'));
+const outages = new RedisOutageLog(logger).watchConnection(redis);
 const queues = FLEET_QUEUES.map((name) => {
   const queue = new Queue(name, { connection: redis, prefix: config.QUEUE_PREFIX });
-  queue.on('error', (error) => logger.warn({ queue: name, reason: error.message }, 'queue error'));
+  outages.watch(queue, `${name} queue`);
   return queue;
 });
 
 runHttpProcess({
   logger,
-  app: createBoardApp({ queues, user, password }),
+  app: createBoardApp({ queues, user, password, admin, origin: config.BOARD_ORIGIN }),
+  host: config.BOARD_HOST,
   port: config.BOARD_PORT,
+  hostVariable: 'BOARD_HOST',
   portVariable: 'BOARD_PORT',
-  listening: (port) => ({
-    fields: { queuePrefix: config.QUEUE_PREFIX, queues: FLEET_QUEUES },
-    message: `board listening on http://127.0.0.1:${port}/`,
+  listening: (url) => ({
+    fields: { queuePrefix: config.QUEUE_PREFIX, queues: FLEET_QUEUES, admin: admin !== undefined },
+    message: `board listening on ${url}/ (read-only${admin ? `; admin board on ${url}${ADMIN_PATH}/` : ''})`,
   }),
   release: async () => {
     await Promise.allSettled(queues.map((queue) => queue.close()));

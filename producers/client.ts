@@ -7,6 +7,8 @@ import type { AgentResult } from '../src/agent/types.js';
 import { jobIdForKey, TASK_JOB_OPTIONS } from '../src/queue/job-options.js';
 import { BATCHES_QUEUE, RESULTS_QUEUE, resultJobId, TASK_JOB_NAME, TASKS_QUEUE } from '../src/queue/names.js';
 import { assertRedisReachable, createRedis } from '../src/queue/redis.js';
+import type { ErrorEmitter, RedisOutageLog } from '../src/queue/redis-outage-log.js';
+import type { ResultArchive } from './result-archive.js';
 import {
   formatFieldIssues,
   validateTask,
@@ -35,6 +37,17 @@ export interface FleetClientOptions {
   redisUrl?: string;
   /** Default: agentfleet. */
   prefix?: string;
+  /**
+   * Where a Redis outage is reported: one warning when it starts and one line when it ends (give the
+   * process's own, so an outage is one pair of lines however many clients and queues it has). Default: nowhere
+   * (a call made meanwhile still rejects with an error that names REDIS_URL).
+   */
+  outages?: RedisOutageLog;
+  /**
+   * Asked for a task or batch whose jobs Redis no longer holds (the fleet's retention removed them), e.g. a
+   * StoreResultArchive over MYSQL_URL. Default: none, and such a job is unknown.
+   */
+  archive?: ResultArchive;
 }
 
 export interface TaskStatus {
@@ -67,13 +80,13 @@ export class FleetClient {
   private readonly flow: FlowProducer;
   private readonly ledger: SpendLedger;
   private readonly redisUrl: string;
+  private readonly archive: ResultArchive | undefined;
   private ready: Promise<void> | undefined;
 
   constructor(options: FleetClientOptions = {}) {
     this.redisUrl = options.redisUrl ?? 'redis://127.0.0.1:6379';
+    this.archive = options.archive;
     this.redis = createRedis(this.redisUrl, 'producer');
-    // Quiet the connection's own error events: every failing command rejects with the error instead.
-    this.redis.on('error', () => undefined);
     const prefix = options.prefix ?? 'agentfleet';
     this.tasks = new Queue(TASKS_QUEUE, { connection: this.redis, prefix });
     this.results = new Queue(RESULTS_QUEUE, { connection: this.redis, prefix });
@@ -81,8 +94,13 @@ export class FleetClient {
     this.flow = new FlowProducer({ connection: this.redis, prefix });
     this.ledger = new SpendLedger({ redis: this.redis, prefix });
     // Connection errors surface as rejected calls; without listeners BullMQ would also print them raw.
-    for (const queue of [this.tasks, this.results, this.batches]) queue.on('error', () => undefined);
-    this.flow.on('error', () => undefined);
+    const emitters: ErrorEmitter[] = [this.tasks, this.results, this.batches, this.flow];
+    if (options.outages) {
+      options.outages.watchConnection(this.redis, 'client redis');
+      for (const emitter of emitters) options.outages.watch(emitter, 'client queue');
+    } else {
+      for (const emitter of [this.redis, ...emitters]) emitter.on('error', () => undefined);
+    }
   }
 
   /** Validates and enqueues one task. Throws TaskValidationError (nothing enqueued) on a bad task. */
@@ -91,15 +109,19 @@ export class FleetClient {
     return result!;
   }
 
-  /** Validates every task first; enqueues only when all are valid. */
+  /**
+   * Validates every task first; enqueues only when all are valid. A task joins a batch only through
+   * enqueueBatch: one whose `metadata.batch` names an existing batch is refused (see refuseBatchClaims).
+   */
   async enqueueMany(inputs: readonly unknown[]): Promise<{ jobId: string }[]> {
+    const where = (i: number) => (inputs.length > 1 ? ` #${i + 1}` : '');
     const tasks = inputs.map((input, i) => {
       const validation = validateTask(input);
-      if (!validation.ok)
-        throw new TaskValidationError(validation.issues, inputs.length > 1 ? ` #${i + 1}` : '');
+      if (!validation.ok) throw new TaskValidationError(validation.issues, where(i));
       return validation.task;
     });
     await this.connected();
+    await this.refuseBatchClaims(tasks, where);
     const jobs = await this.tasks.addBulk(
       tasks.map((task) => ({
         name: TASK_JOB_NAME,
@@ -115,14 +137,26 @@ export class FleetClient {
 
   async getTask(jobId: string): Promise<TaskStatus> {
     await this.connected();
-    const [job, result] = await Promise.all([this.tasks.getJob(jobId), this.getResult(jobId)]);
-    if (!job) return { state: result ? 'completed' : 'unknown', progress: null, result };
-    return { state: await job.getState(), progress: job.progress ?? null, result };
+    const [job, published] = await Promise.all([this.tasks.getJob(jobId), this.publishedResult(jobId)]);
+    if (!job) {
+      const result = published ?? (await this.archive?.getResult(jobId)) ?? null;
+      return { state: result ? 'completed' : 'unknown', progress: null, result };
+    }
+    return { state: await job.getState(), progress: job.progress ?? null, result: published };
   }
 
-  /** The published result (CONTRACT §4), or null while the job has not finished. */
+  /**
+   * The published result (CONTRACT §4), or null while the job has not finished. Past the fleet's retention
+   * it comes from the archive, when the client has one.
+   */
   async getResult(jobId: string): Promise<AgentResult | null> {
     await this.connected();
+    const published = await this.publishedResult(jobId);
+    if (published || !this.archive || (await this.tasks.getJob(jobId))) return published;
+    return this.archive.getResult(jobId);
+  }
+
+  private async publishedResult(jobId: string): Promise<AgentResult | null> {
     const job: Job | undefined = await this.results.getJob(resultJobId(jobId));
     return (job?.data as AgentResult | undefined) ?? null;
   }
@@ -163,13 +197,13 @@ export class FleetClient {
   async getBatch(batchId: string): Promise<BatchStatus | null> {
     await this.connected();
     const parent = await this.batches.getJob(batchId);
-    if (!parent) return null;
+    if (!parent) return this.archivedBatch(batchId);
     const data = parent.data as BatchJobData;
     const state = await parent.getState();
     if (state === 'completed' && parent.returnvalue) {
       return { state: 'completed', summary: parent.returnvalue as BatchSummary, jobIds: data.jobIds };
     }
-    const results = await Promise.all(data.jobIds.map((id) => this.getResult(id)));
+    const results = await Promise.all(data.jobIds.map((id) => this.publishedResult(id)));
     const finished = results.filter((result): result is AgentResult => result !== null);
     return {
       state: state === 'failed' ? 'failed' : 'running',
@@ -204,6 +238,21 @@ export class FleetClient {
     }
   }
 
+  /** A batch whose parent job the retention removed, as the store has it. */
+  private async archivedBatch(batchId: string): Promise<BatchStatus | null> {
+    const archived = await this.archive?.getBatch(batchId);
+    if (!archived) return null;
+    if (archived.state === 'completed' && archived.summary)
+      return { state: 'completed', summary: archived.summary, jobIds: archived.jobIds };
+    const results = await Promise.all(archived.jobIds.map((id) => this.getResult(id)));
+    const finished = results.filter((result): result is AgentResult => result !== null);
+    return {
+      state: 'running',
+      summary: summarizeBatch(batchId, archived.jobIds.length, finished),
+      jobIds: archived.jobIds,
+    };
+  }
+
   async close(): Promise<void> {
     await Promise.allSettled([
       this.tasks.close(),
@@ -212,6 +261,20 @@ export class FleetClient {
       this.flow.close(),
     ]);
     this.redis.disconnect();
+  }
+
+  /**
+   * `metadata.batch` is where a batch's tasks carry its id (CONTRACT §9). A lone task naming an existing batch
+   * would look like one of its tasks, so it is refused; naming no batch, it is a label and joins nothing (the
+   * worker charges a batch's budget only to the batch's own jobs: src/worker/batch-membership.ts).
+   */
+  private async refuseBatchClaims(tasks: readonly AgentTask[], where: (i: number) => string): Promise<void> {
+    for (const [i, task] of tasks.entries()) {
+      const batch = task.metadata?.['batch'];
+      if (typeof batch !== 'string' || !(await this.batches.getJob(batch))) continue;
+      const message = `names the existing batch ${batch}: a task joins a batch only through the batch API (POST /v1/batches, --batch, enqueueBatch)`;
+      throw new TaskValidationError([{ path: 'metadata.batch', message }], where(i));
+    }
   }
 
   /** Checks Redis once; a failed check is forgotten, so the next call tries again. */

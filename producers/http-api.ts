@@ -4,14 +4,25 @@
 //   GET  /v1/tasks/:jobId   200 {state, progress, result} · 404 {"error": "not_found"}
 //   POST /v1/batches        202 {"batchId", "jobIds"} · 400 {"error": "invalid_batch", "issues": [...]}
 //   GET  /v1/batches/:id    200 {state, summary, jobIds} · 404
+//   GET  /metrics           the Prometheus text format, with the token (Prometheus: `authorization: {credentials}`)
 //   GET  /healthz           200 when Redis answers, 503 otherwise; the only route without a token
+// A body's keys and depth are counted on its raw bytes before it is parsed (json-structure.ts); every answer
+// carries the security headers and Cache-Control: no-store.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { ConfigError } from '../src/agent/errors.js';
 import type { Logger } from '../src/logging/logger.js';
 import type { FleetMetrics } from '../src/metrics/fleet-metrics.js';
 import { metricsHandler } from '../src/metrics/metrics-server.js';
+import { BATCH_JSON_LIMITS } from '../src/batch/batch-schema.js';
+import {
+  scanJsonText,
+  TASK_JSON_LIMITS,
+  JsonStructureError,
+  type JsonLimits,
+} from '../src/queue/json-structure.js';
 import { TaskValidationError, type FleetClient } from './client.js';
+import { API_CSP, securityHeaders } from './security-headers.js';
 import { withTimeout } from '../src/util/with-timeout.js';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -24,7 +35,7 @@ export interface ApiServerOptions {
   /** The bearer token every /v1 request must carry. */
   token: string;
   logger: Logger;
-  /** Served at GET /metrics, without a token (like /healthz); not served when absent. */
+  /** Served at GET /metrics, behind the token like /v1; not served when absent. */
   metrics?: FleetMetrics;
   /** Resolves when Redis answers. Default: a read through the client. */
   healthCheck?: () => Promise<unknown>;
@@ -76,7 +87,26 @@ const requireJson: RequestHandler = (req, res, next) => {
 interface BodyParserError {
   type?: unknown;
   status?: unknown;
+  limit?: unknown;
 }
+
+/** express.json with a byte limit, refusing a body over `limits` before JSON.parse spends time on it. */
+function jsonBody(limitBytes: number, limits: JsonLimits): RequestHandler {
+  return express.json({
+    limit: limitBytes,
+    type: 'application/json',
+    strict: true,
+    verify: (_req, _res, bytes) => {
+      const issue = scanJsonText(bytes, limits);
+      if (issue) throw new JsonStructureError({ path: issue.path, message: `the body ${issue.message}` });
+    },
+  });
+}
+
+const noStore: RequestHandler = (_req, res, next) => {
+  res.set('Cache-Control', 'no-store');
+  next();
+};
 
 function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error: unknown, req, res, _next) => {
@@ -85,7 +115,11 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
     let body: Record<string, string> = { error: 'internal' };
     if (parser.type === 'entity.too.large') {
       status = 413;
-      body = { error: 'payload_too_large', message: `the body must be at most ${BODY_LIMIT_BYTES} bytes` };
+      const limit = typeof parser.limit === 'number' ? parser.limit : BODY_LIMIT_BYTES;
+      body = { error: 'payload_too_large', message: `the body must be at most ${limit} bytes` };
+    } else if (error instanceof JsonStructureError) {
+      status = 400;
+      body = { error: 'too_complex', message: error.message };
     } else if (parser.type === 'entity.parse.failed') {
       status = 400;
       body = { error: 'invalid_json', message: 'the body is not a JSON object' };
@@ -120,7 +154,9 @@ export function createApiServer(options: ApiServerOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   app.disable('etag');
-  if (options.metrics) app.get('/metrics', metricsHandler(options.metrics));
+  app.use(securityHeaders(API_CSP), noStore);
+  // Queue depths and spend are the operator's business: /metrics asks for the token too.
+  if (options.metrics) app.get('/metrics', bearerAuth(token), metricsHandler(options.metrics));
   app.use(requestLog(logger));
 
   app.get('/healthz', async (_req, res) => {
@@ -137,20 +173,15 @@ export function createApiServer(options: ApiServerOptions): Express {
   const v1 = express.Router();
   v1.use(bearerAuth(token));
 
-  v1.post(
-    '/tasks',
-    requireJson,
-    express.json({ limit: BODY_LIMIT_BYTES, type: 'application/json', strict: true }),
-    async (req, res) => {
-      try {
-        const { jobId } = await client.enqueue(req.body);
-        res.status(202).json({ jobId });
-      } catch (error) {
-        if (!(error instanceof TaskValidationError)) throw error;
-        res.status(400).json({ error: 'invalid_task', issues: error.issues });
-      }
-    },
-  );
+  v1.post('/tasks', requireJson, jsonBody(BODY_LIMIT_BYTES, TASK_JSON_LIMITS), async (req, res) => {
+    try {
+      const { jobId } = await client.enqueue(req.body);
+      res.status(202).json({ jobId });
+    } catch (error) {
+      if (!(error instanceof TaskValidationError)) throw error;
+      res.status(400).json({ error: 'invalid_task', issues: error.issues });
+    }
+  });
 
   v1.get('/tasks/:jobId', async (req, res) => {
     const jobId = req.params['jobId'] ?? '';
@@ -167,20 +198,15 @@ export function createApiServer(options: ApiServerOptions): Express {
   });
 
   // A batch of 5,000 tasks of 8,000 characters would not fit the task limit: batches get their own.
-  v1.post(
-    '/batches',
-    requireJson,
-    express.json({ limit: BATCH_BODY_LIMIT_BYTES, type: 'application/json', strict: true }),
-    async (req, res) => {
-      try {
-        const { batchId, jobIds } = await client.enqueueBatch(req.body);
-        res.status(202).json({ batchId, jobIds });
-      } catch (error) {
-        if (!(error instanceof TaskValidationError)) throw error;
-        res.status(400).json({ error: 'invalid_batch', issues: error.issues });
-      }
-    },
-  );
+  v1.post('/batches', requireJson, jsonBody(BATCH_BODY_LIMIT_BYTES, BATCH_JSON_LIMITS), async (req, res) => {
+    try {
+      const { batchId, jobIds } = await client.enqueueBatch(req.body);
+      res.status(202).json({ batchId, jobIds });
+    } catch (error) {
+      if (!(error instanceof TaskValidationError)) throw error;
+      res.status(400).json({ error: 'invalid_batch', issues: error.issues });
+    }
+  });
 
   v1.get('/batches/:batchId', async (req, res) => {
     const batchId = req.params['batchId'] ?? '';

@@ -23,14 +23,22 @@ export function loadConfig(logger: Logger): Env {
   }
 }
 
+/** `http://127.0.0.1:3100`, `http://[::1]:3100`: the address as a URL. */
+export function listenUrl(address: string, port: number): string {
+  return `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
+}
+
 export interface HttpProcessOptions {
   logger: Logger;
   app: RequestListener;
+  /** The address to listen on (API_HOST, BOARD_HOST): what the log line says is what is listened on. */
+  host: string;
   port: number;
-  /** The variable the port came from, for the error when it is taken. */
+  /** The variables the host and port came from, for the error when they cannot be listened on. */
+  hostVariable: string;
   portVariable: string;
-  /** Logged once listening, with the port. */
-  listening: (port: number) => { fields: Record<string, unknown>; message: string };
+  /** Logged once listening, with the URL listened on. */
+  listening: (url: string) => { fields: Record<string, unknown>; message: string };
   /** Releases what the process holds (Redis connections, queues) after the server closed. */
   release: () => Promise<void>;
 }
@@ -40,12 +48,15 @@ export function runHttpProcess(options: HttpProcessOptions): void {
   const server = createServer(options.app);
   server.keepAliveTimeout = 5_000;
   server.once('error', (error) =>
-    fail(logger, `cannot listen on ${options.portVariable}=${options.port}: ${error.message}`),
+    fail(
+      logger,
+      `cannot listen on ${options.hostVariable}=${options.host} ${options.portVariable}=${options.port}: ${error.message}`,
+    ),
   );
-  server.listen(options.port, () => {
-    const { port } = server.address() as AddressInfo;
-    const { fields, message } = options.listening(port);
-    logger.info({ port, ...fields }, message);
+  server.listen(options.port, options.host, () => {
+    const { address, port } = server.address() as AddressInfo;
+    const { fields, message } = options.listening(listenUrl(address, port));
+    logger.info({ host: address, port, ...fields }, message);
   });
 
   let stopping = false;

@@ -3,6 +3,9 @@
 // the --wait tests play the worker's part by setting progress and publishing the result themselves.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -17,6 +20,8 @@ import {
   TASKS_QUEUE,
 } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
+import { deleteKeysWithPrefix } from '../src/queue/delete-prefix.js';
+import { FleetClient } from '../producers/client.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const REDIS_URL = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
@@ -89,6 +94,8 @@ afterAll(async () => {
   await results?.obliterate({ force: true });
   await tasks?.close();
   await results?.close();
+  // Batches leave a parent queue under the prefix too.
+  if (redis) await deleteKeysWithPrefix(redis, PREFIX);
   redis?.disconnect();
 });
 
@@ -188,5 +195,46 @@ describe('npm run enqueue -- --wait', () => {
     expect(run.code).toBe(124);
     expect(lines(run.stdout)).toHaveLength(1);
     expect(run.stderr).toContain('--timeout');
+  });
+});
+
+describe('refusals of hostile tasks, with the field path and nothing enqueued', () => {
+  it('a task of invisible characters only', async () => {
+    const before = await jobCount();
+    const run = await cli(['--task', '\u200B\u2060\u180E\u0085']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/task \(--task\): must contain at least one visible character/);
+    expect(await jobCount()).toBe(before);
+  });
+
+  it('--metadata batch=<an existing batch>', async () => {
+    const client = new FleetClient({ redisUrl: REDIS_URL, prefix: PREFIX });
+    const { batchId } = await client.enqueueBatch({ tasks: [{ task: 'member' }] });
+    await client.close();
+    const before = await jobCount();
+    const run = await cli(['--task', 'join it', '--metadata', `batch=${batchId}`]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/metadata\.batch( \(--metadata\))?: names the existing batch/);
+    expect(await jobCount()).toBe(before);
+  });
+
+  it('a batch file with a line too wide or invisible names each line', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cli-batch-'));
+    try {
+      const wide = Object.fromEntries(Array.from({ length: 150 }, (_, i) => [`k${i}`, 1]));
+      const file = join(dir, 'tasks.jsonl');
+      const deep = `{"task":"x","metadata":${'['.repeat(40)}${']'.repeat(40)}}`;
+      const lines = [{ task: 'fine' }, { task: 'x', metadata: wide }, { task: '\u200B\u0000' }];
+      await writeFile(file, [...lines.map((line) => JSON.stringify(line)), deep].join('\n'));
+      const before = await jobCount();
+      const run = await cli(['--batch', file]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain('line 2: the task has an object of more than 100 keys');
+      expect(run.stderr).toContain('line 3: task: must contain at least one visible character');
+      expect(run.stderr).toContain('line 4: the task nests objects and arrays deeper than 32 levels');
+      expect(await jobCount()).toBe(before);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

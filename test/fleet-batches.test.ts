@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentResult } from '../src/agent/types.js';
@@ -20,6 +21,7 @@ import {
 } from './support/fleet-harness.js';
 import { requestsFor, stepsModel } from './support/steps-model.js';
 import { freePort } from '../src/demo/free-port.js';
+import { TASK_JOB_NAME, TASKS_QUEUE } from '../src/queue/names.js';
 
 let server: ScriptedModelServer;
 let ns: FleetNamespace;
@@ -186,6 +188,44 @@ describe('batches', () => {
       expect(spend.reservedUsd).toBe(0);
       expect(spend.usedUsd).toBeGreaterThanOrEqual(summary.usage.costUsd);
     } finally {
+      redis.disconnect();
+    }
+  }, 90_000);
+
+  it('a job that only names a batch in metadata.batch runs outside it: not charged, not counted', async () => {
+    const { batchId } = await ns.client.enqueueBatch({
+      tasks: [{ task: 'job member: 1 steps' }],
+      budget: { maxCostUsd: 1 },
+    });
+    await ns.client.waitForBatch(batchId, { timeoutMs: 60_000 });
+    const redis = new Redis(REDIS_URL);
+    const tasks = new Queue(TASKS_QUEUE, { connection: redis, prefix: ns.prefix });
+    try {
+      const ledger = new SpendLedger({ redis, prefix: ns.prefix });
+      const spentBefore = await ledger.getSpend(batchScope(batchId));
+      // Straight into Redis, as a producer that skipped the client's refusal would.
+      const job = await tasks.add(TASK_JOB_NAME, {
+        task: 'job claimer: 2 steps',
+        metadata: { batch: batchId },
+      });
+      const result = await ns.client.waitForResult(String(job.id), { timeoutMs: 30_000 });
+      expect(result).toMatchObject({ status: 'succeeded' });
+      expect(result.usage.costUsd).toBeGreaterThan(0);
+      expect(await ledger.getSpend(batchScope(batchId))).toEqual(spentBefore);
+      const [run] = await queryStore<{ batch_id: string | null }>(
+        ns,
+        'SELECT batch_id FROM agent_runs WHERE job_id = ?',
+        [String(job.id)],
+      );
+      expect(run?.batch_id).toBeNull();
+      const [runs] = await queryStore<{ n: number }>(
+        ns,
+        'SELECT COUNT(*) AS n FROM agent_runs WHERE batch_id = ?',
+        [batchId],
+      );
+      expect(Number(runs!.n)).toBe(1);
+    } finally {
+      await tasks.close();
       redis.disconnect();
     }
   }, 90_000);

@@ -9,7 +9,7 @@ import type { Express } from 'express';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { FleetClient } from '../producers/client.js';
+import { FleetClient, TaskValidationError } from '../producers/client.js';
 import { createApiServer } from '../producers/http-api.js';
 import {
   RESULT_JOB_NAME,
@@ -20,6 +20,8 @@ import {
 } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
 import { deleteKeysWithPrefix } from '../src/queue/delete-prefix.js';
+import { FleetMetrics } from '../src/metrics/fleet-metrics.js';
+import { accepts, externalIPv4, startHttpProcess } from './support/http-process.js';
 
 const REDIS_URL = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
 const PREFIX = `test-api-${randomBytes(4).toString('hex')}`;
@@ -351,5 +353,234 @@ describe('batches', () => {
   it('refuses without a token and answers 404 for an unknown batch', async () => {
     expect((await postBatch({ tasks: [{ task: 'x' }] }, {})).status).toBe(401);
     expect((await get('/v1/batches/no-such-batch')).status).toBe(404);
+  });
+});
+
+describe('security headers', () => {
+  it('every answer carries them, and Cache-Control: no-store', async () => {
+    const answers = [
+      await fetch(`${base}/healthz`),
+      await get('/v1/tasks/no-such-job'),
+      await get('/v1/tasks/1', {}),
+      await post({ task: 'headers' }),
+      await post('{not json'),
+      await get('/nowhere'),
+    ];
+    for (const response of answers) {
+      const what = `${response.url} ${response.status}`;
+      expect(response.headers.get('cache-control'), what).toBe('no-store');
+      expect(response.headers.get('content-security-policy'), what).toContain("default-src 'none'");
+      expect(response.headers.get('content-security-policy'), what).toContain("frame-ancestors 'none'");
+      expect(response.headers.get('x-content-type-options'), what).toBe('nosniff');
+      expect(response.headers.get('x-frame-options'), what).toBe('DENY');
+      expect(response.headers.get('referrer-policy'), what).toBe('no-referrer');
+      await response.arrayBuffer();
+    }
+  });
+});
+
+describe('GET /metrics', () => {
+  it('asks for the token', async () => {
+    const metrics = new FleetMetrics({ defaultMetrics: false });
+    const url = await listen(createApiServer({ client, token: TOKEN, logger, metrics }));
+    for (const headers of [{}, { authorization: 'Bearer wrong-token' }] as Record<string, string>[]) {
+      const refused = await fetch(`${url}/metrics`, { headers });
+      expect(refused.status).toBe(401);
+      expect(await refused.text()).not.toContain('agentfleet_');
+    }
+    const scraped = await fetch(`${url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(scraped.status).toBe(200);
+    expect(scraped.headers.get('content-type')).toContain('text/plain');
+    expect(await scraped.text()).toContain('agentfleet_');
+  });
+});
+
+describe('refusals of hostile tasks and bodies, with nothing enqueued', () => {
+  it('refuses a task of invisible characters only, naming `task`', async () => {
+    for (const task of [
+      '\u200B',
+      '\u2060\u2060',
+      '\u180E',
+      '\u0085',
+      '\u0000',
+      '\u200B \u2060\uFEFF\u0085\u0000',
+    ]) {
+      const before = await jobCount();
+      const response = await post({ task });
+      expect(response.status, JSON.stringify(task)).toBe(400);
+      const body = (await response.json()) as { issues: { path: string; message: string }[] };
+      expect(body.issues).toEqual([{ path: 'task', message: 'must contain at least one visible character' }]);
+      expect(await jobCount()).toBe(before);
+    }
+    expect((await post({ task: '\u200Bvisible\u2060' })).status).toBe(202);
+    const before = await jobCount();
+    const batch = await fetch(`${base}/v1/batches`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ tasks: [{ task: 'fine' }, { task: '\u2060\u0000' }] }),
+    });
+    expect(batch.status).toBe(400);
+    expect(((await batch.json()) as { issues: unknown[] }).issues).toEqual([
+      { path: 'tasks.1.task', message: 'must contain at least one visible character' },
+    ]);
+    expect(await jobCount()).toBe(before);
+  });
+
+  it('refuses a lone task naming an existing batch in metadata.batch; a batch-like label of none is kept', async () => {
+    const batch = await fetch(`${base}/v1/batches`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ tasks: [{ task: 'member' }], budget: { maxCostUsd: 1 } }),
+    });
+    const { batchId } = (await batch.json()) as { batchId: string };
+    const before = await jobCount();
+    const response = await post({ task: 'join it', metadata: { batch: batchId } });
+    expect(response.status).toBe(400);
+    const body = (await response.json()) as { issues: { path: string; message: string }[] };
+    expect(body.issues.map((issue) => issue.path)).toEqual(['metadata.batch']);
+    expect(body.issues[0]!.message).toContain('batch API');
+    expect(await jobCount()).toBe(before);
+    // CONTRACT §3's example task: its batch does not exist, so it is only a label.
+    const example = await post({
+      task: 'Find the top 3 customers by Q1 2024 sales and email each a thank-you note',
+      metadata: { batch: 'nightly-2026-11-30', report: 'q1-top-customers' },
+    });
+    expect(example.status).toBe(202);
+  });
+
+  it('refuses a task body over the key, object and depth limits before validating it', async () => {
+    const cases: [string, string][] = [
+      ['keys and array items', `{"task":"x","tools":[${Array(20_000).fill('0').join(',')}]}`],
+      [
+        'an object of more than 100 keys',
+        `{"task":"x","metadata":{${Array.from({ length: 150 }, (_, i) => `"k${i}":1`).join(',')}}}`,
+      ],
+      ['deeper than 32 levels', `{"task":"x","metadata":${'['.repeat(40)}${']'.repeat(40)}}`],
+    ];
+    for (const [what, body] of cases) {
+      const before = await jobCount();
+      const response = await post(body);
+      expect(response.status, what).toBe(400);
+      const answer = (await response.json()) as { error: string; message: string };
+      expect(answer.error, what).toBe('too_complex');
+      expect(answer.message, what).toContain(what);
+      expect(await jobCount()).toBe(before);
+    }
+  });
+
+  it('refuses an 8 MB batch of 700,000 keys on its shape, not after validating every key', async () => {
+    const keys = Array.from({ length: 700_000 }, (_, i) => `"k${i}":1`).join(',');
+    for (const body of [
+      `{"tasks":[{"task":"x","metadata":{${keys}}}]}`,
+      `{"tasks":[{"task":"x"}],${keys}}`,
+    ]) {
+      expect(body.length).toBeGreaterThan(8_000_000);
+      const before = await jobCount();
+      const response = await fetch(`${base}/v1/batches`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+        body,
+      });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toEqual({
+        error: 'too_complex',
+        message: 'the body has an object of more than 100 keys',
+      });
+      expect(await jobCount()).toBe(before);
+    }
+  });
+});
+
+describe('where the API listens', () => {
+  it('on API_HOST, 127.0.0.1 by default, and the log line says so', async () => {
+    const env = { API_TOKEN: TOKEN, API_PORT: '0', REDIS_URL, QUEUE_PREFIX: PREFIX };
+    const local = await startHttpProcess('producers/api.ts', env, /API listening/);
+    try {
+      const { host, port, msg } = local.listening;
+      expect(host).toBe('127.0.0.1');
+      expect(msg).toBe(`API listening on http://127.0.0.1:${port}`);
+      expect(await accepts('127.0.0.1', port)).toBe(true);
+      const external = externalIPv4();
+      if (external) expect(await accepts(external, port)).toBe(false);
+    } finally {
+      expect(await local.stop()).toBe(0);
+    }
+    const everywhere = await startHttpProcess(
+      'producers/api.ts',
+      { ...env, API_HOST: '0.0.0.0' },
+      /API listening/,
+    );
+    try {
+      const { host, port, msg } = everywhere.listening;
+      expect(host).toBe('0.0.0.0');
+      expect(msg).toBe(`API listening on http://0.0.0.0:${port}`);
+      const external = externalIPv4();
+      if (external) expect(await accepts(external, port)).toBe(true);
+    } finally {
+      expect(await everywhere.stop()).toBe(0);
+    }
+  }, 60_000);
+});
+
+describe('the library refuses the same, with the field path and nothing enqueued', () => {
+  async function refusal(input: unknown): Promise<TaskValidationError> {
+    const before = await jobCount();
+    const error = await client.enqueue(input).then(
+      () => null,
+      (thrown: unknown) => thrown,
+    );
+    expect(await jobCount()).toBe(before);
+    expect(error).toBeInstanceOf(TaskValidationError);
+    return error as TaskValidationError;
+  }
+
+  it('an invisible task, a lone task naming an existing batch, hostile values', async () => {
+    expect((await refusal({ task: '\u200B\u2060' })).issues.map((i) => i.path)).toEqual(['task']);
+
+    const { batchId } = await client.enqueueBatch({ tasks: [{ task: 'member' }] });
+    const joined = await refusal({ task: 'join', metadata: { batch: batchId } });
+    expect(joined.issues.map((i) => i.path)).toEqual(['metadata.batch']);
+    expect(joined.message).toContain('metadata.batch: names the existing batch');
+    const many = await client
+      .enqueueMany([{ task: 'a' }, { task: 'b', metadata: { batch: batchId } }])
+      .catch((e: unknown) => e);
+    expect(many).toBeInstanceOf(TaskValidationError);
+    expect((many as Error).message).toMatch(/^Invalid task #2: metadata\.batch/);
+
+    const getter = await refusal({
+      task: 'x',
+      get model(): string {
+        throw new Error('boom');
+      },
+    });
+    expect(getter.issues).toEqual([{ path: 'model', message: 'cannot be read: boom' }]);
+    const trap = () => {
+      throw new Error('trapped');
+    };
+    expect((await refusal(new Proxy({}, { ownKeys: trap }))).issues).toEqual([
+      { path: '', message: 'cannot be read: trapped' },
+    ]);
+    const before = await jobCount();
+    const hostileBatch = await client
+      .enqueueBatch({
+        tasks: [
+          {
+            task: 'x',
+            get budget(): unknown {
+              throw new Error('batch getter');
+            },
+          },
+        ],
+      })
+      .catch((thrown: unknown) => thrown);
+    expect(hostileBatch).toBeInstanceOf(TaskValidationError);
+    expect((hostileBatch as TaskValidationError).issues).toEqual([
+      { path: 'tasks.0.budget', message: 'cannot be read: batch getter' },
+    ]);
+    expect(await jobCount()).toBe(before);
+    const wide = Object.fromEntries(Array.from({ length: 700 }, (_, i) => [`k${i}`, 1]));
+    expect((await refusal({ task: 'x', metadata: wide })).issues).toEqual([
+      { path: 'metadata', message: 'has an object of more than 100 keys' },
+    ]);
   });
 });

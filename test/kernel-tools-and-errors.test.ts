@@ -24,11 +24,16 @@ describe('tools', () => {
     expect(lastObservation()).toBe('flaky ok');
   });
 
-  it('gives up after a bounded number of transient retries and tells the model', async () => {
+  it('a transient failure that outlasts its retries and the rounds after it ends the attempt retryable', async () => {
     server.reset({ script: [{ actions: [{ tool: 'flaky', args: {} }] }, { answer: 'ok' }] });
-    const { log } = await runWith(server, { log: { executions: [], flaky: { failuresLeft: 10 } } });
-    expect(log.executions).toHaveLength(3);
-    expect(lastObservation()).toMatch(/Error from flaky \(after 3 attempts\): connection reset/);
+    const { log, result } = await runWith(server, {
+      log: { executions: [], flaky: { failuresLeft: 10 } },
+      options: { infraRetries: 1, infraRetryBaseDelayMs: 5 },
+    });
+    // Three tries inside the call, in each of two rounds; the model never saw the failure.
+    expect(log.executions).toHaveLength(6);
+    expect(server.requests.at(-1)!.messages.some((m: { role: string }) => m.role === 'tool')).toBe(false);
+    expect(result.error).toMatchObject({ code: 'tool_unavailable', retryable: true });
   });
 
   it('a tool that overruns its time limit is an observation', async () => {

@@ -339,6 +339,15 @@ describe('serving the metrics', () => {
     await server.close();
   });
 
+  it('listens on 127.0.0.1 unless told otherwise', async () => {
+    const server = await startMetricsServer(metrics, { port: 0 });
+    try {
+      expect((server.server.address() as AddressInfo).address).toBe('127.0.0.1');
+    } finally {
+      await server.close();
+    }
+  });
+
   it('rejects when the port is taken', async () => {
     const first = await startMetricsServer(metrics, { port: 0, host: '127.0.0.1' });
     try {

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parseEnv, redactUrl } from '../config/env.js';
 import * as D from '../src/agent/defaults.js';
 import { ConfigError } from '../src/agent/errors.js';
+import { retentionFrom } from '../src/queue/retention.js';
 
 function envError(source: Record<string, string | undefined>): ConfigError {
   try {
@@ -41,6 +42,10 @@ describe('parseEnv defaults', () => {
       EMAIL_DRY_RUN: false,
       API_PORT: 3100,
       BOARD_PORT: 3200,
+      // Listened on where the log says: this machine only, unless told otherwise (compose: 0.0.0.0).
+      API_HOST: '127.0.0.1',
+      BOARD_HOST: '127.0.0.1',
+      METRICS_HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
     });
     for (const key of [
@@ -50,6 +55,9 @@ describe('parseEnv defaults', () => {
       'API_TOKEN',
       'BOARD_USER',
       'BOARD_PASSWORD',
+      'BOARD_ADMIN_USER',
+      'BOARD_ADMIN_PASSWORD',
+      'BOARD_ORIGIN',
       'FLEET_DAILY_MAX_COST_USD',
       'FLEET_DAILY_MAX_TOKENS',
       'MODEL_RPM',
@@ -153,6 +161,24 @@ describe('parseEnv refusals', () => {
     expect(error.message).toMatch(reason);
   });
 
+  it('listen hosts and the board origin: addresses and an origin, nothing else', () => {
+    expect(parseEnv({ API_HOST: '0.0.0.0', BOARD_HOST: '::', METRICS_HOST: 'localhost' })).toMatchObject({
+      API_HOST: '0.0.0.0',
+      BOARD_HOST: '::',
+      METRICS_HOST: 'localhost',
+    });
+    expect(envError({ API_HOST: 'http://0.0.0.0' }).message).toMatch(
+      /^API_HOST="http:\/\/0\.0\.0\.0" is invalid/,
+    );
+    expect(envError({ BOARD_HOST: '0.0.0.0:3200' }).message).toMatch(/^BOARD_HOST=/);
+    expect(parseEnv({ BOARD_ORIGIN: 'https://board.example.com' }).BOARD_ORIGIN).toBe(
+      'https://board.example.com',
+    );
+    expect(envError({ BOARD_ORIGIN: 'https://board.example.com/' }).message).toMatch(
+      /^BOARD_ORIGIN=.* origin/,
+    );
+  });
+
   it('the first bad variable is named when several are bad', () => {
     const error = envError({ AGENT_MAX_STEPS: '0', LLM_TEMPERATURE: '9' });
     expect(error.message).toMatch(/^(AGENT_MAX_STEPS|LLM_TEMPERATURE)=/);
@@ -162,6 +188,7 @@ describe('parseEnv refusals', () => {
     const secrets: [string, string][] = [
       ['API_TOKEN', 'short-secret'],
       ['BOARD_PASSWORD', 'hunter2'],
+      ['BOARD_ADMIN_PASSWORD', 'short-admin'],
     ];
     for (const [name, value] of secrets) {
       const error = envError({ [name]: value });
@@ -240,5 +267,22 @@ describe('LLM_PRICES', () => {
     const error = envError({ LLM_PRICES: value });
     expect(error.message.startsWith(`LLM_PRICES=${JSON.stringify(value)} is invalid: `)).toBe(true);
     expect(error.message).toMatch(reason);
+  });
+});
+
+describe('retention variables', () => {
+  it('default to a week of results, a day of completed tasks and a week of failed jobs, 10,000 each', () => {
+    expect(retentionFrom(parseEnv({}))).toEqual({
+      results: { age: 7 * 86_400, count: 10_000 },
+      completed: { age: 86_400, count: 10_000 },
+      failed: { age: 7 * 86_400, count: 10_000 },
+    });
+  });
+
+  it('take seconds and counts, and a bad one is refused by name', () => {
+    const env = parseEnv({ RESULTS_KEEP_AGE_S: '3600', TASKS_KEEP_COMPLETED_COUNT: '0' });
+    expect(retentionFrom(env)).toMatchObject({ results: { age: 3600 }, completed: { count: 0 } });
+    expect(envError({ RESULTS_KEEP_COUNT: '0' }).message).toMatch(/^RESULTS_KEEP_COUNT="0" is invalid/);
+    expect(envError({ TASKS_KEEP_FAILED_AGE_S: '7d' }).message).toMatch(/^TASKS_KEEP_FAILED_AGE_S=/);
   });
 });

@@ -6,7 +6,9 @@ import { logCrashes } from '../src/logging/log-crashes.js';
 import { createLogger } from '../src/logging/logger.js';
 import { scrubText } from '../src/logging/redact.js';
 import { assertRedisReachable, createRedis } from '../src/queue/redis.js';
+import { retentionFrom } from '../src/queue/retention.js';
 import { startSchedules } from '../src/schedules/schedules-runtime.js';
+import { handleShutdownSignals } from '../src/worker/shutdown-signals.js';
 
 const logger = createLogger('scheduler');
 logCrashes(logger, 'scheduler');
@@ -21,16 +23,17 @@ try {
     file: config.SCHEDULES_FILE,
     ledger,
     logger,
+    retention: retentionFrom(config),
   });
   logger.info('scheduler started');
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.once(signal, () => {
-      void runtime.close().then(() => {
-        connection.disconnect();
-        process.exit(0);
-      });
-    });
-  }
+  handleShutdownSignals({
+    logger,
+    stop: async () => {
+      await runtime.close();
+      connection.disconnect();
+      logger.info('scheduler stopped');
+    },
+  });
 } catch (error) {
   process.stderr.write(`scheduler: ${scrubText(error instanceof Error ? error.message : String(error))}\n`);
   process.exit(1);

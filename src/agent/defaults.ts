@@ -40,6 +40,13 @@ export const DEFAULT_TOOL_RESULT_MAX_TOKENS = 400;
 export const DEFAULT_TOOL_TIMEOUT_MS = 15_000;
 export const DEFAULT_TOOL_TRANSIENT_RETRIES = 2;
 export const DEFAULT_TOOL_RETRY_BASE_DELAY_MS = 200;
+/**
+ * A call that still fails for infrastructure reasons after its own retries (the database or SMTP unreachable) is
+ * run again by the kernel, without asking the model, this many times, waiting base · 2^n between rounds
+ * (1 + 2 + 4 + 8 = 15 s); then the run ends retryable and the job's retries take over.
+ */
+export const DEFAULT_INFRA_RETRIES = 4;
+export const DEFAULT_INFRA_RETRY_BASE_DELAY_MS = 1_000;
 
 export const DEFAULT_MODEL_TIMEOUT_MS = 60_000;
 /** Retries of a retryable model API error inside one step. */

@@ -69,6 +69,10 @@ export interface AgentRunOptions {
   /** Retries of a transient tool failure inside the call. Default 2. */
   toolTransientRetries?: number;
   toolRetryBaseDelayMs?: number;
+  /** Rounds of running again, without the model, the calls of a turn that failed for infrastructure reasons. Default 4. */
+  infraRetries?: number;
+  /** First wait before such a round; doubled each round. Default 1 s. */
+  infraRetryBaseDelayMs?: number;
   /** Per model attempt. Default 60 s (always capped by the deadline). */
   modelTimeoutMs?: number;
   /** Retries of a retryable model API error inside a step. Default 3. */
@@ -166,12 +170,19 @@ class AgentRun {
       toolTimeoutMs: o.toolTimeoutMs ?? D.DEFAULT_TOOL_TIMEOUT_MS,
       toolTransientRetries: o.toolTransientRetries ?? D.DEFAULT_TOOL_TRANSIENT_RETRIES,
       toolRetryBaseDelayMs: o.toolRetryBaseDelayMs ?? D.DEFAULT_TOOL_RETRY_BASE_DELAY_MS,
+      infraRetries: o.infraRetries ?? D.DEFAULT_INFRA_RETRIES,
+      infraRetryBaseDelayMs: o.infraRetryBaseDelayMs ?? D.DEFAULT_INFRA_RETRY_BASE_DELAY_MS,
       modelTimeoutMs: o.modelTimeoutMs ?? D.DEFAULT_MODEL_TIMEOUT_MS,
       modelRetries: o.modelRetries ?? D.DEFAULT_MODEL_RETRIES,
       modelRetryBaseDelayMs: o.modelRetryBaseDelayMs ?? D.DEFAULT_MODEL_RETRY_BASE_DELAY_MS,
     };
     this.state = input.checkpoint ? structuredClone(input.checkpoint) : this.initialState();
     this.calibration = new PromptCalibration(this.state.promptCalibration);
+    if (this.state.suspendedAt !== undefined) {
+      // The wait for the job's retry after an outage is not the run's time.
+      this.excludeFromDeadline(Math.max(0, this.now() - this.state.suspendedAt));
+      delete this.state.suspendedAt;
+    }
     const onCheckpoint = input.onCheckpoint;
     this.checkpoints = onCheckpoint
       ? new CheckpointQueue((checkpoint) => this.notify('checkpoint', () => onCheckpoint(checkpoint)))
@@ -313,13 +324,20 @@ class AgentRun {
     });
   }
 
-  /** Runs the turn's unfinished tool calls, records the observations, and ends the step. */
-  private async completeTurn(pending: PendingTurn): Promise<AgentResult | null> {
-    const step = this.state.steps;
-    const sideEffects = this.hasSideEffects(pending.calls);
-    // One for the whole run: the soft deadline does not move, and a signal costs a few µs to make.
+  /**
+   * Runs the turn's unfinished calls concurrently and records their results, except those that failed for
+   * infrastructure reasons: they stay unfinished and are returned.
+   */
+  private async runCalls(
+    pending: PendingTurn,
+    step: number,
+    sideEffects: boolean,
+  ): Promise<{ tool: string; errorCode: string }[]> {
+    // One for the run (remade only after a wait the deadline does not count): the soft deadline does not move,
+    // and a signal costs a few µs to make.
     this.toolDeadline ??= deadlineSignal(this.signal, this.softDeadline() - this.now());
     const toolSignal = this.toolDeadline.signal;
+    const unavailable: { tool: string; errorCode: string }[] = [];
     await Promise.all(
       pending.calls.map(async (call, i) => {
         if (pending.results[i]) return;
@@ -341,6 +359,10 @@ class AgentRun {
         );
         // A call cut short by cancellation is left unfinished, so the resumed run makes it again.
         if (this.signal.aborted && outcome.errorCode === 'aborted') return;
+        if (outcome.infrastructure) {
+          unavailable.push({ tool: call.name, errorCode: outcome.errorCode ?? 'unavailable' });
+          return;
+        }
         const output =
           toolSignal.aborted && outcome.errorCode === 'aborted'
             ? `${call.name} was stopped: time is nearly up.`
@@ -361,7 +383,38 @@ class AgentRun {
         if (sideEffects && pending.results.includes(null)) this.checkpoint();
       }),
     );
-    if (this.signal.aborted) return this.finish('stopped', 'cancelled', null, null);
+    return unavailable;
+  }
+
+  /** Runs the turn's unfinished tool calls, records the observations, and ends the step. */
+  private async completeTurn(pending: PendingTurn): Promise<AgentResult | null> {
+    const step = this.state.steps;
+    const sideEffects = this.hasSideEffects(pending.calls);
+    // A call that failed because what it depends on is down is not the model's doing: it is not shown to the
+    // model (which would only try again, a model call each time, and trip the repeat detector) but run again
+    // here after a wait; if the outage outlasts the waits, the run ends retryable with those calls unfinished,
+    // so the job's next attempt runs them again instead of replaying a failure.
+    for (let round = 0; ; round++) {
+      const unavailable = await this.runCalls(pending, step, sideEffects);
+      if (this.signal.aborted) return this.finish('stopped', 'cancelled', null, null);
+      if (unavailable.length === 0) break;
+      const delayMs = this.opts.infraRetryBaseDelayMs * 2 ** round;
+      const tools = unavailable.map((u) => `${u.tool}: ${u.errorCode}`).join('; ');
+      if (round >= this.opts.infraRetries || this.toolDeadline?.signal.aborted) {
+        return this.finish('failed', 'error', null, toolsUnavailable(tools, round + 1));
+      }
+      this.input.logger?.warn(
+        { runId: this.state.runId, step, unavailable: tools, retryInMs: delayMs },
+        'tool dependencies unavailable: running the calls again after a wait',
+      );
+      const waitedFrom = this.now();
+      try {
+        await this.sleep(delayMs, this.signal);
+      } catch {
+        return this.finish('stopped', 'cancelled', null, null);
+      }
+      this.excludeFromDeadline(this.now() - waitedFrom);
+    }
 
     const results = pending.results as ToolCallRecord[];
     const outputs = results.map((r) => r.output);
@@ -577,6 +630,18 @@ class AgentRun {
     this.state.uncertainEffects = [...others, effect];
   }
 
+  /**
+   * Moves the run's start later by `ms`: time spent waiting for an outage to pass is not charged to the deadline.
+   * The tools' deadline signal is remade for the moved deadline.
+   */
+  private excludeFromDeadline(ms: number): void {
+    if (ms <= 0) return;
+    this.state.startedAt += ms;
+    if (this.state.pending) this.state.pending.trace.startedAt += ms;
+    this.toolDeadline?.dispose();
+    this.toolDeadline = null;
+  }
+
   private checkpoint(): void {
     this.checkpoints?.push(this.state);
   }
@@ -658,9 +723,20 @@ class AgentRun {
     // state stays open so the next attempt resumes it instead of replaying this outcome.
     const final = stopReason !== 'cancelled' && !error?.retryable;
     if (final) this.state.result = result;
+    else if (error?.retryable) this.state.suspendedAt = this.now();
     this.checkpoint();
     return result;
   }
+}
+
+/** The end of an attempt whose tools' dependencies stayed down: the job's retry runs those calls again. */
+function toolsUnavailable(tools: string, rounds: number): RunError {
+  return {
+    kind: 'tool',
+    code: 'tool_unavailable',
+    message: `Tools could not reach what they depend on after ${rounds} rounds (${tools}).`,
+    retryable: true,
+  };
 }
 
 function statusOf(reason: StopReason): RunStatus {

@@ -79,6 +79,11 @@ export interface RunState {
   repeat: { signature: string | null; count: number };
   /** What the endpoint's reported usage taught the prompt estimate; absent before the first call. */
   promptCalibration?: PromptCalibrationState;
+  /**
+   * When an attempt ended retryable (an outage): the time until the next attempt resumes is not charged to the
+   * deadline. Absent otherwise.
+   */
+  suspendedAt?: number;
   /** Set when the run has ended: resuming a finished run returns this instead of calling anything. */
   result: AgentResult | null;
   /** Side effects of finished calls whose outcome is unknown, one per call key; absent when none. */

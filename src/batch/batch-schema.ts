@@ -1,8 +1,16 @@
 // A batch (CONTRACT §9): tasks run as one unit, with an optional budget shared by all of them.
 import { z } from 'zod';
-import { taskSchema, toFieldIssues, type FieldIssue } from '../queue/task-schema.js';
+import { MAX_OBJECT_KEYS, snapshotJson, type JsonLimits } from '../queue/json-structure.js';
+import { safeParse, taskSchema, toFieldIssues, type FieldIssue } from '../queue/task-schema.js';
 
 export const MAX_BATCH_TASKS = 5_000;
+
+/** 40 keys and array items per task on average (a task with a budget, four tools and a few metadata has 15). */
+export const BATCH_JSON_LIMITS: JsonLimits = {
+  maxDepth: 32,
+  maxMembers: MAX_BATCH_TASKS * 40,
+  maxObjectKeys: MAX_OBJECT_KEYS,
+};
 
 export const batchBudgetSchema = z
   .object({
@@ -24,8 +32,11 @@ export type BatchBudget = z.infer<typeof batchBudgetSchema>;
 
 export type BatchValidation = { ok: true; batch: BatchInput } | { ok: false; issues: FieldIssue[] };
 
+/** Never throws (see validateTask). */
 export function validateBatch(input: unknown): BatchValidation {
-  const parsed = batchSchema.safeParse(input);
+  const snapshot = snapshotJson(input, BATCH_JSON_LIMITS);
+  if (!snapshot.ok) return { ok: false, issues: [snapshot.issue] };
+  const parsed = safeParse(batchSchema, snapshot.value);
   return parsed.success
     ? { ok: true, batch: parsed.data }
     : { ok: false, issues: toFieldIssues(parsed.error.issues) };

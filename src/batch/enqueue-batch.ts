@@ -46,9 +46,8 @@ export async function enqueueBatch(
     opts: {
       jobId: batchId,
       attempts: PARENT_ATTEMPTS,
+      // Retention: the aggregator's (the fleet's results retention), like every queue's.
       backoff: { type: 'fixed', delay: 1_000 },
-      removeOnComplete: { age: 30 * 24 * 3600 },
-      removeOnFail: { age: 30 * 24 * 3600 },
     },
     children: batch.tasks.map((task, i) => {
       // Every task of a batch carries the batch id (CONTRACT §9); its own idempotency key would name

@@ -14,7 +14,7 @@ export const DEFAULT_METRICS_PORT = 9464;
 export interface MetricsServerOptions {
   /** 0 picks a free port (see `port` on the result). */
   port: number;
-  /** Default: 0.0.0.0, so Prometheus can reach it from outside a container. */
+  /** Default: 127.0.0.1, this machine only; METRICS_HOST=0.0.0.0 lets Prometheus reach it from elsewhere. */
   host?: string;
 }
 
@@ -52,7 +52,7 @@ export async function startMetricsServer(
   await new Promise<void>((resolve, reject) => {
     const onError = (error: Error) => reject(error);
     server.once('error', onError);
-    server.listen(options.port, options.host ?? '0.0.0.0', () => {
+    server.listen(options.port, options.host ?? '127.0.0.1', () => {
       server.off('error', onError);
       resolve();
     });

@@ -1,15 +1,20 @@
 // How task jobs are enqueued: retries with exponential backoff for retryable failures (a model endpoint
-// down, MySQL down), and bounded retention so Redis does not grow without end.
+// down, MySQL down). No retention here: the workers that finish the jobs apply the fleet's (retention.ts),
+// so it is configured in one place and holds for jobs of every producer.
 import { createHash } from 'node:crypto';
 import type { JobsOptions } from 'bullmq';
+import { CAPPED_EXPONENTIAL } from './retry-schedule.js';
 
-export const TASK_ATTEMPTS = 3;
+/**
+ * Attempts of a job that keeps failing for infrastructure reasons (the model endpoint, a database or SMTP down).
+ * With the worker's default waits (5 s doubling to at most 60 s: src/queue/retry-schedule.ts) the retries span
+ * 375 s, so an outage of several minutes is ridden out.
+ */
+export const TASK_ATTEMPTS = 10;
 
 export const TASK_JOB_OPTIONS: JobsOptions = {
   attempts: TASK_ATTEMPTS,
-  backoff: { type: 'exponential', delay: 5_000 },
-  removeOnComplete: { age: 7 * 24 * 3600, count: 50_000 },
-  removeOnFail: { age: 30 * 24 * 3600 },
+  backoff: { type: CAPPED_EXPONENTIAL },
 };
 
 /** A job id derived from an idempotency key: the same key enqueued twice names the same job. */

@@ -1,9 +1,26 @@
 // The task (CONTRACT §3), validated by every producer before enqueue and again by the worker, which fails
 // an invalid job without retrying. Errors name the field's path.
 import { z } from 'zod';
+import { snapshotJson, TASK_JSON_LIMITS } from './json-structure.js';
 import { TOOL_NAMES } from './tool-names.js';
 
 export const MAX_TASK_CHARS = 8_000;
+const MAX_METADATA_KEYS = 50;
+/** Past these, a refusal lists no more: the caller has enough to fix, and the answer stays small. */
+const MAX_ISSUES = 100;
+const MAX_UNKNOWN_KEYS_LISTED = 10;
+
+/**
+ * A character that shows: not whitespace or a separator (Z, White_Space, U+0085), not a control, format,
+ * or lone surrogate (Cc, Cf, Cs: NUL, U+200B, U+2060, U+FEFF, U+180E, tags…), not a
+ * combining mark alone (M: variation selectors, U+034F), and not one of the blank letters and symbols
+ * (Hangul fillers U+115F, U+1160, U+3164, U+FFA0; Braille blank U+2800).
+ */
+const VISIBLE_CHARACTER = /[^\p{White_Space}\p{Z}\p{Cc}\p{Cf}\p{Cs}\p{M}\u115F\u1160\u3164\uFFA0\u2800]/u;
+
+export function hasVisibleCharacter(text: string): boolean {
+  return VISIBLE_CHARACTER.test(text);
+}
 
 export const budgetSchema = z
   .object({
@@ -28,7 +45,12 @@ export const taskSchema = z
       .string()
       .trim()
       .min(1, 'must not be empty')
-      .max(MAX_TASK_CHARS, `must be at most ${MAX_TASK_CHARS} characters`),
+      .max(MAX_TASK_CHARS, `must be at most ${MAX_TASK_CHARS} characters`)
+      // An empty task is already refused as empty.
+      .refine(
+        (text) => text === '' || hasVisibleCharacter(text),
+        'must contain at least one visible character',
+      ),
     budget: budgetSchema.optional(),
     tools: z
       .array(z.enum(TOOL_NAMES))
@@ -38,8 +60,14 @@ export const taskSchema = z
     model: z.string().min(1).max(100).optional(),
     protocol: z.enum(['tools', 'json']).optional(),
     metadata: z
-      .record(z.string().max(100), metadataValue)
-      .refine((record) => Object.keys(record).length <= 50, 'must have at most 50 keys')
+      // Counted before any entry is validated: a record of thousands of keys costs one Object.keys.
+      .unknown()
+      .refine(
+        (value) =>
+          typeof value !== 'object' || value === null || Object.keys(value).length <= MAX_METADATA_KEYS,
+        `must have at most ${MAX_METADATA_KEYS} keys`,
+      )
+      .pipe(z.record(z.string().max(100), metadataValue))
       .superRefine((record, ctx) => {
         // `batch` names the task's batch: its budget, its row in agent_runs.batch_id (64 characters).
         const batch = record['batch'];
@@ -72,24 +100,50 @@ export interface FieldIssue {
 
 export type TaskValidation = { ok: true; task: AgentTask } | { ok: false; issues: FieldIssue[] };
 
+/**
+ * Never throws: a task too big or too deep, or one the schema cannot read (a throwing getter, a Proxy), is an
+ * issue like any other. The schema reads a plain copy, so the caller's object is read once.
+ */
 export function validateTask(input: unknown): TaskValidation {
-  const parsed = taskSchema.safeParse(input);
+  const snapshot = snapshotJson(input, TASK_JSON_LIMITS);
+  if (!snapshot.ok) return { ok: false, issues: [snapshot.issue] };
+  const parsed = safeParse(taskSchema, snapshot.value);
   if (parsed.success) return { ok: true, task: parsed.data };
   return { ok: false, issues: toFieldIssues(parsed.error.issues) };
 }
 
+/**
+ * zod's safeParse, which still throws when reading the value throws: what the snapshot keeps as it is (an
+ * instance of a class with a throwing getter) is read by the schema itself.
+ */
+export function safeParse<T extends z.ZodType>(schema: T, value: unknown): z.ZodSafeParseResult<z.output<T>> {
+  try {
+    return schema.safeParse(value);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    const issue = { code: 'custom' as const, path: [], message: `cannot be read: ${reason}`, input: value };
+    return { success: false, error: new z.ZodError([issue]) as z.ZodError<z.output<T>> };
+  }
+}
+
 export function toFieldIssues(issues: readonly z.core.$ZodIssue[]): FieldIssue[] {
-  return issues.map((issue) => {
+  const fields = issues.slice(0, MAX_ISSUES).map((issue) => {
     const keys = issue.code === 'unrecognized_keys' ? issue.keys : [];
     const path = issue.path.map(String).join('.');
     if (keys.length > 0) {
+      const listed = keys.slice(0, MAX_UNKNOWN_KEYS_LISTED).map((key) => (path ? `${path}.${key}` : key));
+      const more = keys.length - listed.length;
       return {
-        path: keys.map((key) => (path ? `${path}.${key}` : key)).join(', '),
-        message: 'unknown field',
+        path: listed.join(', '),
+        message: more > 0 ? `unknown field (and ${more} more)` : 'unknown field',
       };
     }
     return { path, message: issue.message };
   });
+  if (issues.length > MAX_ISSUES) {
+    fields.push({ path: '', message: `and ${issues.length - MAX_ISSUES} more issues` });
+  }
+  return fields;
 }
 
 /** `budget.maxSteps: Too big: expected number to be <=50; tools.0: Invalid option` */

@@ -1,9 +1,10 @@
 // The schedules side of a process: register the configured schedules, then fire them (enqueue their batch)
 // when they come due. Every worker process runs it; so can a dedicated `npm run scheduler`.
-import { FlowProducer, Queue, Worker } from 'bullmq';
+import { FlowProducer, Queue, Worker, type KeepJobs } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { SpendLedger } from '../fleet/spend-ledger.js';
 import type { Logger } from '../logging/logger.js';
+import { RedisOutageLog } from '../queue/redis-outage-log.js';
 import { SCHEDULES_QUEUE } from '../queue/names.js';
 import { loadSchedules } from './schedule-config.js';
 import { createScheduleProcessor } from './schedule-processor.js';
@@ -19,20 +20,29 @@ export async function startSchedules(options: {
   file: string;
   ledger: SpendLedger;
   logger: Logger;
+  /** Finished firings kept in Redis (the fleet's retention of completed and failed jobs). */
+  retention?: { completed: KeepJobs; failed: KeepJobs };
+  /** Where Redis errors go (one line per outage); default: a log of its own over `connection`. */
+  outages?: RedisOutageLog;
 }): Promise<SchedulesRuntime> {
   const { connection, prefix, logger } = options;
+  const outages = options.outages ?? new RedisOutageLog(logger).watchConnection(connection);
   const schedules = await loadSchedules(options.file);
   const queue = new Queue(SCHEDULES_QUEUE, { connection, prefix });
+  outages.watch(queue, 'schedules queue');
   const report = await syncSchedules(queue, schedules);
   logger.info(
     { schedules: report.registered, removed: report.removed, file: options.file },
     'schedules registered',
   );
   const flow = new FlowProducer({ connection, prefix });
+  outages.watch(flow, 'schedules flow');
   const worker = new Worker(SCHEDULES_QUEUE, createScheduleProcessor({ flow, ledger: options.ledger }), {
     connection,
     prefix,
     concurrency: 1,
+    removeOnComplete: options.retention?.completed,
+    removeOnFail: options.retention?.failed,
   });
   worker.on('completed', (job, batch) =>
     logger.info({ schedule: job.data.schedule, batchId: batch.batchId }, 'schedule fired'),
@@ -40,7 +50,7 @@ export async function startSchedules(options: {
   worker.on('failed', (job, err) =>
     logger.error({ schedule: job?.data.schedule, err }, 'schedule could not fire'),
   );
-  worker.on('error', (err) => logger.error({ err }, 'schedule worker error'));
+  outages.watch(worker, 'schedule worker');
   return {
     async close() {
       await worker.close();

@@ -28,6 +28,7 @@ import type {
 } from 'mysql2/promise';
 import type { Connection as CoreConnection } from 'mysql2';
 import { ConfigError, ToolError, TransientToolError } from '../agent/errors.js';
+import { CONNECTION_ERROR_CODES } from '../store/connection-errors.js';
 import { StoreError } from '../store/errors.js';
 import { parseMysqlUrl, type MysqlTarget } from '../store/mysql-url.js';
 
@@ -104,28 +105,7 @@ const MIN_COUNT_MS = 200;
 const ALLOWED_PRIVILEGES = new Set(['SELECT', 'SHOW VIEW', 'USAGE']);
 
 /** Driver and server codes of a connection that broke (not of a query that failed): worth one more try. */
-const TRANSIENT_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'PROTOCOL_CONNECTION_LOST',
-  'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR',
-  'ER_SERVER_SHUTDOWN',
-  'ER_CON_COUNT_ERROR',
-  'ER_TOO_MANY_USER_CONNECTIONS',
-  'ER_CONNECTION_KILLED',
-  'ER_NET_READ_ERROR',
-  'ER_NET_READ_INTERRUPTED',
-  'ER_NET_WRITE_INTERRUPTED',
-  'ER_NET_ERROR_ON_WRITE',
-  'ER_CLIENT_INTERACTION_TIMEOUT',
-]);
+const TRANSIENT_CODES = CONNECTION_ERROR_CODES;
 /** Server errors of a statement stopped by its time limit: MariaDB max_statement_time, MySQL MAX_EXECUTION_TIME. */
 const TIMEOUT_ERRNOS = new Set([1969, 3024]);
 

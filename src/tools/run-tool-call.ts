@@ -25,6 +25,11 @@ export interface ToolCallOutcome {
   output: string;
   /** A machine-readable reason when not ok: unknown_tool, invalid_arguments, timeout, aborted, or the tool's. */
   errorCode?: string;
+  /**
+   * The call failed because something it depends on is unreachable (a transient ToolError that outlasted the
+   * retries: a database connection refused, SMTP down), not because of what the model asked.
+   */
+  infrastructure?: boolean;
   attempts: number;
   latencyMs: number;
   /** The call's side effect may or may not have happened (the tool returned an UncertainOutcome). */
@@ -141,6 +146,7 @@ export async function runToolCall(
         ok: false,
         errorCode: code,
         output: `Error from ${tool.name}${tries}: ${message}`,
+        ...(transient ? { infrastructure: true } : {}),
         attempts: attempt,
       });
     }

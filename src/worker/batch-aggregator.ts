@@ -10,6 +10,7 @@ import { resultJobId } from '../queue/names.js';
 import { buildBatchReport } from '../reports/batch-summary.js';
 import { renderReport } from '../reports/report-command.js';
 import type { BatchReportStore } from '../reports/report-store.js';
+import { resultOfRun } from '../store/run-result.js';
 
 export interface BatchAggregatorDeps {
   results: Queue;
@@ -27,11 +28,31 @@ export async function batchResults(
   return jobs.map((job) => (job?.data as AgentResult | undefined) ?? null);
 }
 
+/**
+ * Results no longer on agent-results (a batch larger than RESULTS_KEEP_COUNT, an aggregation late past
+ * RESULTS_KEEP_AGE_S) are read from the store, where every result is recorded before it is published.
+ */
+async function fillFromStore(
+  reports: BatchReportStore,
+  batchId: string,
+  jobIds: readonly string[],
+  results: (AgentResult | null)[],
+): Promise<(AgentResult | null)[]> {
+  if (!results.includes(null)) return results;
+  const loaded = await reports.loadBatch(batchId);
+  const runs = new Map((loaded?.runs ?? []).map((run) => [run.jobId, run]));
+  return results.map((result, i) => {
+    const run = runs.get(jobIds[i]!);
+    return result ?? (run ? resultOfRun(run) : null);
+  });
+}
+
 export function createBatchAggregator(deps: BatchAggregatorDeps): Processor<BatchJobData, BatchSummary> {
   return async (job) => {
     const batch = job.data;
     const log = deps.logger.child({ batchId: batch.batchId });
-    const results = await batchResults(deps.results, batch.jobIds);
+    const published = await batchResults(deps.results, batch.jobIds);
+    const results = await fillFromStore(deps.reports, batch.batchId, batch.jobIds, published);
     const missing = results.filter((result) => result === null).length;
     // A task that failed for good is released to the parent before its result is published (the worker's
     // failed handler publishes it): the attempt is retried until every result is out.

@@ -1,14 +1,15 @@
 // A BullMQ Worker running agent tasks, with the lifecycle of bullmq's production guide: concurrency per
 // process, locks that survive minute-long jobs, stalled jobs resumed elsewhere, a final failure that still
 // publishes a result, and a graceful close that is safe to call twice.
-import type { Queue } from 'bullmq';
+import type { KeepJobs, Queue } from 'bullmq';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AgentResult } from '../agent/types.js';
 import { usageOf } from '../agent/budget.js';
 import { priceOf } from '../llm/pricing.js';
 import { resultJobId, TASKS_QUEUE } from '../queue/names.js';
-import { StoreError } from '../store/errors.js';
+import { retryDelayMs, type RetrySchedule } from '../queue/retry-schedule.js';
+import { FinalRecorder, startOf } from './final-recorder.js';
 import {
   createTaskProcessor,
   failedResult,
@@ -34,11 +35,19 @@ export interface FleetWorkerOptions {
   stalledIntervalMs: number;
   /** On close, running jobs get this long to finish before they are checkpointed and released. */
   shutdownGraceMs: number;
+  /**
+   * Waits between the attempts of a job after an infrastructure failure (task jobs' `capped-exponential`
+   * backoff); the base is also how often the sweeper looks for outcomes of failed jobs still to record.
+   */
+  retry: RetrySchedule;
+  /** Finished task jobs kept in Redis (the fleet's retention); jobs enqueued with their own keep theirs. */
+  retention?: { completed: KeepJobs; failed: KeepJobs };
 }
 
 export class FleetWorker {
   readonly worker: Worker<unknown, AgentResult>;
   private closing: Promise<void> | undefined;
+  private readonly recorder: FinalRecorder;
 
   constructor(
     private readonly deps: TaskProcessorDeps & { results: Queue },
@@ -55,26 +64,33 @@ export class FleetWorker {
       // Effectively unlimited; BullMQ honours a manual rate limit (queue.rateLimit, after a 429) only when a
       // limiter is set.
       limiter: { max: 1_000_000, duration: 1_000 },
+      // Jobs enqueued with the `capped-exponential` backoff (TASK_JOB_OPTIONS) wait what this says.
+      settings: { backoffStrategy: (attemptsMade: number) => retryDelayMs(options.retry, attemptsMade) },
       autorun: false,
+      removeOnComplete: options.retention?.completed,
+      removeOnFail: options.retention?.failed,
     });
+    this.recorder = new FinalRecorder(deps);
     this.worker.on('failed', (job, error) => {
       if (job) void this.onFailed(job, error);
     });
-    this.worker.on('error', (error) => deps.logger.error({ err: error }, 'worker error'));
+    // Errors (mostly Redis going away) are reported by the process, once per outage: see RedisOutageLog.
   }
 
   start(): void {
     void this.worker.run();
+    this.recorder.sweepEvery(this.options.retry.baseMs);
     this.deps.logger.info({ concurrency: this.options.concurrency }, 'worker started');
   }
 
   /** Stops taking jobs, lets running ones finish within the grace period, then releases the rest. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      const timer = setTimeout(() => {
-        this.deps.logger.info('grace period over: checkpointing and releasing running jobs');
-        this.worker.cancelAllJobs(SHUTDOWN_REASON);
-      }, this.options.shutdownGraceMs);
+      this.recorder.stop();
+      const timer = setTimeout(
+        () => this.releaseRunningJobs('grace period over'),
+        this.options.shutdownGraceMs,
+      );
       try {
         await this.worker.close();
       } finally {
@@ -82,6 +98,12 @@ export class FleetWorker {
       }
     })();
     return this.closing;
+  }
+
+  /** Ends the grace period now: running jobs are checkpointed and released (an operator insisting). */
+  releaseRunningJobs(why: string): void {
+    this.deps.logger.info(`${why}: checkpointing and releasing running jobs`);
+    this.worker.cancelAllJobs(SHUTDOWN_REASON);
   }
 
   private priceOf(job: Job) {
@@ -94,38 +116,9 @@ export class FleetWorker {
     }
   }
 
-  /** Stores the result; a run whose start never reached MySQL (it was down) is recorded now, start and end. */
-  private async record(job: Job, result: AgentResult): Promise<void> {
-    try {
-      await this.deps.repository.finishRun(result);
-    } catch (error) {
-      if (!(error instanceof StoreError) || error.code !== 'run_not_found') throw error;
-      const data = (job.data ?? {}) as {
-        task?: unknown;
-        model?: unknown;
-        protocol?: unknown;
-        metadata?: Record<string, unknown>;
-      };
-      const batch = data.metadata?.['batch'];
-      await this.deps.repository.startRun({
-        jobId: result.jobId,
-        task: typeof data.task === 'string' ? data.task.slice(0, 8_000) : '',
-        model: typeof data.model === 'string' ? data.model : this.deps.env.LLM_MODEL,
-        protocol:
-          data.protocol === 'tools' || data.protocol === 'json'
-            ? data.protocol
-            : this.deps.env.AGENT_PROTOCOL,
-        batchId: typeof batch === 'string' ? batch : null,
-        metadata: data.metadata,
-        attempt: job.attemptsMade,
-      });
-      await this.deps.repository.finishRun(result);
-    }
-  }
-
   /**
-   * A job that failed for good without a published result (the store or Redis down through every attempt,
-   * a stalled job given up) still gets one, with what its checkpoint says it spent.
+   * A job that failed for good without a published result (a stalled job given up, Redis down through every
+   * attempt) still gets one: the outcome it kept, or a failure with what its checkpoint says it spent.
    */
   private async onFailed(job: Job, error: Error): Promise<void> {
     const final =
@@ -136,26 +129,28 @@ export class FleetWorker {
     const jobId = String(job.id);
     try {
       if (await this.deps.results.getJob(resultJobId(jobId))) return;
-      const state = await this.deps.checkpoints.load(jobId);
-      const result = failedResult(jobId, {
-        kind: 'system',
-        code: 'attempts_exhausted',
-        message: `Failed after ${job.attemptsMade} attempts: ${error.message}`,
-        retryable: false,
-      });
-      if (state) {
-        result.steps = state.steps;
-        result.toolCalls = state.toolCalls;
-        result.usage = usageOf(state.usage, this.priceOf(job));
-      }
-      await this.record(job, result).catch((err: unknown) => {
-        this.deps.logger.warn({ err, jobId }, 'could not record the failed run');
-      });
-      await this.deps.publisher.publish(result);
-      this.deps.metrics?.observeResult(result);
-      await this.deps.checkpoints.delete(jobId);
+      const kept = await this.deps.outcomes.load(jobId);
+      const result = kept?.result ?? (await this.exhaustedResult(job, error));
+      await this.recorder.recordAndPublish(startOf(job, this.deps.env), result);
     } catch (err) {
       this.deps.logger.error({ err, jobId }, 'could not publish the result of a failed job');
     }
+  }
+
+  private async exhaustedResult(job: Job, error: Error): Promise<AgentResult> {
+    const jobId = String(job.id);
+    const state = await this.deps.checkpoints.load(jobId);
+    const result = failedResult(jobId, {
+      kind: 'system',
+      code: 'attempts_exhausted',
+      message: `Failed after ${job.attemptsMade} attempts: ${error.message}`,
+      retryable: false,
+    });
+    if (state) {
+      result.steps = state.steps;
+      result.toolCalls = state.toolCalls;
+      result.usage = usageOf(state.usage, this.priceOf(job));
+    }
+    return result;
   }
 }

@@ -1,13 +1,39 @@
 // Publishes a result (CONTRACT §4) on agent-results exactly once: the result job's id derives from the task's,
 // and BullMQ ignores an add whose id already exists, so a retried or resumed job can publish again safely.
-import type { Queue } from 'bullmq';
+// The result job carries the fleet's results retention, applied when a consumer completes (or fails) it.
+import type { KeepJobs, Queue } from 'bullmq';
 import type { AgentResult } from '../agent/types.js';
 import { RESULT_JOB_NAME, resultJobId } from '../queue/names.js';
+import { retentionFrom } from '../queue/retention.js';
+
+export interface ResultPublisherOptions {
+  /** Default: the default results retention. */
+  keep?: KeepJobs;
+  /** Default: the default failed-job retention. */
+  keepFailed?: KeepJobs;
+  /** Called after each publish, e.g. to trim results nobody consumes. */
+  onPublished?: () => void;
+}
 
 export class ResultPublisher {
-  constructor(private readonly results: Queue) {}
+  private readonly keep: KeepJobs;
+  private readonly keepFailed: KeepJobs;
+
+  constructor(
+    private readonly results: Queue,
+    private readonly options: ResultPublisherOptions = {},
+  ) {
+    const defaults = retentionFrom();
+    this.keep = options.keep ?? defaults.results;
+    this.keepFailed = options.keepFailed ?? defaults.failed;
+  }
 
   async publish(result: AgentResult): Promise<void> {
-    await this.results.add(RESULT_JOB_NAME, result, { jobId: resultJobId(result.jobId) });
+    await this.results.add(RESULT_JOB_NAME, result, {
+      jobId: resultJobId(result.jobId),
+      removeOnComplete: this.keep,
+      removeOnFail: this.keepFailed,
+    });
+    this.options.onPublished?.();
   }
 }

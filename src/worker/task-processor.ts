@@ -6,7 +6,9 @@
 //            failed, not worth retrying       → result published, job failed (UnrecoverableError)
 //            failed, retryable, attempts left → error rethrown: BullMQ retries with backoff, resuming
 //            the worker shutting down         → job released to the queue, resumed by whoever takes it
-import { UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
+//            finished, but MySQL is down      → outcome kept in Redis, job delayed (no attempt spent) and
+//                                               redelivered until its record lands; the result is published then
+import { DelayedError, UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { ConfigError, type RunError } from '../agent/errors.js';
 import { StoreError } from '../store/errors.js';
@@ -20,7 +22,10 @@ import type { FleetMetrics } from '../metrics/fleet-metrics.js';
 import type { Logger } from '../logging/logger.js';
 import { formatFieldIssues, validateTask } from '../queue/task-schema.js';
 import type { RunsRepository } from '../store/runs-repository.js';
+import { isConnectionFailure } from '../store/connection-errors.js';
 import type { CheckpointStore } from './checkpoint-store.js';
+import type { OutcomeStore } from './outcome-store.js';
+import { retryDelayMs } from '../queue/retry-schedule.js';
 import { progressOf, stepLogLine } from './progress.js';
 import type { ResultPublisher } from './result-publisher.js';
 import { withRetries } from './retry.js';
@@ -30,6 +35,7 @@ import type { RunJournal } from './run-journal.js';
 import { TraceWriter } from './trace-writer.js';
 import type { BatchTracker } from './batch-tracker.js';
 import { Background } from './background.js';
+import { batchMembership } from './batch-membership.js';
 
 /** The abort reason the worker uses when it shuts down: such a job is released, not ended. */
 export const SHUTDOWN_REASON = 'worker-shutdown';
@@ -37,6 +43,8 @@ export const SHUTDOWN_REASON = 'worker-shutdown';
 export interface TaskProcessorDeps {
   env: Env;
   checkpoints: CheckpointStore;
+  /** Outcomes of finished jobs whose record waits for MySQL. */
+  outcomes: OutcomeStore;
   /** Parks traces until MySQL has them. */
   redis: Redis;
   repository: RunsRepository;
@@ -78,7 +86,9 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
       throw new UnrecoverableError(error.message);
     }
 
-    const batchId = typeof task.metadata?.batch === 'string' ? task.metadata.batch : undefined;
+    const { batchId, claimed } = batchMembership(job, deps.env.QUEUE_PREFIX);
+    if (claimed)
+      log.warn({ batch: claimed }, 'metadata.batch names a batch the job is not a task of: ignored');
     const traces = new TraceWriter(journal, deps.redis, deps.env.QUEUE_PREFIX, jobId, log);
     // BullMQ counts every start of a job (retries, stalled restarts and releases included): a job started for the
     // first time has no checkpoint and no parked traces of its own and skips the round trip that reads them; what
@@ -87,81 +97,114 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     const firstStart = job.attemptsStarted <= 1;
     if (firstStart) {
       void deps.checkpoints.delete(jobId).catch(() => undefined);
+      void deps.outcomes.forget(jobId).catch(() => undefined);
       traces.forget();
     }
-    const [checkpoint, recovered] = firstStart
-      ? [null, 0]
-      : await Promise.all([deps.checkpoints.load(jobId), traces.recover()]);
-    if (batchId) await withRetries(() => deps.batches?.noteTask(batchId) ?? Promise.resolve(), STORE_RETRIES);
+    const [checkpoint, recovered, kept] = firstStart
+      ? [null, 0, null]
+      : await Promise.all([deps.checkpoints.load(jobId), traces.recover(), deps.outcomes.load(jobId)]);
+    // A kept outcome's batch was noted when its run started.
+    if (batchId && !kept)
+      await withRetries(() => deps.batches?.noteTask(batchId) ?? Promise.resolve(), STORE_RETRIES);
     // Not waited for: the start goes with the next shared INSERT while the run makes its first model call. The
-    // run is recorded before it is finished or released (below); if MySQL stays down it fails the attempt then,
-    // and the retry replays the run from its checkpoint without calling the model again.
+    // run is recorded before it is finished or released (below); if MySQL stays down, a finished run's outcome
+    // waits in Redis for it, and a run that needs it for a side effect fails the attempt, retried from its checkpoint.
     const startedAt = new Date();
-    const started = withRetries(
-      () =>
-        journal.start({
-          jobId,
-          task: task.task,
-          model: config.model,
-          protocol: checkpoint?.protocol ?? config.protocol,
-          batchId: batchId ?? null,
-          metadata: task.metadata,
-          attempt: job.attemptsMade + 1,
-          startedAt,
-        }),
-      STORE_RETRIES,
-    );
+    const startRun = () =>
+      withRetries(
+        () =>
+          journal.start({
+            jobId,
+            task: task.task,
+            model: config.model,
+            protocol: checkpoint?.protocol ?? config.protocol,
+            batchId: batchId ?? null,
+            metadata: task.metadata,
+            attempt: job.attemptsMade + 1,
+            startedAt,
+          }),
+        STORE_RETRIES,
+      );
+    let started = kept?.started ? Promise.resolve() : startRun();
     started.catch(() => undefined); // awaited below; this only keeps an early failure from going unhandled
+    // A start that failed (MySQL down) is written again when it is next needed: MySQL may be back by then.
+    const ensureStarted = () => (started = started.catch(startRun));
     // Nothing irreversible (an email) happens in a run MySQL has no record of.
     const recorded = () =>
-      started.catch((error: unknown) => {
+      ensureStarted().catch((error: unknown) => {
         throw new StoreError('store_unavailable', `The run could not be recorded: ${errorText(error)}`, {
           retryable: true,
           cause: error,
         });
       });
-    if (checkpoint) log.info({ step: checkpoint.steps }, 'resuming from checkpoint');
+    if (kept) log.info({ tries: kept.recordTries }, 'recording an outcome MySQL could not take earlier');
+    else if (checkpoint) log.info({ step: checkpoint.steps }, 'resuming from checkpoint');
     if (recovered > 0) log.info({ traces: recovered }, 'writing traces an earlier attempt left unwritten');
 
     const shown = new Background(log);
-    const result = await runAgent({
-      runId: jobId,
-      task: task.task,
-      model: deps.createModel(config.model),
-      price: config.price,
-      tools: deps.tools.registryFor(config.tools),
-      budget: config.budget,
-      protocol: config.protocol,
-      options: config.options,
-      checkpoint: checkpoint ?? undefined,
-      signal,
-      gate: deps.gateFor?.(batchId),
-      logger: log,
-      onStep: (trace) => {
-        traces.add(trace);
-        deps.metrics?.observeStep(trace);
-        log.info({ step: trace.step, kind: trace.kind, costUsd: trace.totals.costUsd }, 'step');
-        shown.run('progress update', job.updateProgress({ ...progressOf(trace) }));
-        shown.run('job log', job.log(stepLogLine(trace)));
-      },
-      onCheckpoint: (checkpoint) => deps.checkpoints.save(jobId, checkpoint.json),
-      beforeSideEffects: recorded,
-    });
+    const result =
+      kept?.result ??
+      (await runAgent({
+        runId: jobId,
+        task: task.task,
+        model: deps.createModel(config.model),
+        price: config.price,
+        tools: deps.tools.registryFor(config.tools),
+        budget: config.budget,
+        protocol: config.protocol,
+        options: config.options,
+        checkpoint: checkpoint ?? undefined,
+        signal,
+        gate: deps.gateFor?.(batchId),
+        logger: log,
+        onStep: (trace) => {
+          traces.add(trace);
+          deps.metrics?.observeStep(trace);
+          log.info({ step: trace.step, kind: trace.kind, costUsd: trace.totals.costUsd }, 'step');
+          shown.run('progress update', job.updateProgress({ ...progressOf(trace) }));
+          shown.run('job log', job.log(stepLogLine(trace)));
+        },
+        onCheckpoint: (checkpoint) => deps.checkpoints.save(jobId, checkpoint.json),
+        beforeSideEffects: recorded,
+      }));
 
-    await Promise.all([started, traces.flush(), shown.settled()]);
+    await shown.settled();
     if (result.stopReason === 'cancelled' && signal?.reason === SHUTDOWN_REASON) {
+      await Promise.all([ensureStarted(), traces.flush()]);
       // Released, not ended: the checkpoint carries the run to whichever worker takes the job next.
       log.info({ step: result.steps }, 'released on shutdown');
       await job.moveToWait(token);
       throw new WaitingError();
     }
     const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-    if (result.status === 'failed' && result.error?.retryable && !lastAttempt) {
+    if (!kept && result.status === 'failed' && result.error?.retryable && !lastAttempt) {
       log.warn({ error: result.error }, 'run failed, will be retried');
+      await Promise.all([ensureStarted(), traces.flush()]);
       throw new Error(result.error.message);
     }
 
-    await finish(deps, result);
+    // The outcome is final: its record goes in before its result goes out. If MySQL is down, the outcome waits
+    // in Redis and the job comes back later (a delay, not a failed attempt: an outage of any length short of
+    // the keys' expiry loses nothing).
+    let isStarted = kept?.started ?? false;
+    try {
+      await ensureStarted();
+      isStarted = true;
+      await traces.flush();
+      await withRetries(() => deps.journal.finish(result), STORE_RETRIES);
+    } catch (error) {
+      if (!isConnectionFailure(error)) throw error;
+      const recordTries = (kept?.recordTries ?? 0) + 1;
+      const delayMs = retryDelayMs(
+        { baseMs: deps.env.WORKER_RETRY_BASE_MS, maxMs: deps.env.WORKER_RETRY_MAX_MS },
+        recordTries,
+      );
+      await deps.outcomes.keep(jobId, { result, started: isStarted, recordTries });
+      log.warn({ err: error, retryInMs: delayMs }, 'run finished but MySQL is unreachable: record kept');
+      await job.moveToDelayed(Date.now() + delayMs, token);
+      throw new DelayedError();
+    }
+    await publish(deps, result);
     log.info({ status: result.status, stopReason: result.stopReason, usage: result.usage }, 'run finished');
     if (result.status === 'failed') throw new UnrecoverableError(result.error?.message ?? 'run failed');
     return result;
@@ -171,10 +214,16 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
 /** Records the run, publishes its result, forgets its checkpoint: in that order, each step idempotent. */
 async function finish(deps: TaskProcessorDeps, result: AgentResult): Promise<void> {
   await withRetries(() => deps.journal.finish(result), STORE_RETRIES);
+  await publish(deps, result);
+}
+
+/** Publishes a recorded run's result and forgets what was kept for it. */
+async function publish(deps: TaskProcessorDeps, result: AgentResult): Promise<void> {
   await withRetries(() => deps.publisher.publish(result), STORE_RETRIES);
   deps.metrics?.observeResult(result);
-  // Not waited for: with the result out nothing reads the checkpoint again, and one left behind expires.
+  // Not waited for: with the result out nothing reads them again, and one left behind expires.
   void deps.checkpoints.delete(result.jobId).catch(() => undefined);
+  void deps.outcomes.forget(result.jobId).catch(() => undefined);
 }
 
 /** A job that ends before any run starts (a bad task, an unknown model) still gets its record and result. */

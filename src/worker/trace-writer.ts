@@ -19,6 +19,9 @@ redis.call('EXPIRE', KEYS[1], ARGV[3])
 return 1
 `);
 
+/** The Redis hash of a job's traces not yet in MySQL, keyed by step. */
+export const parkedTracesKey = (prefix: string, jobId: string): string => `${prefix}:agent-traces:${jobId}`;
+
 export class TraceWriter {
   private buffer: StepTrace[] = [];
   private writing: Promise<void> = Promise.resolve();
@@ -32,7 +35,7 @@ export class TraceWriter {
     private readonly jobId: string,
     private readonly logger: Logger,
   ) {
-    this.parkedKey = `${prefix}:agent-traces:${jobId}`;
+    this.parkedKey = parkedTracesKey(prefix, jobId);
   }
 
   /** Takes back the traces an earlier attempt parked but did not write. */

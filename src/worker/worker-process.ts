@@ -14,15 +14,20 @@ import { fleetLimitsFromEnv, gateForJob } from '../fleet/fleet-gate.js';
 import { FleetMetrics } from '../metrics/fleet-metrics.js';
 import { startMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
 import { assertRedisReachable, createRedis } from '../queue/redis.js';
+import { RedisOutageLog } from '../queue/redis-outage-log.js';
+import { retentionFrom } from '../queue/retention.js';
 import { migrate } from '../store/migrate.js';
 import { createStorePool } from '../store/pool.js';
 import { RunsRepository } from '../store/runs-repository.js';
 import { CheckpointStore } from './checkpoint-store.js';
 import { FleetWorker } from './fleet-worker.js';
+import { OutcomeStore } from './outcome-store.js';
 import { RunJournal } from './run-journal.js';
 import { startSchedules } from '../schedules/schedules-runtime.js';
 import { modelFactoryFrom } from './model-factory.js';
 import { ResultPublisher } from './result-publisher.js';
+import { ResultsRetention } from './results-retention.js';
+import { handleShutdownSignals } from './shutdown-signals.js';
 import { buildToolProvider } from './tool-wiring.js';
 import { effectsInFlight } from '../tools/effects-in-flight.js';
 
@@ -47,16 +52,30 @@ export async function startWorkerProcess(
     const pool = await createStorePool(config.MYSQL_URL);
     await migrate(pool, { logger });
     const connection = createRedis(config.REDIS_URL, 'worker');
+    // One line when Redis goes away and one when it is back, from every queue and connection of the process.
+    const outages = new RedisOutageLog(logger).watchConnection(connection);
     await assertRedisReachable(connection, config.REDIS_URL);
+    const retention = retentionFrom(config);
     const results = new Queue(RESULTS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
     const tasksQueue = new Queue(TASKS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
+    outages.watch(results, 'results queue').watch(tasksQueue, 'tasks queue');
+    // Redis being away is reported by the outage log; the next publish trims again.
+    const resultsRetention = new ResultsRetention(results, retention.results, (err) =>
+      logger.warn(
+        { reason: err instanceof Error ? err.message : String(err) },
+        'could not trim agent-results',
+      ),
+    );
     const metrics = new FleetMetrics();
     metrics.watchQueues([tasksQueue, results]);
     let metricsServer: MetricsServer | undefined;
     if (config.METRICS_PORT > 0) {
       try {
-        metricsServer = await startMetricsServer(metrics, { port: config.METRICS_PORT });
-        logger.info({ port: metricsServer.port }, 'metrics on /metrics');
+        metricsServer = await startMetricsServer(metrics, {
+          host: config.METRICS_HOST,
+          port: config.METRICS_PORT,
+        });
+        logger.info({ host: config.METRICS_HOST, port: metricsServer.port }, 'metrics on /metrics');
       } catch (error) {
         // Another worker on this host has the port: run without it rather than not at all.
         logger.warn({ err: error, port: config.METRICS_PORT }, 'metrics server not started');
@@ -91,21 +110,34 @@ export async function startWorkerProcess(
     });
     const journal = new RunJournal(new RunsRepository(journalPool));
     const batchesQueue = new Queue(BATCHES_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
+    outages.watch(batchesQueue, 'batches queue');
     const batchRecords = new BatchRecords(pool);
     const aggregator = new Worker(
       BATCHES_QUEUE,
       createBatchAggregator({ results, records: batchRecords, reports: new BatchReportStore(pool), logger }),
-      { connection, prefix: config.QUEUE_PREFIX, concurrency: 2 },
+      {
+        connection,
+        prefix: config.QUEUE_PREFIX,
+        concurrency: 2,
+        // A batch parent carries the summary: kept like a result.
+        removeOnComplete: retention.results,
+        removeOnFail: retention.failed,
+      },
     );
-    aggregator.on('error', (err) => logger.error({ err }, 'batch aggregator error'));
+    outages.watch(aggregator, 'batch aggregator');
     const worker = new FleetWorker(
       {
         env: config,
         checkpoints: new CheckpointStore(connection, config.QUEUE_PREFIX),
+        outcomes: new OutcomeStore(connection, config.QUEUE_PREFIX),
         redis: connection,
         repository,
         journal,
-        publisher: new ResultPublisher(results),
+        publisher: new ResultPublisher(results, {
+          keep: retention.results,
+          keepFailed: retention.failed,
+          onPublished: () => resultsRetention.poke(),
+        }),
         tools: tools.provider,
         createModel,
         gateFor,
@@ -121,14 +153,19 @@ export async function startWorkerProcess(
         lockDurationMs: config.WORKER_LOCK_DURATION_MS,
         stalledIntervalMs: config.WORKER_STALLED_INTERVAL_MS,
         shutdownGraceMs: config.WORKER_SHUTDOWN_GRACE_MS,
+        retry: { baseMs: config.WORKER_RETRY_BASE_MS, maxMs: config.WORKER_RETRY_MAX_MS },
+        retention,
       },
     );
+    outages.watch(worker.worker, 'worker');
     const schedules = await startSchedules({
       connection,
       prefix: config.QUEUE_PREFIX,
       file: config.SCHEDULES_FILE,
       ledger,
       logger,
+      retention,
+      outages,
     });
     worker.start();
 
@@ -143,6 +180,7 @@ export async function startWorkerProcess(
             logger.warn({ inFlight: effectsInFlight.size }, 'side effects still in flight at exit');
           }
         }
+        await resultsRetention.close();
         await batchesQueue.close();
         await metricsServer?.close();
         await tasksQueue.close();
@@ -154,18 +192,11 @@ export async function startWorkerProcess(
         logger.info('worker stopped');
       })());
     if (options.handleSignals ?? true) {
-      for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-        process.once(signal, () => {
-          logger.info({ signal }, 'shutting down');
-          stop().then(
-            () => process.exit(0),
-            (error: unknown) => {
-              logger.error({ err: error }, 'shutdown failed');
-              process.exit(1);
-            },
-          );
-        });
-      }
+      handleShutdownSignals({
+        logger,
+        stop,
+        hurry: () => worker.releaseRunningJobs('asked again'),
+      });
     }
     return { worker, stop };
   } catch (error) {

@@ -46,14 +46,29 @@ export function createNamespace(label: string): FleetNamespace {
 
 export interface WorkerHandle {
   child: ChildProcessWithoutNullStreams;
+  /** Started in a process group of its own (killWorker then kills the whole group). */
+  group: boolean;
   output(): string;
   /** Resolves with the exit code (or the signal) when the process ends. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<void>;
 }
 
-export function startWorker(ns: FleetNamespace, env: Record<string, string>): WorkerHandle {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'workers/agent-worker.ts'], {
+export interface StartOptions {
+  /** The command line; default the worker under node, as the Dockerfile runs it. */
+  command?: readonly string[];
+  /** A process group of its own, so a test can signal the group the way a terminal does. */
+  detached?: boolean;
+}
+
+export function startWorker(
+  ns: FleetNamespace,
+  env: Record<string, string>,
+  options: StartOptions = {},
+): WorkerHandle {
+  const [file, ...args] = options.command ?? [process.execPath, '--import', 'tsx', 'workers/agent-worker.ts'];
+  const child = spawn(file!, args, {
+    detached: options.detached ?? false,
     env: {
       ...process.env,
       REDIS_URL,
@@ -79,6 +94,7 @@ export function startWorker(ns: FleetNamespace, env: Record<string, string>): Wo
   );
   return {
     child,
+    group: options.detached ?? false,
     output: () => output,
     exited,
     waitForOutput(pattern, timeoutMs = 20_000) {
@@ -103,6 +119,13 @@ export function startWorker(ns: FleetNamespace, env: Record<string, string>): Wo
 
 /** Stops a worker for good at the end of a test, whatever state it is in. */
 export async function killWorker(worker: WorkerHandle): Promise<void> {
+  if (worker.group && worker.child.pid !== undefined) {
+    try {
+      process.kill(-worker.child.pid, 'SIGKILL');
+    } catch {
+      // The group is gone already.
+    }
+  }
   if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
   await worker.exited;
 }

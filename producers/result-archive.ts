@@ -1,0 +1,61 @@
+// Results and batch summaries read from MySQL, for readers that outlive the Redis retention: a task or a
+// batch whose jobs are gone from Redis (RESULTS_KEEP_*, TASKS_KEEP_*) is still answered from the store.
+// The pool is made on first use, so a process that never needs it never connects; a failed attempt is
+// forgotten, so the next read tries again.
+import type { Pool } from 'mysql2/promise';
+import type { AgentResult } from '../src/agent/types.js';
+import type { BatchSummary } from '../src/batch/batch-summary.js';
+import { BatchReportStore } from '../src/reports/report-store.js';
+import { createStorePool } from '../src/store/pool.js';
+import { resultOfRun } from '../src/store/run-result.js';
+import { RunsRepository } from '../src/store/runs-repository.js';
+
+export interface ArchivedBatch {
+  state: 'running' | 'completed';
+  summary: BatchSummary | null;
+  jobIds: string[];
+}
+
+/** What the client asks when Redis no longer has a job (producers/client.ts). */
+export interface ResultArchive {
+  getResult(jobId: string): Promise<AgentResult | null>;
+  getBatch(batchId: string): Promise<ArchivedBatch | null>;
+}
+
+export class StoreResultArchive implements ResultArchive {
+  private pool: Promise<Pool> | undefined;
+
+  constructor(private readonly mysqlUrl: string) {}
+
+  async getResult(jobId: string): Promise<AgentResult | null> {
+    const run = await new RunsRepository(await this.connect()).getRun(jobId);
+    return run ? resultOfRun(run) : null;
+  }
+
+  async getBatch(batchId: string): Promise<ArchivedBatch | null> {
+    const loaded = await new BatchReportStore(await this.connect()).loadBatch(batchId);
+    if (!loaded) return null;
+    const { batch } = loaded;
+    return {
+      state: batch.state === 'completed' ? 'completed' : 'running',
+      summary: (batch.summary as BatchSummary | null) ?? null,
+      jobIds: [...batch.jobIds],
+    };
+  }
+
+  async close(): Promise<void> {
+    const pool = this.pool;
+    this.pool = undefined;
+    if (pool) await (await pool.catch(() => undefined))?.end();
+  }
+
+  private connect(): Promise<Pool> {
+    this.pool ??= createStorePool(this.mysqlUrl, { connectionLimit: 2, connectTimeout: 3_000 }).catch(
+      (error: unknown) => {
+        this.pool = undefined;
+        throw error;
+      },
+    );
+    return this.pool;
+  }
+}

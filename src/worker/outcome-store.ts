@@ -1,0 +1,63 @@
+// The outcome of a finished job whose record MySQL could not take (it was down): kept in Redis, next to the
+// job's parked traces, until the record lands. The job is redelivered later (task-processor.ts) and writes it
+// then; a job that failed for good is listed as unrecorded and written by any worker's sweeper (fleet-worker.ts).
+// Its result is published only once its record is in: a published result always has its row.
+import type { Redis } from 'ioredis';
+import type { AgentResult } from '../agent/types.js';
+import type { StartRunInput } from '../store/runs-repository.js';
+
+/** As long as checkpoints and parked traces: an outage shorter than this loses nothing. */
+export const OUTCOME_TTL_SECONDS = 7 * 24 * 3600;
+
+export interface KeptOutcome {
+  result: AgentResult;
+  /** Whether the run's start is in agent_runs already (then it is not written again: attempts stay right). */
+  started: boolean;
+  /** Redeliveries so far for this record: they space the next one (src/queue/retry-schedule.ts). */
+  recordTries: number;
+  /** For a job that failed for good: its run's start, as the sweeper writes it. */
+  start?: StartRunInput;
+}
+
+export class OutcomeStore {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  private key(jobId: string): string {
+    return `${this.prefix}:agent-outcome:${jobId}`;
+  }
+
+  private get unrecordedKey(): string {
+    return `${this.prefix}:agent-unrecorded`;
+  }
+
+  async load(jobId: string): Promise<KeptOutcome | null> {
+    const raw = await this.redis.get(this.key(jobId));
+    return raw ? (JSON.parse(raw) as KeptOutcome) : null;
+  }
+
+  async keep(jobId: string, outcome: KeptOutcome): Promise<void> {
+    await this.redis.set(this.key(jobId), JSON.stringify(outcome), 'EX', OUTCOME_TTL_SECONDS);
+  }
+
+  /** A job that failed for good with its outcome kept: the sweeper writes its record. */
+  async keepUnrecorded(jobId: string, outcome: KeptOutcome): Promise<void> {
+    await this.redis
+      .multi()
+      .set(this.key(jobId), JSON.stringify(outcome), 'EX', OUTCOME_TTL_SECONDS)
+      .sadd(this.unrecordedKey, jobId)
+      .exec();
+  }
+
+  /** Jobs the sweeper has to record, at most `count` at a time. */
+  async unrecorded(count: number): Promise<string[]> {
+    return this.redis.srandmember(this.unrecordedKey, count);
+  }
+
+  /** The record is in: nothing to keep any more. */
+  async forget(jobId: string): Promise<void> {
+    await this.redis.multi().del(this.key(jobId)).srem(this.unrecordedKey, jobId).exec();
+  }
+}
