@@ -3,7 +3,7 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { AgentResult } from '../../src/agent/types.js';
-import { RESULTS_QUEUE } from '../../src/queue/names.js';
+import { RESULTS_QUEUE, TASKS_QUEUE } from '../../src/queue/names.js';
 import { queryStore, type FleetNamespace } from './fleet-harness.js';
 
 /** Result jobs on agent-results per task job id, in every state. */
@@ -27,6 +27,26 @@ export async function resultsPerJob(redisUrl: string, prefix: string): Promise<M
     return counts;
   } finally {
     await results.close();
+    connection.disconnect();
+  }
+}
+
+/**
+ * How often each task job was found stalled (its lock gone with no worker holding it: a worker that died under
+ * it), from BullMQ's own counter on the job.
+ */
+export async function stallsPerJob(
+  redisUrl: string,
+  prefix: string,
+  jobIds: readonly string[],
+): Promise<Map<string, number>> {
+  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+  const tasks = new Queue(TASKS_QUEUE, { connection, prefix });
+  try {
+    const jobs = await Promise.all(jobIds.map((id) => tasks.getJob(id)));
+    return new Map(jobIds.map((id, i) => [id, jobs[i]?.stalledCounter ?? 0]));
+  } finally {
+    await tasks.close();
     connection.disconnect();
   }
 }
