@@ -111,6 +111,7 @@ export const envSchema = z.object({
   SQL_TIMEOUT_MS: int(100, 600_000).default(5_000),
   SQL_ALLOWED_TABLES: commaList.optional(),
   API_HOST: listenHost.default('127.0.0.1'),
+  SQL_MAX_RESULT_BYTES: int(1_024, 1_073_741_824).default(1_048_576),
   API_PORT: int(0, 65535).default(3100),
   API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   BOARD_HOST: listenHost.default('127.0.0.1'),

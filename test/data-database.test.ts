@@ -7,6 +7,8 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { createConnection, createPool } from 'mysql2/promise';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -143,9 +145,10 @@ async function canLogIn(user: string, password: string): Promise<boolean> {
   }
 }
 
+/** Statements of `user` still on the server, including killed ones stuck writing a result nobody reads. */
 async function runningQueries(user: string, like: string): Promise<number> {
   const [rows] = await root.query<RowDataPacket[]>(
-    "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE USER = ? AND COMMAND = 'Query' AND INFO LIKE ?",
+    "SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE USER = ? AND COMMAND IN ('Query', 'Killed') AND INFO LIKE ?",
     [user, like],
   );
   return Number(rows[0]?.['n']);
@@ -475,6 +478,101 @@ describe('query limits', () => {
       expect((await failure(single.query('EXECUTE leaked'))).code).toBe('sql_error');
     } finally {
       await single.close();
+    }
+  });
+});
+
+describe('result size (maxBytes)', () => {
+  beforeEach(requireServer);
+
+  /** Highest heap use above the start while `work` runs, sampled every millisecond, in bytes. */
+  async function peakHeapGrowth<T>(work: () => Promise<T>): Promise<{ value: T; growth: number }> {
+    const start = process.memoryUsage().heapUsed;
+    let peak = start;
+    const sample = () => (peak = Math.max(peak, process.memoryUsage().heapUsed));
+    const timer = setInterval(sample, 1);
+    try {
+      const value = await work();
+      sample();
+      return { value, growth: peak - start };
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  it('cuts a result of one huge value per row without holding a row in memory, and stops the query', async () => {
+    const sql = "SELECT REPEAT('x', 16000000) AS big FROM orders";
+    await db.query('SELECT 1'); // a warm pool: the measurement sees the query alone
+    // Before the byte limit each call held 10 rows of 16 MB (160 MB of heap, more at the peak).
+    const { value: result, growth } = await peakHeapGrowth(() => db.query(sql));
+    expect(result).toEqual({
+      columns: ['big'],
+      rows: [],
+      rowCount: data.orders.length,
+      truncated: true,
+      cutAtBytes: 1_048_576,
+    });
+    expect(growth).toBeLessThan(12 * 1_048_576);
+    expect(await eventually(async () => (await runningQueries(READER, '%REPEAT%')) === 0)).toBe(true);
+    expect((await db.query('SELECT 1 AS one')).rows).toEqual([[1]]);
+  });
+
+  it('keeps nothing of a stopped query once it is over', async () => {
+    v8.setFlagsFromString('--expose-gc');
+    const gc = runInNewContext('gc') as () => void;
+    const held = () => {
+      gc();
+      const usage = process.memoryUsage();
+      return usage.heapUsed + usage.external;
+    };
+    await db.query("SELECT REPEAT('x', 16000000) AS big FROM orders");
+    const before = held();
+    for (let i = 0; i < 10; i++) await db.query("SELECT REPEAT('x', 16000000) AS big FROM orders");
+    // Buffers are freed a collection after the objects that held them, and sockets close a tick later.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    held();
+    // Each stopped query read about 2 MB; none of it may stay for the client timer's lifetime.
+    expect(held() - before).toBeLessThan(6 * 1_048_576);
+  });
+
+  it('keeps the rows that fit when many rows together pass the limit', async () => {
+    // Each row: an integer (8 bytes) and 300 bytes of text; 32 rows make 9,856 bytes, 33 would pass 10,000.
+    const result = await db.query("SELECT id, REPEAT('y', 300) AS pad FROM orders ORDER BY id", {
+      maxRows: 100,
+      maxBytes: 10_000,
+    });
+    expect(result.rows.map((row) => row[0])).toEqual(Array.from({ length: 32 }, (_, i) => i + 1));
+    expect(result).toMatchObject({ truncated: true, rowCount: data.orders.length, cutAtBytes: 10_000 });
+  });
+
+  it('leaves a result within the limit as it was, up to the last byte', async () => {
+    const exact = await db.query("SELECT REPEAT('z', 100) AS z FROM orders LIMIT 5", { maxBytes: 500 });
+    expect(exact).toEqual({
+      columns: ['z'],
+      rows: Array.from({ length: 5 }, () => ['z'.repeat(100)]),
+      rowCount: 5,
+      truncated: false,
+    });
+    // More rows than maxRows, each small: cut by rows, as before, not by bytes.
+    const many = await db.query("SELECT id, REPEAT('y', 300) AS pad FROM orders ORDER BY id", {
+      maxRows: 20,
+      maxBytes: 10_000,
+    });
+    expect(many.rows).toHaveLength(20);
+    expect(many).toMatchObject({ truncated: true, rowCount: data.orders.length });
+    expect(many).not.toHaveProperty('cutAtBytes');
+  });
+
+  it('takes its default from the database options', async () => {
+    const small = await openDataDatabase(dataUrl(READER, READER_PASSWORD), {
+      connectionLimit: 1,
+      maxResultBytes: 2_000,
+    });
+    try {
+      const result = await small.query("SELECT REPEAT('w', 1500) AS w FROM orders");
+      expect(result).toMatchObject({ rows: [['w'.repeat(1500)]], cutAtBytes: 2_000 });
+    } finally {
+      await small.close();
     }
   });
 });

@@ -238,7 +238,8 @@ describe('an email whose delivery cannot be known', () => {
         EMAIL_PENDING_GRACE_MS: '500',
       });
       await until(async () => (await ledgerOf(jobId))[0]?.status === 'sent', 'the sweeper to settle the row');
-      expect(settler.output()).toMatch(/email sweep: delivered, recorded as sent/);
+      // The row is updated before the line is logged: wait for the line.
+      await settler.waitForOutput(/email sweep: delivered, recorded as sent/);
       const later = await new BatchReportStore(pool).loadBatch(batchId);
       expect(later!.emails).toEqual([]);
       expect(delivered(sink, 'dee@example.com')).toHaveLength(1);

@@ -1,10 +1,13 @@
 // Tool execution (transient retries, timeouts, result cuts), model API errors (429 with retry-after, 500,
 // garbled bodies, no usage) and observers that throw.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { z } from 'zod';
 import { ToolError } from '../src/agent/errors.js';
 import { countCompletionTokens, countPromptTokens, tokenCounterFor } from '../src/llm/tokens.js';
 import { priceOf } from '../src/llm/pricing.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
+import { ToolRegistry } from '../src/tools/registry.js';
+import { defineTool } from '../src/tools/tool.js';
 import { MODEL, runWith } from './support/kernel-harness.js';
 
 let server: ScriptedModelServer;
@@ -96,6 +99,26 @@ describe('tools', () => {
     server.reset({ script: [{ actions: [{ tool: 'add', args: { a: 1, b: 2 } }] }, { answer: 'ok' }] });
     const { result } = await runWith(server);
     expect(result).not.toHaveProperty('uncertainEffects');
+  });
+
+  it('bounds an enormous result everywhere it goes: observation, trace and checkpoint', async () => {
+    const flood = defineTool({
+      name: 'flood',
+      description: 'Returns 46 MB of text.',
+      parameters: z.object({}),
+      execute: async () => 'row 42 | customer@example.com\n'.repeat(1_500_000),
+    });
+    server.reset({ script: [{ actions: [{ tool: 'flood', args: {} }] }, { answer: 'ok' }] });
+    const started = performance.now();
+    const { result, traces, checkpoints } = await runWith(server, { tools: new ToolRegistry([flood]) });
+    expect(result.status).toBe('succeeded');
+    // Counting 46 MB of tokens would take seconds on the event loop; at most 32 K characters are counted.
+    expect(performance.now() - started).toBeLessThan(5_000);
+    const observation = lastObservation();
+    expect(tokenCounterFor(MODEL)(observation)).toBeLessThanOrEqual(400);
+    expect(observation).toMatch(/…\[cut: \d+ of \d+ chars\]$/);
+    expect(traces[0]?.observations[0]?.length).toBeLessThanOrEqual(2_100);
+    expect(JSON.stringify(checkpoints).length).toBeLessThan(200_000);
   });
 
   it('a ToolError code reaches the trace', async () => {

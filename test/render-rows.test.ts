@@ -81,6 +81,26 @@ describe('renderRows', () => {
     expect(text.split('\n')[1]).toMatch(/^y+ \| y+.*…$/);
   });
 
+  it('says when rows are missing for their size, within the size limit', () => {
+    const rows = Array.from({ length: 3 }, (_, i) => [i + 1, 'v'.repeat(100)]);
+    const cut = { ...result(['id', 'value'], rows, 1000, true), cutAtBytes: 1_048_576 };
+    expect(renderRows(cut).split('\n').at(-1)).toBe(
+      '(showing 3 of 1000 rows; result cut at 1048576 bytes: select fewer or shorter columns)',
+    );
+    const many = Array.from({ length: 1_000 }, (_, i) => [i, 'v'.repeat(100)]);
+    const text = renderRows(
+      { ...result(['id', 'value'], many, null, true), cutAtBytes: 500_000 },
+      { maxChars: 800 },
+    );
+    expect(text.length).toBeLessThanOrEqual(800);
+    expect(text.split('\n').at(-1)).toMatch(
+      /^\(showing \d+ of more than 1000 rows; result cut at 500000 bytes/,
+    );
+    expect(renderRows({ ...result(['big'], [], 7, true), cutAtBytes: 1_024 })).toBe(
+      'big\n(showing 0 of 7 rows; result cut at 1024 bytes: select fewer or shorter columns)',
+    );
+  });
+
   it('never exceeds the size limit, whatever the rows', () => {
     const value = fc.oneof(
       fc.string({ maxLength: 400 }),

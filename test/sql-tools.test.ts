@@ -3,7 +3,7 @@
 // own reader af_r_<random> and drops both at the end. With no server every test fails; none is skipped.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createPool } from 'mysql2/promise';
+import { createConnection, createPool } from 'mysql2/promise';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { REFERENCE_SQL, expectedTopCustomers, generateSalesData } from '../src/demo/sales-data.js';
@@ -207,6 +207,20 @@ describe('sql_query', () => {
     expect(dataLines(one.output)[0]).toMatch(/^[^\n]{200}…\(\+\d+ chars\)$/);
   });
 
+  it('cuts a result past SQL_MAX_RESULT_BYTES and tells the model why', async () => {
+    const huge = await call('sql_query', { sql: "SELECT id, REPEAT('x', 16000000) AS big FROM orders" });
+    expect(huge.ok).toBe(true);
+    expect(huge.output).toBe(
+      `id | big\n(showing 0 of ${data.orders.length} rows; result cut at 1048576 bytes: select fewer or shorter columns)`,
+    );
+    // What fits is shown: four rows of 300 KB (the rendering then shortens each value).
+    const some = await call('sql_query', {
+      sql: "SELECT id, REPEAT('x', 300000) AS big FROM orders ORDER BY id",
+    });
+    expect(dataLines(some.output).map((line) => line.split(' | ')[0])).toEqual(['1', '2', '3']);
+    expect(some.output.split('\n').at(-1)).toMatch(/^\(showing 3 of \d+ rows; result cut at 1048576 bytes/);
+  });
+
   it('reports SQL errors with the server message so the model can fix them', async () => {
     const outcome = await call('sql_query', { sql: 'SELECT totl FROM orders' });
     expect(outcome).toMatchObject({ ok: false, errorCode: 'sql_error' });
@@ -298,6 +312,75 @@ describe('list_tables and describe_table', () => {
     const hidden = await call('describe_table', { table: 'products' }, limited);
     expect(hidden).toMatchObject({ ok: false, errorCode: 'unknown_table' });
     expect(hidden.output).toMatch(/Tables: customers, orders\.$/);
+  });
+});
+
+describe('list_tables and describe_table on a very wide schema', () => {
+  // 250 views (t000…t249: a view is much quicker to create than a table) and a table of 500 columns, in a
+  // database of their own the reader may read.
+  const WIDE = `af_test_wide_${SUFFIX}`;
+  let wide: DataDatabase;
+  let wideTools: ToolRegistry;
+
+  beforeAll(async () => {
+    if (setupError !== undefined) return;
+    const admin = await createConnection({
+      host: HOST,
+      port: PORT,
+      user: decodeURIComponent(SERVER.username) || 'root',
+      password: decodeURIComponent(SERVER.password),
+      multipleStatements: true,
+    });
+    try {
+      const db = quoteIdentifier(WIDE);
+      const tables = Array.from(
+        { length: 250 },
+        (_, i) => `CREATE VIEW ${db}.t${String(i).padStart(3, '0')} AS SELECT 1 AS id, 'x' AS label;`,
+      );
+      const columns = Array.from({ length: 500 }, (_, i) => `c${i} INT`).join(', ');
+      await admin.query(
+        `CREATE DATABASE ${db}; ${tables.join(' ')} CREATE TABLE ${db}.very_wide (${columns}) ENGINE=MEMORY; ` +
+          `GRANT SELECT ON ${db}.* TO '${READER}'@'%';`,
+      );
+    } finally {
+      await admin.end();
+    }
+    wide = await openDataDatabase(`mysql://${READER}:${READER_PASSWORD}@${HOST}:${PORT}/${WIDE}`);
+    wideTools = new ToolRegistry(createSqlTools(wide));
+  }, 120_000);
+
+  afterAll(async () => {
+    await wide?.close();
+    await root?.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(WIDE)}`);
+  }, 60_000);
+
+  it('lists what fits and says how many tables are not shown', async () => {
+    const outcome = await call('list_tables', {}, wideTools);
+    expect(outcome.ok).toBe(true);
+    expect(outcome.output.length).toBeLessThanOrEqual(4_000);
+    const lines = outcome.output.split('\n');
+    expect(lines[0]).toBe('t000(id, label) view');
+    expect(lines.at(-1)).toBe(
+      `(showing ${lines.length - 1} of more than 200 tables; describe_table gives any table's columns)`,
+    );
+  });
+
+  it('describes a table of 500 columns with the first 300, and lists it with the first 40', async () => {
+    const described = await call('describe_table', { table: 'very_wide' }, wideTools);
+    const lines = described.output.split('\n');
+    expect(lines[0]).toBe('very_wide:');
+    expect(lines[1]).toMatch(/^c0 int/);
+    expect(lines).toHaveLength(302);
+    expect(lines.at(-1)).toBe('(only the first 300 columns are shown)');
+    const summary = (await wide.listTables({ only: ['very_wide'] }))[0];
+    expect(summary?.columns).toHaveLength(40);
+    expect(summary?.moreColumns).toBe(true);
+  });
+
+  it('names at most 50 tables when asked about an unknown one', async () => {
+    const outcome = await call('describe_table', { table: 'invoices' }, wideTools);
+    expect(outcome.errorCode).toBe('unknown_table');
+    expect(outcome.output).toMatch(/Tables: t000, t001, .*, t049, …\.$/);
   });
 });
 

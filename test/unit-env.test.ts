@@ -37,6 +37,7 @@ describe('parseEnv defaults', () => {
       EMAIL_FROM: 'reports@agent-fleet.local',
       EMAIL_ALLOWED_DOMAINS: ['example.com'],
       EMAIL_MAX_PER_RUN: 10,
+      SQL_MAX_RESULT_BYTES: 1_048_576,
       // The demo's embedded sink listens there.
       SMTP_URL: 'smtp://127.0.0.1:1025',
       EMAIL_DRY_RUN: false,
@@ -151,6 +152,8 @@ describe('parseEnv refusals', () => {
     ['EMAIL_FROM', 'not-an-email', /email/i],
     ['FLEET_DAILY_MAX_COST_USD', '-1', />0/],
     ['MODEL_RPM', '0', />=1/],
+    ['SQL_MAX_RESULT_BYTES', '1000', />=1024/],
+    ['SQL_MAX_RESULT_BYTES', '1MB', /number/],
   ];
 
   it.each(cases)('%s=%s names the variable and shows the value', (name, value, reason) => {

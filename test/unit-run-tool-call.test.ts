@@ -195,6 +195,53 @@ describe('results', () => {
     expect(await output('nul')).toBe('null');
   });
 
+  it('bounds what any tool returns or throws: a huge string, a huge object, a huge error message', async () => {
+    // The object's elements are read through a proxy: rendering stops reading once the limit is reached.
+    let reads = 0;
+    const rows = Array.from({ length: 1_000_000 }, (_, i) => ({ id: i, name: `customer-${i}` }));
+    const counted = new Proxy(rows, { get: (target, key) => (reads++, Reflect.get(target, key)) });
+    const registry = new ToolRegistry([
+      tool('text', async () => 'x'.repeat(50_000_000)),
+      tool('object', async () => ({ rows: counted })),
+      tool('fails', async () => {
+        throw new Error(`bad input: ${'y'.repeat(20_000_000)}`);
+      }),
+    ]);
+    const run = (name: string) =>
+      runToolCall(registry, call(name), ctx(), { ...OPTIONS, maxOutputChars: 10_000 });
+
+    const text = await run('text');
+    expect(text.output).toBe(`${'x'.repeat(10_000)} …[cut: 49990000 chars]`);
+
+    const object = await run('object');
+    expect(object.ok).toBe(true);
+    expect(object.output).toMatch(/^\{"rows":\[\{"id":0,"name":"customer-0"\},\{"id":1,/);
+    expect(object.output.endsWith(' …[cut at 10000 chars]')).toBe(true);
+    expect(object.output.length).toBeLessThanOrEqual(10_000);
+    expect(reads).toBeLessThan(5_000);
+
+    const error = await run('fails');
+    expect(error).toMatchObject({ ok: false, errorCode: 'tool_failed' });
+    expect(error.output.startsWith('Error from fails: bad input: yyy')).toBe(true);
+    expect(error.output.length).toBeLessThanOrEqual(10_000 + 30);
+
+    // The default limit: a million characters.
+    const unbounded = await runToolCall(registry, call('text'), ctx(), OPTIONS);
+    expect(unbounded.output.length).toBeLessThanOrEqual(1_000_000 + 30);
+  });
+
+  it('renders what JSON.stringify refuses instead of failing the call', async () => {
+    const cyclic: Record<string, unknown> = { name: 'a' };
+    cyclic['self'] = cyclic;
+    const registry = new ToolRegistry([
+      tool('cyclic', async () => cyclic),
+      tool('big', async () => ({ n: 12345678901234567890n })),
+    ]);
+    const output = async (name: string) => (await runToolCall(registry, call(name), ctx(), OPTIONS)).output;
+    expect(await output('cyclic')).toBe('{"name":"a","self":"[Circular]"}');
+    expect(await output('big')).toBe('{"n":12345678901234567890}');
+  });
+
   it('measures latency with the clock it is given', async () => {
     let t = 1_000;
     const registry = new ToolRegistry([tool('t', async () => 'x')]);

@@ -9,6 +9,7 @@ const counters = [
   ['gpt-4-turbo', tokenCounterFor('gpt-4-turbo')],
 ] as const;
 const MARKER = / …\[cut: (\d+) of (\d+) tokens\]$/;
+const CHARS_MARKER = / …\[cut: (\d+) of (\d+) chars\]$/;
 
 describe.each(counters)('truncateToTokens (%s)', (_model, count) => {
   it('does not count a text short enough to fit whatever it holds, and such a text does fit', () => {
@@ -42,6 +43,23 @@ describe.each(counters)('truncateToTokens (%s)', (_model, count) => {
     expect(Number(match?.[1])).toBe(total - count(head));
     // a generous share of the limit is kept, not just the marker
     expect(count(head)).toBeGreaterThan(50);
+  });
+
+  it('cuts a text far beyond the limit without counting all of it, and says how many chars were cut', () => {
+    const counted: number[] = [];
+    const spy = (text: string) => (counted.push(text.length), count(text));
+    const text = 'row 42 | customer@example.com\n'.repeat(700_000); // 21 MB
+    const started = performance.now();
+    const cut = truncateToTokens(text, 400, spy);
+    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(Math.max(...counted)).toBeLessThanOrEqual(32_768);
+    expect(count(cut)).toBeLessThanOrEqual(400);
+    const match = CHARS_MARKER.exec(cut);
+    expect(Number(match?.[2])).toBe(text.length);
+    const head = cut.replace(CHARS_MARKER, '');
+    expect(text.startsWith(head)).toBe(true);
+    expect(Number(match?.[1])).toBe(text.length - head.length);
+    expect(count(head)).toBeGreaterThan(300);
   });
 
   it('never exceeds the limit, keeps a prefix and marks the cut (property)', () => {

@@ -37,6 +37,11 @@ export const PROMPT_EXTRA_PER_TOOL_CALL_MAX = 64;
 
 /** Tool results are cut to this many tokens before they enter memory. */
 export const DEFAULT_TOOL_RESULT_MAX_TOKENS = 400;
+/**
+ * A tool's output is cut to this many characters as the call ends, before the token cut: more than any token
+ * limit keeps (AGENT_TOOL_RESULT_MAX_TOKENS allows 100,000), far less than a runaway tool may return.
+ */
+export const TOOL_OUTPUT_MAX_CHARS = 1_000_000;
 export const DEFAULT_TOOL_TIMEOUT_MS = 15_000;
 export const DEFAULT_TOOL_TRANSIENT_RETRIES = 2;
 export const DEFAULT_TOOL_RETRY_BASE_DELAY_MS = 200;

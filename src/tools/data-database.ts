@@ -7,8 +7,8 @@
 //    own password with SET PASSWORD), on a connection reset when it goes back to the pool (no variable,
 //    charset or temporary state survives into the next query), without multi-statements or LOCAL INFILE;
 // d. limits: a server-side statement time limit, a client timeout that kills the query, the caller's
-//    AbortSignal (KILL QUERY from another connection, then the connection is dropped), and at most
-//    maxRows + 1 rows fetched.
+//    AbortSignal (KILL QUERY from another connection, then the connection is dropped), at most
+//    maxRows + 1 rows fetched and at most maxBytes of values read (stream-rows.ts: the same KILL QUERY).
 //
 // Row limit: the query is NOT wrapped in `SELECT * FROM (<sql>) q LIMIT n`: MariaDB ignores an ORDER BY
 // inside a derived table (the outer query may return rows in any order), and a derived table refuses
@@ -26,11 +26,11 @@ import type {
   PoolOptions,
   RowDataPacket,
 } from 'mysql2/promise';
-import type { Connection as CoreConnection } from 'mysql2';
 import { ConfigError, ToolError, TransientToolError } from '../agent/errors.js';
 import { CONNECTION_ERROR_CODES } from '../store/connection-errors.js';
 import { StoreError } from '../store/errors.js';
 import { parseMysqlUrl, type MysqlTarget } from '../store/mysql-url.js';
+import { QueryStopped, streamRows } from './stream-rows.js';
 
 export type ServerFlavour = 'mariadb' | 'mysql';
 
@@ -41,6 +41,8 @@ export interface DataDatabaseOptions {
   connectTimeoutMs?: number;
   /** Run assertReadOnly() before returning (default true); off only for tests that check it themselves. */
   checkGrants?: boolean;
+  /** Default of QueryOptions.maxBytes (SQL_MAX_RESULT_BYTES). Default 1 MiB. */
+  maxResultBytes?: number;
 }
 
 export interface QueryOptions {
@@ -49,6 +51,8 @@ export interface QueryOptions {
   timeoutMs?: number;
   /** Rows returned; one more is fetched to know whether there were more. Default 10. */
   maxRows?: number;
+  /** Bytes of values kept; the rows that fit are returned. Default: the database's maxResultBytes. */
+  maxBytes?: number;
 }
 
 export interface QueryResult {
@@ -62,12 +66,23 @@ export interface QueryResult {
    */
   rowCount: number | null;
   truncated: boolean;
+  /** Set (to maxBytes) when the rows stop short because the next one would pass maxBytes. */
+  cutAtBytes?: number;
 }
 
 export interface TableSummary {
   name: string;
   isView: boolean;
   columns: string[];
+  /** Set when the table has more than the columns listed. */
+  moreColumns?: boolean;
+}
+
+export interface ListTablesOptions {
+  /** Tables returned, the first by name. Default 200, at most 1,000. */
+  limit?: number;
+  /** Only these tables (compared case-insensitively), e.g. an allowlist's. */
+  only?: readonly string[];
 }
 
 export interface ColumnDescription {
@@ -87,11 +102,19 @@ export interface TableDescription {
   name: string;
   isView: boolean;
   columns: ColumnDescription[];
+  /** Set when the table has more than the columns described. */
+  moreColumns?: boolean;
 }
 
 const DEFAULT_TIMEOUT_MS = 5_000;
 const DEFAULT_MAX_ROWS = 10;
 const MAX_MAX_ROWS = 10_000;
+export const DEFAULT_MAX_RESULT_BYTES = 1_048_576;
+const DEFAULT_LISTED_TABLES = 200;
+const MAX_LISTED_TABLES = 1_000;
+/** Columns per table in listTables (enough to write most queries) and in describeTable. */
+const MAX_LISTED_COLUMNS = 40;
+const MAX_DESCRIBED_COLUMNS = 300;
 /** The client waits this long past the server-side limit, so the server's clearer error normally wins. */
 const CLIENT_GRACE_MS = 1_000;
 /** Bookkeeping statements (SET, START TRANSACTION, ROLLBACK, information_schema) get this long. */
@@ -154,7 +177,7 @@ export async function openDataDatabase(
     await pool.end().catch(() => undefined);
     throw connectError(target, error);
   }
-  const db = new DataDatabase(pool, target, server, version);
+  const db = new DataDatabase(pool, target, server, version, options.maxResultBytes);
   if (options.checkGrants ?? true) {
     try {
       await db.assertReadOnly();
@@ -178,6 +201,7 @@ export class DataDatabase {
     /** Connection options without a database, for the side connection that sends KILL QUERY. */
     private readonly server: ConnectionOptions,
     readonly serverVersion: string,
+    private readonly maxResultBytes = DEFAULT_MAX_RESULT_BYTES,
   ) {
     this.flavour = /mariadb/i.test(serverVersion) ? 'mariadb' : 'mysql';
     this.database = target.database;
@@ -213,25 +237,50 @@ export class DataDatabase {
   async query(sql: string, options: QueryOptions = {}): Promise<QueryResult> {
     const maxRows = Math.min(Math.max(Math.floor(options.maxRows ?? DEFAULT_MAX_ROWS), 0), MAX_MAX_ROWS);
     const timeoutMs = Math.max(Math.floor(options.timeoutMs ?? DEFAULT_TIMEOUT_MS), 1);
+    const maxBytes = Math.max(Math.floor(options.maxBytes ?? this.maxResultBytes), 1);
     const deadline = Date.now() + timeoutMs;
     // The server takes one statement without multi-statements; a trailing `;` is the model's habit, not a second.
     const statement = sql.replace(/[\s;]+$/, '');
     const { signal } = options;
-    const { columns, rows } = await this.run(statement, { timeoutMs, signal, fetch: maxRows + 1 });
-    if (rows.length <= maxRows) return { columns, rows, rowCount: rows.length, truncated: false };
+    const { columns, rows, overBytes } = await this.run(statement, {
+      timeoutMs,
+      signal,
+      fetch: maxRows + 1,
+      maxBytes,
+    });
+    if (!overBytes && rows.length <= maxRows) {
+      return { columns, rows, rowCount: rows.length, truncated: false };
+    }
     const rowCount = await this.countRows(statement, deadline, signal);
-    return { columns, rows: rows.slice(0, maxRows), rowCount, truncated: true };
+    const cut = { columns, rows: rows.slice(0, maxRows), rowCount, truncated: true };
+    // The extra row only tells whether there are more: its size cuts nothing the caller would have seen.
+    return overBytes && rows.length < maxRows ? { ...cut, cutAtBytes: maxBytes } : cut;
   }
 
-  /** Tables and views of the data database with their column names, sorted by name. */
-  async listTables(): Promise<TableSummary[]> {
-    const [tables] = await this.adminQuery(
-      'SELECT TABLE_NAME AS name, TABLE_TYPE AS type FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME',
-      [this.database],
+  /**
+   * Tables and views of the data database with their column names, sorted by name (code points), at most
+   * `limit` of them and MAX_LISTED_COLUMNS columns each: a schema of 100,000 tables is never read whole.
+   */
+  async listTables(options: ListTablesOptions = {}): Promise<TableSummary[]> {
+    const limit = Math.min(
+      Math.max(Math.floor(options.limit ?? DEFAULT_LISTED_TABLES), 0),
+      MAX_LISTED_TABLES,
     );
+    const only = options.only?.map((name) => name.toLowerCase());
+    if (limit === 0 || only?.length === 0) return [];
+    const [tables] = await this.adminQuery(
+      'SELECT TABLE_NAME AS name, TABLE_TYPE AS type FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?' +
+        (only ? ' AND LOWER(TABLE_NAME) IN (?)' : '') +
+        ' ORDER BY CAST(TABLE_NAME AS BINARY) LIMIT ?',
+      only ? [this.database, only, limit] : [this.database, limit],
+    );
+    if (tables.length === 0) return [];
     const [columns] = await this.adminQuery(
-      'SELECT TABLE_NAME AS t, COLUMN_NAME AS c FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME, ORDINAL_POSITION',
-      [this.database],
+      'SELECT t, c FROM (SELECT TABLE_NAME AS t, COLUMN_NAME AS c, ' +
+        'ROW_NUMBER() OVER (PARTITION BY TABLE_NAME ORDER BY ORDINAL_POSITION) AS n ' +
+        'FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN (?)) AS numbered ' +
+        'WHERE n <= ? ORDER BY t, n',
+      [this.database, tables.map((row) => String(row['name'])), MAX_LISTED_COLUMNS + 1],
     );
     const byTable = new Map<string, string[]>();
     for (const row of columns) {
@@ -241,39 +290,57 @@ export class DataDatabase {
       byTable.set(table, list);
     }
     return tables
-      .map((row) => ({
-        name: String(row['name']),
-        isView: String(row['type']).toUpperCase().includes('VIEW'),
-        columns: byTable.get(String(row['name'])) ?? [],
-      }))
+      .map((row) => {
+        const name = String(row['name']);
+        const names = byTable.get(name) ?? [];
+        const summary = {
+          name,
+          isView: String(row['type']).toUpperCase().includes('VIEW'),
+          columns: names.slice(0, MAX_LISTED_COLUMNS),
+        };
+        return names.length > MAX_LISTED_COLUMNS ? { ...summary, moreColumns: true } : summary;
+      })
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)); // code points: same on every server
   }
 
-  /** Columns of one table of the data database (exact name first, then case-insensitive); undefined if none. */
+  /**
+   * Columns of one table of the data database (exact name first, then case-insensitive), at most
+   * MAX_DESCRIBED_COLUMNS of them; undefined if there is no such table.
+   */
   async describeTable(name: string): Promise<TableDescription | undefined> {
-    const tables = await this.listTables();
-    const table =
-      tables.find((t) => t.name === name) ?? tables.find((t) => t.name.toLowerCase() === name.toLowerCase());
-    if (!table) return undefined;
+    const lookup = async (condition: string) =>
+      (
+        await this.adminQuery(
+          'SELECT TABLE_NAME AS name, TABLE_TYPE AS type FROM information_schema.TABLES ' +
+            `WHERE TABLE_SCHEMA = ? AND ${condition} ORDER BY CAST(TABLE_NAME AS BINARY) LIMIT 10`,
+          [this.database, name],
+        )
+      )[0];
+    let found = await lookup('TABLE_NAME = ?');
+    if (found.length === 0) found = await lookup('LOWER(TABLE_NAME) = LOWER(?)');
+    const row =
+      found.find((t) => String(t['name']) === name) ??
+      found.find((t) => String(t['name']).toLowerCase() === name.toLowerCase());
+    if (!row) return undefined;
+    const table = { name: String(row['name']), isView: String(row['type']).toUpperCase().includes('VIEW') };
     const [columns] = await this.adminQuery(
       'SELECT COLUMN_NAME AS name, COLUMN_TYPE AS type, IS_NULLABLE AS nullable, COLUMN_KEY AS k, ' +
         'COLUMN_DEFAULT AS d, EXTRA AS extra FROM information_schema.COLUMNS ' +
-        'WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION',
-      [this.database, table.name],
+        'WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION LIMIT ?',
+      [this.database, table.name, MAX_DESCRIBED_COLUMNS + 1],
     );
     const [keys] = await this.adminQuery(
       'SELECT COLUMN_NAME AS c, REFERENCED_TABLE_NAME AS rt, REFERENCED_COLUMN_NAME AS rc ' +
         'FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ' +
-        'AND REFERENCED_TABLE_NAME IS NOT NULL',
-      [this.database, table.name],
+        'AND REFERENCED_TABLE_NAME IS NOT NULL LIMIT ?',
+      [this.database, table.name, MAX_DESCRIBED_COLUMNS * 4],
     );
     const references = new Map(
       keys.map((row) => [String(row['c']), `${String(row['rt'])}.${String(row['rc'])}`]),
     );
-    return {
-      name: table.name,
-      isView: table.isView,
-      columns: columns.map((row) => ({
+    const description = {
+      ...table,
+      columns: columns.slice(0, MAX_DESCRIBED_COLUMNS).map((row) => ({
         name: String(row['name']),
         type: String(row['type']),
         nullable: String(row['nullable']).toUpperCase() === 'YES',
@@ -283,6 +350,7 @@ export class DataDatabase {
         references: references.get(String(row['name'])) ?? null,
       })),
     };
+    return columns.length > MAX_DESCRIBED_COLUMNS ? { ...description, moreColumns: true } : description;
   }
 
   async close(): Promise<void> {
@@ -334,18 +402,19 @@ export class DataDatabase {
       throw error;
     } finally {
       if (reusable) connection.release();
-      else connection.destroy();
+      else discard(connection);
     }
   }
 
   /**
    * Runs one statement in a read-only transaction of a read-only session with the time limits, streaming at
-   * most `fetch` rows; a row beyond that stops the query (KILL QUERY) and drops the connection.
+   * most `fetch` rows and `maxBytes` of values; anything beyond stops the query (KILL QUERY) and drops the
+   * connection.
    */
   private async run(
     sql: string,
-    { timeoutMs, signal, fetch }: { timeoutMs: number; signal: AbortSignal | undefined; fetch: number },
-  ): Promise<{ columns: string[]; rows: unknown[][] }> {
+    { timeoutMs, signal, fetch, maxBytes }: RunLimits,
+  ): Promise<{ columns: string[]; rows: unknown[][]; overBytes: boolean }> {
     if (signal?.aborted) throw this.toolError(new QueryStopped('aborted'), timeoutMs);
     let connection: PoolConnection;
     try {
@@ -367,6 +436,7 @@ export class DataDatabase {
           : sql;
       const outcome = await streamRows(connection, text, {
         fetch,
+        maxBytes,
         signal,
         clientTimeoutMs: timeoutMs + CLIENT_GRACE_MS,
       });
@@ -388,7 +458,7 @@ export class DataDatabase {
       throw this.toolError(error, timeoutMs);
     } finally {
       if (reusable) connection.release();
-      else connection.destroy();
+      else discard(connection);
     }
   }
 
@@ -419,6 +489,7 @@ export class DataDatabase {
         timeoutMs: remaining,
         signal,
         fetch: 1,
+        maxBytes: DEFAULT_MAX_RESULT_BYTES,
       });
       const count = Number(rows[0]?.[0]);
       return Number.isSafeInteger(count) ? count : null;
@@ -573,64 +644,21 @@ function splitTopLevel(text: string): string[] {
   return parts.filter((part) => part.trim() !== '');
 }
 
-/** Rejected with when the caller's signal aborts a running query. */
-class QueryStopped extends Error {}
-
-interface StreamOutcome {
-  columns: string[];
-  rows: unknown[][];
-  /** True when the query was still sending rows and we stopped reading: the connection cannot be reused. */
-  stopped: boolean;
+/**
+ * Drops a connection for good. mysql2's destroy() only half-closes the socket: a server still writing a result
+ * we stopped reading would stay blocked in that write, killed or not, until net_write_timeout (60 s), holding
+ * its locks and a connection. Closing the socket outright fails that write at once.
+ */
+function discard(connection: PoolConnection): void {
+  connection.destroy();
+  (connection.connection as unknown as { stream?: { destroy?: () => void } }).stream?.destroy?.();
 }
 
-/** Reads the first result set row by row (as arrays, so duplicate column names survive), `fetch` rows at most. */
-function streamRows(
-  connection: PoolConnection,
-  sql: string,
-  options: { fetch: number; signal: AbortSignal | undefined; clientTimeoutMs: number },
-): Promise<StreamOutcome> {
-  // The promise wrapper buffers whole results; the callback-style connection underneath emits row events.
-  const core = connection.connection as unknown as CoreConnection;
-  return new Promise<StreamOutcome>((resolve, reject) => {
-    let columns: string[] | undefined;
-    const rows: unknown[][] = [];
-    let settled = false;
-    const settle = (finish: () => void) => {
-      if (settled) return;
-      settled = true;
-      options.signal?.removeEventListener('abort', onAbort);
-      core.removeListener('error', onConnectionError);
-      finish();
-    };
-    // mysql2 reports a connection lost under a callback-less (streaming) query on the connection, not on the
-    // query: without this the promise would wait for the client timeout.
-    const onConnectionError = (error: Error) => settle(() => reject(error));
-    core.on('error', onConnectionError);
-    const onAbort = () =>
-      settle(() => {
-        core.pause();
-        reject(new QueryStopped('aborted'));
-      });
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-
-    const query = core.query({ sql, rowsAsArray: true, timeout: options.clientTimeoutMs });
-    query.on('fields', (fields: FieldPacket[] | undefined) => {
-      if (fields) columns ??= fields.map((field) => field.name);
-    });
-    query.on('result', (row: unknown, resultIndex: number) => {
-      if (settled || resultIndex > 0 || !Array.isArray(row)) return;
-      if (rows.length >= options.fetch) {
-        settle(() => {
-          core.pause();
-          resolve({ columns: columns ?? [], rows, stopped: true });
-        });
-        return;
-      }
-      rows.push(row);
-    });
-    query.on('error', (error: Error) => settle(() => reject(error)));
-    query.on('end', () => settle(() => resolve({ columns: columns ?? [], rows, stopped: false })));
-  });
+interface RunLimits {
+  timeoutMs: number;
+  signal: AbortSignal | undefined;
+  fetch: number;
+  maxBytes: number;
 }
 
 function throwIfAborted(signal: AbortSignal | undefined): void {

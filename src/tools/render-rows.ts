@@ -9,6 +9,8 @@ export interface RowsToRender {
   /** Rows of the whole result; null when only "more than rows.length" is known. */
   rowCount: number | null;
   truncated: boolean;
+  /** Set when the rows stop short because the result passed this many bytes (SQL_MAX_RESULT_BYTES). */
+  cutAtBytes?: number;
 }
 
 export interface RenderOptions {
@@ -25,9 +27,10 @@ const SEPARATOR = ' | ';
 const FOOTER_RESERVE = 60;
 
 export function renderRows(result: RowsToRender, options: RenderOptions = {}): string {
-  const maxChars = Math.max(options.maxChars ?? DEFAULT_MAX_CHARS, FOOTER_RESERVE * 2);
+  const note = byteNote(result.cutAtBytes);
+  const maxChars = Math.max(options.maxChars ?? DEFAULT_MAX_CHARS, FOOTER_RESERVE * 2 + note.length);
   const maxValueChars = Math.max(options.maxValueChars ?? DEFAULT_MAX_VALUE_CHARS, 10);
-  const budget = maxChars - FOOTER_RESERVE;
+  const budget = maxChars - FOOTER_RESERVE - note.length;
 
   if (result.columns.length === 0) return '(no result set: the statement returned no rows)';
   const header = cutLine(result.columns.map((name) => cell(name, maxValueChars)).join(SEPARATOR), budget);
@@ -50,9 +53,15 @@ export function renderRows(result: RowsToRender, options: RenderOptions = {}): s
   if (result.rows.length === 0 && !result.truncated) lines.push('(no rows)');
   else if (result.truncated || shown < result.rows.length) {
     const of = total === null ? `more than ${result.rows.length}` : String(total);
-    lines.push(`(showing ${shown} of ${of} rows)`);
+    lines.push(`(showing ${shown} of ${of} rows${note})`);
   }
   return lines.join('\n');
+}
+
+/** Says that rows are missing for their size, not their number, and what the model can do about it. */
+function byteNote(cutAtBytes: number | undefined): string {
+  if (cutAtBytes === undefined) return '';
+  return `; result cut at ${cutAtBytes} bytes: select fewer or shorter columns`;
 }
 
 /**

@@ -1,10 +1,13 @@
 // Runs one tool call the model asked for and turns every outcome, including refusals and failures, into an
 // observation the model can act on. Nothing here throws: a failing tool never crashes the run.
 import type { z } from 'zod';
+import { TOOL_OUTPUT_MAX_CHARS } from '../agent/defaults.js';
 import { ToolError } from '../agent/errors.js';
 import { sleep } from '../agent/sleep.js';
 import type { UncertainEffect } from '../agent/types.js';
 import { effectsInFlight, type EffectsInFlight } from './effects-in-flight.js';
+import { truncateChars } from '../agent/truncate.js';
+import { boundedJson } from './bounded-json.js';
 import type { ToolRegistry } from './registry.js';
 import { UncertainOutcome, type ToolContext } from './tool.js';
 
@@ -17,11 +20,16 @@ export interface ToolRunOptions {
   retryBaseDelayMs: number;
   /** Where calls with side effects are tracked until they settle. Default: the process's registry. */
   effects?: EffectsInFlight;
+  /** Characters of an outcome's output, whatever the tool returned or threw. Default TOOL_OUTPUT_MAX_CHARS. */
+  maxOutputChars?: number;
 }
 
 export interface ToolCallOutcome {
   ok: boolean;
-  /** What the tool returned, rendered as text, or why the call was refused or failed. Not yet truncated. */
+  /**
+   * What the tool returned, rendered as text, or why the call was refused or failed: at most maxOutputChars
+   * (then marked as cut), not yet cut to the model's token limit.
+   */
   output: string;
   /** A machine-readable reason when not ok: unknown_tool, invalid_arguments, timeout, aborted, or the tool's. */
   errorCode?: string;
@@ -50,8 +58,11 @@ export async function runToolCall(
   now: () => number = Date.now,
 ): Promise<ToolCallOutcome> {
   const started = now();
+  const maxChars = options.maxOutputChars ?? TOOL_OUTPUT_MAX_CHARS;
+  // Every output passes here, so none goes further unbounded: a result, an error's message, a list of names.
   const done = (fields: Omit<ToolCallOutcome, 'latencyMs'>): ToolCallOutcome => ({
     ...fields,
+    output: truncateChars(fields.output, maxChars),
     latencyMs: now() - started,
   });
 
@@ -97,9 +108,9 @@ export async function runToolCall(
       );
       if (value instanceof UncertainOutcome) {
         const uncertain = { tool: tool.name, callKey: ctx.callKey, ...value.effect };
-        return done({ ok: true, output: value.observation, attempts: attempt, uncertain });
+        return done({ ok: true, output: render(value.observation, maxChars), attempts: attempt, uncertain });
       }
-      return done({ ok: true, output: render(value), attempts: attempt });
+      return done({ ok: true, output: render(value, maxChars), attempts: attempt });
     } catch (error) {
       // Stopped waiting for a call that may have side effects: it may still take effect.
       const unknown = (why: string) =>
@@ -161,10 +172,13 @@ export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
     .join('; ');
 }
 
-function render(value: unknown): string {
+function render(value: unknown, maxChars: number): string {
   if (typeof value === 'string') return value;
   if (value === undefined) return 'OK';
-  return JSON.stringify(value);
+  // Marker included, within maxChars: the cut of every output that follows leaves it as it is.
+  const marker = ` …[cut at ${maxChars} chars]`;
+  const json = boundedJson(value, Math.max(maxChars - marker.length, 0));
+  return json.complete ? json.text : `${json.text}${marker}`;
 }
 
 class CallTimeout extends Error {}

@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { ToolError } from '../agent/errors.js';
 import type { DataDatabase, TableDescription, TableSummary } from './data-database.js';
-import { renderRows } from './render-rows.js';
+import { DEFAULT_MAX_CHARS, renderRows } from './render-rows.js';
 import { checkSelectOnly } from './sql-guard.js';
 import { defineTool, type Tool } from './tool.js';
 
@@ -22,16 +22,26 @@ export interface SqlToolsOptions {
 
 /** Past the query's own limit: the client's grace and the optional COUNT(*) fit inside. */
 const TOOL_GRACE_MS = 2_000;
+/** Tables read for list_tables (the output is cut to maxChars anyway) and named in an unknown_table error. */
+const LISTED_TABLES = 200;
+const NAMED_TABLES = 50;
 
 export function createSqlTools(db: DataDatabase, options: SqlToolsOptions = {}): Tool[] {
   const maxRows = options.maxRows ?? 10;
+  const maxChars = options.maxChars ?? DEFAULT_MAX_CHARS;
   const timeoutMs = options.timeoutMs ?? 5_000;
   const allowed = options.allowedTables
     ? new Set(options.allowedTables.map((t) => t.toLowerCase()))
     : undefined;
   const visible = (table: string) =>
     !allowed || allowed.has(table.toLowerCase()) || allowed.has(`${db.database}.${table}`.toLowerCase());
-  const visibleTables = async () => (await db.listTables()).filter((table) => visible(table.name));
+  // The allowlist's tables of this database, filtered on the server so the listing's limit counts only them.
+  const only = options.allowedTables
+    ?.map((t) => t.toLowerCase())
+    .map((t) => (t.startsWith(`${db.database.toLowerCase()}.`) ? t.slice(db.database.length + 1) : t))
+    .filter((t) => !t.includes('.'));
+  const visibleTables = async (limit: number) =>
+    (await db.listTables({ limit, ...(only ? { only } : {}) })).filter((table) => visible(table.name));
 
   const sqlQuery = defineTool({
     name: 'sql_query',
@@ -59,8 +69,8 @@ export function createSqlTools(db: DataDatabase, options: SqlToolsOptions = {}):
     parameters: z.object({}),
     readOnly: true,
     async execute() {
-      const tables = await visibleTables();
-      return tables.length === 0 ? '(no tables)' : tables.map(renderSummary).join('\n');
+      const tables = await visibleTables(LISTED_TABLES + 1);
+      return tables.length === 0 ? '(no tables)' : renderSummaries(tables, LISTED_TABLES, maxChars);
     },
   });
 
@@ -75,10 +85,12 @@ export function createSqlTools(db: DataDatabase, options: SqlToolsOptions = {}):
       const plausible = name !== '' && name.length <= 64 && visible(name);
       const description = plausible ? await db.describeTable(name) : undefined;
       if (!description || !visible(description.name)) {
-        const names = (await visibleTables()).map((t) => t.name);
+        const names = (await visibleTables(NAMED_TABLES + 1)).map((t) => t.name);
+        const list =
+          names.length > NAMED_TABLES ? `${names.slice(0, NAMED_TABLES).join(', ')}, …` : names.join(', ');
         throw new ToolError(
           'unknown_table',
-          `No table named "${table.slice(0, 64)}". Tables: ${names.join(', ') || '(none)'}.`,
+          `No table named "${table.slice(0, 64)}". Tables: ${list || '(none)'}.`,
         );
       }
       return renderDescription(description);
@@ -90,7 +102,26 @@ export function createSqlTools(db: DataDatabase, options: SqlToolsOptions = {}):
 
 /** `orders(id, customer_id, order_date, status, total)`: enough to write most queries without describe_table. */
 function renderSummary(table: TableSummary): string {
-  return `${table.name}(${table.columns.join(', ')})${table.isView ? ' view' : ''}`;
+  const columns = [...table.columns, ...(table.moreColumns ? ['…'] : [])].join(', ');
+  return `${table.name}(${columns})${table.isView ? ' view' : ''}`;
+}
+
+/** One line per table while they fit in maxChars, then a footer saying how many are not shown. */
+function renderSummaries(tables: TableSummary[], listed: number, maxChars: number): string {
+  const lines: string[] = [];
+  let used = 0;
+  for (const table of tables.slice(0, listed)) {
+    const line = renderSummary(table);
+    if (used + line.length + 1 > maxChars - 80) break;
+    lines.push(line);
+    used += line.length + 1;
+  }
+  if (lines.length === tables.length) return lines.join('\n');
+  const total = tables.length > listed ? `more than ${listed}` : String(tables.length);
+  return [
+    ...lines,
+    `(showing ${lines.length} of ${total} tables; describe_table gives any table's columns)`,
+  ].join('\n');
 }
 
 /** One line per column: `customer_id int(10) unsigned, indexed, references customers.id`. */
@@ -106,5 +137,6 @@ function renderDescription(table: TableDescription): string {
     if (column.extra) notes.push(column.extra.toLowerCase());
     return notes.join(', ');
   });
-  return [`${table.name}${table.isView ? ' (view)' : ''}:`, ...lines].join('\n');
+  const more = table.moreColumns ? [`(only the first ${lines.length} columns are shown)`] : [];
+  return [`${table.name}${table.isView ? ' (view)' : ''}:`, ...lines, ...more].join('\n');
 }

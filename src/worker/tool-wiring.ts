@@ -78,13 +78,14 @@ export async function buildToolProvider(
  * (the demo's sales database) and that database is missing, it is seeded first, so a fresh machine works.
  */
 async function openData(env: Env, logger: Logger, dataUrlIsDefault: boolean): Promise<DataDatabase> {
+  const options = { maxResultBytes: env.SQL_MAX_RESULT_BYTES };
   try {
-    return await openDataDatabase(env.DATA_MYSQL_URL);
+    return await openDataDatabase(env.DATA_MYSQL_URL, options);
   } catch (error) {
     const writable = error instanceof ConfigError && error.code === 'data_mysql_not_read_only';
     if (writable || !dataUrlIsDefault) throw error;
     logger.info('the demo sales database is missing: seeding it (DATA_MYSQL_URL is at its default)');
     await seedDemoDatabase({ adminUrl: env.MYSQL_URL });
-    return openDataDatabase(env.DATA_MYSQL_URL);
+    return openDataDatabase(env.DATA_MYSQL_URL, options);
   }
 }
