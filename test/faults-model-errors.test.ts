@@ -96,6 +96,8 @@ afterAll(async () => {
 });
 
 it('20% of model requests failing: every task succeeds, usage and cost exact, no budget exceeded', async () => {
+  // Printed first, so a run that times out can still be replayed.
+  printFigures('model-errors start', { seed: SEED, replay: `FAULT_SEED=${SEED}` });
   for (let i = 0; i < 2; i++) {
     workers.push(
       startWorker(ns, {

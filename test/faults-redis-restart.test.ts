@@ -58,6 +58,8 @@ afterAll(async () => {
 });
 
 it('a Redis restart mid-batch: every task one result and one row, the batch summary complete', async () => {
+  // Printed first, so a run that times out can still be replayed.
+  printFigures('redis-restart start', { seed: SEED, replay: `FAULT_SEED=${SEED}` });
   for (let i = 0; i < 2; i++) {
     workers.push(
       startWorker(ns, {

@@ -114,6 +114,8 @@ afterAll(async () => {
 });
 
 it('10 SIGKILLs during email tasks: one result and one row per task, every email once, ≤1 repeat per kill', async () => {
+  // Printed first, so a run that times out can still be replayed.
+  printFigures('sigkill start', { seed: SEED, replay: `FAULT_SEED=${SEED}` });
   for (let i = 0; i < WORKERS; i++) slots.push(worker());
   await Promise.all(slots.map((w) => w.waitForOutput(/worker started/, 60_000)));
   startedAt = Date.now();
