@@ -357,6 +357,36 @@ describe('query with the SQL guard switched off', () => {
     expect(await eventually(async () => (await runningQueries(READER, '%SLEEP(20)%')) === 0)).toBe(true);
   });
 
+  it('refuses FOR UPDATE, and holds a shared or a named lock no longer than the query', async () => {
+    // FOR UPDATE: MariaDB refuses it in the read-only transaction, MySQL without UPDATE/DELETE/LOCK TABLES.
+    const forUpdate = await failure(db.query('SELECT id FROM orders WHERE id = 1.0FOR UPDATE'));
+    expect(forUpdate.code).toBe('sql_error');
+
+    // What only the guard refuses (docs/sql-safety.md) runs here, but its lock ends with the query: the
+    // transaction is rolled back at once, and the connection reset on release frees GET_LOCK's named lock.
+    const shared = await db.query('SELECT id FROM orders WHERE id = 1.0LOCK IN SHARE MODE');
+    expect(shared.rows).toEqual([[1]]);
+    const writer = await root.getConnection();
+    try {
+      await writer.query('SET SESSION innodb_lock_wait_timeout = 1');
+      await writer.query('START TRANSACTION');
+      await writer.query(`UPDATE ${DB}.orders SET total = total WHERE id = 1`);
+      await writer.query('ROLLBACK');
+    } finally {
+      writer.release();
+    }
+
+    const lock = `af_lock_${SUFFIX}`;
+    const named = await db.query(`SELECT GET_LOCK('${lock}', 0) AS got`);
+    expect(named.rows).toEqual([[1]]);
+    // The reset is sent on release, just before the query returns: give the server a moment to apply it.
+    const isFree = async () => {
+      const [rows] = await root.query<RowDataPacket[]>('SELECT IS_FREE_LOCK(?) AS free', [lock]);
+      return Number(rows[0]?.['free']) === 1;
+    };
+    expect(await eventually(isFree, 1_000)).toBe(true);
+  });
+
   it(
     'leaves the data unchanged after every statement of the hostile corpus',
     { timeout: 120_000 },

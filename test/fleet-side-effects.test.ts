@@ -197,7 +197,11 @@ describe('an email whose delivery cannot be known', () => {
 
     const rescuer = worker(env);
     const result = await ns.client.waitForResult(jobId, { timeoutMs: 45_000 });
-    expect(result).toMatchObject({ status: 'succeeded' });
+    expect(result).toMatchObject({
+      status: 'failed',
+      stopReason: 'error',
+      error: { code: 'uncertain_effects' },
+    });
     expect(result.uncertainEffects).toEqual([
       expect.objectContaining({
         tool: 'send_email',

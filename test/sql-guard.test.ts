@@ -17,6 +17,13 @@ const hostile = [
   ) as string[]),
 ];
 const legit = readLines('legit-sql.txt');
+const analytics = readLines('legit-sql-analytics.txt');
+
+/** Legitimate analytics the guard still refuses, with the reason (docs/sql-safety.md). */
+const STILL_REFUSED = new Map([
+  // node-sql-parser reserves MINUS (Oracle's EXCEPT) even as an alias; MySQL does not.
+  ['SELECT ROUND(total * .15, 2) AS tip, -.25 AS minus FROM orders LIMIT 3', /"minus" is a reserved word/],
+]);
 
 const SALES_TABLES = ['customers', 'products', 'orders', 'order_items'];
 
@@ -25,8 +32,21 @@ function reasonOf(verdict: SqlGuardVerdict): string {
   return verdict.reason;
 }
 
-const refusal = (sql: string, allowedTables?: readonly string[]): string =>
-  reasonOf(checkSelectOnly(sql, allowedTables ? { allowedTables } : {}));
+const refusal = async (sql: string, allowedTables?: readonly string[]): Promise<string> =>
+  reasonOf(await checkSelectOnly(sql, allowedTables ? { allowedTables } : {}));
+
+const ok = async (sql: string, allowedTables: readonly string[]): Promise<boolean> =>
+  (await checkSelectOnly(sql, { allowedTables })).ok;
+
+/** The queries whose verdict is ok (or, with `want: false`, refused). */
+async function judged(
+  queries: readonly string[],
+  check: (sql: string) => Promise<SqlGuardVerdict>,
+  want = true,
+): Promise<string[]> {
+  const verdicts = await Promise.all(queries.map(check));
+  return queries.filter((_, i) => verdicts[i]?.ok === want);
+}
 
 describe('corpora', () => {
   it('are big enough', () => {
@@ -34,45 +54,136 @@ describe('corpora', () => {
     expect(legit.length).toBeGreaterThanOrEqual(100);
   });
 
-  it('refuses every hostile string, with a non-empty reason', () => {
-    const passed = hostile.filter((sql) => checkSelectOnly(sql).ok);
+  it('refuses every hostile string, with a non-empty reason', async () => {
+    const passed = await judged(hostile, (sql) => checkSelectOnly(sql));
     expect(passed, `hostile strings that passed the guard:\n${passed.join('\n')}`).toEqual([]);
-    for (const sql of hostile) expect(refusal(sql).trim().length).toBeGreaterThan(10);
+    for (const sql of hostile) expect((await refusal(sql)).trim().length).toBeGreaterThan(10);
   });
 
-  it('refuses every hostile string even when an allowlist names every table', () => {
+  it('refuses every hostile string even when an allowlist names every table', async () => {
     const allowedTables = [...SALES_TABLES, 'secret', 't', 'x', 'u', 'evil', 'seq', 'copy', 'orders_old'];
-    const passed = hostile.filter((sql) => checkSelectOnly(sql, { allowedTables }).ok);
-    expect(passed).toEqual([]);
+    expect(await judged(hostile, (sql) => checkSelectOnly(sql, { allowedTables }))).toEqual([]);
   });
 
-  it('passes every legitimate query and reports its tables', () => {
-    const failures = legit
-      .map((sql) => ({ sql, verdict: checkSelectOnly(sql) }))
-      .filter(({ verdict }) => !verdict.ok)
-      .map(({ sql, verdict }) => `${sql}\n  -> ${verdict.ok ? '' : verdict.reason}`);
+  it('passes every legitimate query and reports its tables', async () => {
+    const failures: string[] = [];
+    for (const sql of legit) {
+      const verdict = await checkSelectOnly(sql);
+      if (!verdict.ok) failures.push(`${sql}\n  -> ${verdict.reason}`);
+    }
     expect(failures, `legitimate queries that were refused:\n${failures.join('\n')}`).toEqual([]);
   });
 
-  it('passes every legitimate query under the sales allowlist (qualified names listed as such)', () => {
+  it('passes every legitimate query under the sales allowlist (qualified names listed as such)', async () => {
     const allowedTables = [...SALES_TABLES, 'sales.customers', 'sales.orders'];
-    const failures = legit.filter((sql) => !checkSelectOnly(sql, { allowedTables }).ok);
-    expect(failures).toEqual([]);
+    expect(await judged(legit, (sql) => checkSelectOnly(sql, { allowedTables }), false)).toEqual([]);
   });
 
-  it('refuses each hostile string by the AST layer alone unless the trick is lexical (comments, backslashes)', () => {
+  it('refuses each hostile string by the AST layer alone unless the trick is lexical (comments, backslashes)', async () => {
     // Defence in depth: the raw-text pass is not the only thing standing between the model and the server.
     const lexical = hostile.filter((sql) => !lexSql(sql).ok);
-    const astPassed = hostile.filter((sql) => lexSql(sql).ok && checkSelectAst(sql).ok);
-    expect(astPassed).toEqual([]);
+    const lexed = hostile.filter((sql) => lexSql(sql).ok);
+    expect(await judged(lexed, (sql) => checkSelectAst(sql))).toEqual([]);
     // ... and the lexical tricks are exactly what the text pass is for.
     for (const sql of lexical) expect(checkSelectText(sql)).toBeTruthy();
     expect(lexical.length).toBeGreaterThan(20);
   });
 
-  it('passes every legitimate query through each layer separately', () => {
+  it('passes every legitimate query through each layer separately', async () => {
     expect(legit.filter((sql) => checkSelectText(sql) !== undefined)).toEqual([]);
-    expect(legit.filter((sql) => !checkSelectAst(sql).ok)).toEqual([]);
+    expect(await judged(legit, (sql) => checkSelectAst(sql), false)).toEqual([]);
+  });
+});
+
+describe('unusual legitimate analytics', () => {
+  it('refuses at most 3% of them: exactly the known ones, each with its reason', async () => {
+    expect(analytics.length).toBeGreaterThanOrEqual(150);
+    const refused = await judged(analytics, (sql) => checkSelectOnly(sql), false);
+    expect(refused).toEqual([...STILL_REFUSED.keys()]);
+    expect(refused.length / analytics.length).toBeLessThanOrEqual(0.03);
+    for (const [sql, reason] of STILL_REFUSED) expect(await refusal(sql)).toMatch(reason);
+  });
+
+  it('passes them through each layer separately', async () => {
+    const accepted = analytics.filter((sql) => !STILL_REFUSED.has(sql));
+    expect(accepted.filter((sql) => checkSelectText(sql) !== undefined)).toEqual([]);
+    expect(await judged(accepted, (sql) => checkSelectAst(sql), false)).toEqual([]);
+  });
+
+  it('runs the query without the trailing comment it accepted', async () => {
+    expect(await checkSelectOnly('SELECT COUNT(*) FROM orders -- all of them')).toEqual({
+      ok: true,
+      tables: ['orders'],
+      sql: 'SELECT COUNT(*) FROM orders ',
+    });
+    expect(await checkSelectOnly('SELECT 1; # one\n')).toMatchObject({ ok: true, sql: 'SELECT 1; \n' });
+  });
+
+  it('reports the tables of rewritten constructs', async () => {
+    expect(
+      await checkSelectOnly(
+        'SELECT c.name, jt.tag FROM customers c JOIN JSON_TABLE(JSON_ARRAY(c.country), ' +
+          "'$[*]' COLUMNS (tag VARCHAR(10) PATH '$')) AS jt ON 1 = 1",
+      ),
+    ).toMatchObject({ ok: true, tables: ['customers'] });
+    expect(
+      await checkSelectOnly(
+        'SELECT PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY (SELECT MAX(price) FROM products)) OVER () FROM orders',
+      ),
+    ).toMatchObject({ ok: true, tables: ['products', 'orders'] });
+    expect(await ok('SELECT * FROM orders USE INDEX (PRIMARY) NATURAL JOIN secret', SALES_TABLES)).toBe(
+      false,
+    );
+  });
+});
+
+describe('rules only the guard enforces (the database runs these queries: docs/sql-safety.md)', () => {
+  // Named locks need no privilege; a shared row lock needs only SELECT and is allowed in a read-only
+  // transaction; variables are readable by anyone; SLEEP and kin only wait. The database bounds each by the
+  // query's time limit (and the reset of the connection), the guard refuses them, in each pass on its own.
+  it.each([
+    "SELECT GET_LOCK('x', 0)",
+    "SELECT RELEASE_LOCK('x')",
+    "SELECT IS_USED_LOCK('x'), IS_FREE_LOCK('x')",
+    'SELECT RELEASE_ALL_LOCKS()',
+    'SELECT id FROM orders WHERE id = 1 LOCK IN SHARE MODE',
+    'SELECT id FROM orders WHERE id = 1.0LOCK IN SHARE MODE',
+    'SELECT id FROM orders FOR SHARE',
+    'SELECT SLEEP(1)',
+    "SELECT BENCHMARK(1000000, MD5('a'))",
+    "SELECT MASTER_POS_WAIT('log', 4, 1)",
+    'SELECT @@version',
+    'SELECT * FROM information_schema.tables',
+  ])('%s: refused by the text pass alone and by the AST pass alone', async (sql) => {
+    expect(checkSelectText(sql)).toBeTruthy();
+    expect((await checkSelectAst(sql)).ok).toBe(false);
+  });
+
+  it('sees a keyword glued to a number in the text pass too', () => {
+    // MySQL reads `1.5INTO` as `1.5 INTO`; a scan for the word INTO must as well.
+    expect(checkSelectText("SELECT 1.5INTO OUTFILE '/tmp/x'")).toMatch(/INTO is not allowed/);
+    expect(checkSelectText("SELECT .5INTO DUMPFILE '/tmp/x'")).toMatch(/INTO is not allowed/);
+    expect(checkSelectText('SELECT id FROM orders WHERE id = 1.0LOCK IN SHARE MODE')).toMatch(/Locking/);
+    expect(checkSelectText('SELECT id FROM orders WHERE id = 1e0FOR UPDATE')).toMatch(/Locking/);
+    expect(checkSelectText('SELECT 1.5FROM mysql.user')).toMatch(/system schema mysql/);
+  });
+});
+
+describe('structural limits before parsing', () => {
+  it.each([
+    [`SELECT ${'('.repeat(33)}1${')'.repeat(33)}`, /nests parentheses 33 deep \(at most 32\)/],
+    [`SELECT ${Array(1_001).fill('1').join(',')}`, /has 2002 tokens \(at most 2000\)/],
+    [`SELECT '${'x'.repeat(8_000)}'`, /too long \(8009 characters, at most 8000\)/],
+  ])('%#', async (sql, reason) => {
+    expect(await refusal(sql)).toMatch(reason);
+    expect(reasonOf(await checkSelectAst(sql))).toMatch(reason);
+  });
+
+  it('refuses a parse that outlasts the deadline as too complex, and recovers', async () => {
+    const nested = `SELECT ${'CAST(('.repeat(14)}1${') AS CHAR)'.repeat(14)}`;
+    expect(await refusal(nested)).toMatch(/too complex to check \(parsing it took over 120 ms\)/);
+    const after = await checkSelectOnly('SELECT 1');
+    expect(after.ok ? '' : after.reason).toBe('');
   });
 });
 
@@ -111,43 +222,52 @@ describe('reasons name what to fix', () => {
     ['SELECT * FROM orders WHERE id = ?', /Placeholders/],
     ['SELECT 1 /*!50000 , SLEEP(1) */', /Executable comments/],
     ['SELECT /*+ BKA(t) */ 1', /Optimizer hints/],
-    ['SELECT 1 -- note', /Comments are not allowed/],
-    ['SELECT 1 # note', /Comments are not allowed/],
-    ["SELECT 'a\\'b'", /Backslashes/],
+    ['SELECT 1 -- ; DROP TABLE orders', /comment at the end looks like SQL/],
+    ['SELECT * FROM orders WHERE id = 1 # AND total = 0', /comment at the end looks like SQL/],
+    ['-- note\nSELECT 1', /only allowed at the end of the last line/],
+    ['SELECT 1\n-- note', /only allowed at the end of the last line/],
+    ['SELECT 1 -- note\nFROM orders', /only allowed at the end of the last line/],
+    ['SELECT 5--3', /Comments are not allowed \(found --/],
+    ["SELECT 'a\\'b'", /Backslash escapes are not allowed/],
+    ["SELECT '%\\_%'", /Backslash escapes are not allowed/],
+    ['SELECT 1 \\ 2', /Backslashes are only allowed inside quoted strings/],
     ['SELECT * FROM', /Could not parse the query as MySQL \(at the end/],
     ['SELECT 1 FROM orders PROCEDURE ANALYSE()', /Could not parse the query as MySQL \(near "/],
     ['', /empty/],
-  ])('%s', (sql, pattern) => {
-    expect(refusal(sql)).toMatch(pattern);
+  ])('%s', async (sql, pattern) => {
+    expect(await refusal(sql)).toMatch(pattern);
   });
 
-  it('names the table that is outside the allowlist', () => {
-    expect(refusal('SELECT * FROM orders JOIN secret ON 1 = 1', SALES_TABLES)).toMatch(
+  it('names the table that is outside the allowlist', async () => {
+    expect(await refusal('SELECT * FROM orders JOIN secret ON 1 = 1', SALES_TABLES)).toMatch(
       /Table secret is not in the allowed tables: customers, products, orders, order_items/,
     );
   });
 });
 
 describe('what passes', () => {
-  it('returns the tables referenced, in order, once each, without CTE names or DUAL', () => {
-    expect(checkSelectOnly('SELECT 1')).toEqual({ ok: true, tables: [] });
-    expect(checkSelectOnly('SELECT 1 FROM DUAL')).toEqual({ ok: true, tables: [] });
+  it('returns the tables referenced, in order, once each, without CTE names or DUAL', async () => {
+    expect(await checkSelectOnly('SELECT 1')).toEqual({ ok: true, tables: [], sql: 'SELECT 1' });
+    expect(await checkSelectOnly('SELECT 1 FROM DUAL')).toMatchObject({ ok: true, tables: [] });
     expect(
-      checkSelectOnly(
+      await checkSelectOnly(
         'WITH r AS (SELECT customer_id, SUM(total) AS s FROM orders GROUP BY customer_id) ' +
           'SELECT c.name, r.s FROM r JOIN customers c ON c.id = r.customer_id ' +
           'WHERE c.id IN (SELECT customer_id FROM orders)',
       ),
-    ).toEqual({ ok: true, tables: ['orders', 'customers'] });
-    expect(checkSelectOnly('SELECT * FROM sales.orders')).toEqual({ ok: true, tables: ['sales.orders'] });
+    ).toMatchObject({ ok: true, tables: ['orders', 'customers'] });
+    expect(await checkSelectOnly('SELECT * FROM sales.orders')).toMatchObject({
+      ok: true,
+      tables: ['sales.orders'],
+    });
   });
 
-  it('accepts one trailing semicolon and surrounding whitespace', () => {
-    expect(checkSelectOnly('  SELECT 1;  \n').ok).toBe(true);
-    expect(checkSelectOnly('SELECT 1\n;').ok).toBe(true);
+  it('accepts one trailing semicolon and surrounding whitespace', async () => {
+    expect((await checkSelectOnly('  SELECT 1;  \n')).ok).toBe(true);
+    expect((await checkSelectOnly('SELECT 1\n;')).ok).toBe(true);
   });
 
-  it('accepts comment-, semicolon- and keyword-looking text inside string literals and quoted identifiers', () => {
+  it('accepts comment-, semicolon- and keyword-looking text inside string literals and quoted identifiers', async () => {
     for (const sql of [
       "SELECT '/*! DROP TABLE orders */' AS s",
       "SELECT 'a -- b # c /* d */' AS s",
@@ -156,21 +276,21 @@ describe('what passes', () => {
       'SELECT name FROM customers WHERE name = "a;b"',
       'SELECT `x;y` FROM customers',
     ]) {
-      expect(checkSelectOnly(sql), sql).toMatchObject({ ok: true });
+      expect(await checkSelectOnly(sql), sql).toMatchObject({ ok: true });
     }
   });
 });
 
 describe('allowlist', () => {
   const allowedTables = ['Customers', 'orders'];
-  const ok = (sql: string): boolean => checkSelectOnly(sql, { allowedTables }).ok;
+  const allowed = (sql: string): Promise<boolean> => ok(sql, allowedTables);
 
-  it('compares table names case-insensitively', () => {
-    expect(ok('SELECT * FROM customers JOIN ORDERS ON 1 = 1')).toBe(true);
-    expect(ok('SELECT * FROM `orders`')).toBe(true);
+  it('compares table names case-insensitively', async () => {
+    expect(await allowed('SELECT * FROM customers JOIN ORDERS ON 1 = 1')).toBe(true);
+    expect(await allowed('SELECT * FROM `orders`')).toBe(true);
   });
 
-  it('refuses any table outside it, wherever it is referenced', () => {
+  it('refuses any table outside it, wherever it is referenced', async () => {
     for (const sql of [
       'SELECT * FROM secret',
       'SELECT * FROM orders, secret',
@@ -184,40 +304,52 @@ describe('allowlist', () => {
       'WITH c AS (SELECT * FROM secret) SELECT * FROM c',
       'SELECT * FROM other_db.orders',
     ]) {
-      expect(ok(sql), sql).toBe(false);
+      expect(await allowed(sql), sql).toBe(false);
     }
   });
 
-  it('does not count CTE names as tables, within their scope only', () => {
-    expect(ok('WITH secret AS (SELECT 1 AS a) SELECT * FROM secret')).toBe(true);
-    expect(ok('WITH a AS (SELECT * FROM orders), b AS (SELECT * FROM a) SELECT * FROM b')).toBe(true);
+  it('does not count CTE names as tables, within their scope only', async () => {
+    expect(await allowed('WITH secret AS (SELECT 1 AS a) SELECT * FROM secret')).toBe(true);
+    expect(await allowed('WITH a AS (SELECT * FROM orders), b AS (SELECT * FROM a) SELECT * FROM b')).toBe(
+      true,
+    );
     expect(
-      ok('WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 9) SELECT * FROM r'),
+      await allowed(
+        'WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r WHERE n < 9) SELECT * FROM r',
+      ),
     ).toBe(true);
-    expect(ok('WITH x AS (SELECT 1) SELECT * FROM orders UNION SELECT * FROM x')).toBe(true);
+    expect(await allowed('WITH x AS (SELECT 1) SELECT * FROM orders UNION SELECT * FROM x')).toBe(true);
     // A non-recursive CTE body naming itself reads the real table of that name.
-    expect(ok('WITH secret AS (SELECT * FROM secret) SELECT * FROM secret')).toBe(false);
+    expect(await allowed('WITH secret AS (SELECT * FROM secret) SELECT * FROM secret')).toBe(false);
     // A CTE cannot see the CTEs defined after it.
-    expect(ok('WITH b AS (SELECT * FROM secret), secret AS (SELECT 1) SELECT * FROM b')).toBe(false);
+    expect(await allowed('WITH b AS (SELECT * FROM secret), secret AS (SELECT 1) SELECT * FROM b')).toBe(
+      false,
+    );
     // Outside the subquery that defines it, the name is a table again.
-    expect(ok('SELECT * FROM (WITH secret AS (SELECT 1) SELECT * FROM secret) a, secret')).toBe(false);
+    expect(await allowed('SELECT * FROM (WITH secret AS (SELECT 1) SELECT * FROM secret) a, secret')).toBe(
+      false,
+    );
     // A CTE never shadows a schema-qualified table.
-    expect(ok('WITH orders AS (SELECT 1) SELECT * FROM other_db.orders')).toBe(false);
+    expect(await allowed('WITH orders AS (SELECT 1) SELECT * FROM other_db.orders')).toBe(false);
   });
 
-  it('fails closed on an empty allowlist, still allowing table-free queries', () => {
-    expect(checkSelectOnly('SELECT * FROM orders', { allowedTables: [] }).ok).toBe(false);
-    expect(checkSelectOnly('SELECT 1', { allowedTables: [] }).ok).toBe(true);
+  it('fails closed on an empty allowlist, still allowing table-free queries', async () => {
+    expect((await checkSelectOnly('SELECT * FROM orders', { allowedTables: [] })).ok).toBe(false);
+    expect((await checkSelectOnly('SELECT 1', { allowedTables: [] })).ok).toBe(true);
   });
 
-  it('matches schema-qualified references only against schema-qualified entries', () => {
-    expect(checkSelectOnly('SELECT * FROM sales.orders', { allowedTables: ['orders'] }).ok).toBe(false);
-    expect(checkSelectOnly('SELECT * FROM sales.orders', { allowedTables: ['Sales.Orders'] }).ok).toBe(true);
+  it('matches schema-qualified references only against schema-qualified entries', async () => {
+    expect((await checkSelectOnly('SELECT * FROM sales.orders', { allowedTables: ['orders'] })).ok).toBe(
+      false,
+    );
+    expect(
+      (await checkSelectOnly('SELECT * FROM sales.orders', { allowedTables: ['Sales.Orders'] })).ok,
+    ).toBe(true);
   });
 });
 
 describe('properties', () => {
-  it('never throws, whatever the input', () => {
+  it('never throws, whatever the input', async () => {
     const sqlish = fc.string({
       unit: fc.constantFrom(
         'SELECT ',
@@ -252,26 +384,23 @@ describe('properties', () => {
       ),
       maxLength: 40,
     });
-    fc.assert(
-      fc.property(fc.oneof(fc.string({ unit: 'binary' }), fc.string(), sqlish), (sql) => {
-        let verdict: SqlGuardVerdict | undefined;
-        expect(() => {
-          verdict = checkSelectOnly(sql);
-        }).not.toThrow();
+    await fc.assert(
+      fc.asyncProperty(fc.oneof(fc.string({ unit: 'binary' }), fc.string(), sqlish), async (sql) => {
+        const verdict = await checkSelectOnly(sql);
         expect(verdict).toBeDefined();
-        if (verdict && !verdict.ok) expect(verdict.reason.length).toBeGreaterThan(0);
+        if (!verdict.ok) expect(verdict.reason.length).toBeGreaterThan(0);
       }),
       { numRuns: 1000 },
     );
   });
 
-  it('does not throw on inputs that are not strings', () => {
+  it('does not throw on inputs that are not strings', async () => {
     for (const value of [undefined, null, 42, {}, ['SELECT 1']]) {
-      expect(checkSelectOnly(value as unknown as string).ok).toBe(false);
+      expect((await checkSelectOnly(value as unknown as string)).ok).toBe(false);
     }
   });
 
-  it('refuses a legitimate SELECT with any write statement appended after a semicolon', () => {
+  it('refuses a legitimate SELECT with any write statement appended after a semicolon', async () => {
     const table = fc.constantFrom(...SALES_TABLES, 'mysql.user', '`orders`');
     const write = fc.oneof(
       table.map((t) => `DELETE FROM ${t}`),
@@ -305,16 +434,16 @@ describe('properties', () => {
     );
     const separator = fc.constantFrom(';', '; ', ' ;', ';\n', ';\t', ' ;\r\n ', ';;');
     const ending = fc.constantFrom('', ';', ' ; ', '\n');
-    fc.assert(
-      fc.property(
+    await fc.assert(
+      fc.asyncProperty(
         fc.constantFrom(...legit),
         separator,
         write,
         casing,
         ending,
-        (select, sep, stmt, cased, end) => {
+        async (select, sep, stmt, cased, end) => {
           const sql = `${select.replace(/[\s;]+$/, '')}${sep}${cased(stmt)}${end}`;
-          const verdict = checkSelectOnly(sql);
+          const verdict = await checkSelectOnly(sql);
           expect(verdict.ok, sql).toBe(false);
         },
       ),

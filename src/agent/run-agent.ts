@@ -717,8 +717,16 @@ class AgentRun {
       usage: usageOf(this.state.usage, this.input.price),
       error,
     };
-    // Whatever the status, the result says which side effects may not have happened.
-    if (this.state.uncertainEffects?.length) result.uncertainEffects = [...this.state.uncertainEffects];
+    // Whatever the status, the result says which side effects may not have happened; an answer that may be
+    // missing one is not a success (an email the task was for may never have gone out).
+    if (this.state.uncertainEffects?.length) {
+      result.uncertainEffects = [...this.state.uncertainEffects];
+      if (result.status === 'succeeded') {
+        result.status = 'failed';
+        result.stopReason = 'error';
+        result.error = uncertainEffectsError(result.uncertainEffects);
+      }
+    }
     // A run cancelled (a worker shutting down) or failed by something worth retrying is not over: its
     // state stays open so the next attempt resumes it instead of replaying this outcome.
     const final = stopReason !== 'cancelled' && !error?.retryable;
@@ -765,5 +773,24 @@ function withCallIds(reply: AssistantMessage, calls: readonly PlannedCall[]): As
       type: 'function',
       function: { name: call.name, arguments: reply.tool_calls?.[i]?.function.arguments ?? '{}' },
     })),
+  };
+}
+
+/** The error of a run that answered while some of its side effects' outcomes are unknown. Not retryable: a
+ * retry could repeat an effect that did happen. */
+function uncertainEffectsError(effects: readonly UncertainEffect[]): RunError {
+  const listed = effects
+    .slice(0, 5)
+    .map((e) => `${e.what} (${e.why})`)
+    .join('; ');
+  const more = effects.length > 5 ? `; and ${effects.length - 5} more` : '';
+  return {
+    kind: 'tool',
+    code: 'uncertain_effects',
+    message: truncateChars(
+      `the model answered, but the outcome of ${effects.length} side effect(s) is unknown: ${listed}${more}`,
+      2_000,
+    ),
+    retryable: false,
   };
 }

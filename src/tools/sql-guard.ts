@@ -3,9 +3,11 @@
 // read-only database account, a read-only transaction) back it up; this one fails closed and says what to fix.
 //
 // Three independent passes, each able to refuse on its own:
-// 1. raw text (sql-guard-lexer.ts): no comments, no backslashes, no control characters; then, on the text with
-//    string literals blanked out: one statement, starting with SELECT or WITH, and no INTO, `@`, locking clause,
-//    dangerous function name or system schema;
+// 1. raw text (sql-guard-lexer.ts): no comments (but a trailing prose note), no backslash escapes, no control
+//    characters; then, on the text with string literals blanked out and numbers standing apart (`1.5INTO` is
+//    `1.5 INTO` to MySQL): one statement, starting with SELECT or WITH, and no INTO, `@`, locking clause,
+//    dangerous function name or system schema (a table alias of the same name excepted: passes 2 and 3 still
+//    refuse the schema);
 // 2. the AST from node-sql-parser (MySQL dialect), walked generically (every object of the tree, not only the
 //    known positions): every statement node is a SELECT, no INTO/locking/variables/placeholders, every function
 //    call has a plain built-in name outside the deny list, no system schema, and the tables referenced (CTE
@@ -14,22 +16,32 @@
 //    pass 2 did not see.
 // Decisions: SHOW, EXPLAIN and DESCRIBE are refused (EXPLAIN ANALYZE runs the query; the schema tools describe
 // tables), information_schema is refused with the other system schemas (the schema tools cover it), and
-// comments are refused outright (see the lexer for why).
-import sqlParser from 'node-sql-parser/build/mysql.js';
-import { lexSql } from './sql-guard-lexer.js';
+// comments are refused but for a short prose note at the very end, which is cut off (see the lexer).
+//
+// Bounded cost: before any parsing, the length, the parenthesis depth and the token count are capped, and the
+// parse itself runs in a worker thread under a deadline (sql-parse-pool.ts), so the guard is async and never
+// holds the event loop for more than the linear passes take. Constructs the parser lacks (sql-guard-rewrites.ts)
+// are rewritten, for the AST pass only, into equivalents it knows; the text that runs is the original, without
+// an accepted trailing comment (the verdict's `sql`). docs/sql-safety.md lists which rules only the guard
+// enforces and what the database does with each.
+import { lexSql, type SqlLexOk } from './sql-guard-lexer.js';
+import { rewriteForParser } from './sql-guard-rewrites.js';
+import { SqlParsePool } from './sql-parse-pool.js';
 
 export interface SqlGuardOptions {
   /** Optional allowlist, case-insensitive: `table` or `db.table`; absent = any table of the data db. */
   allowedTables?: readonly string[];
 }
 
-export type SqlGuardVerdict = { ok: true; tables: string[] } | { ok: false; reason: string };
+/** `sql`: the text to run (the query without an accepted trailing comment). */
+export type SqlGuardVerdict = { ok: true; tables: string[]; sql: string } | { ok: false; reason: string };
 
-const { Parser } = sqlParser;
-const parser = new Parser();
-const PARSE_OPTIONS = { database: 'MySQL' };
+const parsePool = new SqlParsePool();
 
-const MAX_SQL_LENGTH = 20_000;
+/** Cheap structural limits, checked before parsing; a legitimate analytic query is far inside each. */
+const MAX_SQL_LENGTH = 8_000;
+const MAX_PAREN_DEPTH = 32;
+const MAX_TOKENS = 2_000;
 const MAX_AST_DEPTH = 1_000;
 const MAX_AST_NODES = 200_000;
 
@@ -112,12 +124,24 @@ const PLAIN_IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const STATEMENT_KEYWORD =
   /\b(insert|update|delete|replace|create|drop|alter|truncate|rename|grant|revoke|call|handler|explain|describe|prepare|execute|show)\b(?!\s*\()/i;
 
-export function checkSelectOnly(sql: string, options: SqlGuardOptions = {}): SqlGuardVerdict {
-  return guarded(() => {
-    const textReason = checkSelectText(sql);
+export async function checkSelectOnly(sql: string, options: SqlGuardOptions = {}): Promise<SqlGuardVerdict> {
+  return guarded(async () => {
+    const lexed = lexChecked(sql);
+    if (typeof lexed === 'string') return refuse(lexed);
+    const textReason = checkText(lexed);
     if (textReason) return refuse(textReason);
-    return checkParsed(sql, options);
+    return checkParsed(lexed, options);
   });
+}
+
+/** Starts the parser threads ahead of the first query (a worker calls it when it builds its tools). */
+export function warmUpSqlGuard(): void {
+  parsePool.warmUp();
+}
+
+/** Resolves once the parser threads, spares included, are started. */
+export function sqlGuardReady(): Promise<void> {
+  return parsePool.ready();
 }
 
 /**
@@ -129,27 +153,37 @@ export function checkSelectText(sql: string): string | undefined {
   if (basic) return basic;
   const lexed = lexSql(sql);
   if (!lexed.ok) return lexed.reason;
-  return checkText(lexed.code);
+  return checkText(lexed);
 }
 
 /**
- * Passes 2 and 3 alone (parser, AST, tableList), without the raw-text pass. Exported so tests can show that
- * each layer refuses on its own; callers use checkSelectOnly.
+ * Passes 2 and 3 alone (parser, AST, tableList), without the raw-text scans: the lexer still tokenizes (it
+ * finds where strings end and cuts a trailing comment) and the size limits still apply. Exported so tests can
+ * show that each layer refuses on its own; callers use checkSelectOnly.
  */
-export function checkSelectAst(sql: string, options: SqlGuardOptions = {}): SqlGuardVerdict {
-  return guarded(() => {
-    const basic = checkBasics(sql);
-    return basic ? refuse(basic) : checkParsed(sql, options);
+export async function checkSelectAst(sql: string, options: SqlGuardOptions = {}): Promise<SqlGuardVerdict> {
+  return guarded(async () => {
+    const lexed = lexChecked(sql);
+    return typeof lexed === 'string' ? refuse(lexed) : checkParsed(lexed, options);
   });
 }
 
-function guarded(run: () => SqlGuardVerdict): SqlGuardVerdict {
+async function guarded(run: () => Promise<SqlGuardVerdict>): Promise<SqlGuardVerdict> {
   try {
-    return run();
+    return await run();
   } catch (error) {
     // Nothing in the checks should throw; if something does, refuse rather than let the query through.
     return refuse(`The query could not be checked (${shortError(error)}); send one plain SELECT statement.`);
   }
+}
+
+/** The basics, the lexer and the structural limits: a lexed query, or the reason it is refused. */
+function lexChecked(sql: string): SqlLexOk | string {
+  const basic = checkBasics(sql);
+  if (basic) return basic;
+  const lexed = lexSql(sql);
+  if (!lexed.ok) return lexed.reason;
+  return checkShape(lexed) ?? lexed;
 }
 
 function checkBasics(sql: unknown): string | undefined {
@@ -161,19 +195,46 @@ function checkBasics(sql: unknown): string | undefined {
   return undefined;
 }
 
-function checkParsed(sql: string, options: SqlGuardOptions): SqlGuardVerdict {
-  let parsed: { tableList: string[]; ast: unknown };
-  try {
-    parsed = parser.parse(sql, PARSE_OPTIONS);
-  } catch (error) {
+/** Parenthesis depth and token count: what makes a parse expensive, refused before it starts. */
+function checkShape(lexed: SqlLexOk): string | undefined {
+  let depth = 0;
+  let deepest = 0;
+  let count = 0;
+  for (const token of lexed.tokens) {
+    if (token.kind === 'space') continue;
+    count += 1;
+    if (token.text === '(') deepest = Math.max(deepest, ++depth);
+    else if (token.text === ')') depth -= 1;
+  }
+  if (deepest > MAX_PAREN_DEPTH) {
+    return `The query nests parentheses ${deepest} deep (at most ${MAX_PAREN_DEPTH}); flatten it, for example with a WITH clause.`;
+  }
+  if (count > MAX_TOKENS) {
+    return `The query has ${count} tokens (at most ${MAX_TOKENS}); simplify it.`;
+  }
+  return undefined;
+}
+
+async function checkParsed(lexed: SqlLexOk, options: SqlGuardOptions): Promise<SqlGuardVerdict> {
+  const parseText = rewriteForParser(lexed.tokens);
+  const outcome = await parsePool.parse(parseText);
+  if (outcome.kind === 'timeout') {
+    return refuse(
+      `The query is too complex to check (parsing it took over ${parsePool.deadline} ms); simplify it: fewer nested parentheses, CASE or CAST.`,
+    );
+  }
+  if (outcome.kind === 'failed') {
+    return refuse(`The query could not be checked (${outcome.message}); send one plain SELECT statement.`);
+  }
+  if (outcome.kind === 'syntax_error') {
     // A statement keyword in text that does not parse (`WITH x AS (DELETE …) SELECT …`) makes a clearer
     // reason than the parse error. `INSERT(` and `REPLACE(` are string functions, hence the lookahead.
-    const lexed = lexSql(sql);
-    const verb = STATEMENT_KEYWORD.exec(lexed.ok ? lexed.code : sql)?.[1];
+    const verb = STATEMENT_KEYWORD.exec(lexed.keywords)?.[1];
     if (verb)
       return refuse(`Only SELECT statements are allowed; found ${verb.toUpperCase()} inside the query.`);
-    return refuse(parseErrorReason(sql, error));
+    return refuse(parseErrorReason(parseText, outcome));
   }
+  const parsed = { ast: outcome.ast, tableList: outcome.tableList };
 
   const statements = (Array.isArray(parsed.ast) ? parsed.ast : [parsed.ast]).filter((s) => s != null);
   if (statements.length !== 1) return refuse('Exactly one statement is allowed; send a single SELECT.');
@@ -199,14 +260,14 @@ function checkParsed(sql: string, options: SqlGuardOptions): SqlGuardVerdict {
       }
     }
   }
-  return { ok: true, tables };
+  return { ok: true, tables, sql: lexed.sql };
 }
 
 // ---------------------------------------------------------------------------------------------------------
 // Pass 1: keyword scans on the raw text with string literals blanked out (defence in depth, and clearer
 // reasons for hostile text that does not parse).
 
-function checkText(code: string): string | undefined {
+function checkText({ code, keywords }: SqlLexOk): string | undefined {
   const trimmed = code.replace(/[\s;]+$/, '');
   if (trimmed.trim() === '') return 'The query is empty; send one SELECT statement.';
   if (trimmed.includes(';')) {
@@ -216,21 +277,38 @@ function checkText(code: string): string | undefined {
   if (first && !/^(select|with)$/i.test(first)) {
     return `Only SELECT statements are allowed; got ${first.toUpperCase()}.`;
   }
-  if (/\binto\b/i.test(code)) return intoReason();
+  if (/\binto\b/i.test(keywords)) return intoReason();
   if (code.includes('@') || code.includes(':=')) return variablesReason();
   // Outside string literals MySQL has no use for `?` or `:` in a plain SELECT (`:=` is assignment, above).
   if (code.includes('?') || code.includes(':')) return placeholdersReason();
-  const lock = /\b(for\s+update|for\s+share|lock\s+in\s+share\s+mode)\b/i.exec(code)?.[1];
+  const lock = /\b(for\s+update|for\s+share|lock\s+in\s+share\s+mode)\b/i.exec(keywords)?.[1];
   if (lock) return lockingReason(lock);
   for (const match of code.matchAll(/([A-Za-z0-9_$]+)\s*\(/g)) {
     const name = match[1] as string;
     if (isDeniedFunction(name)) return deniedFunctionReason(name);
   }
+  // `sys.id` is a column of the table aliased `sys` when the query declares that alias; a table of the sys
+  // schema under an alias of the same name is still refused by the AST and table-list passes.
+  const aliases = declaredAliases(keywords);
   for (const match of code.matchAll(/(?<![A-Za-z0-9_$])([A-Za-z_]+)\s*\./g)) {
     const name = (match[1] as string).toLowerCase();
-    if (SYSTEM_SCHEMAS.has(name)) return systemSchemaReason(name);
+    if (SYSTEM_SCHEMAS.has(name) && !aliases.has(name)) return systemSchemaReason(name);
   }
   return undefined;
+}
+
+/** Names declared as aliases (`AS name`, `FROM|JOIN table name`) or CTEs (`name AS (`), lower case. */
+function declaredAliases(keywords: string): Set<string> {
+  const aliases = new Set<string>();
+  for (const match of keywords.matchAll(/\bAS\s+([A-Za-z_][A-Za-z0-9_$]*)\b/gi)) {
+    aliases.add((match[1] as string).toLowerCase());
+  }
+  for (const match of keywords.matchAll(/\b([A-Za-z_][A-Za-z0-9_$]*)\s+AS\s*\(/gi)) {
+    aliases.add((match[1] as string).toLowerCase());
+  }
+  const implicit = /\b(?:FROM|JOIN)\s+[A-Za-z0-9_$.]+\s+([A-Za-z_][A-Za-z0-9_$]*)\b(?!\s*[.(])/gi;
+  for (const match of keywords.matchAll(implicit)) aliases.add((match[1] as string).toLowerCase());
+  return aliases;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -511,15 +589,15 @@ function lockingReason(clause: string): string {
   return `Locking clauses (${clause.replace(/\s+/g, ' ').toUpperCase()}) are not allowed; remove it.`;
 }
 
-function parseErrorReason(sql: string, error: unknown): string {
-  const location = isRecord(error) && isRecord(error.location) ? error.location.start : undefined;
+function parseErrorReason(sql: string, error: { message: string; location: unknown }): string {
+  const location = isRecord(error.location) ? error.location.start : undefined;
   if (isRecord(location) && typeof location.offset === 'number') {
     const near = sql.slice(location.offset, location.offset + 30).replace(/\s+/g, ' ');
     const where = `line ${String(location.line)}, column ${String(location.column)}`;
     const what = near ? `near "${near}${sql.length > location.offset + 30 ? '…' : ''}"` : 'at the end';
     return `Could not parse the query as MySQL (${what}, ${where}); send one valid SELECT statement.`;
   }
-  return `Could not parse the query as MySQL (${shortError(error)}); send one valid SELECT statement.`;
+  return `Could not parse the query as MySQL (${shortError(error.message)}); send one valid SELECT statement.`;
 }
 
 function shortError(error: unknown): string {

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { ToolError } from '../agent/errors.js';
 import type { DataDatabase, TableDescription, TableSummary } from './data-database.js';
 import { DEFAULT_MAX_CHARS, renderRows } from './render-rows.js';
-import { checkSelectOnly } from './sql-guard.js';
+import { checkSelectOnly, warmUpSqlGuard } from './sql-guard.js';
 import { defineTool, type Tool } from './tool.js';
 
 export interface SqlToolsOptions {
@@ -42,6 +42,8 @@ export function createSqlTools(db: DataDatabase, options: SqlToolsOptions = {}):
     .filter((t) => !t.includes('.'));
   const visibleTables = async (limit: number) =>
     (await db.listTables({ limit, ...(only ? { only } : {}) })).filter((table) => visible(table.name));
+  // The guard parses in worker threads: start them now, not on the first query.
+  warmUpSqlGuard();
 
   const sqlQuery = defineTool({
     name: 'sql_query',
@@ -53,12 +55,13 @@ export function createSqlTools(db: DataDatabase, options: SqlToolsOptions = {}):
     // Read-only three times over: the guard, the account's grants, and a READ ONLY session.
     readOnly: true,
     async execute({ sql }, ctx) {
-      const verdict = checkSelectOnly(
+      const verdict = await checkSelectOnly(
         sql,
         options.allowedTables ? { allowedTables: options.allowedTables } : {},
       );
       if (!verdict.ok) throw new ToolError('sql_refused', verdict.reason);
-      const result = await db.query(sql, { signal: ctx.signal, timeoutMs, maxRows });
+      // The checked text: the query without a trailing comment the guard accepted and cut off.
+      const result = await db.query(verdict.sql, { signal: ctx.signal, timeoutMs, maxRows });
       return renderRows(result, options.maxChars === undefined ? {} : { maxChars: options.maxChars });
     },
   });
