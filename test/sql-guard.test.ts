@@ -181,7 +181,7 @@ describe('structural limits before parsing', () => {
 
   it('refuses a parse that outlasts the deadline as too complex, and recovers', async () => {
     const nested = `SELECT ${'CAST(('.repeat(14)}1${') AS CHAR)'.repeat(14)}`;
-    expect(await refusal(nested)).toMatch(/too complex to check \(parsing it took over 120 ms\)/);
+    expect(await refusal(nested)).toMatch(/too complex to check \(parsing it took over \d+ ms, twice\)/);
     const after = await checkSelectOnly('SELECT 1');
     expect(after.ok ? '' : after.reason).toBe('');
   });

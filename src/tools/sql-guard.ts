@@ -220,7 +220,7 @@ async function checkParsed(lexed: SqlLexOk, options: SqlGuardOptions): Promise<S
   const outcome = await parsePool.parse(parseText);
   if (outcome.kind === 'timeout') {
     return refuse(
-      `The query is too complex to check (parsing it took over ${parsePool.deadline} ms); simplify it: fewer nested parentheses, CASE or CAST.`,
+      `The query is too complex to check (parsing it took over ${parsePool.deadline} ms, twice); simplify it: fewer nested parentheses, CASE or CAST.`,
     );
   }
   if (outcome.kind === 'failed') {
