@@ -1,6 +1,9 @@
 // A worker through a short Redis outage: a private redis-server is killed for about 2 s and started again. The
 // worker says so once when it goes and once when it is back, with no stack traces, and keeps processing.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FleetClient } from '../producers/client.js';
@@ -13,11 +16,27 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 let port: number;
 let redisServer: ChildProcess | undefined;
+const redisDir = mkdtempSync(join(tmpdir(), 'af-redis-outage-'));
 
 async function startRedis(): Promise<void> {
   redisServer = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    // Persistent, as a production Redis is: the outage loses the connection, not the jobs (a job whose keys
+    // vanished fails its move with an error of its own, which is not what this test is about).
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'always',
+      '--dir',
+      redisDir,
+    ],
     {
       stdio: 'ignore',
     },
@@ -69,6 +88,7 @@ afterAll(async () => {
   await ns.cleanup();
   await model.close();
   await stopRedis();
+  rmSync(redisDir, { recursive: true, force: true });
 });
 
 describe('a 2 s Redis outage', () => {

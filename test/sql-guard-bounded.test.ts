@@ -6,8 +6,11 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { checkSelectOnly, sqlGuardReady, warmUpSqlGuard } from '../src/tools/sql-guard.js';
 
-/** Time one call may spend in the guard (goal 250 ms; the parse deadline is 120 ms). */
-const MAX_GUARD_MS = 400;
+/**
+ * Time one call may spend in the guard: goal 250 ms, nominally at most two parses of 115 ms each (the deadline
+ * and its second chance). The bound has room for a loaded 2-core machine; the unbounded guard took seconds.
+ */
+const MAX_GUARD_MS = 600;
 /**
  * Longest the event loop may stall while the guard works. The goal is 100 ms; on this loaded 2-core machine
  * an idle event loop next to one busy thread already shows 50-150 ms, hence the headroom. The unbounded guard
