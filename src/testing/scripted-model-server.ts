@@ -25,6 +25,8 @@ export interface RecordedRequest {
   responseFormat: ResponseFormat | undefined;
   protocol: Protocol;
   receivedAt: number;
+  /** The usage the server reported, once it sent a completion: the server's own accounting of the call. */
+  usage?: { promptTokens: number; completionTokens: number };
 }
 
 export type ReplyRule = (request: RecordedRequest) => ScriptedReply | undefined;
@@ -310,6 +312,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     const promptTokens =
       endpointPromptTokens(messages, tools, counter, promptCounting) +
       countResponseFormatTokens(responseFormat, counter);
+    if (reply.usage !== false && !res.destroyed) request.usage = { promptTokens, completionTokens };
     const message = {
       role: 'assistant',
       content: fitted.content,
