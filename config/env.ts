@@ -85,6 +85,8 @@ export const envSchema = z.object({
   WORKER_CONCURRENCY: int(1, 1000).default(10),
   WORKER_LOCK_DURATION_MS: int(1_000).default(60_000),
   WORKER_STALLED_INTERVAL_MS: int(500).default(30_000),
+  // A job whose worker died under it more often than this is failed (with its record and result), not run again.
+  WORKER_MAX_STALLED_COUNT: int(0, 1_000).default(2),
   WORKER_SHUTDOWN_GRACE_MS: int(0).default(25_000),
   // After an infrastructure failure: waits of base · 2^(n−1), capped (src/queue/retry-schedule.ts).
   WORKER_RETRY_BASE_MS: int(10, 3_600_000).default(5_000),

@@ -30,9 +30,10 @@ const SEED = faultSeed(20_261_201);
 const TASKS = 30;
 const KILLS = 10;
 const WORKERS = 3;
-// The fleet gives up a job whose worker died under it more often than this (BullMQ's maxStalledCount in
-// src/worker/fleet-worker.ts): a job that keeps killing workers is failed, with its record and result.
-const MAX_STALLS = 2;
+// The fleet gives up a job whose worker died under it more than WORKER_MAX_STALLED_COUNT times (default 2: a
+// job that keeps killing workers). Here the kills are the test's, not the job's: the limit is above them, so
+// every task must finish and send every email.
+const MAX_STALLS = KILLS + 1;
 
 const random = seededRandom(SEED);
 const tasks: EmailTask[] = Array.from({ length: TASKS }, (_, i) => emailTask(`k${i}`, random.int(1, 3)));
@@ -69,6 +70,7 @@ function worker(): WorkerHandle {
     WORKER_LOCK_DURATION_MS: '4000',
     WORKER_STALLED_INTERVAL_MS: '1000',
     EMAIL_PENDING_GRACE_MS: '1000',
+    WORKER_MAX_STALLED_COUNT: String(MAX_STALLS),
     METRICS_PORT: '0',
   });
   everyWorker.push(handle);
@@ -172,21 +174,17 @@ it('10 SIGKILLs during email tasks: one result and one row per task, every email
   expect(kills).toHaveLength(KILLS);
   // Stalls beyond the kills (a live worker that lost its lock on an overloaded machine) are only reported:
   // the emails and the repeats below must hold even then.
-  // Every task succeeds, but one killed under its worker more than MAX_STALLS times, which the fleet fails
-  // on purpose; that one still has its record and result.
+  // Every task succeeds, however often it was killed under its worker.
   expect(
-    givenUp
-      .filter(
-        (r) => !((interrupted.get(r.jobId) ?? 0) > MAX_STALLS && /stalled/.test(r.error?.message ?? '')),
-      )
-      .map((r) => `${r.jobId} (stalled ${interrupted.get(r.jobId) ?? 0}x): ${r.status} ${r.error?.message}`),
+    givenUp.map(
+      (r) => `${r.jobId} (stalled ${interrupted.get(r.jobId) ?? 0}x): ${r.status} ${r.error?.message}`,
+    ),
   ).toEqual([]);
-  results.forEach((r, i) => {
-    if (r.status === 'succeeded') expect(r.steps, tasks[i]!.name).toBe(tasks[i]!.emails + 1);
-  });
+  results.forEach((r, i) => expect(r.steps, tasks[i]!.name).toBe(tasks[i]!.emails + 1));
   expect(notExactlyOnce(jobIds, published)).toEqual([]);
   expect(notExactlyOnce(jobIds, rowCounts)).toEqual([]);
-  // Every email of a finished task exactly once; none twice, none unexpected, whatever the task's end.
+  // Every email exactly once; none twice, none unexpected.
+  expect(mail.missing).toEqual([]);
   expect(finishedMail.missing).toEqual([]);
   expect(mail).toMatchObject({ repeated: [], unexpected: [] });
   expect(new Set(sink.messages.map((m) => m.messageId)).size).toBe(sink.messages.length);

@@ -33,6 +33,8 @@ export interface FleetWorkerOptions {
    * runs one such check per interval for the whole fleet, so every worker should use the same interval.
    */
   stalledIntervalMs: number;
+  /** How often a job may be found stalled (its worker died) before it is failed for good. Default 2. */
+  maxStalledCount?: number;
   /** On close, running jobs get this long to finish before they are checkpointed and released. */
   shutdownGraceMs: number;
   /**
@@ -59,8 +61,8 @@ export class FleetWorker {
       concurrency: options.concurrency,
       lockDuration: options.lockDurationMs,
       stalledInterval: options.stalledIntervalMs,
-      // A job whose worker died twice is probably what kills workers: fail it rather than loop.
-      maxStalledCount: 2,
+      // A job whose worker keeps dying under it is probably what kills workers: fail it rather than loop.
+      maxStalledCount: options.maxStalledCount ?? 2,
       // Effectively unlimited; BullMQ honours a manual rate limit (queue.rateLimit, after a 429) only when a
       // limiter is set.
       limiter: { max: 1_000_000, duration: 1_000 },

@@ -152,6 +152,7 @@ export async function startWorkerProcess(
         concurrency: config.WORKER_CONCURRENCY,
         lockDurationMs: config.WORKER_LOCK_DURATION_MS,
         stalledIntervalMs: config.WORKER_STALLED_INTERVAL_MS,
+        maxStalledCount: config.WORKER_MAX_STALLED_COUNT,
         shutdownGraceMs: config.WORKER_SHUTDOWN_GRACE_MS,
         retry: { baseMs: config.WORKER_RETRY_BASE_MS, maxMs: config.WORKER_RETRY_MAX_MS },
         retention,
