@@ -120,7 +120,7 @@ describe('the reference task', () => {
 
     const rescuer = worker(fast);
     const result = await ns.client.waitForResult(jobId, { timeoutMs: 60_000 });
-    expect(result).toMatchObject({ status: 'succeeded', steps: 4 });
+    expect(result, JSON.stringify(result)).toMatchObject({ status: 'succeeded', steps: 4 });
     expect(rescuer.output()).toMatch(/resuming from checkpoint/);
     const mails = sink.messages.slice(mailsBefore);
     expect(mails.map((m) => m.to[0]).sort()).toEqual(top3.map((c) => c.email).sort());
