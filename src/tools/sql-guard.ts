@@ -360,7 +360,8 @@ class AstWalk {
     scope: ReadonlySet<string>,
     depth: number,
   ): string | undefined {
-    // The WITH of the first SELECT covers the whole chain; a WITH on a later one covers only that one.
+    // The WITH of the first SELECT covers the whole chain; a WITH on a later one covers only that one, and so
+    // does the WITH of a parenthesized first one (`(WITH s AS … SELECT …) UNION SELECT … FROM s` reads table s).
     const headScope = new Set(scope);
     let node: Record<string, unknown> | undefined = head;
     while (node) {
@@ -372,7 +373,7 @@ class AstWalk {
       const ownScope = new Set(headScope);
       reason = this.visitWith(node.with, ownScope, depth);
       if (reason) return reason;
-      if (node === head) for (const name of ownScope) headScope.add(name);
+      if (node === head && head.parentheses_symbol !== true) for (const name of ownScope) headScope.add(name);
       for (const [key, child] of Object.entries(node)) {
         if (key === 'with' || key === '_next') continue;
         reason = this.visit(child, ownScope, depth + 1);
