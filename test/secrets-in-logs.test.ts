@@ -286,6 +286,16 @@ describe('the pieces', () => {
     expect(redactUrl(`mysql://root:12/${MARK}@db/app`)).toBe('mysql://root:***@db/app');
   });
 
+  it('redactUrl hides the userinfo of a URL written without its scheme or its //', () => {
+    expect(redactUrl(`root:${MARK}@db:3306/app`)).toBe('root:***@db:3306/app');
+    expect(redactUrl(`mysql:/root:${MARK}@db/app`)).toBe('mysql:/***@db/app');
+    expect(redactUrl(`mysql:root:${MARK}@db/app`)).toBe('mysql:***@db/app');
+    expect(redactUrl(`mysql//root:${MARK}@db/app`)).toBe('***@db/app');
+    expect(redactUrl(`//root:${MARK}@db/app`)).toBe('//***@db/app');
+    // Nothing before an `@` but a scheme: nothing to hide.
+    expect(redactUrl('mysql:@db/app')).toBe('mysql:@db/app');
+  });
+
   it('scrubText stays linear on hostile text (a pattern that backtracks took seconds here)', () => {
     const started = performance.now();
     for (const unit of ['x://', 'token=abc ', 'a:', 'ab:// ', 'k.']) scrubText(unit.repeat(50_000));
@@ -373,6 +383,18 @@ describe('fatal start-up lines of real processes', () => {
       script: 'workers/agent-worker.ts',
       env: { MYSQL_URL: `mysql://root:1234/${MARK}@127.0.0.1:3306/agent_fleet`, ...NO_MODEL_CALLS },
       kept: 'MYSQL_URL=mysql://root:***@127.0.0.1:3306/agent_fleet',
+    },
+    {
+      what: 'the worker, MYSQL_URL without its // (a path to the URL parser, shown in the message)',
+      script: 'workers/agent-worker.ts',
+      env: { MYSQL_URL: `mysql:/root:${MARK}@127.0.0.1:3306/agent_fleet`, ...NO_MODEL_CALLS },
+      kept: 'MYSQL_URL=mysql:/***@127.0.0.1:3306/agent_fleet',
+    },
+    {
+      what: 'the worker, MYSQL_URL without its scheme',
+      script: 'workers/agent-worker.ts',
+      env: { MYSQL_URL: `root:${MARK}@127.0.0.1:3306/agent_fleet`, ...NO_MODEL_CALLS },
+      kept: 'MYSQL_URL="root:***@127.0.0.1:3306/agent_fleet" is invalid',
     },
     {
       what: 'the API, REDIS_URL password with an unencoded /',
