@@ -388,7 +388,7 @@ describe('fatal start-up lines of real processes', () => {
       what: 'the worker, MYSQL_URL without its // (a path to the URL parser, shown in the message)',
       script: 'workers/agent-worker.ts',
       env: { MYSQL_URL: `mysql:/root:${MARK}@127.0.0.1:3306/agent_fleet`, ...NO_MODEL_CALLS },
-      kept: 'MYSQL_URL=mysql:/***@127.0.0.1:3306/agent_fleet',
+      kept: 'MYSQL_URL="mysql:/***@127.0.0.1:3306/agent_fleet" is invalid',
     },
     {
       what: 'the worker, MYSQL_URL without its scheme',
