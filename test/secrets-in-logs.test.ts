@@ -2,12 +2,14 @@
 // stream, and through the real start-up paths of the processes: the mark never reaches the output, the
 // context around it does.
 import { spawn } from 'node:child_process';
+import OpenAI from 'openai';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger, type Logger } from '../src/logging/logger.js';
 import { redactUrl, redactValue, scrubText } from '../src/logging/redact.js';
 import { redactSecrets } from '../producers/board-app.js';
 import { stepLogLine } from '../src/worker/progress.js';
+import { classifyApiError } from '../src/llm/openai-chat-model.js';
 import type { StepTrace } from '../src/agent/types.js';
 
 const MARK = 'S3CR3T-MARK-xyz';
@@ -313,6 +315,22 @@ describe('the pieces', () => {
 });
 
 describe('what the board shows', () => {
+  it("a failed run's error: a model endpoint's message quoting a credential (the job's failedReason)", () => {
+    // The endpoint's own words become the run's error, which is stored, published and shown as the job's
+    // failedReason, none of which goes through the logger.
+    const echoed = OpenAI.APIError.generate(
+      401,
+      { error: { message: `invalid key: Bearer ${MARK}; retry with api_key=${MARK}` } },
+      undefined,
+      new Headers(),
+    );
+    const error = classifyApiError(echoed);
+    expect(error.message).not.toContain(MARK);
+    expect(error.message).toContain('The model endpoint answered 401: 401 invalid key: Bearer');
+    const dropped = classifyApiError(new Error(`socket hang up at https://u:${MARK}@llm.internal/v1`));
+    expect(dropped.message).not.toContain(MARK);
+  });
+
   it("a job's data: secret keys at any depth and credentials inside strings", () => {
     const shown = JSON.stringify(
       redactSecrets({
