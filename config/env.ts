@@ -19,7 +19,10 @@ const url = (protocols: string[]) =>
   z.string().refine(
     (value) => {
       try {
-        return protocols.includes(new URL(value).protocol.replace(/:$/, ''));
+        // `scheme://` written out: without the `//` the URL parser takes the rest for a path, so a misspelt
+        // `mysql:root:pw@db` would pass, name a database `root:pw@db`, and reach error messages unredacted.
+        const protocol = new URL(value).protocol.replace(/:$/, '');
+        return protocols.includes(protocol) && value.toLowerCase().startsWith(`${protocol}://`);
       } catch {
         return false;
       }

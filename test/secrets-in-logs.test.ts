@@ -2,12 +2,14 @@
 // stream, and through the real start-up paths of the processes: the mark never reaches the output, the
 // context around it does.
 import { spawn } from 'node:child_process';
+import OpenAI from 'openai';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createLogger, type Logger } from '../src/logging/logger.js';
 import { redactUrl, redactValue, scrubText } from '../src/logging/redact.js';
 import { redactSecrets } from '../producers/board-app.js';
 import { stepLogLine } from '../src/worker/progress.js';
+import { classifyApiError } from '../src/llm/openai-chat-model.js';
 import type { StepTrace } from '../src/agent/types.js';
 
 const MARK = 'S3CR3T-MARK-xyz';
@@ -286,6 +288,16 @@ describe('the pieces', () => {
     expect(redactUrl(`mysql://root:12/${MARK}@db/app`)).toBe('mysql://root:***@db/app');
   });
 
+  it('redactUrl hides the userinfo of a URL written without its scheme or its //', () => {
+    expect(redactUrl(`root:${MARK}@db:3306/app`)).toBe('root:***@db:3306/app');
+    expect(redactUrl(`mysql:/root:${MARK}@db/app`)).toBe('mysql:/***@db/app');
+    expect(redactUrl(`mysql:root:${MARK}@db/app`)).toBe('mysql:***@db/app');
+    expect(redactUrl(`mysql//root:${MARK}@db/app`)).toBe('***@db/app');
+    expect(redactUrl(`//root:${MARK}@db/app`)).toBe('//***@db/app');
+    // Nothing before an `@` but a scheme: nothing to hide.
+    expect(redactUrl('mysql:@db/app')).toBe('mysql:@db/app');
+  });
+
   it('scrubText stays linear on hostile text (a pattern that backtracks took seconds here)', () => {
     const started = performance.now();
     for (const unit of ['x://', 'token=abc ', 'a:', 'ab:// ', 'k.']) scrubText(unit.repeat(50_000));
@@ -303,6 +315,22 @@ describe('the pieces', () => {
 });
 
 describe('what the board shows', () => {
+  it("a failed run's error: a model endpoint's message quoting a credential (the job's failedReason)", () => {
+    // The endpoint's own words become the run's error, which is stored, published and shown as the job's
+    // failedReason, none of which goes through the logger.
+    const echoed = OpenAI.APIError.generate(
+      401,
+      { error: { message: `invalid key: Bearer ${MARK}; retry with api_key=${MARK}` } },
+      undefined,
+      new Headers(),
+    );
+    const error = classifyApiError(echoed);
+    expect(error.message).not.toContain(MARK);
+    expect(error.message).toContain('The model endpoint answered 401: 401 invalid key: Bearer');
+    const dropped = classifyApiError(new Error(`socket hang up at https://u:${MARK}@llm.internal/v1`));
+    expect(dropped.message).not.toContain(MARK);
+  });
+
   it("a job's data: secret keys at any depth and credentials inside strings", () => {
     const shown = JSON.stringify(
       redactSecrets({
@@ -373,6 +401,18 @@ describe('fatal start-up lines of real processes', () => {
       script: 'workers/agent-worker.ts',
       env: { MYSQL_URL: `mysql://root:1234/${MARK}@127.0.0.1:3306/agent_fleet`, ...NO_MODEL_CALLS },
       kept: 'MYSQL_URL=mysql://root:***@127.0.0.1:3306/agent_fleet',
+    },
+    {
+      what: 'the worker, MYSQL_URL without its // (a path to the URL parser, shown in the message)',
+      script: 'workers/agent-worker.ts',
+      env: { MYSQL_URL: `mysql:/root:${MARK}@127.0.0.1:3306/agent_fleet`, ...NO_MODEL_CALLS },
+      kept: 'MYSQL_URL="mysql:/***@127.0.0.1:3306/agent_fleet" is invalid',
+    },
+    {
+      what: 'the worker, MYSQL_URL without its scheme',
+      script: 'workers/agent-worker.ts',
+      env: { MYSQL_URL: `root:${MARK}@127.0.0.1:3306/agent_fleet`, ...NO_MODEL_CALLS },
+      kept: 'MYSQL_URL="root:***@127.0.0.1:3306/agent_fleet" is invalid',
     },
     {
       what: 'the API, REDIS_URL password with an unencoded /',

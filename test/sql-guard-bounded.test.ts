@@ -4,7 +4,7 @@
 // took seconds on the first of these shapes and froze the event loop for as long.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { checkSelectOnly, sqlGuardReady, warmUpSqlGuard } from '../src/tools/sql-guard.js';
+import { checkSelectOnly, checkSelectText, sqlGuardReady, warmUpSqlGuard } from '../src/tools/sql-guard.js';
 
 /**
  * Time one call may spend in the guard: goal 250 ms, nominally at most two parses of 115 ms each (the deadline
@@ -120,4 +120,22 @@ describe('the SQL guard is bounded', () => {
       expect(stallMs).toBeLessThan(MAX_STALL_MS);
     },
   );
+
+  it('scans flat text in linear time on the event loop (a long word or run of spaces)', () => {
+    // The raw-text pass runs on the event loop. Scans that backtrack quadratically took 200-300 ms here on
+    // each of these 8,000-character queries; linear ones take a few.
+    const flat = [
+      `SELECT ${'a'.repeat(7_990)}`,
+      `SELECT ${'1'.repeat(7_990)}`,
+      `SELECT \`${'a'.repeat(7_980)}\``,
+      `SELECT ${' '.repeat(7_980)}1`,
+      `SELECT 1 FROM ${'a'.repeat(3_000)}${' '.repeat(4_000)}x`,
+    ];
+    for (const sql of flat) {
+      const started = performance.now();
+      checkSelectText(sql);
+      const ms = performance.now() - started;
+      expect(ms, `${sql.slice(0, 20)}… (${sql.length} characters)`).toBeLessThan(60);
+    }
+  });
 });

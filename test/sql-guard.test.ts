@@ -331,6 +331,13 @@ describe('allowlist', () => {
     );
     // A CTE never shadows a schema-qualified table.
     expect(await allowed('WITH orders AS (SELECT 1) SELECT * FROM other_db.orders')).toBe(false);
+    // A WITH inside the parentheses of the first query of a UNION covers that query only (MySQL 8).
+    expect(
+      await allowed('(WITH secret AS (SELECT 1 AS id) SELECT id FROM secret) UNION (SELECT id FROM secret)'),
+    ).toBe(false);
+    expect(
+      await allowed('(WITH secret AS (SELECT 1 AS id) SELECT id FROM secret) UNION SELECT id FROM secret'),
+    ).toBe(false);
   });
 
   it('fails closed on an empty allowlist, still allowing table-free queries', async () => {

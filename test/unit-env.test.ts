@@ -145,6 +145,9 @@ describe('parseEnv refusals', () => {
     ['MYSQL_URL', 'postgres://db/x', /must be a URL \(mysql\)/],
     ['OPENAI_BASE_URL', 'ftp://x', /must be a URL \(http, https\)/],
     ['SMTP_URL', 'http://mail', /must be a URL \(smtp, smtps\)/],
+    // Without its //, the URL parser reads the rest as a path (`root:pw@db` a database name) and accepts it.
+    ['MYSQL_URL', 'mysql:db/x', /must be a URL \(mysql\)/],
+    ['REDIS_URL', 'redis:cache', /must be a URL \(redis, rediss\)/],
     ['QUEUE_PREFIX', 'has space', /letters, digits and _\.:- only/],
     ['QUEUE_PREFIX', 'x'.repeat(65), /letters, digits/],
     ['AGENT_PROTOCOL', 'xml', /"tools"\|"json"/],

@@ -150,6 +150,13 @@ describe('a task needs a visible character', () => {
       '\u2800',
       '\u{E0041}',
       ' \t\r\n',
+      // Default-ignorable code points not yet assigned (rendered as nothing), and unassigned ones.
+      '\u2065',
+      '\u{E0080}',
+      '\u{E01F0}',
+      '\uFFF0',
+      '\uFFFF',
+      '\u0378',
     ];
     for (const task of invisible) {
       expect(hasVisibleCharacter(task), JSON.stringify(task)).toBe(false);

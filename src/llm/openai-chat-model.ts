@@ -3,6 +3,7 @@
 import OpenAI from 'openai';
 import type { AssistantMessage, ToolCallRequest } from '../agent/messages.js';
 import { ModelApiError } from '../agent/errors.js';
+import { scrubText } from '../logging/redact.js';
 import type { ChatCallOptions, ChatCompletion, ChatModel, ChatRequest } from './chat-model.js';
 import { createNodeHttpFetch, ResponseBodyError, type Fetch } from './node-http-fetch.js';
 
@@ -99,7 +100,11 @@ export class OpenAIChatModel implements ChatModel {
 
 const RETRYABLE_STATUS = new Set([408, 409, 429]);
 
-/** 408/409/429/5xx, timeouts, dropped connections and garbled bodies are worth another attempt. */
+/**
+ * 408/409/429/5xx, timeouts, dropped connections and garbled bodies are worth another attempt. The endpoint's
+ * own words are scrubbed of credentials: they become the run's error, stored, published and shown on the board
+ * as the job's failedReason, none of which passes the logger.
+ */
 export function classifyApiError(error: unknown): ModelApiError {
   if (error instanceof ModelApiError) return error;
   if (error instanceof OpenAI.APIUserAbortError) {
@@ -114,7 +119,7 @@ export function classifyApiError(error: unknown): ModelApiError {
     // like a garbled body (model-call.ts).
     return new ModelApiError(
       'malformed_response',
-      `The model endpoint's reply could not be read: ${cut.message}`,
+      `The model endpoint's reply could not be read: ${scrubText(cut.message)}`,
       {
         retryable: true,
         cause: error,
@@ -122,7 +127,7 @@ export function classifyApiError(error: unknown): ModelApiError {
     );
   }
   if (error instanceof OpenAI.APIConnectionError) {
-    return new ModelApiError('connection', `Cannot reach the model endpoint: ${error.message}`, {
+    return new ModelApiError('connection', `Cannot reach the model endpoint: ${scrubText(error.message)}`, {
       retryable: true,
       cause: error,
     });
@@ -130,17 +135,21 @@ export function classifyApiError(error: unknown): ModelApiError {
   if (error instanceof OpenAI.APIError && error.status !== undefined) {
     const status = error.status;
     const retryable = RETRYABLE_STATUS.has(status) || status >= 500;
-    return new ModelApiError(`http_${status}`, `The model endpoint answered ${status}: ${error.message}`, {
-      retryable,
-      status,
-      retryAfterMs: retryAfterMs(error.headers),
-      cause: error,
-    });
+    return new ModelApiError(
+      `http_${status}`,
+      `The model endpoint answered ${status}: ${scrubText(error.message)}`,
+      {
+        retryable,
+        status,
+        retryAfterMs: retryAfterMs(error.headers),
+        cause: error,
+      },
+    );
   }
   if (error instanceof SyntaxError) {
     return new ModelApiError(
       'malformed_response',
-      `The model endpoint sent a malformed body: ${error.message}`,
+      `The model endpoint sent a malformed body: ${scrubText(error.message)}`,
       {
         retryable: true,
         cause: error,
@@ -148,7 +157,10 @@ export function classifyApiError(error: unknown): ModelApiError {
     );
   }
   const message = error instanceof Error ? error.message : String(error);
-  return new ModelApiError('unknown', `The model call failed: ${message}`, { retryable: true, cause: error });
+  return new ModelApiError('unknown', `The model call failed: ${scrubText(message)}`, {
+    retryable: true,
+    cause: error,
+  });
 }
 
 /** The first error of `type` in the chain of causes, if any. */

@@ -71,10 +71,23 @@ export function redactUrl(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   const scheme = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.exec(value)?.[0];
   const at = value.lastIndexOf('@');
-  if (scheme === undefined || at < scheme.length) return scrubText(value);
+  if (scheme === undefined) return scrubText(at < 0 ? value : hideMisspeltUserinfo(value, at));
+  if (at < scheme.length) return scrubText(value);
   return scrubText(
     hideUserinfo(value.slice(0, at + 1), scheme, value.slice(scheme.length, at)) + value.slice(at + 1),
   );
+}
+
+/**
+ * A URL variable without its `//` or its scheme (`mysql:/root:pw@db`, `root:pw@db`): the URL parser takes
+ * the credentials for a path, or refuses the value, and the message that names the value would show them.
+ * Everything between a leading `scheme:` and slashes, if any, and the last `@` is hidden; `root:pw@db` keeps
+ * `root:`, read as such a prefix.
+ */
+function hideMisspeltUserinfo(value: string, at: number): string {
+  const prefix = /^(?:[A-Za-z][A-Za-z0-9+.-]*:)?\/*/.exec(value)?.[0] ?? '';
+  if (at <= prefix.length) return value;
+  return `${prefix}${URL_PASSWORD_MASK}${value.slice(at)}`;
 }
 
 /**

@@ -13,10 +13,12 @@ const MAX_UNKNOWN_KEYS_LISTED = 10;
 /**
  * A character that shows: not whitespace or a separator (Z, White_Space, U+0085), not a control, format,
  * or lone surrogate (Cc, Cf, Cs: NUL, U+200B, U+2060, U+FEFF, U+180E, tags…), not a
- * combining mark alone (M: variation selectors, U+034F), and not one of the blank letters and symbols
- * (Hangul fillers U+115F, U+1160, U+3164, U+FFA0; Braille blank U+2800).
+ * combining mark alone (M: variation selectors, U+034F), not one of the blank letters and symbols
+ * (Hangul fillers U+115F, U+1160, U+3164, U+FFA0; Braille blank U+2800), and not a code point that renders
+ * as nothing: default-ignorable (U+2065, U+E0080: reserved, hence not Cf) or unassigned (Cn, U+FFFF).
  */
-const VISIBLE_CHARACTER = /[^\p{White_Space}\p{Z}\p{Cc}\p{Cf}\p{Cs}\p{M}\u115F\u1160\u3164\uFFA0\u2800]/u;
+const VISIBLE_CHARACTER =
+  /[^\p{White_Space}\p{Z}\p{Cc}\p{Cf}\p{Cs}\p{M}\p{Cn}\p{Default_Ignorable_Code_Point}\u115F\u1160\u3164\uFFA0\u2800]/u;
 
 export function hasVisibleCharacter(text: string): boolean {
   return VISIBLE_CHARACTER.test(text);

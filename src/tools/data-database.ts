@@ -31,6 +31,7 @@ import { CONNECTION_ERROR_CODES } from '../store/connection-errors.js';
 import { StoreError } from '../store/errors.js';
 import { parseMysqlUrl, type MysqlTarget } from '../store/mysql-url.js';
 import { QueryStopped, streamRows } from './stream-rows.js';
+import { withoutTrailingSemicolons } from './sql-guard-lexer.js';
 
 export type ServerFlavour = 'mariadb' | 'mysql';
 
@@ -240,7 +241,7 @@ export class DataDatabase {
     const maxBytes = Math.max(Math.floor(options.maxBytes ?? this.maxResultBytes), 1);
     const deadline = Date.now() + timeoutMs;
     // The server takes one statement without multi-statements; a trailing `;` is the model's habit, not a second.
-    const statement = sql.replace(/[\s;]+$/, '');
+    const statement = withoutTrailingSemicolons(sql);
     const { signal } = options;
     const { columns, rows, overBytes } = await this.run(statement, {
       timeoutMs,

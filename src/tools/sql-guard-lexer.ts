@@ -219,6 +219,16 @@ function codeOf(tokens: readonly SqlToken[], keepNames: boolean): string {
   return code;
 }
 
+/**
+ * `text` without trailing whitespace and semicolons. A loop, not `replace(/[\s;]+$/)`: that regex retries from
+ * every character of a long run of spaces inside the text, quadratic on the event loop.
+ */
+export function withoutTrailingSemicolons(text: string): string {
+  let end = text.length;
+  while (end > 0 && /[\s;]/.test(text[end - 1] as string)) end -= 1;
+  return text.slice(0, end);
+}
+
 /** The content of a backquoted or double-quoted token, doubled quotes undone. */
 export function quotedName(text: string): string {
   const quote = text[0] as string;

@@ -24,7 +24,7 @@
 // are rewritten, for the AST pass only, into equivalents it knows; the text that runs is the original, without
 // an accepted trailing comment (the verdict's `sql`). docs/sql-safety.md lists which rules only the guard
 // enforces and what the database does with each.
-import { lexSql, type SqlLexOk } from './sql-guard-lexer.js';
+import { lexSql, withoutTrailingSemicolons, type SqlLexOk } from './sql-guard-lexer.js';
 import { rewriteForParser } from './sql-guard-rewrites.js';
 import { SqlParsePool } from './sql-parse-pool.js';
 
@@ -268,7 +268,7 @@ async function checkParsed(lexed: SqlLexOk, options: SqlGuardOptions): Promise<S
 // reasons for hostile text that does not parse).
 
 function checkText({ code, keywords }: SqlLexOk): string | undefined {
-  const trimmed = code.replace(/[\s;]+$/, '');
+  const trimmed = withoutTrailingSemicolons(code);
   if (trimmed.trim() === '') return 'The query is empty; send one SELECT statement.';
   if (trimmed.includes(';')) {
     return 'Only one statement is allowed; remove everything after the first semicolon.';
@@ -283,7 +283,9 @@ function checkText({ code, keywords }: SqlLexOk): string | undefined {
   if (code.includes('?') || code.includes(':')) return placeholdersReason();
   const lock = /\b(for\s+update|for\s+share|lock\s+in\s+share\s+mode)\b/i.exec(keywords)?.[1];
   if (lock) return lockingReason(lock);
-  for (const match of code.matchAll(/([A-Za-z0-9_$]+)\s*\(/g)) {
+  // Names are matched from their first character only: without the lookbehind the scan retries from every
+  // character of a long name, quadratic on the event loop.
+  for (const match of code.matchAll(/(?<![A-Za-z0-9_$])([A-Za-z0-9_$]+)\s*\(/g)) {
     const name = match[1] as string;
     if (isDeniedFunction(name)) return deniedFunctionReason(name);
   }
@@ -360,7 +362,8 @@ class AstWalk {
     scope: ReadonlySet<string>,
     depth: number,
   ): string | undefined {
-    // The WITH of the first SELECT covers the whole chain; a WITH on a later one covers only that one.
+    // The WITH of the first SELECT covers the whole chain; a WITH on a later one covers only that one, and so
+    // does the WITH of a parenthesized first one (`(WITH s AS … SELECT …) UNION SELECT … FROM s` reads table s).
     const headScope = new Set(scope);
     let node: Record<string, unknown> | undefined = head;
     while (node) {
@@ -372,7 +375,7 @@ class AstWalk {
       const ownScope = new Set(headScope);
       reason = this.visitWith(node.with, ownScope, depth);
       if (reason) return reason;
-      if (node === head) for (const name of ownScope) headScope.add(name);
+      if (node === head && head.parentheses_symbol !== true) for (const name of ownScope) headScope.add(name);
       for (const [key, child] of Object.entries(node)) {
         if (key === 'with' || key === '_next') continue;
         reason = this.visit(child, ownScope, depth + 1);
