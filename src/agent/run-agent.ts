@@ -9,6 +9,7 @@
 // before the loop goes on.
 //
 // It knows nothing of queues or databases: the worker adapts it to BullMQ, the store to MySQL.
+import type { z } from 'zod';
 import { toRunError, type RunError } from './errors.js';
 import { addUsage, usageOf, type Budget, type TokenUsage } from './budget.js';
 import * as D from './defaults.js';
@@ -94,6 +95,10 @@ export interface AgentRunInput {
   price: ModelPrice;
   tools: ToolRegistry;
   budget: Budget;
+  /** The agent's instructions: put before the protocol's system prompt (which lists the tools and the format). */
+  instructions?: string;
+  /** The agent's structured output schema (defineAgent `output`): the value the run must end with. */
+  output?: z.ZodType;
   /** Default 'tools'. A checkpoint keeps the protocol it was started with. */
   protocol?: ProtocolName;
   options?: AgentRunOptions;
@@ -188,7 +193,9 @@ class AgentRun {
       ? new CheckpointQueue((checkpoint) => this.notify('checkpoint', () => onCheckpoint(checkpoint)))
       : null;
     this.protocol = PROTOCOLS[this.state.protocol];
-    const system = o.systemPrompt ?? this.protocol.systemPrompt(input.tools);
+    const protocolPrompt = this.protocol.systemPrompt(input.tools);
+    const system =
+      o.systemPrompt ?? (input.instructions ? `${input.instructions}\n\n${protocolPrompt}` : protocolPrompt);
     this.pinned = [
       { role: 'system', content: system },
       { role: 'user', content: this.state.task },

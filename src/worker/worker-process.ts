@@ -28,7 +28,9 @@ import { modelFactoryFrom } from './model-factory.js';
 import { ResultPublisher } from './result-publisher.js';
 import { ResultsRetention } from './results-retention.js';
 import { handleShutdownSignals } from './shutdown-signals.js';
-import { buildToolProvider } from './tool-wiring.js';
+import type { Fleet } from '../agent/define-fleet.js';
+import { loadFleetConfig } from './fleet-config.js';
+import { openFleet } from './fleet-runtime.js';
 import { effectsInFlight } from '../tools/effects-in-flight.js';
 
 export interface WorkerProcess {
@@ -37,7 +39,13 @@ export interface WorkerProcess {
 }
 
 export async function startWorkerProcess(
-  options: { env?: Env; logger?: Logger; handleSignals?: boolean } = {},
+  options: {
+    env?: Env;
+    logger?: Logger;
+    handleSignals?: boolean;
+    /** The fleet to serve; default the configuration FLEET_CONFIG names (fleet-config.ts). */
+    fleet?: Fleet;
+  } = {},
 ): Promise<WorkerProcess> {
   const logger = options.logger ?? createLogger('worker');
   let config: Env;
@@ -49,6 +57,11 @@ export async function startWorkerProcess(
   }
   try {
     const createModel = modelFactoryFrom(config);
+    const dataUrlIsDefault = !process.env['DATA_MYSQL_URL'];
+    const loaded = options.fleet
+      ? { fleet: options.fleet, source: 'startWorker' }
+      : await loadFleetConfig(config, { dataUrlIsDefault });
+    logger.info({ source: loaded.source ?? 'built-in demo configuration' }, 'fleet configuration loaded');
     const pool = await createStorePool(config.MYSQL_URL);
     await migrate(pool, { logger });
     const connection = createRedis(config.REDIS_URL, 'worker');
@@ -98,8 +111,10 @@ export async function startWorkerProcess(
         onRateLimited,
         onError: (err) => logger.warn({ err }, 'spend ledger'),
       });
-    const tools = await buildToolProvider(config, pool, logger, {
-      dataUrlIsDefault: !process.env['DATA_MYSQL_URL'],
+    const tools = await openFleet(loaded.fleet, {
+      store: pool,
+      env: config,
+      logger,
       onEmailSettled: (outcome) => metrics.observeEmailSettlement(outcome),
     });
     const repository = new RunsRepository(pool);
@@ -138,7 +153,8 @@ export async function startWorkerProcess(
           keepFailed: retention.failed,
           onPublished: () => resultsRetention.poke(),
         }),
-        tools: tools.provider,
+        tools: tools.tools,
+        agents: tools.agents,
         createModel,
         gateFor,
         metrics,
