@@ -12,8 +12,8 @@ import type { WorkerServices } from './worker-services.js';
 export interface FleetRuntime {
   agents: ReadonlyMap<string, AgentDefinition>;
   tools: ToolProvider;
-  /** Every tool the fleet serves, by name. */
-  toolNames: readonly string[];
+  /** Every tool the fleet serves, as defined (for the catalog). */
+  toolList: readonly Tool[];
   close(): Promise<void>;
 }
 
@@ -51,7 +51,7 @@ export async function openFleet(fleet: Fleet, services: WorkerServices): Promise
     return {
       agents: fleet.agents,
       tools: new StaticToolProvider(tools.map((tool) => withEffectLedger(tool, ledger))),
-      toolNames: [...names],
+      toolList: tools,
       close,
     };
   } catch (error) {

@@ -31,6 +31,7 @@ import { handleShutdownSignals } from './shutdown-signals.js';
 import type { Fleet } from '../agent/define-fleet.js';
 import { loadFleetConfig } from './fleet-config.js';
 import { openFleet } from './fleet-runtime.js';
+import { publishCatalog } from './catalog-publisher.js';
 import { effectsInFlight } from '../tools/effects-in-flight.js';
 
 export interface WorkerProcess {
@@ -117,6 +118,7 @@ export async function startWorkerProcess(
       logger,
       onEmailSettled: (outcome) => metrics.observeEmailSettlement(outcome),
     });
+    const catalog = await publishCatalog(tools, connection, config.QUEUE_PREFIX, logger, metrics);
     const repository = new RunsRepository(pool);
     // The journal's own small pool: several statements in one query, for the SQL it builds itself and nothing else.
     const journalPool = await createStorePool(config.MYSQL_URL, {
@@ -196,6 +198,7 @@ export async function startWorkerProcess(
             logger.warn({ inFlight: effectsInFlight.size }, 'side effects still in flight at exit');
           }
         }
+        catalog.close();
         await resultsRetention.close();
         await batchesQueue.close();
         await metricsServer?.close();
