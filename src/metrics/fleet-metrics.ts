@@ -101,7 +101,7 @@ type Counts = Record<string, number>;
 
 export class FleetMetrics {
   readonly registry: Registry;
-  private readonly knownTools: ReadonlySet<string>;
+  private readonly knownTools: Set<string>;
   private readonly knownErrorCodes: ReadonlySet<string>;
   private readonly queueTimeoutMs: number;
   private readonly queues: WatchedQueue[] = [];
@@ -207,6 +207,11 @@ export class FleetMetrics {
       help: 'Distinct agent catalogs the live workers of the fleet serve, as this worker last saw them: more than 1 means workers disagree.',
       registers,
     });
+  }
+
+  /** Labels these tools as themselves too: the fleet configuration's, known once it is open. */
+  knowTools(names: Iterable<string>): void {
+    for (const name of names) this.knownTools.add(name);
   }
 
   /** The distinct catalogs (content hashes) live workers serve. */

@@ -118,6 +118,7 @@ export async function startWorkerProcess(
       logger,
       onEmailSettled: (outcome) => metrics.observeEmailSettlement(outcome),
     });
+    metrics.knowTools(tools.toolList.map((tool) => tool.name));
     const catalog = await publishCatalog(tools, connection, config.QUEUE_PREFIX, logger, metrics);
     const repository = new RunsRepository(pool);
     // The journal's own small pool: several statements in one query, for the SQL it builds itself and nothing else.
