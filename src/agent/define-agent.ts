@@ -8,6 +8,9 @@ import type { Tool } from '../tools/tool.js';
 /** Agent and tool names: what a task, a log line and a metric label carry. */
 export const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
 
+/** The agent a task without `agent` runs. */
+export const DEFAULT_AGENT = 'default';
+
 export interface AgentDefinition<Input extends z.ZodType = z.ZodType, Output extends z.ZodType = z.ZodType> {
   name: string;
   /** What the agent does, for the catalog and for people choosing one. */

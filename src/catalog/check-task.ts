@@ -3,8 +3,8 @@
 import { z } from 'zod';
 import { safeParse, toFieldIssues, type AgentTask, type FieldIssue } from '../queue/task-schema.js';
 import type { Catalog, CatalogAgent } from './catalog.js';
+import { DEFAULT_AGENT } from '../agent/define-agent.js';
 
-const DEFAULT_AGENT = 'default';
 const inputSchemas = new WeakMap<CatalogAgent, z.ZodType | null>();
 
 export function checkTaskAgainstCatalog(task: AgentTask, catalog: Catalog): FieldIssue[] {

@@ -10,7 +10,7 @@
 //                                               redelivered until its record lands; the result is published then
 import { DelayedError, UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { AgentDefinition } from '../agent/define-agent.js';
+import { DEFAULT_AGENT, type AgentDefinition } from '../agent/define-agent.js';
 import { ConfigError, InputError, type RunError } from '../agent/errors.js';
 import { StoreError } from '../store/errors.js';
 import { usageOf } from '../agent/budget.js';
@@ -22,7 +22,6 @@ import type { ChatModel } from '../llm/chat-model.js';
 import type { FleetMetrics } from '../metrics/fleet-metrics.js';
 import type { Logger } from '../logging/logger.js';
 import { formatFieldIssues, MAX_TASK_CHARS, validateTask } from '../queue/task-schema.js';
-import { DEFAULT_AGENT } from './demo-fleet.js';
 import type { RunsRepository } from '../store/runs-repository.js';
 import { isConnectionFailure } from '../store/connection-errors.js';
 import type { CheckpointStore } from './checkpoint-store.js';
