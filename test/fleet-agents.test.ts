@@ -5,13 +5,18 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TASK_JOB_OPTIONS } from '../src/queue/job-options.js';
+import { TASK_JOB_NAME, TASKS_QUEUE } from '../src/queue/names.js';
+import { createRedis } from '../src/queue/redis.js';
 import type { RecordedRequest, ScriptedReply } from '../src/testing/scripted-model-server.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import {
   createNamespace,
   killWorker,
   queryStore,
+  REDIS_URL,
   startWorker,
   type FleetNamespace,
   type WorkerHandle,
@@ -22,6 +27,7 @@ const effectsFile = join(mkdtempSync(join(tmpdir(), 'af-agents-')), 'effects.log
 
 let server: ScriptedModelServer;
 let ns: FleetNamespace;
+let tasks: Queue;
 const workers: WorkerHandle[] = [];
 
 /** The weather agent's model: the forecast of the input's city, one notification, then the answer. */
@@ -61,10 +67,12 @@ const effects = (): string[] => {
 beforeAll(async () => {
   server = await startScriptedModel({ rules: [weatherModel] });
   ns = createNamespace('agents');
+  tasks = new Queue(TASKS_QUEUE, { connection: createRedis(REDIS_URL, 'producer'), prefix: ns.prefix });
 });
 
 afterAll(async () => {
   await Promise.all(workers.map(killWorker));
+  await tasks.close();
   await ns.cleanup();
   await server.close();
 });
@@ -96,6 +104,23 @@ describe('a custom agent of a fleet configuration', () => {
       jobId,
     ]);
     expect(run?.task).toBe('Input: {"city":"Lyon","days":3}');
+  }, 40_000);
+
+  it('keeps the json protocol working: the instructions come before its prompt, which lists the tools', async () => {
+    const w = worker();
+    await w.waitForOutput(/worker started/);
+    const { jobId } = await ns.client.enqueue({
+      agent: 'weather',
+      input: { city: 'Turku', days: 2 },
+      protocol: 'json',
+    });
+    const result = await ns.client.waitForResult(jobId, { timeoutMs: 20_000 });
+    expect(result).toMatchObject({ status: 'succeeded', answer: 'the team knows the weather in Turku' });
+    const first = server.requests.find((r) => String(r.messages[0]?.content).includes('City: Turku.'));
+    expect(first?.tools).toBeUndefined();
+    expect(String(first?.messages[0]?.content)).toMatch(
+      /^You are the weather desk\. City: Turku\. Horizon: 2 days\.\n\nYou complete the task by calling tools\. Tools:\n- get_forecast\(city: string\)/,
+    );
   }, 40_000);
 
   it.each([
@@ -136,7 +161,9 @@ describe('a custom agent of a fleet configuration', () => {
       const w = worker();
       await w.waitForOutput(/worker started/);
       const before = server.requests.length;
-      const { jobId } = await ns.client.enqueue(task);
+      // Past the producers' own check (they refuse these once a catalog is published): a producer that read no
+      // catalog, or an older one, which the worker must not trust.
+      const jobId = String((await tasks.add(TASK_JOB_NAME, task, TASK_JOB_OPTIONS)).id);
       const result = await ns.client.waitForResult(jobId, { timeoutMs: 20_000 });
       expect(result).toMatchObject({
         status: 'failed',
