@@ -2,7 +2,7 @@
 // own tools, run end to end by real worker processes (FLEET_CONFIG), the scripted model over HTTP; the tasks
 // that do not fit it refused with the field path; broken configurations stopping the worker at start; and a
 // side effect made once through ctx.once even when the worker is killed between the effect and its record.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
@@ -23,7 +23,8 @@ import {
 } from './support/fleet-harness.js';
 
 const FIXTURES = join(import.meta.dirname, 'fixtures', 'fleets');
-const effectsFile = join(mkdtempSync(join(tmpdir(), 'af-agents-')), 'effects.log');
+const effectsDirectory = mkdtempSync(join(tmpdir(), 'af-agents-'));
+const effectsFile = join(effectsDirectory, 'effects.log');
 
 let server: ScriptedModelServer;
 let ns: FleetNamespace;
@@ -74,6 +75,7 @@ afterAll(async () => {
   await Promise.all(workers.map(killWorker));
   await tasks.close();
   await ns.cleanup();
+  rmSync(effectsDirectory, { recursive: true, force: true });
   await server.close();
 });
 
