@@ -194,6 +194,42 @@ describe('a custom agent of a fleet configuration', () => {
   }, 40_000);
 });
 
+describe('startWorker({ fleet })', () => {
+  it('serves a fleet built in code', async () => {
+    // Only this worker may take the job: the others serve another fleet.
+    await Promise.all(workers.splice(0).map(killWorker));
+    const handle = startWorker(
+      ns,
+      {
+        OPENAI_BASE_URL: server.baseURL,
+        AGENT_PROTOCOL: 'tools',
+        METRICS_PORT: '0',
+        // As every worker of the file: BullMQ runs one stalled-job check per interval, fleet wide.
+        WORKER_LOCK_DURATION_MS: '2000',
+        WORKER_STALLED_INTERVAL_MS: '1000',
+      },
+      { command: [process.execPath, '--import', 'tsx', join(FIXTURES, '..', 'start-worker.ts')] },
+    );
+    workers.push(handle);
+    await handle.waitForOutput(/worker started/);
+    server.reset({
+      rules: [
+        (request) => {
+          if (!String(request.messages[0]?.content).startsWith('You shout.\n\n')) return undefined;
+          const shouted = request.messages.find((m) => m.role === 'tool');
+          return shouted
+            ? { answer: String(shouted.content) }
+            : { actions: [{ tool: 'shout', args: { text: 'hi' } }] };
+        },
+        weatherModel,
+      ],
+    });
+    const { jobId } = await ns.client.enqueue({ agent: 'shouter', task: 'say hi loudly' });
+    const result = await ns.client.waitForResult(jobId, { timeoutMs: 20_000 });
+    expect(result).toMatchObject({ status: 'succeeded', answer: 'HI', toolCalls: 1 });
+  }, 40_000);
+});
+
 describe('a broken fleet configuration', () => {
   it.each([
     [
