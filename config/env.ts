@@ -143,6 +143,8 @@ export const envSchema = z.object({
   METRICS_HOST: listenHost.default('127.0.0.1'),
   METRICS_PORT: int(0, 65535).default(9464),
   SCHEDULES_FILE: z.string().min(1).default('config/schedules.json'),
+  /** The fleet configuration module (docs/agents-and-tools.md); unset: agent-fleet.config.ts/.js, else the demo. */
+  FLEET_CONFIG: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 

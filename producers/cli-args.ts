@@ -5,10 +5,11 @@ import { parseArgs } from 'node:util';
 import { InputError } from '../src/agent/errors.js';
 
 export const CLI_USAGE =
-  'usage: npm run enqueue -- --task "…" [--max-steps N] [--max-tokens N] [--max-cost USD] [--tools a,b] ' +
+  'usage: npm run enqueue -- --task "…" [--agent NAME] [--input JSON] [--max-steps N] [--max-tokens N] [--max-cost USD] [--tools a,b] ' +
   '[--model M] [--protocol tools|json] [--metadata k=v]... [--idempotency-key K] [--wait] [--timeout SECONDS]\n' +
   '       npm run enqueue -- --batch tasks.jsonl [--batch-max-cost USD] [--batch-max-tokens N] [--batch-name NAME] ' +
-  '[--wait] [--timeout SECONDS]';
+  '[--wait] [--timeout SECONDS]\n' +
+  '       npm run enqueue -- --list-agents';
 
 /** A command line the CLI cannot run: exit 2 with the usage line. */
 export class CliArgsError extends InputError {
@@ -20,6 +21,7 @@ export class CliArgsError extends InputError {
 /** What the command line asks for. */
 export type CliCommand =
   | { mode: 'help' }
+  | { mode: 'list-agents' }
   | {
       mode: 'batch';
       /** The JSONL file of tasks, one per line. */
@@ -40,6 +42,9 @@ export type CliCommand =
 
 const OPTIONS = {
   task: { type: 'string' },
+  agent: { type: 'string' },
+  input: { type: 'string' },
+  'list-agents': { type: 'boolean' },
   'max-steps': { type: 'string' },
   'max-tokens': { type: 'string' },
   'max-cost': { type: 'string' },
@@ -59,6 +64,8 @@ const OPTIONS = {
 
 const TASK_ONLY = [
   'task',
+  'agent',
+  'input',
   'max-steps',
   'max-tokens',
   'max-cost',
@@ -73,6 +80,8 @@ const BATCH_ONLY = ['batch-max-cost', 'batch-max-tokens', 'batch-name'];
 /** Task field path → the flag that sets it, so a schema error can name the flag too. */
 export const FLAG_FOR_PATH: Readonly<Record<string, string>> = {
   task: '--task',
+  agent: '--agent',
+  input: '--input',
   'budget.maxSteps': '--max-steps',
   'budget.maxTokens': '--max-tokens',
   'budget.maxCostUsd': '--max-cost',
@@ -110,6 +119,14 @@ function decimalFlag(flag: string, value: string): number {
     throw new CliArgsError(`${flag} must be a number, got ${JSON.stringify(value)}`);
   }
   return number;
+}
+
+function jsonFlag(flag: string, value: string): unknown {
+  try {
+    return JSON.parse(value) as unknown;
+  } catch {
+    throw new CliArgsError(`${flag} must be JSON, e.g. '{"region": "EU"}'`);
+  }
 }
 
 function metadataFlag(pairs: readonly string[]): Record<string, string> {
@@ -154,6 +171,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
     seen.add(token.name);
   }
   if (values.help) return { mode: 'help' };
+  if (values['list-agents']) return { mode: 'list-agents' };
   const wait = values.wait === true;
   const timeoutMs = timeoutFlag(values.timeout, wait);
   if (values.batch !== undefined) {
@@ -171,7 +189,9 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
   }
   const batchFlag = BATCH_ONLY.find((name) => seen.has(name));
   if (batchFlag) throw new CliArgsError(`--${batchFlag} needs --batch`);
-  if (values.task === undefined) throw new CliArgsError('--task or --batch is required');
+  if (values.task === undefined && values.input === undefined) {
+    throw new CliArgsError('--task, --input or --batch is required');
+  }
 
   const budget: Record<string, number> = {};
   if (values['max-steps'] !== undefined) budget['maxSteps'] = integerFlag('--max-steps', values['max-steps']);
@@ -179,7 +199,9 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
     budget['maxTokens'] = integerFlag('--max-tokens', values['max-tokens']);
   if (values['max-cost'] !== undefined) budget['maxCostUsd'] = decimalFlag('--max-cost', values['max-cost']);
 
-  const task: Record<string, unknown> = { task: values.task };
+  const task: Record<string, unknown> = values.task === undefined ? {} : { task: values.task };
+  if (values.agent !== undefined) task['agent'] = values.agent;
+  if (values.input !== undefined) task['input'] = jsonFlag('--input', values.input);
   if (Object.keys(budget).length > 0) task['budget'] = budget;
   if (values.tools !== undefined) {
     task['tools'] = values.tools

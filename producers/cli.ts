@@ -96,6 +96,12 @@ async function run(argv: readonly string[]): Promise<number> {
   const client = new FleetClient({ redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX });
   try {
     if (command.mode === 'batch') return await runBatch(client, command, batchTasks);
+    if (command.mode === 'list-agents') {
+      const catalog = await client.getCatalog();
+      if (!catalog) say('no catalog published yet: start a worker (tasks are checked for their shape only)');
+      process.stdout.write(`${JSON.stringify(catalog ?? { hash: null, agents: [] }, null, 2)}\n`);
+      return EXIT_OK;
+    }
     let jobId: string;
     try {
       ({ jobId } = await client.enqueue(command.task));

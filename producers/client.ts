@@ -20,8 +20,11 @@ import { validateBatch, type BatchInput, type BatchJobData } from '../src/batch/
 import { summarizeBatch, type BatchSummary } from '../src/batch/batch-summary.js';
 import { enqueueBatch, type EnqueuedBatch } from '../src/batch/enqueue-batch.js';
 import { SpendLedger } from '../src/fleet/spend-ledger.js';
+import type { Catalog } from '../src/catalog/catalog.js';
+import { CatalogStore } from '../src/catalog/catalog-store.js';
+import { checkTaskAgainstCatalog } from '../src/catalog/check-task.js';
 
-export type { AgentTask, AgentResult, FieldIssue, BatchInput, BatchSummary, EnqueuedBatch };
+export type { AgentTask, AgentResult, FieldIssue, BatchInput, BatchSummary, EnqueuedBatch, Catalog };
 
 /** A task that breaks its schema; `issues` name each bad field. Nothing was enqueued. */
 export class TaskValidationError extends InputError {
@@ -81,6 +84,9 @@ export class FleetClient {
   private readonly ledger: SpendLedger;
   private readonly redisUrl: string;
   private readonly archive: ResultArchive | undefined;
+  private readonly catalogs: CatalogStore;
+  /** The last catalog read, kept while its hash stays the same (its input schemas are converted once). */
+  private catalog: Catalog | null = null;
   private ready: Promise<void> | undefined;
 
   constructor(options: FleetClientOptions = {}) {
@@ -93,6 +99,7 @@ export class FleetClient {
     this.batches = new Queue(BATCHES_QUEUE, { connection: this.redis, prefix });
     this.flow = new FlowProducer({ connection: this.redis, prefix });
     this.ledger = new SpendLedger({ redis: this.redis, prefix });
+    this.catalogs = new CatalogStore(this.redis, prefix);
     // Connection errors surface as rejected calls; without listeners BullMQ would also print them raw.
     const emitters: ErrorEmitter[] = [this.tasks, this.results, this.batches, this.flow];
     if (options.outages) {
@@ -121,6 +128,13 @@ export class FleetClient {
       return validation.task;
     });
     await this.connected();
+    const catalog = await this.getCatalog();
+    if (catalog) {
+      tasks.forEach((task, i) => {
+        const issues = checkTaskAgainstCatalog(task, catalog);
+        if (issues.length > 0) throw new TaskValidationError(issues, where(i));
+      });
+    }
     await this.refuseBatchClaims(tasks, where);
     const jobs = await this.tasks.addBulk(
       tasks.map((task) => ({
@@ -133,6 +147,17 @@ export class FleetClient {
       })),
     );
     return jobs.map((job) => ({ jobId: String(job.id) }));
+  }
+
+  /**
+   * The catalog the workers serve (the latest one published), or null before any worker published one: tasks
+   * are then checked for their shape only, and a worker fails a task for an agent it does not serve.
+   */
+  async getCatalog(): Promise<Catalog | null> {
+    await this.connected();
+    const latest = await this.catalogs.latest();
+    if (latest?.hash !== this.catalog?.hash) this.catalog = latest;
+    return this.catalog;
   }
 
   async getTask(jobId: string): Promise<TaskStatus> {
@@ -190,6 +215,16 @@ export class FleetClient {
     const validation = validateBatch(input);
     if (!validation.ok) throw new TaskValidationError(validation.issues, ' batch');
     await this.connected();
+    const catalog = await this.getCatalog();
+    if (catalog) {
+      const issues = validation.batch.tasks.flatMap((task, i) =>
+        checkTaskAgainstCatalog(task, catalog).map((issue) => ({
+          ...issue,
+          path: `tasks.${i}.${issue.path}`,
+        })),
+      );
+      if (issues.length > 0) throw new TaskValidationError(issues, ' batch');
+    }
     return enqueueBatch({ flow: this.flow, ledger: this.ledger }, validation.batch, batchId);
   }
 

@@ -183,6 +183,12 @@ export function createApiServer(options: ApiServerOptions): Express {
     }
   });
 
+  // The catalog the workers serve: what a task may name (agents, their tools, input schemas, budget ceilings).
+  v1.get('/agents', async (_req, res) => {
+    const catalog = await client.getCatalog();
+    res.json(catalog ?? { hash: null, agents: [] });
+  });
+
   v1.get('/tasks/:jobId', async (req, res) => {
     const jobId = req.params['jobId'] ?? '';
     if (jobId.length === 0 || jobId.length > MAX_JOB_ID_CHARS) {

@@ -140,7 +140,7 @@ describe('parseCliArgs', () => {
     expect(refusal(['--task', 't', 'extra'])).toContain("Unexpected argument 'extra'");
     expect(refusal(['--task'])).toContain('--task');
     expect(refusal(['--task', 'a', '--task', 'b'])).toBe('--task is given more than once');
-    expect(refusal(['--max-steps', '3'])).toBe('--task or --batch is required');
+    expect(refusal(['--max-steps', '3'])).toBe('--task, --input or --batch is required');
     expect(refusal(['--task', 't', '--wait=yes'])).toContain('--wait');
   });
 

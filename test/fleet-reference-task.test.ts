@@ -76,6 +76,22 @@ function worker(env: Record<string, string> = {}): WorkerHandle {
 const referenceRequests = (since: number) =>
   model.requests.slice(since).filter((r: RecordedRequest) => r.messages[1]?.content === REFERENCE_TASK);
 
+describe('the demo model offline', () => {
+  it('fails a task it does not know, saying no model is configured, and never answers it', async () => {
+    const w = worker();
+    await w.waitForOutput(/worker started/);
+    const { jobId } = await ns.client.enqueue({ task: 'Write a haiku about our Q3 churn' });
+    const result = await ns.client.waitForResult(jobId, { timeoutMs: 30_000 });
+    expect(result).toMatchObject({
+      status: 'failed',
+      answer: null,
+      error: { kind: 'model_api', retryable: false },
+    });
+    expect(result.error?.message).toContain('no model configured: set OPENAI_API_KEY / OPENAI_BASE_URL');
+    await killWorker(w);
+  }, 40_000);
+});
+
 describe('the reference task', () => {
   it('emails the right three customers once each, in at most 4 model calls and 3,000 prompt tokens', async () => {
     const w = worker();

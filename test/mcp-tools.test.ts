@@ -20,6 +20,7 @@ const ctx = (signal = new AbortController().signal): ToolContext => ({
   signal,
   runId: 'run-mcp',
   callKey: `run-mcp:${++step}:0`,
+  once: (effect) => effect(),
   step,
 });
 const call = (registry: ToolRegistry, name: string, value: unknown = {}, options = OPTIONS) =>

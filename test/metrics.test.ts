@@ -155,6 +155,17 @@ describe('observing traces and results', () => {
     expect(lines.join('\n')).not.toContain('rm_rf');
   });
 
+  it("labels the fleet configuration's own tools as themselves once told of them", async () => {
+    const fleet = new FleetMetrics({ defaultMetrics: false });
+    const call = { id: 'c1', tool: 'fetch_kpis', args: {}, ok: true, errorCode: null, latencyMs: 10 };
+    fleet.observeStep(trace({ actions: [call] }));
+    fleet.knowTools(['fetch_kpis']);
+    fleet.observeStep(trace({ actions: [call] }));
+    const lines = await samples(fleet);
+    expect(lines).toContain('agentfleet_tool_call_duration_seconds_count{tool="other"} 1');
+    expect(lines).toContain('agentfleet_tool_call_duration_seconds_count{tool="fetch_kpis"} 1');
+  });
+
   it('counts tool errors by tool and code, unknown codes as other', async () => {
     const lines = await samples(metrics);
     expect(lines.filter((line) => line.startsWith('agentfleet_tool_errors_total')).sort()).toEqual([

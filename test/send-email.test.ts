@@ -213,6 +213,7 @@ describe('send_email', () => {
       runId: job,
       callKey,
       step: 3,
+      once: (effect) => effect(),
     });
     await expect(execute).rejects.toThrow(/cancelled; nothing was sent/);
     expect(await ledgerRows(job)).toMatchObject([

@@ -18,6 +18,7 @@ const ctx = (signal: AbortSignal = new AbortController().signal): ToolContext =>
   runId: 'run-1',
   callKey: 'run-1:3:0',
   step: 3,
+  once: (effect) => effect(),
 });
 const call = (name: string, value: unknown = {}): ProposedCall => ({ name, args: { ok: true, value } });
 const never = () => new Promise<never>(() => {});

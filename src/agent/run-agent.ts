@@ -97,6 +97,8 @@ export interface AgentRunInput {
   price: ModelPrice;
   tools: ToolRegistry;
   budget: Budget;
+  /** The agent's instructions: put before the protocol's system prompt (which lists the tools and the format). */
+  instructions?: string;
   /** Default 'tools'. A checkpoint keeps the protocol it was started with. */
   protocol?: ProtocolName;
   /**
@@ -201,7 +203,9 @@ class AgentRun {
       : null;
     this.protocol = PROTOCOLS[this.state.protocol];
     this.structured = input.output ? new StructuredOutput(input.output) : null;
-    let system = o.systemPrompt ?? this.protocol.systemPrompt(input.tools);
+    const protocolPrompt = this.protocol.systemPrompt(input.tools);
+    let system =
+      o.systemPrompt ?? (input.instructions ? `${input.instructions}\n\n${protocolPrompt}` : protocolPrompt);
     if (this.structured) {
       system += `\n\n${this.protocol.outputInstructions(JSON.stringify(this.structured.jsonSchema))}`;
     }

@@ -93,6 +93,10 @@ function reportReply(request: RecordedRequest, sql: string): ScriptedReply {
   return { answer: `Here is the report:\n${rows}` };
 }
 
+/** What the demo's model answers to any task but the demo's own. */
+export const NO_MODEL_CONFIGURED =
+  'no model configured: set OPENAI_API_KEY / OPENAI_BASE_URL (the offline demo model answers only the demo tasks)';
+
 /** The rules of the demo's scripted model. */
 export const referenceModelRules: ReplyRule[] = [
   (request) => {
@@ -100,12 +104,13 @@ export const referenceModelRules: ReplyRule[] = [
       return { text: 'Done: earlier queries ran. Goal: finish the task with the results at hand.' };
     }
     const task = String(request.messages[1]?.content ?? '');
+    const report = REPORT_TASKS.find((r) => r.task === task);
+    // Never a canned answer: a task the demo does not know ends failed, saying why (a 400 is not retried).
+    if (task !== REFERENCE_TASK && !report) return { fault: 'bad_request', message: NO_MODEL_CONFIGURED };
     if (request.tools === undefined && String(request.messages.at(-1)?.content).includes('No more tool')) {
       return { answer: 'Stopped at the limit; see the steps so far.' };
     }
-    if (task === REFERENCE_TASK) return referenceReply(request);
-    const report = REPORT_TASKS.find((r) => r.task === task);
     if (report) return reportReply(request, report.sql);
-    return { answer: 'The demo model only knows the demo tasks; set OPENAI_API_KEY to use a real model.' };
+    return referenceReply(request);
   },
 ];

@@ -101,7 +101,7 @@ type Counts = Record<string, number>;
 
 export class FleetMetrics {
   readonly registry: Registry;
-  private readonly knownTools: ReadonlySet<string>;
+  private readonly knownTools: Set<string>;
   private readonly knownErrorCodes: ReadonlySet<string>;
   private readonly queueTimeoutMs: number;
   private readonly queues: WatchedQueue[] = [];
@@ -120,6 +120,7 @@ export class FleetMetrics {
   private readonly scrapeErrors: Counter<'queue'>;
   private readonly emailSettlements: Counter<'outcome'>;
   private readonly uncertainEffects: Counter;
+  private readonly catalogsServed: Gauge;
 
   constructor(options: FleetMetricsOptions = {}) {
     this.registry = new Registry();
@@ -201,6 +202,21 @@ export class FleetMetrics {
       help: 'Side effects (emails) whose outcome was unknown when their job published its result.',
       registers,
     });
+    this.catalogsServed = new Gauge({
+      name: `${METRIC_PREFIX}catalogs_served`,
+      help: 'Distinct agent catalogs the live workers of the fleet serve, as this worker last saw them: more than 1 means workers disagree.',
+      registers,
+    });
+  }
+
+  /** Labels these tools as themselves too: the fleet configuration's, known once it is open. */
+  knowTools(names: Iterable<string>): void {
+    for (const name of names) this.knownTools.add(name);
+  }
+
+  /** The distinct catalogs (content hashes) live workers serve. */
+  observeCatalogs(count: number): void {
+    this.catalogsServed.set(count);
   }
 
   /** The Content-Type of metrics(): the Prometheus text format. */

@@ -2,6 +2,7 @@
 // an invalid job without retrying. Errors name the field's path.
 import { z } from 'zod';
 import { snapshotJson, TASK_JSON_LIMITS } from './json-structure.js';
+import { AGENT_NAME } from '../agent/define-agent.js';
 import { TOOL_NAMES } from './tool-names.js';
 
 export const MAX_TASK_CHARS = 8_000;
@@ -38,6 +39,7 @@ export const budgetSchema = z
   .partial()
   .strict();
 
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const BATCH_ID = /^[A-Za-z0-9_.:-]{1,64}$/;
 const metadataValue = z.union([z.string().max(1_000), z.number(), z.boolean(), z.null()]);
 
@@ -52,10 +54,18 @@ export const taskSchema = z
       .refine(
         (text) => text === '' || hasVisibleCharacter(text),
         'must contain at least one visible character',
-      ),
+      )
+      .optional(),
+    /** The agent of the fleet that runs the task; absent: the built-in `default` agent. */
+    agent: z
+      .string()
+      .regex(AGENT_NAME, 'must be an agent name: letters, digits, _ and -, at most 64')
+      .optional(),
+    /** The agent's input, validated against its `input` schema (by the worker, and by producers with a catalog). */
+    input: z.record(z.string().max(100), z.unknown()).optional(),
     budget: budgetSchema.optional(),
     tools: z
-      .array(z.enum(TOOL_NAMES))
+      .array(z.string().regex(TOOL_NAME, 'must be a tool name'))
       .min(1)
       .refine((names) => new Set(names).size === names.length, 'must not repeat a tool')
       .optional(),
@@ -89,7 +99,42 @@ export const taskSchema = z
       .regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'letters, digits and _.:- only, at most 128')
       .optional(),
   })
-  .strict();
+  .strict()
+  // Run even when a field failed, so a refusal lists every field at once.
+  .superRefine(checkTaskOrInput, { when: () => true });
+
+/**
+ * A task carries text, an input object, or both. Without an agent it is the contract's task (CONTRACT §3): its
+ * tools are the four of §7, and it has text (the default agent takes no input).
+ */
+function checkTaskOrInput(value: unknown, ctx: z.RefinementCtx): void {
+  if (typeof value !== 'object' || value === null) return;
+  const task = value as Record<string, unknown>;
+  if (task['task'] === undefined && task['input'] === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['task'],
+      message: 'required: give the task text or an input object',
+    });
+  }
+  if (task['agent'] !== undefined) return;
+  if (task['input'] !== undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['input'],
+      message: 'the default agent takes no input: name an agent',
+    });
+  }
+  const tools = task['tools'];
+  if (!Array.isArray(tools)) return;
+  tools.forEach((name: unknown, i) => {
+    if (typeof name === 'string' && !(TOOL_NAMES as readonly string[]).includes(name)) {
+      ctx.addIssue({ code: 'custom', path: ['tools', i], message: DEFAULT_TOOLS_MESSAGE });
+    }
+  });
+}
+
+const DEFAULT_TOOLS_MESSAGE = `Invalid option: expected one of ${TOOL_NAMES.map((n) => `"${n}"`).join('|')}`;
 
 export type AgentTask = z.infer<typeof taskSchema>;
 export type TaskBudget = z.infer<typeof budgetSchema>;

@@ -209,7 +209,11 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
         sendJson(res, 500, errorBody('scripted model: internal server error', 'server_error'));
         return;
       case 'bad_request':
-        sendJson(res, 400, errorBody('scripted model: bad request', 'invalid_request_error'));
+        sendJson(
+          res,
+          400,
+          errorBody(fault.message ?? 'scripted model: bad request', 'invalid_request_error'),
+        );
         return;
       case 'unauthorized':
         sendJson(

@@ -11,7 +11,7 @@ export interface ScriptedAction {
 export type ScriptedFault =
   | { fault: 'rate_limit'; retryAfterSeconds?: number }
   | { fault: 'server_error' }
-  | { fault: 'bad_request' }
+  | { fault: 'bad_request'; message?: string }
   | { fault: 'unauthorized' }
   | { fault: 'hang' }
   | { fault: 'malformed_body' };

@@ -53,7 +53,7 @@ export interface ProposedCall {
 export async function runToolCall(
   registry: ToolRegistry,
   call: ProposedCall,
-  ctx: ToolContext,
+  ctx: Omit<ToolContext, 'once'> & Partial<Pick<ToolContext, 'once'>>,
   options: ToolRunOptions,
   now: () => number = Date.now,
 ): Promise<ToolCallOutcome> {
@@ -98,7 +98,7 @@ export async function runToolCall(
     try {
       const value = await withTimeout(
         (signal) => {
-          const work = tool.execute(parsed.data, { ...ctx, signal });
+          const work = tool.execute(parsed.data, { once: runOnce, ...ctx, signal });
           // Waiting may stop (a cancel, the timeout); a side effect already started still runs to its end
           // and records its outcome, and the process waits for it before exiting.
           return tool.readOnly === true ? work : (options.effects ?? effectsInFlight).track(work);
@@ -210,4 +210,9 @@ async function withTimeout<T>(
     clearTimeout(timer);
     parent.removeEventListener('abort', onParentAbort);
   }
+}
+
+/** `ToolContext.once` where no ledger stands behind the run: the effect runs, nothing is remembered. */
+function runOnce<T>(effect: () => Promise<T>): Promise<T> {
+  return effect();
 }

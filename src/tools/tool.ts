@@ -14,6 +14,14 @@ export interface ToolContext {
    */
   callKey: string;
   step: number;
+  /**
+   * Runs `effect` at most once per job and call (and `key`, for a call with several effects), across retries and
+   * resumes: a later attempt gets the recorded value back instead of running it again. In a worker it is backed
+   * by the store's effect ledger; an attempt that stopped between the effect and its record leaves the effect
+   * uncertain, reported in the result, never run twice. `effect` should throw only when nothing happened: a
+   * throw frees the key. Without a ledger (the kernel alone) it just runs the effect.
+   */
+  once<T>(effect: () => Promise<T>, key?: string): Promise<T>;
 }
 
 export interface Tool<Schema extends z.ZodType = z.ZodType> {

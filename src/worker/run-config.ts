@@ -1,42 +1,110 @@
-// From a validated task and the process's configuration to what the kernel needs: the task's own budget
-// over the fleet's defaults, its model (which must have a price), its protocol.
+// From a validated task, its agent and the process's configuration to what the kernel needs: the task's own
+// budget over the agent's over the fleet's defaults (never above the agent's ceiling), its model (which must
+// have a price), its protocol, its tools, its instructions and the text the model reads as the task.
 import type { Budget } from '../agent/budget.js';
+import type { AgentDefinition } from '../agent/define-agent.js';
+import { toolNamesOf } from '../agent/define-fleet.js';
+import { InputError } from '../agent/errors.js';
 import type { AgentRunOptions } from '../agent/run-agent.js';
 import type { ProtocolName } from '../agent/protocol.js';
 import type { Env } from '../../config/env.js';
 import { priceOf, type ModelPrice } from '../llm/pricing.js';
-import type { AgentTask } from '../queue/task-schema.js';
-import { TOOL_NAMES, type ToolName } from '../queue/tool-names.js';
+import { formatFieldIssues, safeParse, toFieldIssues, type AgentTask } from '../queue/task-schema.js';
 
 export interface RunConfig {
   model: string;
   price: ModelPrice;
   budget: Budget;
   protocol: ProtocolName;
-  tools: ToolName[];
+  tools: string[];
+  /** What the model reads as the task: the text, the input as JSON, or both. */
+  taskText: string;
+  /** The agent's instructions for this input; undefined when it has none. */
+  instructions: string | undefined;
   options: AgentRunOptions;
 }
 
-/** Throws ConfigError when the task's model has no price. */
-export function runConfigFor(task: AgentTask, env: Env): RunConfig {
-  const model = task.model ?? env.LLM_MODEL;
+const BUDGET_FIELDS = ['maxSteps', 'maxTokens', 'maxCostUsd', 'deadlineMs'] as const;
+
+/**
+ * Throws InputError naming the field when the task does not fit its agent (input, tools, a budget above the
+ * ceiling), ConfigError when its model has no price.
+ */
+export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition): RunConfig {
+  const input = parseInput(task, agent);
+  const allowed = toolNamesOf(agent);
+  task.tools?.forEach((name, i) => {
+    if (!allowed.includes(name)) {
+      throw new InputError(
+        'invalid_task',
+        `Invalid task: tools.${i}: agent "${agent.name}" has no tool "${name}"`,
+      );
+    }
+  });
+  const model = task.model ?? agent.model ?? env.LLM_MODEL;
+  const defaults: Budget = {
+    maxSteps: env.AGENT_MAX_STEPS,
+    maxTokens: env.AGENT_MAX_TOKENS,
+    maxCostUsd: env.AGENT_MAX_COST_USD,
+    deadlineMs: env.AGENT_DEADLINE_MS,
+  };
+  const budget = { ...defaults };
+  for (const field of BUDGET_FIELDS) {
+    const ceiling = agent.budgetCeiling?.[field];
+    const asked = task.budget?.[field];
+    if (asked !== undefined && ceiling !== undefined && asked > ceiling) {
+      throw new InputError(
+        'invalid_task',
+        `Invalid task: budget.${field}: must be at most ${ceiling} (agent "${agent.name}"'s budgetCeiling)`,
+      );
+    }
+    const value = asked ?? agent.budget?.[field] ?? defaults[field];
+    // A default above the ceiling is cut to it: only what a task asks for is refused.
+    budget[field] = ceiling !== undefined ? Math.min(value, ceiling) : value;
+  }
+  const instructions =
+    typeof agent.instructions === 'function' ? agent.instructions(input) : agent.instructions;
   return {
     model,
     price: priceOf(model, env.LLM_PRICES ?? {}),
-    budget: {
-      maxSteps: task.budget?.maxSteps ?? env.AGENT_MAX_STEPS,
-      maxTokens: task.budget?.maxTokens ?? env.AGENT_MAX_TOKENS,
-      maxCostUsd: task.budget?.maxCostUsd ?? env.AGENT_MAX_COST_USD,
-      deadlineMs: task.budget?.deadlineMs ?? env.AGENT_DEADLINE_MS,
-    },
-    protocol: task.protocol ?? env.AGENT_PROTOCOL,
-    tools: task.tools ?? [...TOOL_NAMES],
+    budget,
+    protocol: task.protocol ?? agent.protocol ?? env.AGENT_PROTOCOL,
+    tools: task.tools ?? allowed,
+    taskText: taskTextOf(task.task, input),
+    instructions,
     options: {
-      memoryWindow: env.AGENT_MEMORY_WINDOW,
+      memoryWindow: agent.memory?.window ?? env.AGENT_MEMORY_WINDOW,
       temperature: env.LLM_TEMPERATURE,
       completionTokens: env.LLM_MAX_TOKENS,
       toolResultMaxTokens: env.AGENT_TOOL_RESULT_MAX_TOKENS,
       modelTimeoutMs: env.LLM_TIMEOUT_MS,
     },
   };
+}
+
+/** The task's input, validated against the agent's schema (errors name `input.<field>`). */
+function parseInput(task: AgentTask, agent: AgentDefinition): unknown {
+  if (!agent.input) {
+    if (task.input !== undefined) {
+      throw new InputError('invalid_task', `Invalid task: input: agent "${agent.name}" takes no input`);
+    }
+    if (task.task === undefined) throw new InputError('invalid_task', 'Invalid task: task: required');
+    return undefined;
+  }
+  if (task.input === undefined) {
+    throw new InputError('invalid_task', `Invalid task: input: required by agent "${agent.name}"`);
+  }
+  const parsed = safeParse(agent.input, task.input);
+  if (parsed.success) return parsed.data;
+  const issues = toFieldIssues(parsed.error.issues).map((issue) => ({
+    path: issue.path ? `input.${issue.path}` : 'input',
+    message: issue.message,
+  }));
+  throw new InputError('invalid_task', `Invalid task: ${formatFieldIssues(issues)}`);
+}
+
+function taskTextOf(text: string | undefined, input: unknown): string {
+  if (input === undefined) return text ?? '';
+  const json = JSON.stringify(input);
+  return text === undefined ? `Input: ${json}` : `${text}\n\nInput: ${json}`;
 }

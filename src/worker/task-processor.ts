@@ -10,7 +10,8 @@
 //                                               redelivered until its record lands; the result is published then
 import { DelayedError, UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { ConfigError, type RunError } from '../agent/errors.js';
+import { DEFAULT_AGENT, type AgentDefinition } from '../agent/define-agent.js';
+import { ConfigError, InputError, type RunError } from '../agent/errors.js';
 import { StoreError } from '../store/errors.js';
 import { usageOf } from '../agent/budget.js';
 import { runAgent } from '../agent/run-agent.js';
@@ -20,7 +21,7 @@ import type { CallGate } from '../agent/call-gate.js';
 import type { ChatModel } from '../llm/chat-model.js';
 import type { FleetMetrics } from '../metrics/fleet-metrics.js';
 import type { Logger } from '../logging/logger.js';
-import { formatFieldIssues, validateTask } from '../queue/task-schema.js';
+import { formatFieldIssues, MAX_TASK_CHARS, validateTask } from '../queue/task-schema.js';
 import type { RunsRepository } from '../store/runs-repository.js';
 import { isConnectionFailure } from '../store/connection-errors.js';
 import type { CheckpointStore } from './checkpoint-store.js';
@@ -52,6 +53,8 @@ export interface TaskProcessorDeps {
   journal: RunJournal;
   publisher: ResultPublisher;
   tools: ToolProvider;
+  /** The agents of the fleet configuration, by name; a task without `agent` runs `default`. */
+  agents: ReadonlyMap<string, AgentDefinition>;
   createModel: (model: string) => ChatModel;
   /** The fleet's shared limits for a job: its batch's budget, the daily caps, the request rate. */
   gateFor?: (batchId: string | undefined) => CallGate;
@@ -77,11 +80,18 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
       throw new UnrecoverableError(message);
     }
     const task = validation.task;
+    const agentName = task.agent ?? DEFAULT_AGENT;
+    const agent = deps.agents.get(agentName);
+    if (!agent) {
+      const message = `Invalid task: agent: this fleet has no agent "${agentName}" (it has ${[...deps.agents.keys()].join(', ')})`;
+      await finishWithoutRun(deps, job, { kind: 'input', code: 'invalid_task', message, retryable: false });
+      throw new UnrecoverableError(message);
+    }
     let config;
     try {
-      config = runConfigFor(task, deps.env);
+      config = runConfigFor(task, deps.env, agent);
     } catch (error) {
-      if (!(error instanceof ConfigError)) throw error;
+      if (!(error instanceof ConfigError || error instanceof InputError)) throw error;
       await finishWithoutRun(deps, job, error.toRunError());
       throw new UnrecoverableError(error.message);
     }
@@ -115,7 +125,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
         () =>
           journal.start({
             jobId,
-            task: task.task,
+            task: config.taskText.slice(0, MAX_TASK_CHARS),
             model: config.model,
             protocol: checkpoint?.protocol ?? config.protocol,
             batchId: batchId ?? null,
@@ -146,7 +156,9 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
       kept?.result ??
       (await runAgent({
         runId: jobId,
-        task: task.task,
+        task: config.taskText,
+        ...(config.instructions ? { instructions: config.instructions } : {}),
+        ...(agent.output ? { output: agent.output } : {}),
         model: deps.createModel(config.model),
         price: config.price,
         tools: deps.tools.registryFor(config.tools),

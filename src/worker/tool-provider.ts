@@ -2,10 +2,9 @@
 // wired once per process at start.
 import { ToolRegistry } from '../tools/registry.js';
 import type { Tool } from '../tools/tool.js';
-import type { ToolName } from '../queue/tool-names.js';
 
 export interface ToolProvider {
-  registryFor(names: readonly ToolName[]): ToolRegistry;
+  registryFor(names: readonly string[]): ToolRegistry;
 }
 
 /** Tools shared by every job of the process; a task gets the subset it names. */
@@ -13,14 +12,14 @@ export class StaticToolProvider implements ToolProvider {
   private readonly all: ToolRegistry;
   // Tasks name few distinct sets (most name none, so all tools): one registry per set, reused by every job, so
   // its JSON schemas are generated once and its `specs` array keeps the identity its token count is cached by.
-  // Names are the contract's (validated), so the map stays small.
+  // Names are the agents' (validated against them), so the map stays small.
   private readonly picked = new Map<string, ToolRegistry>();
 
   constructor(tools: readonly Tool[]) {
     this.all = new ToolRegistry(tools);
   }
 
-  registryFor(names: readonly ToolName[]): ToolRegistry {
+  registryFor(names: readonly string[]): ToolRegistry {
     const key = names.join(',');
     let registry = this.picked.get(key);
     if (!registry) {

@@ -28,7 +28,10 @@ import { modelFactoryFrom } from './model-factory.js';
 import { ResultPublisher } from './result-publisher.js';
 import { ResultsRetention } from './results-retention.js';
 import { handleShutdownSignals } from './shutdown-signals.js';
-import { buildToolProvider } from './tool-wiring.js';
+import type { Fleet } from '../agent/define-fleet.js';
+import { loadFleetConfig } from './fleet-config.js';
+import { openFleet } from './fleet-runtime.js';
+import { publishCatalog } from './catalog-publisher.js';
 import { effectsInFlight } from '../tools/effects-in-flight.js';
 
 export interface WorkerProcess {
@@ -37,7 +40,13 @@ export interface WorkerProcess {
 }
 
 export async function startWorkerProcess(
-  options: { env?: Env; logger?: Logger; handleSignals?: boolean } = {},
+  options: {
+    env?: Env;
+    logger?: Logger;
+    handleSignals?: boolean;
+    /** The fleet to serve; default the configuration FLEET_CONFIG names (fleet-config.ts). */
+    fleet?: Fleet;
+  } = {},
 ): Promise<WorkerProcess> {
   const logger = options.logger ?? createLogger('worker');
   let config: Env;
@@ -49,6 +58,11 @@ export async function startWorkerProcess(
   }
   try {
     const createModel = modelFactoryFrom(config);
+    const dataUrlIsDefault = !process.env['DATA_MYSQL_URL'];
+    const loaded = options.fleet
+      ? { fleet: options.fleet, source: 'startWorker' }
+      : await loadFleetConfig(config, { dataUrlIsDefault });
+    logger.info({ source: loaded.source ?? 'built-in demo configuration' }, 'fleet configuration loaded');
     const pool = await createStorePool(config.MYSQL_URL);
     await migrate(pool, { logger });
     const connection = createRedis(config.REDIS_URL, 'worker');
@@ -98,10 +112,14 @@ export async function startWorkerProcess(
         onRateLimited,
         onError: (err) => logger.warn({ err }, 'spend ledger'),
       });
-    const tools = await buildToolProvider(config, pool, logger, {
-      dataUrlIsDefault: !process.env['DATA_MYSQL_URL'],
+    const tools = await openFleet(loaded.fleet, {
+      store: pool,
+      env: config,
+      logger,
       onEmailSettled: (outcome) => metrics.observeEmailSettlement(outcome),
     });
+    metrics.knowTools(tools.toolList.map((tool) => tool.name));
+    const catalog = await publishCatalog(tools, connection, config.QUEUE_PREFIX, logger, metrics);
     const repository = new RunsRepository(pool);
     // The journal's own small pool: several statements in one query, for the SQL it builds itself and nothing else.
     const journalPool = await createStorePool(config.MYSQL_URL, {
@@ -138,7 +156,8 @@ export async function startWorkerProcess(
           keepFailed: retention.failed,
           onPublished: () => resultsRetention.poke(),
         }),
-        tools: tools.provider,
+        tools: tools.tools,
+        agents: tools.agents,
         createModel,
         gateFor,
         metrics,
@@ -181,6 +200,7 @@ export async function startWorkerProcess(
             logger.warn({ inFlight: effectsInFlight.size }, 'side effects still in flight at exit');
           }
         }
+        catalog.close();
         await resultsRetention.close();
         await batchesQueue.close();
         await metricsServer?.close();

@@ -2,25 +2,10 @@
 // `command` (a child process over stdio) or `url` (Streamable HTTP), and errors that name the field.
 import { z } from 'zod';
 import { ConfigError } from '../../agent/errors.js';
+import type { McpServerConfig } from '../../agent/define-fleet.js';
 
-export interface McpServerConfig {
-  /** Names the server in logs and, by default, prefixes its tools' names (`${name}_${tool}`). */
-  name: string;
-  /** Stdio: the program to start; it gets `env` and the SDK's safe defaults (PATH, HOME…), nothing else. */
-  command?: string;
-  args?: string[];
-  env?: Record<string, string>;
-  cwd?: string;
-  /** Streamable HTTP: the endpoint, and headers sent with every request (e.g. Authorization). */
-  url?: string;
-  headers?: Record<string, string>;
-  /** `true`: every tool of this server is read-only; a list: those MCP tool names. Default: side effects. */
-  readOnly?: boolean | string[];
-  /** Per-call limit in ms. Default MCP_DEFAULT_TIMEOUT_MS. */
-  timeoutMs?: number;
-  /** Prefix of the fleet's names for this server's tools. Default `name`; `''` keeps the bare names. */
-  toolPrefix?: string;
-}
+// The configuration type is the kernel's (defineFleet's `mcpServers`); this module validates it.
+export type { McpServerConfig };
 
 export const MCP_DEFAULT_TIMEOUT_MS = 30_000;
 

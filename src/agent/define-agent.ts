@@ -1,0 +1,49 @@
+// An agent: what a task names (`"agent": "kpi-digest"`) to get its instructions, its tools, its model and its
+// limits. The fleet configuration lists them; the worker runs the one a task names.
+import type { z } from 'zod';
+import type { Budget } from './budget.js';
+import type { ProtocolName } from './protocol.js';
+import type { Tool } from '../tools/tool.js';
+
+/** Agent and tool names: what a task, a log line and a metric label carry. */
+export const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+/** The agent a task without `agent` runs. */
+export const DEFAULT_AGENT = 'default';
+
+export interface AgentDefinition<Input extends z.ZodType = z.ZodType, Output extends z.ZodType = z.ZodType> {
+  name: string;
+  /** What the agent does, for the catalog and for people choosing one. */
+  description: string;
+  /**
+   * Put before the protocol's own system prompt (which lists the tools and the reply format). A function gets the
+   * task's validated `input` (undefined for a task that carries only text). Absent: the protocol's prompt alone.
+   */
+  instructions?: string | ((input: z.output<Input> | undefined) => string);
+  /** Tool names of the fleet, or tools defined with the agent (added to the fleet's tools). */
+  tools: readonly (string | Tool)[];
+  /** Default model of its tasks (a task's `model` wins); default LLM_MODEL. */
+  model?: string;
+  protocol?: ProtocolName;
+  /** Its tasks' default budget, per field; the environment's defaults fill the rest. */
+  budget?: Partial<Budget>;
+  /** What a task's budget may never exceed, per field: a task asking for more is refused. */
+  budgetCeiling?: Partial<Budget>;
+  memory?: { window?: number };
+  /** A task for this agent carries an `input` object of this schema (and `task` text only as an addition). */
+  input?: Input;
+  /** The value the run must end with (structured output); carried to the kernel as `output`. */
+  output?: Output;
+}
+
+/** Identity with a name check, for type inference of `instructions`' argument from `input`. */
+export function defineAgent<Input extends z.ZodType = z.ZodType, Output extends z.ZodType = z.ZodType>(
+  agent: AgentDefinition<Input, Output>,
+): AgentDefinition<Input, Output> {
+  if (!AGENT_NAME.test(agent.name)) {
+    throw new Error(
+      `agent name "${agent.name}" is invalid: letters, digits, _ and - only, at most 64, starting with a letter or digit`,
+    );
+  }
+  return agent;
+}

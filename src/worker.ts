@@ -1,0 +1,18 @@
+// The public worker entry: start a worker process serving a fleet, and the built-in tools as factories a fleet
+// configuration wires with its own options.
+import type { Fleet } from './agent/define-fleet.js';
+import { createLogger, type Logger } from './logging/logger.js';
+import { startWorkerProcess, type WorkerProcess } from './worker/worker-process.js';
+
+export { sqlTools, type SqlToolSourceOptions } from './tools/sql-tool-source.js';
+export { sendEmailTool, type EmailToolSourceOptions } from './tools/email-tool-source.js';
+export { defaultAgent, demoTools, DEFAULT_AGENT } from './worker/demo-fleet.js';
+export type { WorkerProcess } from './worker/worker-process.js';
+
+/** Starts a worker serving `fleet` (default: the configuration FLEET_CONFIG names, else the demo's). */
+export function startWorker(options: { fleet?: Fleet; logger?: Logger } = {}): Promise<WorkerProcess> {
+  return startWorkerProcess({
+    logger: options.logger ?? createLogger('worker'),
+    ...(options.fleet ? { fleet: options.fleet } : {}),
+  });
+}

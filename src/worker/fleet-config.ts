@@ -1,0 +1,55 @@
+// Which fleet configuration a worker serves: the module FLEET_CONFIG names, else agent-fleet.config.ts (or .js)
+// in the working directory when there is one, else the built-in demo configuration. A module exports its
+// `defineFleet(...)` as default (or as `fleet`); a plain definition object is checked the same way.
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { defineFleet, type Fleet, type FleetDefinition } from '../agent/define-fleet.js';
+import { ConfigError } from '../agent/errors.js';
+import type { Env } from '../../config/env.js';
+import { demoFleet } from './demo-fleet.js';
+
+const DEFAULT_FILES = ['agent-fleet.config.ts', 'agent-fleet.config.js'];
+
+export interface LoadedFleet {
+  fleet: Fleet;
+  /** The module it came from; undefined for the built-in demo configuration. */
+  source: string | undefined;
+}
+
+export async function loadFleetConfig(
+  env: Env,
+  options: { dataUrlIsDefault: boolean; cwd?: string },
+): Promise<LoadedFleet> {
+  const cwd = options.cwd ?? process.cwd();
+  const file = env.FLEET_CONFIG
+    ? resolve(cwd, env.FLEET_CONFIG)
+    : DEFAULT_FILES.map((name) => resolve(cwd, name)).find((path) => existsSync(path));
+  if (!file) return { fleet: demoFleet(env, options), source: undefined };
+  if (!existsSync(file)) throw new ConfigError('bad_fleet_config', `FLEET_CONFIG: no file at ${file}`);
+  let module: Record<string, unknown>;
+  try {
+    module = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    throw new ConfigError('bad_fleet_config', `fleet configuration ${file} could not be loaded: ${reason}`);
+  }
+  const exported = module['default'] ?? module['fleet'];
+  return { fleet: asFleet(exported, file), source: file };
+}
+
+function asFleet(value: unknown, file: string): Fleet {
+  if (isFleet(value)) return value;
+  if (typeof value === 'object' && value !== null && Array.isArray((value as FleetDefinition).agents)) {
+    return defineFleet(value as FleetDefinition);
+  }
+  throw new ConfigError(
+    'bad_fleet_config',
+    `fleet configuration ${file} exports no fleet: export default defineFleet({ agents, tools })`,
+  );
+}
+
+function isFleet(value: unknown): value is Fleet {
+  return typeof value === 'object' && value !== null && (value as Fleet).agents instanceof Map;
+}

@@ -1,0 +1,92 @@
+// A fleet configuration opened in a worker: its tool sources and MCP servers opened, every agent's tools
+// checked to exist, and each tool with side effects given the effect ledger behind `ctx.once`.
+import { checkFleetTools, toolNamesOf, type Fleet } from '../agent/define-fleet.js';
+import type { AgentDefinition } from '../agent/define-agent.js';
+import { ConfigError } from '../agent/errors.js';
+import { EffectLedger, EffectUncertainError } from '../tools/effect-ledger.js';
+import { loadMcpTools } from '../tools/mcp/load-mcp-tools.js';
+import { UncertainOutcome, type Tool } from '../tools/tool.js';
+import { StaticToolProvider, type ToolProvider } from './tool-provider.js';
+import type { WorkerServices } from './worker-services.js';
+
+export interface FleetRuntime {
+  agents: ReadonlyMap<string, AgentDefinition>;
+  tools: ToolProvider;
+  /** Every tool the fleet serves, as defined (for the catalog). */
+  toolList: readonly Tool[];
+  close(): Promise<void>;
+}
+
+export async function openFleet(fleet: Fleet, services: WorkerServices): Promise<FleetRuntime> {
+  const closers: (() => Promise<void>)[] = [];
+  const close = async () => {
+    for (const closer of closers.reverse()) await closer();
+  };
+  try {
+    const tools = [...fleet.tools];
+    for (const source of fleet.sources) {
+      const opened = await source.open(services as never);
+      closers.push(opened.close);
+      tools.push(...opened.tools);
+    }
+    const mcp = await loadMcpTools(fleet.mcpServers, services.logger);
+    closers.push(mcp.close);
+    tools.push(...mcp.tools);
+    const names = new Set<string>();
+    for (const tool of tools) {
+      if (names.has(tool.name)) {
+        throw new ConfigError(
+          'bad_fleet_config',
+          `fleet configuration: tool "${tool.name}" is defined twice`,
+        );
+      }
+      names.add(tool.name);
+    }
+    checkFleetTools(fleet.agents, names);
+    const ledger = new EffectLedger(services.store);
+    services.logger.info(
+      { agents: [...fleet.agents.keys()], tools: [...names] },
+      'fleet configuration ready',
+    );
+    return {
+      agents: fleet.agents,
+      tools: new StaticToolProvider(tools.map((tool) => withEffectLedger(tool, ledger))),
+      toolList: tools,
+      close,
+    };
+  } catch (error) {
+    await close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** The tools a task of this agent may use: its own, or the subset of them the task names. */
+export function agentToolNames(agent: AgentDefinition, named: readonly string[] | undefined): string[] {
+  return named ? [...named] : toolNamesOf(agent);
+}
+
+/** A tool with side effects gets `ctx.once` on the ledger; an effect an earlier attempt left pending is reported. */
+function withEffectLedger(tool: Tool, ledger: EffectLedger): Tool {
+  if (tool.readOnly === true) return tool;
+  return {
+    ...tool,
+    async execute(args, ctx) {
+      try {
+        return await tool.execute(args, {
+          ...ctx,
+          once: (effect, key) =>
+            ledger.once(
+              { callKey: ctx.callKey, jobId: ctx.runId, tool: tool.name, ...(key ? { key } : {}) },
+              effect,
+            ),
+        });
+      } catch (error) {
+        if (!(error instanceof EffectUncertainError)) throw error;
+        return new UncertainOutcome(`${tool.name}: ${error.message}.`, {
+          what: `${tool.name} effect ${error.effectKey}`,
+          why: 'an earlier attempt stopped between the effect and its record',
+        });
+      }
+    },
+  };
+}
