@@ -1,7 +1,7 @@
 // Registers the configured schedules with BullMQ's job schedulers. Upserting by name is idempotent, so every
 // worker and scheduler process can do it at start, at once, and each schedule still exists once; a schedule
 // gone from the file is removed, so the file stays the source of truth.
-import type { Queue } from 'bullmq';
+import { ErrorCode, type Queue } from 'bullmq';
 import type { BatchInput } from '../batch/batch-schema.js';
 import type { Schedule } from './schedule-config.js';
 
@@ -21,15 +21,7 @@ export interface SyncReport {
 export async function syncSchedules(queue: Queue, schedules: readonly Schedule[]): Promise<SyncReport> {
   for (const schedule of schedules) {
     const data: ScheduledBatchData = { schedule: schedule.name, batch: schedule.batch };
-    await queue.upsertJobScheduler(
-      schedule.name,
-      { pattern: schedule.cron, tz: schedule.timezone },
-      {
-        name: SCHEDULED_JOB_NAME,
-        data,
-        opts: { attempts: 5, backoff: { type: 'exponential', delay: 2_000 } },
-      },
-    );
+    await upsertOnce(queue, schedule, data);
   }
   const wanted = new Set(schedules.map((s) => s.name));
   const removed: string[] = [];
@@ -40,4 +32,34 @@ export async function syncSchedules(queue: Queue, schedules: readonly Schedule[]
     removed.push(id);
   }
   return { registered: [...wanted], removed };
+}
+
+/**
+ * Upserts one schedule. Two processes starting together can race in BullMQ's script: the loser is told that the
+ * next firing's job already exists, which means the other process registered it; asking once more settles it.
+ */
+async function upsertOnce(queue: Queue, schedule: Schedule, data: ScheduledBatchData): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await upsert(queue, schedule, data);
+      return;
+    } catch (error) {
+      const raced =
+        error instanceof Error && (error as { code?: unknown }).code === ErrorCode.SchedulerJobIdCollision;
+      if (!raced || attempt >= 3) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+    }
+  }
+}
+
+async function upsert(queue: Queue, schedule: Schedule, data: ScheduledBatchData): Promise<void> {
+  await queue.upsertJobScheduler(
+    schedule.name,
+    { pattern: schedule.cron, tz: schedule.timezone },
+    {
+      name: SCHEDULED_JOB_NAME,
+      data,
+      opts: { attempts: 5, backoff: { type: 'exponential', delay: 2_000 } },
+    },
+  );
 }
