@@ -114,7 +114,13 @@ export async function startWorkerProcess(
     const batchRecords = new BatchRecords(pool);
     const aggregator = new Worker(
       BATCHES_QUEUE,
-      createBatchAggregator({ results, records: batchRecords, reports: new BatchReportStore(pool), logger }),
+      createBatchAggregator({
+        results,
+        records: batchRecords,
+        reports: new BatchReportStore(pool),
+        logger,
+        storeRetryMs: config.WORKER_RETRY_BASE_MS,
+      }),
       {
         connection,
         prefix: config.QUEUE_PREFIX,
