@@ -1,5 +1,6 @@
 // A batch's last task is recorded, then the store goes down before the batch parent runs: the parent waits for
 // the store (delayed, no attempt spent) instead of burning its attempts, and completes the batch once it is back.
+import { Writable } from 'node:stream';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Pool } from 'mysql2/promise';
@@ -58,6 +59,13 @@ it('a batch parent that meets the store down waits for it without spending its a
     budget: null,
     createdAt: new Date().toISOString(),
   };
+  const lines: string[] = [];
+  const logStream = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      lines.push(chunk.toString('utf8'));
+      callback();
+    },
+  });
   await proxy.cut();
   // Few, fast attempts: without waiting for the store, the parent fails for good within a second.
   await batches.add('batch', data, { jobId: 'outage', attempts: 3, backoff: { type: 'fixed', delay: 100 } });
@@ -67,7 +75,7 @@ it('a batch parent that meets the store down waits for it without spending its a
       results,
       records: new BatchRecords(pool),
       reports: new BatchReportStore(pool),
-      logger: createLogger('test', 'silent'),
+      logger: createLogger('test', 'info', logStream),
       storeRetryMs: 300,
     }),
     { connection, prefix: ns.prefix },
@@ -77,6 +85,8 @@ it('a batch parent that meets the store down waits for it without spending its a
     const parent = await batches.getJob('outage');
     expect(await parent!.getState()).not.toBe('failed');
     expect(parent!.attemptsMade).toBe(0);
+    // Tried again every 300 ms, said once.
+    expect(lines.join('').match(/batch waits for the store/g)).toHaveLength(1);
     await proxy.restore();
     const deadline = Date.now() + 30_000;
     while ((await (await batches.getJob('outage'))!.getState()) !== 'completed') {

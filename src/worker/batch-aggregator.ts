@@ -55,18 +55,25 @@ async function fillFromStore(
 
 export function createBatchAggregator(deps: BatchAggregatorDeps): Processor<BatchJobData, BatchSummary> {
   const aggregate = aggregateWith(deps);
+  // Batches of this process waiting for the store: one line when a batch starts waiting, not one per try.
+  const waiting = new Set<string>();
   return async (job, token) => {
     try {
-      return await aggregate(job);
+      const summary = await aggregate(job);
+      waiting.delete(job.data.batchId);
+      return summary;
     } catch (error) {
       if (!isConnectionFailure(error) || token === undefined) throw error;
       // The store is down: waiting for it spends no attempt, so an outage of any length never fails the batch
       // for good (its tasks are all recorded; only the summary and the report wait).
       const delayMs = deps.storeRetryMs ?? 5_000;
-      deps.logger.warn(
-        { batchId: job.data.batchId, retryInMs: delayMs, reason: (error as Error).message },
-        'batch waits for the store',
-      );
+      if (!waiting.has(job.data.batchId)) {
+        waiting.add(job.data.batchId);
+        deps.logger.warn(
+          { batchId: job.data.batchId, retryInMs: delayMs, reason: (error as Error).message },
+          'batch waits for the store',
+        );
+      }
       await job.moveToDelayed(Date.now() + delayMs, token);
       throw new DelayedError();
     }
