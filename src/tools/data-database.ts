@@ -455,6 +455,14 @@ export class DataDatabase {
       if (sent && (error instanceof QueryStopped || errorCode(error) === 'PROTOCOL_SEQUENCE_TIMEOUT')) {
         await this.killQuery(threadId);
       }
+      // The session set-up got no answer: the server stopped answering (a partition, a frozen server), the
+      // model's SQL was never sent. An outage, not a slow query.
+      if (!sent && errorCode(error) === 'PROTOCOL_SEQUENCE_TIMEOUT') {
+        throw new TransientToolError('The data database did not answer; try again.', {
+          code: 'data_db_unavailable',
+          cause: error,
+        });
+      }
       throw this.toolError(error, timeoutMs);
     } finally {
       if (reusable) connection.release();
