@@ -61,6 +61,28 @@ it('a server that stops answering before the SQL is sent is a transient error', 
   expect((await db.query('SELECT 2 AS two')).rows).toEqual([[2]]);
 }, 60_000);
 
+it('a pool whose connection is stuck in its reset gives a transient error, not a wait without end', async () => {
+  const url = `mysql://${READER}:${READER_PASSWORD}@${HOST}:${proxy.port}/${DATABASE}`;
+  const stuck = await openDataDatabase(url, { connectionLimit: 1, connectTimeoutMs: 2_000 });
+  try {
+    expect((await stuck.query('SELECT 1 AS one')).rows).toEqual([[1]]);
+    // At once: the connection's reset on release is still on the wire, and its answer is lost.
+    proxy.stall();
+    const started = Date.now();
+    const error = await stuck
+      .query('SELECT COUNT(*) FROM orders', { timeoutMs: 2_000 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ToolError);
+    expect((error as ToolError).code, (error as Error).message).toBe('data_db_unavailable');
+    expect((error as ToolError).transient).toBe(true);
+    // connect 2 s + the query's 2 s + 1 s, with headroom.
+    expect(Date.now() - started).toBeLessThan(20_000);
+  } finally {
+    proxy.resume();
+    await Promise.race([stuck.close(), new Promise((resolve) => setTimeout(resolve, 2_000))]);
+  }
+}, 60_000);
+
 interface StallingProxy {
   port: number;
   /** Open connections stay open but nothing passes either way (and new ones are held the same way). */
