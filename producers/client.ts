@@ -26,6 +26,9 @@ import { checkTaskAgainstCatalog } from '../src/catalog/check-task.js';
 
 export type { AgentTask, AgentResult, FieldIssue, BatchInput, BatchSummary, EnqueuedBatch, Catalog };
 
+/** Job states after which a task's result is (or is about to be) recorded in the store. */
+const FINISHED: ReadonlySet<string> = new Set(['completed', 'failed']);
+
 /** A task that breaks its schema; `issues` name each bad field. Nothing was enqueued. */
 export class TaskValidationError extends InputError {
   readonly issues: FieldIssue[];
@@ -167,7 +170,13 @@ export class FleetClient {
       const result = published ?? (await this.archive?.getResult(jobId)) ?? null;
       return { state: result ? 'completed' : 'unknown', progress: null, result };
     }
-    return { state: await job.getState(), progress: job.progress ?? null, result: published };
+    const state = await job.getState();
+    if (published || !FINISHED.has(state))
+      return { state, progress: job.progress ?? null, result: published };
+    // Read again: the result may have been published after the first read, just before the job finished. If it is
+    // still not there, it was trimmed before the job itself (results count failed tasks' too): ask the archive.
+    const result = (await this.publishedResult(jobId)) ?? (await this.archive?.getResult(jobId)) ?? null;
+    return { state, progress: job.progress ?? null, result };
   }
 
   /**
@@ -177,7 +186,9 @@ export class FleetClient {
   async getResult(jobId: string): Promise<AgentResult | null> {
     await this.connected();
     const published = await this.publishedResult(jobId);
-    if (published || !this.archive || (await this.tasks.getJob(jobId))) return published;
+    if (published || !this.archive) return published;
+    const job = await this.tasks.getJob(jobId);
+    if (job && !FINISHED.has(await job.getState())) return null;
     return this.archive.getResult(jobId);
   }
 
@@ -195,6 +206,14 @@ export class FleetClient {
       if (status.result) return status.result;
       if (status.state === 'unknown')
         throw new InputError('unknown_job', `No job ${jobId} on ${TASKS_QUEUE}.`);
+      // A completed job published its result before it completed: if it is not there now, it never comes back.
+      if (status.state === 'completed') {
+        throw new InputError(
+          'result_expired',
+          `The result of job ${jobId} is past the results retention (RESULTS_KEEP_*); give the client an ` +
+            `archive to read it from the store.`,
+        );
+      }
       const progress = JSON.stringify(status.progress);
       if (progress !== lastProgress) {
         lastProgress = progress;

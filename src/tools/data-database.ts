@@ -390,7 +390,7 @@ export class DataDatabase {
   private async withConnection<T>(work: (connection: PoolConnection) => Promise<T>): Promise<T> {
     let connection: PoolConnection;
     try {
-      connection = await this.pool.getConnection();
+      connection = await this.acquire(ADMIN_TIMEOUT_MS);
     } catch (error) {
       throw this.connectFailure(error);
     }
@@ -419,7 +419,7 @@ export class DataDatabase {
     if (signal?.aborted) throw this.toolError(new QueryStopped('aborted'), timeoutMs);
     let connection: PoolConnection;
     try {
-      connection = await this.pool.getConnection();
+      connection = await this.acquire(timeoutMs);
     } catch (error) {
       throw this.connectFailure(error);
     }
@@ -455,6 +455,14 @@ export class DataDatabase {
       if ((!isServerSqlError(error) || isTransient(error)) && !stoppedEarly) reusable = false;
       if (sent && (error instanceof QueryStopped || errorCode(error) === 'PROTOCOL_SEQUENCE_TIMEOUT')) {
         await this.killQuery(threadId);
+      }
+      // The session set-up got no answer: the server stopped answering (a partition, a frozen server), the
+      // model's SQL was never sent. An outage, not a slow query.
+      if (!sent && errorCode(error) === 'PROTOCOL_SEQUENCE_TIMEOUT') {
+        throw new TransientToolError('The data database did not answer; try again.', {
+          code: 'data_db_unavailable',
+          cause: error,
+        });
       }
       throw this.toolError(error, timeoutMs);
     } finally {
@@ -501,6 +509,33 @@ export class DataDatabase {
     }
   }
 
+  /**
+   * A pooled connection, or a transient error once waiting for one outlasts a connect and a query's time limit:
+   * under load a connection frees up within that, so waiting longer means the pool's connections are stuck (a
+   * partition in the middle of a connection's reset on release, which has no timeout of its own).
+   */
+  private async acquire(queryTimeoutMs: number): Promise<PoolConnection> {
+    const pending = this.pool.getConnection();
+    let timer: NodeJS.Timeout | undefined;
+    const limitMs = (this.server.connectTimeout ?? 10_000) + queryTimeoutMs + CLIENT_GRACE_MS;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new AcquireTimeout(limitMs)), limitMs);
+    });
+    try {
+      return await Promise.race([pending, late]);
+    } catch (error) {
+      // The request stays queued in the pool: a connection it gets later goes straight back.
+      if (error instanceof AcquireTimeout)
+        pending.then(
+          (c) => c.release(),
+          () => undefined,
+        );
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** KILL QUERY from a connection of its own: the pool may be exhausted, and the victim is busy. */
   private async killQuery(threadId: number): Promise<void> {
     let side: PromiseConnection | undefined;
@@ -519,6 +554,12 @@ export class DataDatabase {
   private toolError(error: unknown, timeoutMs: number): ToolError {
     if (error instanceof ToolError) return error;
     if (error instanceof QueryStopped) return new ToolError('aborted', 'The query was cancelled.');
+    if (error instanceof AcquireTimeout) {
+      return new TransientToolError(`The data database did not answer (${error.message}); try again.`, {
+        code: 'data_db_unavailable',
+        cause: error,
+      });
+    }
     const code = errorCode(error);
     if (isTimeoutError(error)) {
       return new ToolError(
@@ -681,6 +722,13 @@ function isServerSqlError(error: unknown): boolean {
 }
 
 /** A broken connection rather than a failed statement: worth trying again on another connection. */
+/** No pooled connection came free in time. */
+class AcquireTimeout extends Error {
+  constructor(limitMs: number) {
+    super(`no connection free within ${formatSeconds(limitMs)}`);
+  }
+}
+
 function isTransient(error: unknown): boolean {
   const code = errorCode(error);
   return (code !== undefined && TRANSIENT_CODES.has(code)) || (isFatal(error) && !isServerSqlError(error));

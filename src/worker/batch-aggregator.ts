@@ -1,6 +1,6 @@
 // The parent job of a batch runs once every task of the batch has finished. It sums the tasks' published
 // results into the batch summary (CONTRACT §9), completes the batch's row and stores its report.
-import type { Processor, Queue } from 'bullmq';
+import { DelayedError, type Processor, type Queue } from 'bullmq';
 import type { BatchRecords } from '../batch/batch-record.js';
 import type { BatchJobData } from '../batch/batch-schema.js';
 import { summarizeBatch, type BatchSummary } from '../batch/batch-summary.js';
@@ -10,6 +10,7 @@ import { resultJobId } from '../queue/names.js';
 import { buildBatchReport } from '../reports/batch-summary.js';
 import { renderReport } from '../reports/report-command.js';
 import type { BatchReportStore } from '../reports/report-store.js';
+import { isConnectionFailure } from '../store/connection-errors.js';
 import { resultOfRun } from '../store/run-result.js';
 
 export interface BatchAggregatorDeps {
@@ -17,6 +18,11 @@ export interface BatchAggregatorDeps {
   records: BatchRecords;
   reports: BatchReportStore;
   logger: Logger;
+  /**
+   * While the store is unreachable, how long the parent waits before it tries again (WORKER_RETRY_BASE_MS).
+   * Default 5,000 ms.
+   */
+  storeRetryMs?: number;
 }
 
 /** The published results of the batch's tasks, in batch order; null for a task whose result is not out yet. */
@@ -48,7 +54,34 @@ async function fillFromStore(
 }
 
 export function createBatchAggregator(deps: BatchAggregatorDeps): Processor<BatchJobData, BatchSummary> {
-  return async (job) => {
+  const aggregate = aggregateWith(deps);
+  // Batches of this process waiting for the store: one line when a batch starts waiting, not one per try.
+  const waiting = new Set<string>();
+  return async (job, token) => {
+    try {
+      const summary = await aggregate(job);
+      waiting.delete(job.data.batchId);
+      return summary;
+    } catch (error) {
+      if (!isConnectionFailure(error) || token === undefined) throw error;
+      // The store is down: waiting for it spends no attempt, so an outage of any length never fails the batch
+      // for good (its tasks are all recorded; only the summary and the report wait).
+      const delayMs = deps.storeRetryMs ?? 5_000;
+      if (!waiting.has(job.data.batchId)) {
+        waiting.add(job.data.batchId);
+        deps.logger.warn(
+          { batchId: job.data.batchId, retryInMs: delayMs, reason: (error as Error).message },
+          'batch waits for the store',
+        );
+      }
+      await job.moveToDelayed(Date.now() + delayMs, token);
+      throw new DelayedError();
+    }
+  };
+}
+
+function aggregateWith(deps: BatchAggregatorDeps) {
+  return async (job: { data: BatchJobData }): Promise<BatchSummary> => {
     const batch = job.data;
     const log = deps.logger.child({ batchId: batch.batchId });
     const published = await batchResults(deps.results, batch.jobIds);

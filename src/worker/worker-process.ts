@@ -132,7 +132,13 @@ export async function startWorkerProcess(
     const batchRecords = new BatchRecords(pool);
     const aggregator = new Worker(
       BATCHES_QUEUE,
-      createBatchAggregator({ results, records: batchRecords, reports: new BatchReportStore(pool), logger }),
+      createBatchAggregator({
+        results,
+        records: batchRecords,
+        reports: new BatchReportStore(pool),
+        logger,
+        storeRetryMs: config.WORKER_RETRY_BASE_MS,
+      }),
       {
         connection,
         prefix: config.QUEUE_PREFIX,
@@ -192,7 +198,14 @@ export async function startWorkerProcess(
     let stopping: Promise<void> | undefined;
     const stop = () =>
       (stopping ??= (async () => {
-        await Promise.all([worker.close(), aggregator.close(), schedules.close()]);
+        // Running jobs are handed back through Redis: while it is away, closing would wait for it forever. Past
+        // the grace and a margin the worker goes on without them; their locks expire and they resume elsewhere.
+        const closing = Promise.all([worker.close(), aggregator.close(), schedules.close()]);
+        if (!(await settlesWithin(closing, config.WORKER_SHUTDOWN_GRACE_MS + STOP_MARGIN_MS))) {
+          logger.warn(
+            'running jobs not handed back in time (Redis unreachable?): they resume after their lock',
+          );
+        }
         // Runs cancelled at the grace's end may have left a send in flight: it finishes and is recorded first.
         if (effectsInFlight.size > 0) {
           logger.info({ inFlight: effectsInFlight.size }, 'waiting for side effects in flight');
@@ -201,14 +214,20 @@ export async function startWorkerProcess(
           }
         }
         catalog.close();
-        await resultsRetention.close();
-        await batchesQueue.close();
-        await metricsServer?.close();
-        await tasksQueue.close();
-        await results.close();
-        await tools.close();
-        await pool.end();
-        await journalPool.end();
+        const closed = settlesWithin(
+          (async () => {
+            await resultsRetention.close();
+            await batchesQueue.close();
+            await metricsServer?.close();
+            await tasksQueue.close();
+            await results.close();
+            await tools.close();
+            await pool.end();
+            await journalPool.end();
+          })(),
+          STOP_MARGIN_MS,
+        );
+        if (!(await closed)) logger.warn('connections not closed in time: leaving them');
         connection.disconnect();
         logger.info('worker stopped');
       })());
@@ -222,6 +241,24 @@ export async function startWorkerProcess(
     return { worker, stop };
   } catch (error) {
     return fatal(logger, error);
+  }
+}
+
+/** What a step of the stop may take beyond its grace before the worker goes on without it. */
+const STOP_MARGIN_MS = 5_000;
+
+/** True when `work` resolves within `ms`, false when it is still going; its rejection within `ms` is thrown. */
+async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const done = work.then(() => true);
+  const late = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([done, late]);
+  } finally {
+    clearTimeout(timer);
+    done.catch(() => undefined); // a rejection after the time is up has no one left to tell
   }
 }
 
