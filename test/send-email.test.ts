@@ -5,6 +5,10 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { runAgent } from '../src/agent/run-agent.js';
+import type { AgentResult, RunState } from '../src/agent/types.js';
+import { OpenAIChatModel } from '../src/llm/openai-chat-model.js';
+import { priceOf } from '../src/llm/pricing.js';
 import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';
 import { migrate } from '../src/store/migrate.js';
 import { createStorePool, quoteIdentifier } from '../src/store/pool.js';
@@ -13,6 +17,7 @@ import { ToolRegistry } from '../src/tools/registry.js';
 import { runToolCall, type ToolCallOutcome, type ToolRunOptions } from '../src/tools/run-tool-call.js';
 import { createSendEmailTool, deriveMessageId, type SendEmailToolOptions } from '../src/tools/send-email.js';
 import { createSmtpTransport, type SmtpTransport } from '../src/tools/smtp-transport.js';
+import { startScriptedModel, type ScriptedReply } from '../src/testing/scripted-model-server.js';
 
 const SERVER = process.env['MYSQL_URL'] || 'mysql://root@127.0.0.1:3306/agent_fleet';
 const DATABASE = `af_test_email_${randomBytes(4).toString('hex')}`;
@@ -139,7 +144,7 @@ describe('send_email', () => {
     expect(String(row?.['smtp_response'])).toMatch(/^250/);
   });
 
-  it('sends once when the same call runs twice, and the second run says it was already sent', async () => {
+  it('sends once when the same call runs twice, and the second run reports what the first did', async () => {
     const job = newJob();
     const callKey = `${job}:2:0`;
     const first = await call(tool(), callKey, email);
@@ -149,9 +154,10 @@ describe('send_email', () => {
 
     expect(first.output).toMatch(/^Sent to/);
     expect(second).toMatchObject({ ok: true });
-    expect(second.output).toMatch(/^Already sent to ada@example\.com .*not sent again\.$/);
-    expect(changed.output).toMatch(
-      /Already sent to ada@example\.com.*different email \(to bob@example\.com\)/,
+    // A resumed run sees what the uninterrupted run saw: its prompts (and budget decisions) stay the same.
+    expect(second.output).toBe(first.output);
+    expect(changed.output).toBe(
+      `${first.output} This attempt asked for a different email (to bob@example.com); it was not sent: one email per call.`,
     );
     expect(received(deriveMessageId(callKey, 'agent-fleet.local'))).toHaveLength(1);
     expect(sink.messages.filter((m) => m.to.includes('bob@example.com'))).toEqual([]);
@@ -283,7 +289,7 @@ describe('send_email', () => {
         callKey,
         email,
       );
-      expect(outcome.output).toMatch(/by an earlier attempt of this call; not sent again/);
+      expect(outcome.output).toBe(`Sent to ada@example.com (message-id ${messageId}).`);
       expect(received(messageId)).toHaveLength(1);
       expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['sent']);
     });
@@ -297,7 +303,9 @@ describe('send_email', () => {
       expect((await call(sendEmail, callKey, email)).output).toBe(
         `Sent to ada@example.com (message-id ${messageId}).`,
       );
-      expect((await call(sendEmail, callKey, email)).output).toMatch(/Already sent/);
+      expect((await call(sendEmail, callKey, email)).output).toBe(
+        `Sent to ada@example.com (message-id ${messageId}).`,
+      );
       expect(received(messageId)).toHaveLength(1);
     });
 
@@ -320,7 +328,7 @@ describe('send_email', () => {
       const outcome = await call(sendEmail, callKey, email);
       await otherAttempt;
       expect(Date.now() - started).toBeGreaterThanOrEqual(500);
-      expect(outcome.output).toMatch(/^Already sent to ada@example\.com .*not sent again\.$/);
+      expect(outcome.output).toBe(`Sent to ada@example.com (message-id ${messageId}).`);
       expect(lookups).toBe(0);
       expect(received(messageId)).toEqual([]);
     });
@@ -410,8 +418,8 @@ describe('send_email', () => {
     expect(received(deriveMessageId(`${job}:3:0`, 'agent-fleet.local'))).toEqual([]);
     expect(await ledgerRows(job)).toHaveLength(2);
     // A replay of a call that did send is reported as sent, not refused by the cap.
-    expect((await call(capped, `${job}:2:0`, { ...email, subject: 'Note 2' })).output).toMatch(
-      /^Already sent/,
+    expect((await call(capped, `${job}:2:0`, { ...email, subject: 'Note 2' })).output).toBe(
+      outcomes[1]?.output,
     );
   });
 
@@ -479,7 +487,7 @@ describe('send_email', () => {
     const second = await call(dry, callKey, email);
 
     expect(first.output).toMatch(/^Dry run: email to ada@example\.com recorded but not sent/);
-    expect(second.output).toMatch(/^Dry run: already recorded/);
+    expect(second.output).toBe(first.output);
     expect(sink.messages.length).toBe(before);
     expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['dry_run']);
   });
@@ -509,7 +517,7 @@ describe('send_email', () => {
       const retried = await call(down, callKey, email);
       const again = await call(down, callKey, email);
       expect(retried.output).toBe(`Sent to ada@example.com (message-id ${messageId}).`);
-      expect(again.output).toMatch(/^Already sent/);
+      expect(again.output).toBe(retried.output);
       expect(received(messageId, back)).toHaveLength(1);
       expect((await ledgerRows(job)).map((r) => r['status'])).toEqual(['sent']);
     } finally {
@@ -717,3 +725,61 @@ async function startDroppingServer(): Promise<{
       }),
   };
 }
+
+describe('send_email in a resumed run', () => {
+  // Regression: a run resumed from its write-ahead checkpoint after its emails went out (a worker killed right
+  // after sending) was told "Already sent … by an earlier attempt of this call; not sent again." for each one:
+  // 13 tokens more per email in every later prompt, enough to tip the reference task's $0.05 budget into a
+  // forced final turn. The resumed run must see, pay and decide exactly what the uninterrupted one did.
+  it('sends the model the same prompts and ends with the same result as the uninterrupted run', async () => {
+    const recipients = ['ada@example.com', 'bob@example.com', 'cy@example.com'];
+    const script: ScriptedReply[] = [
+      {
+        actions: recipients.map((to) => ({
+          tool: 'send_email',
+          args: { to, subject: 'Thank you', body: 'Dear customer,\n\nThanks for your orders.\n' },
+        })),
+      },
+      { answer: 'Each of the three was emailed.' },
+    ];
+    const model = await startScriptedModel({ script });
+    try {
+      const runId = newJob();
+      const run = async (checkpoint?: RunState) => {
+        const checkpoints: RunState[] = [];
+        const result: AgentResult = await runAgent({
+          runId,
+          task: 'Email each of the three customers a thank-you note.',
+          model: new OpenAIChatModel({ model: 'gpt-4-turbo', apiKey: 'test', baseURL: model.baseURL }),
+          price: priceOf('gpt-4-turbo'),
+          tools: new ToolRegistry([tool()]),
+          budget: { maxSteps: 4, maxTokens: 10_000, maxCostUsd: 0.05, deadlineMs: 30_000 },
+          ...(checkpoint ? { checkpoint } : {}),
+          onCheckpoint: (c) => void checkpoints.push(c.state),
+        });
+        return { result, checkpoints };
+      };
+
+      const original = await run();
+      const asked = model.requests.map((r) => r.messages);
+      expect(original.result).toMatchObject({ status: 'succeeded', steps: 2, toolCalls: 3 });
+      // The write-ahead checkpoint: the model's decision saved, none of its calls run yet.
+      const writeAhead = original.checkpoints.find((c) => c.pending?.results.every((r) => r === null));
+      expect(writeAhead).toBeDefined();
+
+      model.reset({ script: script.slice(writeAhead!.modelCalls) });
+      const before = model.requests.length;
+      const resumed = await run(writeAhead);
+
+      expect(resumed.result).toEqual(original.result);
+      expect(model.requests.slice(before).map((r) => r.messages)).toEqual(
+        asked.slice(writeAhead!.modelCalls),
+      );
+      // One email per call, whichever run made it (the kernel's call keys: run, step, position).
+      for (const i of [1, 2, 3])
+        expect(received(deriveMessageId(`${runId}:1:${i}`, 'agent-fleet.local'))).toHaveLength(1);
+    } finally {
+      await model.close();
+    }
+  });
+});

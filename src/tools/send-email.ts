@@ -159,13 +159,13 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
             );
           case 'sent':
             return (
-              `Already sent to ${claim.entry.recipient} (message-id ${claim.entry.messageId}) by an earlier ` +
-              `attempt of this call; not sent again.${differs(claim.entry, address, subject)}`
+              sentObservation(claim.entry.recipient, claim.entry.messageId) +
+              differs(claim.entry, address, subject)
             );
           case 'dry_run':
             return (
-              `Dry run: already recorded for ${claim.entry.recipient} (message-id ${claim.entry.messageId}) ` +
-              `by an earlier attempt of this call; nothing sent.${differs(claim.entry, address, subject)}`
+              dryRunObservation(claim.entry.recipient, claim.entry.messageId) +
+              differs(claim.entry, address, subject)
             );
           case 'new':
             return send(claim.attempt);
@@ -184,7 +184,7 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
       async function send(attempt: number): Promise<string | UncertainOutcome> {
         if (options.dryRun) {
           await record(() => options.ledger.markDryRun(ctx.callKey));
-          return `Dry run: email to ${address} recorded but not sent (message-id ${messageId}).`;
+          return dryRunObservation(address, messageId);
         }
         // Abandoned between the claim and the SMTP transaction: give the row back, nothing was sent.
         if (ctx.signal.aborted) {
@@ -234,7 +234,7 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
             'email sent but not recorded',
           );
         }
-        return `Sent to ${address} (message-id ${messageId}).`;
+        return sentObservation(address, messageId);
       }
 
       /**
@@ -281,7 +281,7 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
           await record(() =>
             options.ledger.markSent(ctx.callKey, 'delivered (confirmed by lookup after a crash)'),
           );
-          return `Sent to ${entry.recipient} (message-id ${entry.messageId}) by an earlier attempt of this call; not sent again.`;
+          return sentObservation(entry.recipient, entry.messageId);
         }
         // It never arrived: release the row and claim it again, under the same cap and lock as a new call.
         await takeOver(entry, `${NOT_DELIVERED} (lookup after the attempt stopped)`);
@@ -393,6 +393,18 @@ function checkBody(body: string, maxChars: number): string {
     );
   }
   return text;
+}
+
+// What the model is told of a call that sent (or, dry, recorded) its email, whichever attempt of the call did:
+// a resumed run sees what the run it continues saw, so its prompts, budget decisions and next steps are the
+// same. An attempt that finds the work done says nothing more (the ledger's row tells how it was settled): a
+// longer note made every replayed email cost tokens the uninterrupted run never paid.
+function sentObservation(recipient: string, messageId: string): string {
+  return `Sent to ${recipient} (message-id ${messageId}).`;
+}
+
+function dryRunObservation(recipient: string, messageId: string): string {
+  return `Dry run: email to ${recipient} recorded but not sent (message-id ${messageId}).`;
 }
 
 function differs(entry: EmailLedgerEntry, address: string, subject: string): string {
