@@ -65,7 +65,7 @@ async function startRedis(): Promise<void> {
 
 async function stopRedis(): Promise<void> {
   const server = redisServer;
-  if (!server || server.exitCode !== null) return;
+  if (!server || server.exitCode !== null || server.signalCode !== null) return;
   const exited = new Promise((resolve) => server.once('exit', resolve));
   server.kill('SIGKILL');
   await exited;

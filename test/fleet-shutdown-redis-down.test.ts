@@ -45,7 +45,8 @@ async function startRedis(): Promise<void> {
 
 async function stopRedis(): Promise<void> {
   const server = redisServer;
-  if (!server || server.exitCode !== null) return;
+  // A server killed by a signal has a signalCode and no exitCode: it is gone either way.
+  if (!server || server.exitCode !== null || server.signalCode !== null) return;
   const exited = new Promise((resolve) => server.once('exit', resolve));
   server.kill('SIGKILL');
   await exited;
