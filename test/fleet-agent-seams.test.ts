@@ -88,15 +88,15 @@ afterAll(async () => {
   await server.close();
 });
 
-const storedOutput = async (jobId: string) => {
+/** agent_runs.output of a job: the JSON value, or undefined for SQL NULL (an agent without an output schema). */
+const storedOutput = async (jobId: string): Promise<unknown> => {
   const [row] = await queryStore<{ output: string | null }>(
     ns,
     'SELECT CAST(output AS CHAR) AS output FROM agent_runs WHERE job_id = ?',
     [jobId],
   );
-  return row?.output === null || row?.output === undefined
-    ? row?.output
-    : (JSON.parse(row.output) as unknown);
+  if (!row) throw new Error(`no agent_runs row for job ${jobId}`);
+  return row.output === null ? undefined : (JSON.parse(row.output) as unknown);
 };
 
 describe('an agent with an output schema, run by a worker', () => {
@@ -110,6 +110,17 @@ describe('an agent with an output schema, run by a worker', () => {
       error: null,
     });
     expect(await storedOutput(jobId)).toEqual({ region: 'north', total: 1250 });
+  }, 40_000);
+
+  it('gets the value over the json protocol too', async () => {
+    const { jobId } = await ns.client.enqueue({
+      agent: 'digest',
+      input: { region: 'json-south' },
+      protocol: 'json',
+    });
+    const result = await ns.client.waitForResult(jobId, { timeoutMs: 20_000 });
+    expect(result).toMatchObject({ status: 'succeeded', output: { region: 'json-south', total: 1250 } });
+    expect(await storedOutput(jobId)).toEqual({ region: 'json-south', total: 1250 });
   }, 40_000);
 
   it('corrects a reply that fails the schema after one bad reply', async () => {
@@ -170,6 +181,7 @@ describe('an agent with an output schema, run by a worker', () => {
       status: 'failed',
       output: null,
     });
+    expect(await storedOutput(shape)).toBeNull();
     // An agent without an output schema has no output key at all.
     const plain = String(
       (await tasks.add(TASK_JOB_NAME, { agent: 'echoer', input: { x: 1 } }, TASK_JOB_OPTIONS)).id,
@@ -177,6 +189,7 @@ describe('an agent with an output schema, run by a worker', () => {
     const failed = await ns.client.waitForResult(plain, { timeoutMs: 20_000 });
     expect(failed.status).toBe('failed');
     expect(failed).not.toHaveProperty('output');
+    expect(await storedOutput(plain)).toBeUndefined();
   }, 60_000);
 
   it('shows the outputs of a batch as columns of its report', async () => {
@@ -259,16 +272,27 @@ describe('an MCP server of the fleet configuration', () => {
     await expect.poll(() => isAlive(mcpPid), { timeout: 10_000 }).toBe(false);
   }, 40_000);
 
-  it('stops the worker at start with one line when an agent names a tool the server lacks', async () => {
-    const broken = start('mcp-unknown-tool.config.ts');
-    others.push(broken);
-    const exit = await broken.exited;
-    expect(exit.code).toBe(1);
-    expect(broken.output()).toMatch(
-      /^worker: fleet configuration: agent "hopeful" names unknown tool "local_nope".*$/m,
-    );
-    expect(broken.output()).not.toMatch(/worker started/);
-  }, 40_000);
+  it.each([
+    [
+      'mcp-unknown-tool.config.ts',
+      /^worker: fleet configuration: agent "hopeful" names unknown tool "local_nope"$/m,
+    ],
+    [
+      'mcp-unprefixed-tool.config.ts',
+      /^worker: fleet configuration: agent "forgetful" names unknown tool "echo" \(did you mean "local_echo"\? MCP tools are named <server>_<tool>\)$/m,
+    ],
+  ])(
+    '%s: an agent naming a tool the server lacks stops the worker at start with one line',
+    async (config, line) => {
+      const broken = start(config);
+      others.push(broken);
+      const exit = await broken.exited;
+      expect(exit.code).toBe(1);
+      expect(broken.output()).toMatch(line);
+      expect(broken.output()).not.toMatch(/worker started/);
+    },
+    40_000,
+  );
 });
 
 function isAlive(pid: number): boolean {
