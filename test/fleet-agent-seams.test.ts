@@ -272,6 +272,19 @@ describe('an MCP server of the fleet configuration', () => {
     await expect.poll(() => isAlive(mcpPid), { timeout: 10_000 }).toBe(false);
   }, 40_000);
 
+  it('does not outlive a worker killed with SIGKILL (its stdin closes with the worker)', async () => {
+    const killed = start('seams.config.ts');
+    others.push(killed);
+    await killed.waitForOutput(/worker started/, 40_000);
+    const { jobId } = await ns.client.enqueue({ agent: 'echoer', task: 'echo through MCP, again' });
+    const result = await ns.client.waitForResult(jobId, { timeoutMs: 20_000 });
+    const pid = (JSON.parse(result.answer!) as { pid: number }).pid;
+    expect(isAlive(pid)).toBe(true);
+    killed.child.kill('SIGKILL');
+    await killed.exited;
+    await expect.poll(() => isAlive(pid), { timeout: 10_000 }).toBe(false);
+  }, 60_000);
+
   it.each([
     [
       'mcp-unknown-tool.config.ts',
