@@ -275,8 +275,12 @@ describe('ctx.once', () => {
     const next = worker();
     await next.waitForOutput(/worker started/);
     const result = await ns.client.waitForResult(jobId, { timeoutMs: 30_000 });
-    // The effect may have happened: the answer stands, but the run does not claim success.
-    expect(result).toMatchObject({ status: 'failed', error: { code: 'uncertain_effects' } });
+    // An answer whose effect's outcome is unknown is no success (docs/side-effects.md): failed, answer kept.
+    expect(result).toMatchObject({
+      status: 'failed',
+      answer: 'the team knows the weather in Bergen',
+      error: { code: 'uncertain_effects', retryable: false },
+    });
     // Resumed from the write-ahead checkpoint: the same call, found pending in the ledger, not run again.
     expect(effects()).toHaveLength(1);
     expect(result.uncertainEffects).toEqual([

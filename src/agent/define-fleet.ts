@@ -100,17 +100,32 @@ export function defineFleet(definition: FleetDefinition): Fleet {
   return { agents, tools, sources, mcpServers };
 }
 
-/** Every tool an agent names exists in the fleet. */
+/**
+ * Every tool an agent names exists in the fleet. `mcpPrefixes`: the MCP servers' tool-name prefixes, so a name
+ * given without one gets a hint.
+ */
 export function checkFleetTools(
   agents: ReadonlyMap<string, AgentDefinition>,
   available: ReadonlySet<string>,
+  mcpPrefixes: readonly string[] = [],
 ): void {
   for (const agent of agents.values()) {
     for (const tool of agent.tools) {
       const name = typeof tool === 'string' ? tool : tool.name;
-      if (!available.has(name)) fail(`agent "${agent.name}" names unknown tool "${name}"`);
+      if (!available.has(name))
+        fail(`agent "${agent.name}" names unknown tool "${name}"${prefixHint(name, available, mcpPrefixes)}`);
     }
   }
+}
+
+/** For a name given without its MCP server's prefix: the prefixed names that exist. */
+function prefixHint(name: string, available: ReadonlySet<string>, prefixes: readonly string[]): string {
+  const prefixed = prefixes
+    .filter((prefix) => prefix !== '' && available.has(`${prefix}_${name}`))
+    .map((prefix) => `"${prefix}_${name}"`);
+  return prefixed.length === 0
+    ? ''
+    : ` (did you mean ${prefixed.join(' or ')}? MCP tools are named <server>_<tool>)`;
 }
 
 /** The names of an agent's tools, in its order. */

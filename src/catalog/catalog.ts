@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { AgentDefinition } from '../agent/define-agent.js';
 import { toJsonSchema, toolNamesOf } from '../agent/define-fleet.js';
 import type { Budget } from '../agent/budget.js';
+import { toolParametersJsonSchema } from '../tools/registry.js';
 import type { Tool } from '../tools/tool.js';
 
 export interface CatalogTool {
@@ -43,7 +44,8 @@ export function buildCatalog(agents: Iterable<AgentDefinition>, tools: readonly 
         name,
         description: tool?.description ?? '',
         readOnly: tool?.readOnly === true,
-        parameters: tool ? withoutDialect(toJsonSchema(tool.parameters, `tool "${name}" parameters`)) : {},
+        // As the model sees them: an MCP tool's schema is the server's, not its zod translation's.
+        parameters: tool ? toolParametersJsonSchema(tool) : {},
       };
     }),
     input: agent.input ? withoutDialect(toJsonSchema(agent.input, `agent "${agent.name}" input`)) : null,

@@ -45,14 +45,22 @@ export class ToolRegistry {
   }
 }
 
-function toSpec(tool: Tool): ToolSpec {
+/**
+ * A tool's parameters as the model is shown them (and the catalog publishes them): its own JSON Schema when it
+ * has one (an MCP server's), else the one of its zod schema.
+ */
+export function toolParametersJsonSchema(tool: Tool): Record<string, unknown> {
   const schema = tool.inputJsonSchema
     ? { ...tool.inputJsonSchema }
     : (z.toJSONSchema(tool.parameters, { target: 'draft-7', io: 'input' }) as Record<string, unknown>);
   delete schema.$schema;
+  return schema;
+}
+
+function toSpec(tool: Tool): ToolSpec {
   return {
     type: 'function',
-    function: { name: tool.name, description: tool.description, parameters: schema },
+    function: { name: tool.name, description: tool.description, parameters: toolParametersJsonSchema(tool) },
   };
 }
 

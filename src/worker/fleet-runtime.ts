@@ -42,7 +42,11 @@ export async function openFleet(fleet: Fleet, services: WorkerServices): Promise
       }
       names.add(tool.name);
     }
-    checkFleetTools(fleet.agents, names);
+    checkFleetTools(
+      fleet.agents,
+      names,
+      fleet.mcpServers.map((server) => server.toolPrefix ?? server.name),
+    );
     const ledger = new EffectLedger(services.store);
     services.logger.info(
       { agents: [...fleet.agents.keys()], tools: [...names] },

@@ -11,6 +11,7 @@ import { resultJobId, TASKS_QUEUE } from '../queue/names.js';
 import { retryDelayMs, type RetrySchedule } from '../queue/retry-schedule.js';
 import { FinalRecorder, startOf } from './final-recorder.js';
 import {
+  agentNamedBy,
   createTaskProcessor,
   failedResult,
   SHUTDOWN_REASON,
@@ -142,12 +143,16 @@ export class FleetWorker {
   private async exhaustedResult(job: Job, error: Error): Promise<AgentResult> {
     const jobId = String(job.id);
     const state = await this.deps.checkpoints.load(jobId);
-    const result = failedResult(jobId, {
-      kind: 'system',
-      code: 'attempts_exhausted',
-      message: `Failed after ${job.attemptsMade} attempts: ${error.message}`,
-      retryable: false,
-    });
+    const result = failedResult(
+      jobId,
+      {
+        kind: 'system',
+        code: 'attempts_exhausted',
+        message: `Failed after ${job.attemptsMade} attempts: ${error.message}`,
+        retryable: false,
+      },
+      agentNamedBy(job.data, this.deps.agents),
+    );
     if (state) {
       result.steps = state.steps;
       result.toolCalls = state.toolCalls;

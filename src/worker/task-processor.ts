@@ -76,7 +76,12 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     const validation = validateTask(job.data);
     if (!validation.ok) {
       const message = `Invalid task: ${formatFieldIssues(validation.issues)}`;
-      await finishWithoutRun(deps, job, { kind: 'input', code: 'invalid_task', message, retryable: false });
+      await finishWithoutRun(
+        deps,
+        job,
+        { kind: 'input', code: 'invalid_task', message, retryable: false },
+        agentNamedBy(job.data, deps.agents),
+      );
       throw new UnrecoverableError(message);
     }
     const task = validation.task;
@@ -92,7 +97,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
       config = runConfigFor(task, deps.env, agent);
     } catch (error) {
       if (!(error instanceof ConfigError || error instanceof InputError)) throw error;
-      await finishWithoutRun(deps, job, error.toRunError());
+      await finishWithoutRun(deps, job, error.toRunError(), agent);
       throw new UnrecoverableError(error.message);
     }
 
@@ -238,14 +243,18 @@ async function publish(deps: TaskProcessorDeps, result: AgentResult): Promise<vo
   void deps.outcomes.forget(result.jobId).catch(() => undefined);
 }
 
-/** A job that ends before any run starts (a bad task, an unknown model) still gets its record and result. */
+/**
+ * A job that ends before any run starts (a bad task, an unknown model) still gets its record and result; that of
+ * an agent with an output schema carries `output: null`, as every result of such an agent does (CONTRACT §10).
+ */
 export async function finishWithoutRun(
   deps: TaskProcessorDeps,
   job: Job,
   error: RunError,
+  agent?: AgentDefinition,
 ): Promise<AgentResult> {
   const data = (job.data ?? {}) as { task?: unknown };
-  const result = failedResult(String(job.id), error);
+  const result = failedResult(String(job.id), error, agent);
   await withRetries(
     () =>
       deps.repository.startRun({
@@ -261,8 +270,9 @@ export async function finishWithoutRun(
   return result;
 }
 
-export function failedResult(jobId: string, error: RunError): AgentResult {
-  return {
+/** `agent`: the agent the job names, when the fleet has it (its output schema decides whether `output` is there). */
+export function failedResult(jobId: string, error: RunError, agent?: AgentDefinition): AgentResult {
+  const result: AgentResult = {
     jobId,
     status: 'failed',
     stopReason: 'error',
@@ -272,6 +282,17 @@ export function failedResult(jobId: string, error: RunError): AgentResult {
     usage: usageOf({ promptTokens: 0, completionTokens: 0 }, { inputPerMillion: 0, outputPerMillion: 0 }),
     error,
   };
+  if (agent?.output) result.output = null;
+  return result;
+}
+
+/** The fleet's agent a job's data names (`default` without `agent`), read from data that may break the schema. */
+export function agentNamedBy(
+  data: unknown,
+  agents: ReadonlyMap<string, AgentDefinition>,
+): AgentDefinition | undefined {
+  const named = (data as { agent?: unknown } | null | undefined)?.agent ?? DEFAULT_AGENT;
+  return typeof named === 'string' ? agents.get(named) : undefined;
 }
 
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
