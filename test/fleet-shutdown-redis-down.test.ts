@@ -1,79 +1,40 @@
 // SIGTERM while Redis is away: running jobs cannot be handed back (that needs Redis), so the worker must not wait
 // for it forever. It stops within its grace periods and says what it left behind; the jobs' locks expire and
 // they are resumed elsewhere, as after a crash.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { FleetClient } from '../producers/client.js';
-import { freePort } from '../src/demo/free-port.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import { createNamespace, killWorker, startWorker, type FleetNamespace } from './support/fleet-harness.js';
+import { startPrivateRedis, type PrivateRedis } from './support/private-redis.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-let port: number;
-let redisServer: ChildProcess | undefined;
+let redis: PrivateRedis;
 let model: ScriptedModelServer;
 let ns: FleetNamespace;
 let client: FleetClient;
 
-async function startRedis(): Promise<void> {
-  redisServer = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', ''], {
-    stdio: 'ignore',
-  });
-  const probe = new Redis(port, '127.0.0.1', {
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  probe.on('error', () => undefined);
-  try {
-    for (let i = 0; i < 100; i++) {
-      try {
-        await probe.connect();
-        await probe.ping();
-        return;
-      } catch {
-        await sleep(50);
-      }
-    }
-    throw new Error(`redis-server on port ${port} did not start`);
-  } finally {
-    probe.disconnect();
-  }
-}
-
-async function stopRedis(): Promise<void> {
-  const server = redisServer;
-  // A server killed by a signal has a signalCode and no exitCode: it is gone either way.
-  if (!server || server.exitCode !== null || server.signalCode !== null) return;
-  const exited = new Promise((resolve) => server.once('exit', resolve));
-  server.kill('SIGKILL');
-  await exited;
-}
-
 beforeAll(async () => {
-  port = await freePort(0);
-  await startRedis();
+  redis = await startPrivateRedis();
   // Every step takes a while, so the jobs are mid-run when Redis goes.
   model = await startScriptedModel({
     rules: [() => ({ actions: [{ tool: 'list_tables', args: {} }], latencyMs: 1_500 })],
   });
   ns = createNamespace('sdredis');
-  client = new FleetClient({ redisUrl: `redis://127.0.0.1:${port}`, prefix: ns.prefix });
+  client = new FleetClient({ redisUrl: redis.url, prefix: ns.prefix });
 });
 
 afterAll(async () => {
   await client.close();
   await ns.cleanup();
   await model.close();
-  await stopRedis();
+  await redis.close();
 });
 
 it('a worker told to stop while Redis is down exits within its grace periods, not never', async () => {
   const GRACE_MS = 1_000;
   const w = startWorker(ns, {
-    REDIS_URL: `redis://127.0.0.1:${port}`,
+    REDIS_URL: redis.url,
     OPENAI_BASE_URL: model.baseURL,
     AGENT_PROTOCOL: 'json',
     AGENT_MAX_COST_USD: '1',
@@ -86,7 +47,7 @@ it('a worker told to stop while Redis is down exits within its grace periods, no
     await client.enqueueMany([{ task: 'first' }, { task: 'second' }]);
     await w.waitForOutput(/"step":1/, 30_000);
     await client.close();
-    await stopRedis();
+    await redis.kill();
     const signalled = Date.now();
     w.child.kill('SIGTERM');
     const outcome = await Promise.race([w.exited, sleep(40_000).then(() => 'still running' as const)]);
