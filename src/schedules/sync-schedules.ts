@@ -2,6 +2,7 @@
 // worker and scheduler process can do it at start, at once, and each schedule still exists once; a schedule
 // gone from the file is removed, so the file stays the source of truth.
 import { ErrorCode, type Queue } from 'bullmq';
+import { sleep } from '../agent/sleep.js';
 import type { BatchInput } from '../batch/batch-schema.js';
 import type { Schedule } from './schedule-config.js';
 
@@ -47,7 +48,7 @@ async function upsertOnce(queue: Queue, schedule: Schedule, data: ScheduledBatch
       const raced =
         error instanceof Error && (error as { code?: unknown }).code === ErrorCode.SchedulerJobIdCollision;
       if (!raced || attempt >= 3) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+      await sleep(50 * attempt);
     }
   }
 }

@@ -32,6 +32,7 @@ import { StoreError } from '../store/errors.js';
 import { parseMysqlUrl, type MysqlTarget } from '../store/mysql-url.js';
 import { QueryStopped, streamRows } from './stream-rows.js';
 import { withoutTrailingSemicolons } from './sql-guard-lexer.js';
+import { withTimeout } from '../util/with-timeout.js';
 
 export type ServerFlavour = 'mariadb' | 'mysql';
 
@@ -516,13 +517,9 @@ export class DataDatabase {
    */
   private async acquire(queryTimeoutMs: number): Promise<PoolConnection> {
     const pending = this.pool.getConnection();
-    let timer: NodeJS.Timeout | undefined;
     const limitMs = (this.server.connectTimeout ?? 10_000) + queryTimeoutMs + CLIENT_GRACE_MS;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new AcquireTimeout(limitMs)), limitMs);
-    });
     try {
-      return await Promise.race([pending, late]);
+      return await withTimeout(pending, limitMs, () => new AcquireTimeout(limitMs));
     } catch (error) {
       // The request stays queued in the pool: a connection it gets later goes straight back.
       if (error instanceof AcquireTimeout)
@@ -531,8 +528,6 @@ export class DataDatabase {
           () => undefined,
         );
       throw error;
-    } finally {
-      clearTimeout(timer);
     }
   }
 

@@ -1,6 +1,7 @@
 // Tool calls with side effects that are still running, process-wide. A call the run stops waiting for (it was
 // cancelled or timed out) keeps running to its end, recording its outcome (an email's ledger row); the worker
 // waits for these before it exits, so `process.exit` never cuts an email between the SMTP reply and its record.
+import { settlesWithin } from '../util/with-timeout.js';
 
 export class EffectsInFlight {
   private readonly running = new Set<Promise<unknown>>();
@@ -22,19 +23,13 @@ export class EffectsInFlight {
 
   /** Resolves true once nothing is running, or false when `timeoutMs` passes first. */
   async settled(timeoutMs: number): Promise<boolean> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<false>((resolve) => {
-      timer = setTimeout(() => resolve(false), timeoutMs);
-    });
-    try {
-      while (this.running.size > 0) {
-        const done = await Promise.race([Promise.all(this.running).then(() => true), timeout]);
-        if (!done) return false;
-      }
-      return true;
-    } finally {
-      clearTimeout(timer);
+    const deadline = Date.now() + timeoutMs;
+    // Calls may start while others settle: wait until none is left, all within the one time limit.
+    while (this.running.size > 0) {
+      const left = deadline - Date.now();
+      if (left <= 0 || !(await settlesWithin(Promise.all(this.running), left))) return false;
     }
+    return true;
   }
 }
 

@@ -33,6 +33,7 @@ import { loadFleetConfig } from './fleet-config.js';
 import { openFleet } from './fleet-runtime.js';
 import { publishCatalog } from './catalog-publisher.js';
 import { effectsInFlight } from '../tools/effects-in-flight.js';
+import { settlesWithin } from '../util/with-timeout.js';
 
 export interface WorkerProcess {
   worker: FleetWorker;
@@ -246,21 +247,6 @@ export async function startWorkerProcess(
 
 /** What a step of the stop may take beyond its grace before the worker goes on without it. */
 const STOP_MARGIN_MS = 5_000;
-
-/** True when `work` resolves within `ms`, false when it is still going; its rejection within `ms` is thrown. */
-async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const done = work.then(() => true);
-  const late = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([done, late]);
-  } finally {
-    clearTimeout(timer);
-    done.catch(() => undefined); // a rejection after the time is up has no one left to tell
-  }
-}
 
 function fatal(logger: Logger, error: unknown): never {
   const message = error instanceof Error ? error.message : String(error);
