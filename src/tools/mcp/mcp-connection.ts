@@ -20,6 +20,7 @@ import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { TransientToolError } from '../../agent/errors.js';
 import type { Logger } from '../../logging/logger.js';
+import { retryDelayMs } from '../../queue/retry-schedule.js';
 import type { McpServerConfig } from './mcp-server-config.js';
 
 export interface McpConnectionOptions {
@@ -227,7 +228,10 @@ export class McpConnection {
 
   private scheduleReconnect(): void {
     const { reconnectBaseDelayMs, reconnectMaxDelayMs } = this.options;
-    const delay = Math.min(reconnectBaseDelayMs * 2 ** this.failedAttempts, reconnectMaxDelayMs);
+    const delay = retryDelayMs(
+      { baseMs: reconnectBaseDelayMs, maxMs: reconnectMaxDelayMs },
+      this.failedAttempts + 1,
+    );
     this.reconnectTimer = setTimeout(
       () => {
         this.connect().then(
