@@ -3,24 +3,12 @@
 // ends; errors that are not about the connection are still logged one by one, as errors.
 import type { Redis } from 'ioredis';
 import type { Logger } from '../logging/logger.js';
+import { SOCKET_FAILURE_CODES } from '../util/socket-errors.js';
 
 /** Anything that emits `error`: BullMQ's Queue, Worker, QueueEvents, FlowProducer; an ioredis client. */
 export interface ErrorEmitter {
   on(event: 'error', listener: (error: Error) => void): unknown;
 }
-
-/** Socket-level failures: the connection is down, not the command wrong. */
-const CONNECTION_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-]);
 
 /** ioredis names for "the connection is gone" (its errors of this kind carry no code). */
 const CONNECTION_ERROR_NAMES = new Set(['MaxRetriesPerRequestError']);
@@ -34,7 +22,7 @@ function codeOf(error: unknown): string | undefined {
 export function isConnectionError(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = codeOf(error);
-  if (code !== undefined) return CONNECTION_CODES.has(code);
+  if (code !== undefined) return SOCKET_FAILURE_CODES.has(code);
   return CONNECTION_ERROR_NAMES.has(error.name) || error.message === CONNECTION_CLOSED;
 }
 

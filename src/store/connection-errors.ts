@@ -1,18 +1,11 @@
 // Which MySQL driver and server errors mean "the server is unreachable or dropped the connection" (an outage:
 // wait and try again) rather than "this statement failed" (trying again gives the same answer). Classified by
 // the driver's structured `code` and `fatal` fields, never by message text.
+import { SOCKET_FAILURE_CODES } from '../util/socket-errors.js';
 
 /** Driver and server codes of a connection that broke or could not be made. */
 export const CONNECTION_ERROR_CODES: ReadonlySet<string> = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
+  ...SOCKET_FAILURE_CODES,
   'PROTOCOL_CONNECTION_LOST',
   'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR',
   'ER_SERVER_SHUTDOWN',

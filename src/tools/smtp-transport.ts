@@ -6,6 +6,7 @@ import type { SMTPSentMessageInfo, SMTPTransportOptions, Transporter } from 'nod
 import SMTPTransport from 'nodemailer/lib/smtp-transport';
 import { redactUrl } from '../../config/env.js';
 import { ConfigError } from '../agent/errors.js';
+import { NOT_CONNECTED_CODES } from '../util/socket-errors.js';
 
 export interface SmtpTransportOptions {
   /** Milliseconds to open the TCP connection. Default 10,000. */
@@ -68,15 +69,6 @@ export interface SendFailure {
   summary: string;
 }
 
-// Errors raised before a single byte of the message could have reached a server.
-const NEVER_CONNECTED = new Set([
-  'ECONNREFUSED',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EADDRNOTAVAIL',
-]);
 // nodemailer's own refusals and setup failures: the message was never handed over.
 const REFUSED_BEFORE_DATA = new Set([
   'EENVELOPE',
@@ -123,8 +115,8 @@ export function classifySendError(error: unknown): SendFailure {
   const originalCode = typeof fields.originalCode === 'string' ? fields.originalCode : undefined;
   if (
     code === 'EDNS' ||
-    (originalCode !== undefined && NEVER_CONNECTED.has(originalCode)) ||
-    (code !== undefined && NEVER_CONNECTED.has(code)) ||
+    (originalCode !== undefined && NOT_CONNECTED_CODES.has(originalCode)) ||
+    (code !== undefined && NOT_CONNECTED_CODES.has(code)) ||
     (code === 'ESOCKET' && fields.syscall === 'connect')
   ) {
     return {

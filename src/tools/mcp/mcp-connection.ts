@@ -22,6 +22,7 @@ import { TransientToolError } from '../../agent/errors.js';
 import type { Logger } from '../../logging/logger.js';
 import { retryDelayMs } from '../../queue/retry-schedule.js';
 import type { McpServerConfig } from './mcp-server-config.js';
+import { NOT_CONNECTED_CODES } from '../../util/socket-errors.js';
 
 export interface McpConnectionOptions {
   /** Limit of the handshake and of one tools/list page. */
@@ -253,9 +254,6 @@ export class McpConnection {
   }
 }
 
-/** Connection failures a fetch reports when nothing was sent. */
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
-
 /**
  * How a call failed for want of a connection: `not_sent` when the server cannot have acted on it (nothing
  * listening, a session it no longer knows, no connection at all), `maybe_processed` when the request may
@@ -272,7 +270,7 @@ function transportFailure(error: unknown): 'not_sent' | 'maybe_processed' | unde
   if (error instanceof TypeError) {
     const cause = error.cause as { code?: unknown; errors?: { code?: unknown }[] } | undefined;
     const codes = [cause?.code, ...(cause?.errors ?? []).map((inner) => inner.code)];
-    return codes.some((code) => typeof code === 'string' && NOT_SENT_CODES.has(code))
+    return codes.some((code) => typeof code === 'string' && NOT_CONNECTED_CODES.has(code))
       ? 'not_sent'
       : 'maybe_processed';
   }
