@@ -16,6 +16,8 @@ export interface RunRow {
   task: string;
   model: string;
   protocol: ProtocolName;
+  /** The fleet agent the run served; null for runs recorded before agents were stored. */
+  agent: string | null;
   status: RunRowStatus;
   stopReason: StopReason | null;
   answer: string | null;
@@ -122,6 +124,7 @@ const runColumns = z.object({
   task: z.string(),
   model: z.string(),
   protocol: z.enum(PROTOCOLS),
+  agent: z.string().nullable(),
   status: z.enum(STATUSES),
   stop_reason: z.enum(STOP_REASONS).nullable(),
   answer: z.string().nullable(),
@@ -167,6 +170,7 @@ export function toRunRow(raw: RowDataPacket): RunRow {
     task: row.task,
     model: row.model,
     protocol: row.protocol,
+    agent: row.agent,
     status: row.status,
     stopReason: row.stop_reason,
     answer: row.answer,

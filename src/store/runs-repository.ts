@@ -15,6 +15,8 @@ export interface StartRunInput {
   task: string;
   model: string;
   protocol: ProtocolName;
+  /** The fleet agent the run serves (`default` for a task without one); absent for records made before. */
+  agent?: string | null;
   batchId?: string | null;
   metadata?: unknown;
   /** The job's attempt number, from 1. */
@@ -123,11 +125,12 @@ export const runNotFound = (jobId: string): StoreError =>
 function startRunsStatement(inputs: readonly StartRunInput[]): { sql: string; values: unknown[] } {
   const now = new Date();
   return {
-    sql: `INSERT INTO agent_runs (job_id, batch_id, task, model, protocol, status, metadata, attempts, started_at)
-       VALUES ${inputs.map(() => "(?, ?, ?, ?, ?, 'running', ?, ?, ?)").join(', ')}
+    sql: `INSERT INTO agent_runs (job_id, batch_id, task, model, protocol, agent, status, metadata, attempts,
+         started_at)
+       VALUES ${inputs.map(() => "(?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)").join(', ')}
        ON DUPLICATE KEY UPDATE
          status = 'running', stop_reason = NULL, answer = NULL, output = NULL, error = NULL, finished_at = NULL,
-         model = VALUES(model), protocol = VALUES(protocol),
+         model = VALUES(model), protocol = VALUES(protocol), agent = COALESCE(VALUES(agent), agent),
          batch_id = COALESCE(VALUES(batch_id), batch_id),
          metadata = COALESCE(VALUES(metadata), metadata),
          attempts = GREATEST(attempts + 1, VALUES(attempts))`,
@@ -137,6 +140,7 @@ function startRunsStatement(inputs: readonly StartRunInput[]): { sql: string; va
       input.task,
       input.model,
       input.protocol,
+      input.agent ?? null,
       input.metadata === undefined ? null : JSON.stringify(input.metadata),
       input.attempt,
       input.startedAt ?? now,
