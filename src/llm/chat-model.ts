@@ -15,6 +15,10 @@ export interface ChatRequest {
 export interface ChatUsage {
   promptTokens: number;
   completionTokens: number;
+  /** Part of promptTokens served from the provider's prompt cache, when it says. */
+  cachedPromptTokens?: number;
+  /** Part of completionTokens spent reasoning, when it says. */
+  reasoningTokens?: number;
 }
 
 export interface ChatCompletion {
@@ -22,6 +26,8 @@ export interface ChatCompletion {
   /** As the endpoint reported it; null when it reported none. */
   usage: ChatUsage | null;
   finishReason: string | null;
+  /** The tier the provider says it served the call at (`default`, `flex`, …), when it says. */
+  serviceTier?: string | null;
 }
 
 export interface ChatCallOptions {
