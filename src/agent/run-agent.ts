@@ -222,6 +222,7 @@ class AgentRun {
       task: this.input.task,
       protocol: this.input.protocol ?? 'tools',
       budget: this.input.budget,
+      price: this.input.price,
       startedAt: this.now(),
       history: [],
       summary: null,
@@ -237,6 +238,11 @@ class AgentRun {
 
   private get budget(): Budget {
     return this.state.budget;
+  }
+
+  /** The prices the run started at: a resume after the table changed bills the whole run at them, as it began. */
+  private get price(): ModelPrice {
+    return this.state.price ?? this.input.price;
   }
 
   async run(): Promise<AgentResult> {
@@ -645,7 +651,7 @@ class AgentRun {
       completionTokens: D.SUMMARY_MAX_TOKENS + this.opts.completionTokens,
     };
     const total = addUsage(this.state.usage, afterSummary);
-    const usage = usageOf(total, this.input.price);
+    const usage = usageOf(total, this.price);
     return usage.totalTokens <= this.budget.maxTokens && usage.costUsd <= this.budget.maxCostUsd;
   }
 
@@ -686,7 +692,7 @@ class AgentRun {
     const result = await callModel(
       {
         model: this.input.model,
-        price: this.input.price,
+        price: this.price,
         budget: this.budget,
         count: this.count,
         calibration: this.calibration,
@@ -765,7 +771,8 @@ class AgentRun {
     const modelLatencyMs = (call.modelLatencyMs ?? call.latencyMs) + carried.latencyMs;
     if (kind !== 'action') this.carry = emptyCarry();
     if (!onStep) return;
-    const totals = usageOf(this.state.usage, this.input.price);
+    const totals = usageOf(this.state.usage, this.price);
+    const priced = usageOf(usage, this.price);
     const trace: StepTrace = {
       runId: this.state.runId,
       step,
@@ -774,7 +781,9 @@ class AgentRun {
       observations: observations.map((o) => truncateChars(o, D.TRACE_OBSERVATION_MAX_CHARS)),
       promptTokens: usage.promptTokens,
       completionTokens: usage.completionTokens,
-      costUsd: usageOf(usage, this.input.price).costUsd,
+      ...(priced.cachedPromptTokens ? { cachedPromptTokens: priced.cachedPromptTokens } : {}),
+      ...(priced.reasoningTokens ? { reasoningTokens: priced.reasoningTokens } : {}),
+      costUsd: priced.costUsd,
       latencyMs,
       modelLatencyMs,
       modelCalls,
@@ -819,7 +828,7 @@ class AgentRun {
       answer,
       steps: this.state.steps,
       toolCalls: this.state.toolCalls,
-      usage: usageOf(this.state.usage, this.input.price),
+      usage: usageOf(this.state.usage, this.price),
       error,
     };
     if (this.structured) result.output = this.validOutput ? this.validOutput.value : null;

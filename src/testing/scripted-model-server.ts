@@ -26,7 +26,7 @@ export interface RecordedRequest {
   protocol: Protocol;
   receivedAt: number;
   /** The usage the server reported, once it sent a completion: the server's own accounting of the call. */
-  usage?: { promptTokens: number; completionTokens: number };
+  usage?: { promptTokens: number; completionTokens: number; cachedPromptTokens?: number };
 }
 
 export type ReplyRule = (request: RecordedRequest) => ScriptedReply | undefined;
@@ -316,7 +316,14 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     const promptTokens =
       endpointPromptTokens(messages, tools, counter, promptCounting) +
       countResponseFormatTokens(responseFormat, counter);
-    if (reply.usage !== false && !res.destroyed) request.usage = { promptTokens, completionTokens };
+    const cachedTokens = Math.min(promptTokens, reply.cachedTokens ?? 0);
+    if (reply.usage !== false && !res.destroyed) {
+      request.usage = {
+        promptTokens,
+        completionTokens,
+        ...(cachedTokens > 0 ? { cachedPromptTokens: cachedTokens } : {}),
+      };
+    }
     const message = {
       role: 'assistant',
       content: fitted.content,
@@ -338,6 +345,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
                 prompt_tokens: promptTokens,
                 completion_tokens: completionTokens,
                 total_tokens: promptTokens + completionTokens,
+                ...(cachedTokens > 0 ? { prompt_tokens_details: { cached_tokens: cachedTokens } } : {}),
               },
             }),
       },

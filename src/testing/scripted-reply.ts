@@ -26,7 +26,15 @@ export type ScriptedContent =
   | { actions: ScriptedAction[]; thought?: string }
   | { text: string };
 
-export type ScriptedReply = (ScriptedContent | ScriptedFault) & { latencyMs?: number; usage?: false };
+/**
+ * `usage: false`: the reply reports no usage (as some local servers do). `cachedTokens`: how many of its prompt
+ * tokens the reply reports as served from the cache (at most all of them).
+ */
+export type ScriptedReply = (ScriptedContent | ScriptedFault) & {
+  latencyMs?: number;
+  usage?: false;
+  cachedTokens?: number;
+};
 
 /** `tools` when the request offers native tool definitions; otherwise the agent must read JSON from the text. */
 export type Protocol = 'tools' | 'json';
@@ -41,7 +49,7 @@ export interface RenderedReply {
 
 export function isFault(
   reply: ScriptedReply,
-): reply is ScriptedFault & { latencyMs?: number; usage?: false } {
+): reply is ScriptedFault & { latencyMs?: number; usage?: false; cachedTokens?: number } {
   return 'fault' in reply;
 }
 
