@@ -45,6 +45,9 @@ export interface BatchRunInput {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
+  /** Parts of the tokens above (CONTRACT §11); absent or 0 when the endpoint reported none. */
+  cachedPromptTokens?: number;
+  reasoningTokens?: number;
   costUsd: number;
   error?: RunError | null;
   /** Present for a run whose agent has an output schema (null: it ended without a value). */
@@ -154,6 +157,8 @@ export function buildBatchReport(
     usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, costUsd: 0 },
   };
   let costUnits = 0n;
+  let cachedPromptTokens = 0;
+  let reasoningTokens = 0;
   let running = 0;
   let pending = 0;
   const rows = jobIds.map((jobId, i): TaskReportRow => {
@@ -172,6 +177,8 @@ export function buildBatchReport(
     summary.usage.promptTokens += run.promptTokens;
     summary.usage.completionTokens += run.completionTokens;
     summary.usage.totalTokens += run.totalTokens;
+    cachedPromptTokens += run.cachedPromptTokens ?? 0;
+    reasoningTokens += run.reasoningTokens ?? 0;
     costUnits += toUnits(run.costUsd);
     return {
       index: i + 1,
@@ -192,6 +199,8 @@ export function buildBatchReport(
     };
   });
   summary.usage.costUsd = unitsToUsd(costUnits);
+  if (cachedPromptTokens > 0) summary.usage.cachedPromptTokens = cachedPromptTokens;
+  if (reasoningTokens > 0) summary.usage.reasoningTokens = reasoningTokens;
 
   const state: BatchState = running === 0 && pending === 0 ? 'completed' : 'running';
   if (batch.state === 'completed' && state !== 'completed') {
@@ -323,5 +332,14 @@ export function reportTotals(report: BatchReport): [string, number][] {
     ['Prompt tokens', summary.usage.promptTokens],
     ['Completion tokens', summary.usage.completionTokens],
     ['Total tokens', summary.usage.totalTokens],
+    ...details(summary.usage),
   ];
+}
+
+/** The parts of the totals the endpoint reported, shown only for batches that have them. */
+function details(usage: BatchUsage): [string, number][] {
+  const rows: [string, number][] = [];
+  if (usage.cachedPromptTokens) rows.push(['Cached prompt tokens', usage.cachedPromptTokens]);
+  if (usage.reasoningTokens) rows.push(['Reasoning tokens', usage.reasoningTokens]);
+  return rows;
 }
