@@ -269,6 +269,15 @@ describe('batch summary', () => {
     expect(renderMarkdown(plain)).not.toContain('Cached prompt tokens');
   });
 
+  it('says why a budget stopped a task, in the Markdown and the HTML', () => {
+    const why = 'cost budget: $0.000210 of $0.0500 left; the next call needed $0.0034 at worst (…)';
+    const runs = [run('a', { status: 'stopped', stopReason: 'cost_budget', answer: null, stopDetail: why })];
+    const report = buildBatchReport(batch(['a']), runs, { generatedAt: GENERATED_AT });
+    expect(report.rows[0]?.stopDetail).toBe(why);
+    expect(renderMarkdown(report)).toContain('Why it stopped: cost budget: $0.000210 of $0.0500 left');
+    expect(renderHtml(report)).toContain('<div class="why">Why it stopped: cost budget: $0.000210');
+  });
+
   it('warns about runs outside the job ids, duplicate ids and a stored summary that disagrees', () => {
     const report = buildBatchReport(
       batch(['a', 'b', 'a'], {

@@ -280,6 +280,7 @@ describe('store on a real server', () => {
         agent: 'default',
         status: 'succeeded',
         stopReason: 'answer',
+        stopDetail: null,
         answer: 'Ada, Grace and Linus; emails sent.',
         steps: 2,
         toolCalls: 2,

@@ -186,3 +186,36 @@ function completionRoomForCost(
   while (room < cap && fits(room + 1)) room++;
   return room;
 }
+
+/**
+ * Why a call could not be made, in numbers a user can act on: what was left of the budget and what the call needed
+ * at its smallest (its prompt and minimal completion at full price, plus the final turn it must leave room for).
+ */
+export function describeBudgetStop(
+  used: TokenUsage,
+  budget: Budget,
+  price: ModelPrice,
+  need: CallRequirement,
+  reason: BudgetStopReason,
+): string {
+  const min = Math.min(need.minCompletionTokens, need.desiredMaxTokens);
+  const call = { promptTokens: need.promptTokens, completionTokens: min };
+  const needed = need.reserveAfter ? addUsage(call, need.reserveAfter) : call;
+  const reserve = need.reserveAfter ? ', with room for a final answer after it' : '';
+  const tokens = `${fmt(call.promptTokens)} prompt + ${fmt(call.completionTokens)} completion tokens${reserve}`;
+  if (reason === 'token_budget') {
+    const left = budget.maxTokens - used.promptTokens - used.completionTokens;
+    return (
+      `token budget: ${fmt(Math.max(0, left))} of ${fmt(budget.maxTokens)} tokens left; ` +
+      `the next call needed ${fmt(needed.promptTokens + needed.completionTokens)} (${tokens})`
+    );
+  }
+  const left = budget.maxCostUsd - costUsd(price, used);
+  return (
+    `cost budget: ${usd(Math.max(0, left))} of ${usd(budget.maxCostUsd)} left; ` +
+    `the next call needed ${usd(costUsd(price, needed))} at worst (${tokens})`
+  );
+}
+
+const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+const usd = (n: number): string => `$${n.toFixed(n >= 0.01 ? 4 : 6)}`;

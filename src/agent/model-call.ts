@@ -6,6 +6,7 @@ import { ModelApiError, SystemError } from './errors.js';
 import { costUsd } from '../llm/pricing.js';
 import {
   addUsage,
+  describeBudgetStop,
   planCall,
   usageSince,
   type Budget,
@@ -84,13 +85,18 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
 
   for (let attempt = 1; ; attempt++) {
     if (env.signal.aborted) return { ok: false, stop: 'cancelled', ...cost(attempt - 1) };
-    const plan = planCall(addUsage(env.used, charged), env.budget, env.price, {
+    const used = addUsage(env.used, charged);
+    const need = {
       promptTokens: promptEstimate,
       desiredMaxTokens: request.desiredMaxTokens,
       minCompletionTokens: request.minCompletionTokens,
       reserveAfter: request.reserveAfter,
-    });
-    if (!plan.ok) return { ok: false, stop: plan.reason, ...cost(attempt - 1) };
+    };
+    const plan = planCall(used, env.budget, env.price, need);
+    if (!plan.ok) {
+      const message = describeBudgetStop(used, env.budget, env.price, need, plan.reason);
+      return { ok: false, stop: plan.reason, message, ...cost(attempt - 1) };
+    }
     if (request.answerBy - env.now() <= 0) return { ok: false, stop: 'deadline', ...cost(attempt - 1) };
     const worstCase = {
       tokens: promptEstimate + plan.maxTokens,

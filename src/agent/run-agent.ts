@@ -159,6 +159,8 @@ class AgentRun {
   private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   private readonly pinned: ChatMessage[];
   private readonly structured: StructuredOutput | null;
+  /** Why a budget stopped the run, in numbers (the result's stopDetail); set by the call that did not fit. */
+  private stopDetail: string | null = null;
   /** The run's validated output, once the model has given one. */
   private validOutput: { value: unknown } | null = null;
   private carry: TraceCarry = {
@@ -293,6 +295,7 @@ class AgentRun {
         if (call.stop === 'cancelled') return this.finish('stopped', 'cancelled', null, null, call);
         // The budget or the clock cannot cover a normal step: one last turn without tools, if it fits.
         this.carryOver(call);
+        if (call.message) this.stopDetail = call.message;
         return this.finalTurn(call.stop);
       }
 
@@ -533,6 +536,11 @@ class AgentRun {
     if (!call.ok) {
       if (call.stop === 'cancelled') return this.finish('stopped', 'cancelled', null, null, call);
       const error = call.stop === 'error' ? call.error.toRunError() : null;
+      if (call.stop !== 'error' && call.message) {
+        this.stopDetail = this.stopDetail
+          ? `${this.stopDetail}; a final answer did not fit either (${call.message})`
+          : call.message;
+      }
       return this.finish('stopped', reason, null, error, call);
     }
     const step = ++this.state.steps;
@@ -832,6 +840,8 @@ class AgentRun {
       error,
     };
     if (this.structured) result.output = this.validOutput ? this.validOutput.value : null;
+    if (this.stopDetail && (stopReason === 'token_budget' || stopReason === 'cost_budget'))
+      result.stopDetail = this.stopDetail;
     // Whatever the status, the result says which side effects may not have happened; an answer that may be
     // missing one is not a success (an email the task was for may never have gone out).
     if (this.state.uncertainEffects?.length) {

@@ -30,6 +30,11 @@ export interface AgentResult {
    * (the reason is in `error`). `answer` then holds the value as JSON text.
    */
   output?: unknown;
+  /**
+   * Present for a run a budget stopped (token_budget, cost_budget): what was left, what the next call needed and,
+   * for a fleet scope (a batch or daily cap), what other jobs held reserved.
+   */
+  stopDetail?: string;
 }
 
 /** A side effect of a tool call that may or may not have happened. */

@@ -50,6 +50,8 @@ export interface BatchRunInput {
   reasoningTokens?: number;
   costUsd: number;
   error?: RunError | null;
+  /** Why a budget stopped the run, in numbers (the result's stopDetail). */
+  stopDetail?: string | null;
   /** Present for a run whose agent has an output schema (null: it ended without a value). */
   output?: unknown;
 }
@@ -90,6 +92,8 @@ export interface TaskReportRow {
   answer: string | null;
   /** The error message of a failed run. */
   error: string | null;
+  /** Why a budget stopped the run, when one did. */
+  stopDetail?: string;
   /** The run's structured output, when its agent has an output schema (null: it ended without one). */
   output?: unknown;
 }
@@ -195,6 +199,7 @@ export function buildBatchReport(
       costUsd: run.costUsd,
       answer: run.answer,
       error: run.error?.message ?? null,
+      ...(run.stopDetail ? { stopDetail: run.stopDetail } : {}),
       ...(run.output === undefined ? {} : { output: run.output }),
     };
   });

@@ -21,6 +21,8 @@ export interface RunRow {
   agent: string | null;
   status: RunRowStatus;
   stopReason: StopReason | null;
+  /** Why a budget stopped the run, in numbers; null otherwise. */
+  stopDetail: string | null;
   answer: string | null;
   /** Present for a run whose agent has an output schema: the value, or null when the run ended without one. */
   output?: unknown;
@@ -137,6 +139,7 @@ const runColumns = z.object({
   agent: z.string().nullable(),
   status: z.enum(STATUSES),
   stop_reason: z.enum(STOP_REASONS).nullable(),
+  stop_detail: z.string().nullable(),
   answer: z.string().nullable(),
   // Kept as text here: SQL NULL (no output schema) and the JSON null (no value) must stay apart.
   output: z.string().nullable().optional(),
@@ -189,6 +192,7 @@ export function toRunRow(raw: RowDataPacket): RunRow {
     agent: row.agent,
     status: row.status,
     stopReason: row.stop_reason,
+    stopDetail: row.stop_detail,
     answer: row.answer,
     ...output,
     steps: row.steps,

@@ -132,7 +132,8 @@ function startRunsStatement(inputs: readonly StartRunInput[]): { sql: string; va
          attempts, started_at)
        VALUES ${inputs.map(() => "(?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)").join(', ')}
        ON DUPLICATE KEY UPDATE
-         status = 'running', stop_reason = NULL, answer = NULL, output = NULL, error = NULL, finished_at = NULL,
+         status = 'running', stop_reason = NULL, stop_detail = NULL, answer = NULL, output = NULL, error = NULL,
+         finished_at = NULL,
          model = VALUES(model), protocol = VALUES(protocol), agent = COALESCE(VALUES(agent), agent),
          prices = COALESCE(VALUES(prices), prices),
          batch_id = COALESCE(VALUES(batch_id), batch_id),
@@ -187,7 +188,7 @@ function finishRunStatement({ result, finishedAt }: FinishRunInput): { sql: stri
     sql: `UPDATE agent_runs
        SET status = ?, stop_reason = ?, answer = ?, output = ?, steps = ?, tool_calls = ?, prompt_tokens = ?,
          completion_tokens = ?, total_tokens = ?, cached_prompt_tokens = ?, reasoning_tokens = ?,
-         usage_estimated = ?, cost_usd = ?, error = ?, finished_at = ?
+         usage_estimated = ?, cost_usd = ?, error = ?, stop_detail = ?, finished_at = ?
        WHERE job_id = ?`,
     values: [
       result.status,
@@ -205,6 +206,7 @@ function finishRunStatement({ result, finishedAt }: FinishRunInput): { sql: stri
       result.usage.estimated ? 1 : 0,
       toDecimal(result.usage.costUsd),
       result.error === null ? null : JSON.stringify(result.error),
+      result.stopDetail?.slice(0, 2_000) ?? null,
       finishedAt,
       result.jobId,
     ],
