@@ -16,7 +16,7 @@ import {
 import { DEFAULT_MODEL_RETRY_BASE_DELAY_MS, MAX_MODEL_RETRY_DELAY_MS } from './defaults.js';
 import type { ChatMessage, ResponseFormat, ToolSpec } from './messages.js';
 import { measurePrompt, type PromptCalibration } from './prompt-calibration.js';
-import type { ChatCompletion, ChatModel } from '../llm/chat-model.js';
+import type { ChatCompletion, ChatModel, ChatRequest } from '../llm/chat-model.js';
 import type { ModelPrice } from '../llm/pricing.js';
 import { countCompletionTokens, countResponseFormatTokens, type TokenCounter } from '../llm/tokens.js';
 
@@ -28,6 +28,8 @@ export interface ModelCallEnv {
   /** The run's prompt estimate; learns from the usage this call reports. */
   calibration: PromptCalibration;
   temperature: number;
+  /** Set for a reasoning model (no temperature, `max_completion_tokens`, the effort asked for). */
+  reasoning?: ChatRequest['reasoning'];
   timeoutMs: number;
   retries: number;
   retryBaseDelayMs?: number;
@@ -151,6 +153,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
           tools: request.tools,
           maxTokens: plan.maxTokens,
           temperature: env.temperature,
+          ...(env.reasoning ? { reasoning: env.reasoning } : {}),
           ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
         },
         { signal: env.signal, timeoutMs },

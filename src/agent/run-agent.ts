@@ -46,7 +46,7 @@ import type {
   TraceKind,
   UncertainEffect,
 } from './types.js';
-import type { ChatModel } from '../llm/chat-model.js';
+import type { ChatModel, ChatRequest, ReasoningEffort } from '../llm/chat-model.js';
 import type { ModelPrice } from '../llm/pricing.js';
 import {
   countMessageTokens,
@@ -83,6 +83,13 @@ export interface AgentRunOptions {
   modelRetryBaseDelayMs?: number;
   /** Replaces the protocol's system prompt. */
   systemPrompt?: string;
+  /**
+   * Shape requests for a reasoning model (`max_completion_tokens`, no temperature); default: what the model's price
+   * entry says (`reasoning: true`).
+   */
+  reasoningModel?: boolean;
+  /** `reasoning_effort` of a reasoning model's requests; absent, the provider's default. */
+  reasoningEffort?: ReasoningEffort;
 }
 
 /** Only what the kernel logs: failures of observers it swallows. pino's logger fits. */
@@ -151,7 +158,11 @@ class AgentRun {
   private readonly protocol: AgentProtocol;
   private readonly count: TokenCounter;
   private readonly calibration: PromptCalibration;
-  private readonly opts: Required<Omit<AgentRunOptions, 'systemPrompt'>>;
+  private readonly opts: Required<
+    Omit<AgentRunOptions, 'systemPrompt' | 'reasoningModel' | 'reasoningEffort'>
+  >;
+  /** Set for a reasoning model: its requests carry no temperature and the effort asked for. */
+  private readonly reasoning: ChatRequest['reasoning'];
   private readonly signal: AbortSignal;
   /** The tools' signal: the run's, cut at the soft deadline; made at the first tool call. */
   private toolDeadline: DeadlineSignal | null = null;
@@ -192,6 +203,12 @@ class AgentRun {
       modelRetries: o.modelRetries ?? D.DEFAULT_MODEL_RETRIES,
       modelRetryBaseDelayMs: o.modelRetryBaseDelayMs ?? D.DEFAULT_MODEL_RETRY_BASE_DELAY_MS,
     };
+    this.reasoning =
+      (o.reasoningModel ?? input.price.reasoning)
+        ? o.reasoningEffort
+          ? { effort: o.reasoningEffort }
+          : {}
+        : undefined;
     this.state = input.checkpoint ? structuredClone(input.checkpoint) : this.initialState();
     this.calibration = new PromptCalibration(this.state.promptCalibration);
     if (this.state.suspendedAt !== undefined) {
@@ -705,6 +722,7 @@ class AgentRun {
         count: this.count,
         calibration: this.calibration,
         temperature: this.opts.temperature,
+        reasoning: this.reasoning,
         timeoutMs: this.opts.modelTimeoutMs,
         retries: this.opts.modelRetries,
         retryBaseDelayMs: this.opts.modelRetryBaseDelayMs,

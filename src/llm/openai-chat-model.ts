@@ -54,8 +54,12 @@ export class OpenAIChatModel implements ChatModel {
         {
           model: this.model,
           messages: request.messages as OpenAI.Chat.Completions.ChatCompletionMessageParam[],
-          max_tokens: request.maxTokens,
-          temperature: request.temperature,
+          ...(request.reasoning
+            ? {
+                max_completion_tokens: request.maxTokens,
+                ...(request.reasoning.effort ? { reasoning_effort: request.reasoning.effort } : {}),
+              }
+            : { max_tokens: request.maxTokens, temperature: request.temperature }),
           ...(hasTools
             ? {
                 tools: request.tools as OpenAI.Chat.Completions.ChatCompletionTool[],

@@ -75,7 +75,13 @@ export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition):
     options: {
       memoryWindow: agent.memory?.window ?? env.AGENT_MEMORY_WINDOW,
       temperature: env.LLM_TEMPERATURE,
-      completionTokens: env.LLM_MAX_TOKENS,
+      completionTokens: agent.modelSettings?.maxCompletionTokens ?? env.LLM_MAX_TOKENS,
+      ...(agent.modelSettings?.reasoningEffort
+        ? { reasoningEffort: agent.modelSettings.reasoningEffort }
+        : {}),
+      ...(agent.modelSettings?.reasoning !== undefined
+        ? { reasoningModel: agent.modelSettings.reasoning }
+        : {}),
       toolResultMaxTokens: env.AGENT_TOOL_RESULT_MAX_TOKENS,
       modelTimeoutMs: env.LLM_TIMEOUT_MS,
     },
