@@ -60,6 +60,7 @@ export class OpenAIChatModel implements ChatModel {
                 ...(request.reasoning.effort ? { reasoning_effort: request.reasoning.effort } : {}),
               }
             : { max_tokens: request.maxTokens, temperature: request.temperature }),
+          ...(request.serviceTier ? { service_tier: request.serviceTier } : {}),
           ...(hasTools
             ? {
                 tools: request.tools as OpenAI.Chat.Completions.ChatCompletionTool[],
@@ -76,7 +77,14 @@ export class OpenAIChatModel implements ChatModel {
         { signal: call.signal, timeout: options.timeoutMs, maxRetries: 0 },
       );
     } catch (error) {
-      throw classifyApiError(error);
+      const classified = classifyApiError(error);
+      throw request.serviceTier === 'flex' && isFlexUnavailable(error, classified)
+        ? new ModelApiError('flex_unavailable', classified.message, {
+            retryable: true,
+            status: 429,
+            cause: error,
+          })
+        : classified;
     } finally {
       options.signal.removeEventListener('abort', forward);
     }
@@ -123,6 +131,13 @@ function count(value: unknown, max: number): number {
   return typeof value === 'number' && Number.isFinite(value)
     ? Math.min(max, Math.max(0, Math.floor(value)))
     : 0;
+}
+
+/** OpenAI's flex tier answers "429 Resource Unavailable" when it lacks capacity (not charged, not a rate limit). */
+function isFlexUnavailable(error: unknown, classified: ModelApiError): boolean {
+  if (classified.status !== 429) return false;
+  const code = error instanceof OpenAI.APIError ? error.code : undefined;
+  return code === 'resource_unavailable' || /resource unavailable/i.test(classified.message);
 }
 
 const RETRYABLE_STATUS = new Set([408, 409, 429]);

@@ -236,6 +236,18 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       case 'server_error':
         sendJson(res, 500, errorBody('scripted model: internal server error', 'server_error'));
         return;
+      case 'flex_unavailable':
+        // OpenAI's flex tier without capacity: a 429 that is not a rate limit, and is not charged.
+        sendJson(
+          res,
+          429,
+          errorBody(
+            'Resource Unavailable: the flex tier has no capacity for this request; retry later or use the default tier.',
+            'invalid_request_error',
+            'resource_unavailable',
+          ),
+        );
+        return;
       case 'bad_request':
         sendJson(
           res,
@@ -375,6 +387,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
         model: body.model,
+        service_tier: body.service_tier === 'flex' ? 'flex' : 'default',
         choices: [{ index: 0, message, finish_reason: fitted.finishReason, logprobs: null }],
         ...(reply.usage === false
           ? {}
