@@ -1,6 +1,6 @@
 // ChatModel over the official `openai` client, for any OpenAI-compatible Chat Completions endpoint.
 // The client's own retries are off: the kernel retries, checking the budget before each attempt.
-import OpenAI from 'openai';
+import OpenAI, { AzureOpenAI } from 'openai';
 import type { AssistantMessage, ToolCallRequest } from '../agent/messages.js';
 import { ModelApiError } from '../agent/errors.js';
 import { scrubText } from '../logging/redact.js';
@@ -18,6 +18,8 @@ export interface OpenAIChatModelOptions {
    * client's own default.
    */
   fetch?: Fetch;
+  /** Azure OpenAI: the resource's endpoint, API version and deployment; the key goes as `api-key`. */
+  azure?: { endpoint: string; apiVersion: string; deployment: string };
 }
 
 let sharedFetch: Fetch | undefined;
@@ -32,12 +34,17 @@ export class OpenAIChatModel implements ChatModel {
 
   constructor(options: OpenAIChatModelOptions) {
     this.model = options.model;
-    this.client = new OpenAI({
-      apiKey: options.apiKey,
-      baseURL: options.baseURL ?? null,
-      maxRetries: 0,
-      fetch: options.fetch ?? defaultFetch(),
-    });
+    const fetch = options.fetch ?? defaultFetch();
+    this.client = options.azure
+      ? new AzureOpenAI({
+          apiKey: options.apiKey,
+          endpoint: options.azure.endpoint,
+          apiVersion: options.azure.apiVersion,
+          deployment: options.azure.deployment,
+          maxRetries: 0,
+          fetch,
+        })
+      : new OpenAI({ apiKey: options.apiKey, baseURL: options.baseURL ?? null, maxRetries: 0, fetch });
   }
 
   async complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletion> {
