@@ -5,7 +5,12 @@ import { checkFleetTools, toolNamesOf, type Fleet } from '../agent/define-fleet.
 import type { AgentDefinition } from '../agent/define-agent.js';
 import { ConfigError } from '../agent/errors.js';
 import { EffectLedger } from '../tools/effect-ledger.js';
-import { EffectUncertainError, onceOptionsOf, runOnce } from '../tools/effect-once.js';
+import {
+  DEFAULT_PENDING_GRACE_MS,
+  EffectUncertainError,
+  onceOptionsOf,
+  runOnce,
+} from '../tools/effect-once.js';
 import { startEffectSweeper, sweptToolsOf } from '../tools/effect-sweeper.js';
 import { loadMcpTools } from '../tools/mcp/load-mcp-tools.js';
 import { UncertainOutcome, type Tool } from '../tools/tool.js';
@@ -85,8 +90,11 @@ export function agentToolNames(agent: AgentDefinition, named: readonly string[] 
 /** A tool with side effects gets `ctx.once` on the ledger; an effect nothing could settle is reported. */
 function withEffectLedger(tool: Tool, ledger: EffectLedger): Tool {
   if (tool.readOnly === true) return tool;
+  // A call that meets a young pending effect with a lookup waits out the grace: its time limit must outlast it.
+  const grace = tool.effects?.lookup ? (tool.effects.pendingGraceMs ?? DEFAULT_PENDING_GRACE_MS) : undefined;
   return {
     ...tool,
+    ...(tool.timeoutMs === undefined && grace !== undefined ? { timeoutMs: grace + 30_000 } : {}),
     async execute(args, ctx) {
       try {
         return await tool.execute(args, {
