@@ -117,12 +117,7 @@ export class BatchReportStore {
       callKey: entry.callKey,
       recipient: entry.recipient,
       messageId: entry.messageId,
-      state:
-        isNotDelivered(entry)
-          ? 'not_delivered'
-          : entry.status === 'uncertain'
-            ? 'uncertain'
-            : 'pending',
+      state: isNotDelivered(entry) ? 'not_delivered' : entry.status === 'uncertain' ? 'uncertain' : 'pending',
       note: entry.error,
     }));
     return { batch, runs: runRows.map(toRunRow), emails };
