@@ -134,6 +134,8 @@ export const envSchema = z.object({
   SMTP_LOOKUP_URL: url(['http', 'https']).optional(),
   EMAIL_PENDING_GRACE_MS: int(0).default(120_000),
   EMAIL_SWEEP_INTERVAL_MS: int(0).default(60_000),
+  // The effect sweeper's interval (every tool's pending effects); EMAIL_SWEEP_INTERVAL_MS is its older name.
+  EFFECT_SWEEP_INTERVAL_MS: int(0).optional(),
   EMAIL_DRY_RUN: z
     .enum(['0', '1', 'true', 'false'])
     .transform((v) => v === '1' || v === 'true')
