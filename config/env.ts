@@ -99,7 +99,10 @@ export const envSchema = z.object({
     .string()
     .regex(/^\d{4}-\d{2}-\d{2}(-preview)?$/, 'must be an API version such as 2024-10-21')
     .default('2024-10-21'),
-  AZURE_OPENAI_DEPLOYMENT: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be a deployment name').optional(),
+  AZURE_OPENAI_DEPLOYMENT: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be a deployment name')
+    .optional(),
   LLM_MODEL: z.string().min(1).default('gpt-4-turbo-preview'),
   LLM_TEMPERATURE: decimal(z.number().min(0).max(2)).default(D.DEFAULT_TEMPERATURE),
   LLM_MAX_TOKENS: int(16, 128_000).default(D.DEFAULT_COMPLETION_TOKENS),
