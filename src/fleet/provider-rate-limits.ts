@@ -7,6 +7,9 @@
 import type { ChatCallOptions, ChatCompletion, ChatModel, ChatRequest } from '../llm/chat-model.js';
 import type { RateLimitState } from '../llm/rate-limit-headers.js';
 
+/** How much bigger the next call of a run is assumed to be than the one just made. */
+export const NEXT_CALL_GROWTH = 1.2;
+
 /** Longest pause one reply can ask for: the next reply brings fresh headers anyway. */
 export const MAX_HEADER_PAUSE_MS = 60_000;
 
@@ -47,9 +50,11 @@ export function withProviderRateLimits(model: ChatModel, options: ProviderRateLi
       const completion = await model.complete(request, callOptions);
       const state = completion.rateLimit;
       if (state) {
-        // The next call of this run sends this prompt, this reply and more: its need is at least this.
+        // The next call of this run sends this prompt, this reply and what the tools return: a fifth more than
+        // this call's tokens, and the same completion limit.
         const usage = completion.usage;
-        const need = (usage ? usage.promptTokens + usage.completionTokens : 0) + request.maxTokens;
+        const sent = usage ? usage.promptTokens + usage.completionTokens : 0;
+        const need = Math.ceil(sent * NEXT_CALL_GROWTH) + request.maxTokens;
         const ms = headerPauseMs(state, need);
         if (ms > 0) {
           options.onSlowDown?.(ms, state);

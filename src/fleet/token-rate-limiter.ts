@@ -1,11 +1,13 @@
 // The fleet's limit of model tokens per window (MODEL_TPM: per 60 s, per model), shared by every worker through
-// Redis. A sliding-window log like the request limiter's (rate-limiter.ts), weighted by tokens: a sorted set
-// holds the grant time of every call of the last window and a hash its tokens. A call is granted, in one Lua
-// script, only while the tokens of the window plus its worst case stay within the limit; after the call its
-// entry is settled to what it really used, which frees the rest for later calls. Since an entry only ever
-// shrinks (unless the endpoint reports more than the worst case, which is then counted), no window of
-// `windowMs` anywhere in time holds more granted tokens than the limit.
-// A worker that dies between grant and settle leaves its worst case in the window: it leaves with the window.
+// Redis. A log like the request limiter's (rate-limiter.ts), weighted by tokens: a hash holds the tokens of every
+// call that still counts, a sorted set when it stops counting. A call is granted, in one Lua script, only while
+// the tokens that count plus its worst case stay within the limit. While the call is in flight it counts (the
+// endpoint receives it at some moment between the grant and the reply); once it settles, its entry shrinks to
+// what it really used and counts for one more window after the reply, then leaves. So for any window of
+// `windowMs` as the endpoint sees it, the calls it received in that window were all counted when the last of
+// them was granted: no such window ever holds more tokens than the limit (unless a call uses more than its
+// worst case, which is then counted in full).
+// A worker that dies between grant and settle leaves its worst case counting for `maxCallMs` plus a window.
 // Times are the Redis server's clock, one clock for the whole fleet.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
@@ -25,11 +27,16 @@ export interface TokenRateLimiterOptions {
   windowMs?: number;
   /** The fleet's pause key (RateLimiter.pauseKey): while it lives, nothing is granted. */
   pauseKey?: string;
+  /** How long a call in flight may last (a crashed worker's call counts this long, plus a window). */
+  maxCallMs?: number;
   /** Longest sleep between two tries. */
   maxPollMs?: number;
   jitterMs?: number;
   sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
 }
+
+/** Longer than any model call (LLM_TIMEOUT_MS defaults to 60 s). */
+export const DEFAULT_MAX_CALL_MS = 120_000;
 
 export type TokenGrant = { ok: true; grant: string } | { ok: false; waitMs: number };
 
@@ -38,24 +45,30 @@ local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 `;
 
-// KEYS: window log (id -> grant ms), amounts (id -> tokens), the fleet's pause key. ARGV: limit, window ms, id,
-// tokens. Reply: {1} granted | {0, wait ms}: the pause left, or the time until enough tokens leave the window.
+const SWEEP = `
+local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+if #gone > 0 then
+  for _, id in ipairs(gone) do redis.call('HDEL', KEYS[2], id) end
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+end
+`;
+
+// KEYS: log (id -> when it stops counting, ms), amounts (id -> tokens), the fleet's pause key. ARGV: limit,
+// window ms, id, tokens, longest call ms. Reply: {1} granted | {0, wait ms}: the pause left, or the time until
+// enough tokens stop counting (an entry in flight: until its longest possible end; callers poll sooner).
 const TRY_GRANT = new LuaScript(`${NOW}
 local paused = redis.call('PTTL', KEYS[3])
 if paused > 0 then return {0, paused} end
 local limit, window, tokens = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
-local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - window)
-if #gone > 0 then
-  for _, id in ipairs(gone) do redis.call('HDEL', KEYS[2], id) end
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-end
+${SWEEP}
 local used = 0
 for _, v in ipairs(redis.call('HVALS', KEYS[2])) do used = used + tonumber(v) end
 if used + tokens <= limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  local ttl = window + tonumber(ARGV[5])
+  redis.call('ZADD', KEYS[1], now + ttl, ARGV[3])
   redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
-  redis.call('PEXPIRE', KEYS[1], window + 1000)
-  redis.call('PEXPIRE', KEYS[2], window + 1000)
+  redis.call('PEXPIRE', KEYS[1], ttl + 1000)
+  redis.call('PEXPIRE', KEYS[2], ttl + 1000)
   return {1}
 end
 local entries = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
@@ -63,7 +76,7 @@ local freed = 0
 for i = 1, #entries, 2 do
   freed = freed + tonumber(redis.call('HGET', KEYS[2], entries[i]) or '0')
   if used - freed + tokens <= limit then
-    local wait = tonumber(entries[i + 1]) + window - now
+    local wait = tonumber(entries[i + 1]) - now
     if wait < 1 then wait = 1 end
     return {0, wait}
   end
@@ -71,9 +84,13 @@ end
 return {0, window}
 `);
 
-// KEYS: window log, amounts. ARGV: id, actual tokens. An entry that already left the window stays gone.
-const SETTLE = new LuaScript(`
-if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then redis.call('HSET', KEYS[2], ARGV[1], ARGV[2]) end
+// KEYS: log, amounts. ARGV: id, actual tokens, window ms. The entry counts what the call used, for one more
+// window from now; one that already stopped counting stays gone.
+const SETTLE = new LuaScript(`${NOW}
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+  redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[3]), ARGV[1])
+end
 return 1
 `);
 
@@ -85,6 +102,7 @@ export class TokenRateLimiter {
   private readonly logKey: string;
   private readonly amountsKey: string;
   private readonly pauseKey: string;
+  private readonly maxCallMs: number;
   private readonly maxPollMs: number;
   private readonly jitterMs: number;
   private readonly sleep: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
@@ -103,7 +121,8 @@ export class TokenRateLimiter {
     this.logKey = `${base}:log`;
     this.amountsKey = `${base}:tok`;
     this.pauseKey = options.pauseKey ?? `${base}:pause`;
-    this.maxPollMs = options.maxPollMs ?? 1_000;
+    this.maxCallMs = options.maxCallMs ?? DEFAULT_MAX_CALL_MS;
+    this.maxPollMs = options.maxPollMs ?? 250;
     this.jitterMs = options.jitterMs ?? 25;
     this.sleep = options.sleep ?? abortableSleep;
   }
@@ -122,7 +141,7 @@ export class TokenRateLimiter {
     const reply = await TRY_GRANT.run(
       this.redis,
       [this.logKey, this.amountsKey, this.pauseKey],
-      [this.limit, this.windowMs, grant, amount],
+      [this.limit, this.windowMs, grant, amount, this.maxCallMs],
     );
     if (!Array.isArray(reply)) throw new Error(`token limiter: unexpected reply ${JSON.stringify(reply)}`);
     return reply[0] === 1 ? { ok: true, grant } : { ok: false, waitMs: Number(reply[1]) };
@@ -150,7 +169,7 @@ export class TokenRateLimiter {
   /** The call used `tokens` (0: it was never made): its entry in the window shrinks (or grows) to that. */
   async settle(grant: string, tokens: number): Promise<void> {
     const amount = Math.max(0, Math.ceil(tokens));
-    await SETTLE.run(this.redis, [this.logKey, this.amountsKey], [grant, amount]);
+    await SETTLE.run(this.redis, [this.logKey, this.amountsKey], [grant, amount, this.windowMs]);
   }
 
   /** The Redis keys of the limiter (for operators and tests). */
