@@ -217,12 +217,17 @@ describe('tenant daily caps', () => {
         );
       }),
     );
-    for (const { result } of runs) expect(result).toMatchObject({ status: 'stopped', stopReason: 'cost_budget' });
+    for (const { result } of runs)
+      expect(result).toMatchObject({ status: 'stopped', stopReason: 'cost_budget' });
     const monitor = new SpendLedger({ redis, prefix: PREFIX, tenantDailyCaps: { maxCostUsd: CAP } });
     let usedMicroUsd = 0;
     for (const at of new Set([started, Date.now()].map((t) => tenantDayScope(tenant, t)))) {
       const spend = await monitor.getSpend(at);
-      expect(spend).toMatchObject({ reservedMicroUsd: 0, liveReservations: 0, capMicroUsd: microUsdDown(CAP) });
+      expect(spend).toMatchObject({
+        reservedMicroUsd: 0,
+        liveReservations: 0,
+        capMicroUsd: microUsdDown(CAP),
+      });
       usedMicroUsd += spend.usedMicroUsd;
     }
     expect(usedMicroUsd).toBeLessThanOrEqual(microUsdDown(CAP));

@@ -77,7 +77,8 @@ describe('tenant concurrency', () => {
 
     // Never two of acme's jobs at once, across both workers.
     const spans = acme.map(spanOf).sort((x, y) => x.from - y.from);
-    for (let i = 1; i < spans.length; i++) expect(spans[i]!.from).toBeGreaterThanOrEqual(spans[i - 1]!.to - 5);
+    for (let i = 1; i < spans.length; i++)
+      expect(spans[i]!.from).toBeGreaterThanOrEqual(spans[i - 1]!.to - 5);
     // Globex was not held up behind acme's queue: both its jobs ended before acme's last one started.
     const lastAcmeStart = Math.max(...spans.map((s) => s.from));
     for (const name of globex) expect(spanOf(name).to).toBeLessThanOrEqual(lastAcmeStart + 5);

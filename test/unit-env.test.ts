@@ -187,8 +187,16 @@ describe('parseEnv refusals', () => {
       others: 60_000,
     });
     expect(
-      parseEnv({ TENANT_CONCURRENCY: '3', TENANT_DAILY_MAX_COST_USD: '2.5', TENANT_DAILY_MAX_TOKENS: '100000' }),
-    ).toMatchObject({ TENANT_CONCURRENCY: 3, TENANT_DAILY_MAX_COST_USD: 2.5, TENANT_DAILY_MAX_TOKENS: 100_000 });
+      parseEnv({
+        TENANT_CONCURRENCY: '3',
+        TENANT_DAILY_MAX_COST_USD: '2.5',
+        TENANT_DAILY_MAX_TOKENS: '100000',
+      }),
+    ).toMatchObject({
+      TENANT_CONCURRENCY: 3,
+      TENANT_DAILY_MAX_COST_USD: 2.5,
+      TENANT_DAILY_MAX_TOKENS: 100_000,
+    });
   });
 
   it('listen hosts and the board origin: addresses and an origin, nothing else', () => {
