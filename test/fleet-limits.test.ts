@@ -5,7 +5,7 @@
 // was left, what the call needed and what other calls held reserved.
 // Real Redis of REDIS_URL under a key prefix of its own (test-limits-<random>), deleted at the end.
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gateForJob } from '../src/fleet/fleet-gate.js';
 import { withProviderRateLimits } from '../src/fleet/provider-rate-limits.js';
