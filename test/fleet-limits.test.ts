@@ -136,10 +136,10 @@ describe('MODEL_TPM', () => {
 
 describe("the endpoint's x-ratelimit headers", () => {
   async function runAgainstLimitedEndpoint(honourHeaders: boolean) {
-    // 2,400 tokens per second, refilled steadily, as the provider documents: a run's calls outpace it.
+    // 1,500 tokens per second, refilled steadily, as the provider documents: a run's calls outpace it.
     const server = await scriptedServer({
       rules: [lookups()],
-      rateLimits: { tokensPerMinute: 2_400, windowMs: 1_000 },
+      rateLimits: { tokensPerMinute: 1_500, windowMs: 1_000 },
     });
     const connection = workerConnection();
     const limiter = new RateLimiter({
