@@ -82,7 +82,23 @@ const STORE_RETRIES = { attempts: 4, baseDelayMs: 250 };
 
 export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown, AgentResult> {
   const journal = deps.journal;
-  return async (job, token, signal) => {
+  // The tenant slot a job holds is given back however its run ends.
+  const processor = async (job: Job, token: string | undefined, signal: AbortSignal | undefined) => {
+    const held: { slot: HeldSlot | null } = { slot: null };
+    try {
+      return await run(job, token, signal, held);
+    } finally {
+      await held.slot
+        ?.release()
+        .catch((err: unknown) => deps.logger.warn({ err }, 'tenant slot not released'));
+    }
+  };
+  const run = async (
+    job: Job,
+    token: string | undefined,
+    signal: AbortSignal | undefined,
+    held: { slot: HeldSlot | null },
+  ): Promise<AgentResult> => {
     const jobId = String(job.id);
     const log = deps.logger.child({ jobId, attempt: job.attemptsMade + 1 });
 
@@ -133,12 +149,11 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
       : await Promise.all([deps.checkpoints.load(jobId), traces.recover(), deps.outcomes.load(jobId)]);
     // A tenant at its limit: the job goes back to `delayed` for a short while, holding no worker slot, so the
     // jobs of other tenants run meanwhile. A kept outcome's run is over: it needs no slot.
-    let slot: HeldSlot | null = null;
     if (task.tenant !== undefined && deps.tenantSlots && !kept) {
-      slot = await deps.tenantSlots.take(task.tenant, jobId, (err: unknown) =>
+      held.slot = await deps.tenantSlots.take(task.tenant, jobId, (err: unknown) =>
         log.warn({ err, tenant: task.tenant }, 'tenant slot not renewed'),
       );
-      if (!slot) {
+      if (!held.slot) {
         // Every activation counts as started; those that ran nothing are the tenant waits so far.
         const delayMs = tenantWaitMs(Math.max(1, job.attemptsStarted - job.attemptsMade));
         log.debug({ tenant: task.tenant, delayMs }, 'tenant at its concurrency limit: delayed');
@@ -146,118 +161,115 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
         throw new DelayedError();
       }
     }
-    try {
-      // A kept outcome's batch was noted when its run started.
-      if (batchId && !kept)
-        await withRetries(() => deps.batches?.noteTask(batchId) ?? Promise.resolve(), STORE_RETRIES);
-      // Not waited for: the start goes with the next shared INSERT while the run makes its first model call. The
-      // run is recorded before it is finished or released (below); if MySQL stays down, a finished run's outcome
-      // waits in Redis for it, and a run that needs it for a side effect fails the attempt, retried from its checkpoint.
-      const startedAt = new Date();
-      const startRun = () =>
-        withRetries(
-          () =>
-            journal.start({
-              jobId,
-              task: config.taskText.slice(0, MAX_TASK_CHARS),
-              model: config.model,
-              protocol: checkpoint?.protocol ?? config.protocol,
-              batchId: batchId ?? null,
-              metadata: task.metadata,
-              attempt: job.attemptsMade + 1,
-              startedAt,
-            }),
-          STORE_RETRIES,
-        );
-      let started = kept?.started ? Promise.resolve() : startRun();
-      started.catch(() => undefined); // awaited below; this only keeps an early failure from going unhandled
-      // A start that failed (MySQL down) is written again when it is next needed: MySQL may be back by then.
-      const ensureStarted = () => (started = started.catch(startRun));
-      // Nothing irreversible (an email) happens in a run MySQL has no record of.
-      const recorded = () =>
-        ensureStarted().catch((error: unknown) => {
-          throw new StoreError('store_unavailable', `The run could not be recorded: ${errorText(error)}`, {
-            retryable: true,
-            cause: error,
-          });
+    // A kept outcome's batch was noted when its run started.
+    if (batchId && !kept)
+      await withRetries(() => deps.batches?.noteTask(batchId) ?? Promise.resolve(), STORE_RETRIES);
+    // Not waited for: the start goes with the next shared INSERT while the run makes its first model call. The
+    // run is recorded before it is finished or released (below); if MySQL stays down, a finished run's outcome
+    // waits in Redis for it, and a run that needs it for a side effect fails the attempt, retried from its checkpoint.
+    const startedAt = new Date();
+    const startRun = () =>
+      withRetries(
+        () =>
+          journal.start({
+            jobId,
+            task: config.taskText.slice(0, MAX_TASK_CHARS),
+            model: config.model,
+            protocol: checkpoint?.protocol ?? config.protocol,
+            batchId: batchId ?? null,
+            metadata: task.metadata,
+            attempt: job.attemptsMade + 1,
+            startedAt,
+          }),
+        STORE_RETRIES,
+      );
+    let started = kept?.started ? Promise.resolve() : startRun();
+    started.catch(() => undefined); // awaited below; this only keeps an early failure from going unhandled
+    // A start that failed (MySQL down) is written again when it is next needed: MySQL may be back by then.
+    const ensureStarted = () => (started = started.catch(startRun));
+    // Nothing irreversible (an email) happens in a run MySQL has no record of.
+    const recorded = () =>
+      ensureStarted().catch((error: unknown) => {
+        throw new StoreError('store_unavailable', `The run could not be recorded: ${errorText(error)}`, {
+          retryable: true,
+          cause: error,
         });
-      if (kept) log.info({ tries: kept.recordTries }, 'recording an outcome MySQL could not take earlier');
-      else if (checkpoint) log.info({ step: checkpoint.steps }, 'resuming from checkpoint');
-      if (recovered > 0) log.info({ traces: recovered }, 'writing traces an earlier attempt left unwritten');
+      });
+    if (kept) log.info({ tries: kept.recordTries }, 'recording an outcome MySQL could not take earlier');
+    else if (checkpoint) log.info({ step: checkpoint.steps }, 'resuming from checkpoint');
+    if (recovered > 0) log.info({ traces: recovered }, 'writing traces an earlier attempt left unwritten');
 
-      const shown = new Background(log);
-      const result =
-        kept?.result ??
-        (await runAgent({
-          runId: jobId,
-          task: config.taskText,
-          ...(config.instructions ? { instructions: config.instructions } : {}),
-          ...(agent.output ? { output: agent.output } : {}),
-          model: deps.createModel(config.model),
-          price: config.price,
-          tools: deps.tools.registryFor(config.tools),
-          budget: config.budget,
-          protocol: config.protocol,
-          options: config.options,
-          checkpoint: checkpoint ?? undefined,
-          signal,
-          gate: deps.gateFor?.({ batchId, tenant: task.tenant, model: config.model }),
-          logger: log,
-          onStep: (trace) => {
-            traces.add(trace);
-            deps.metrics?.observeStep(trace);
-            log.info({ step: trace.step, kind: trace.kind, costUsd: trace.totals.costUsd }, 'step');
-            shown.run('progress update', job.updateProgress({ ...progressOf(trace) }));
-            shown.run('job log', job.log(stepLogLine(trace)));
-          },
-          onCheckpoint: (checkpoint) => deps.checkpoints.save(jobId, checkpoint.json),
-          beforeSideEffects: recorded,
-        }));
+    const shown = new Background(log);
+    const result =
+      kept?.result ??
+      (await runAgent({
+        runId: jobId,
+        task: config.taskText,
+        ...(config.instructions ? { instructions: config.instructions } : {}),
+        ...(agent.output ? { output: agent.output } : {}),
+        model: deps.createModel(config.model),
+        price: config.price,
+        tools: deps.tools.registryFor(config.tools),
+        budget: config.budget,
+        protocol: config.protocol,
+        options: config.options,
+        checkpoint: checkpoint ?? undefined,
+        signal,
+        gate: deps.gateFor?.({ batchId, tenant: task.tenant, model: config.model }),
+        logger: log,
+        onStep: (trace) => {
+          traces.add(trace);
+          deps.metrics?.observeStep(trace);
+          log.info({ step: trace.step, kind: trace.kind, costUsd: trace.totals.costUsd }, 'step');
+          shown.run('progress update', job.updateProgress({ ...progressOf(trace) }));
+          shown.run('job log', job.log(stepLogLine(trace)));
+        },
+        onCheckpoint: (checkpoint) => deps.checkpoints.save(jobId, checkpoint.json),
+        beforeSideEffects: recorded,
+      }));
 
-      await shown.settled();
-      if (result.stopReason === 'cancelled' && signal?.reason === SHUTDOWN_REASON) {
-        await Promise.all([ensureStarted(), traces.flush()]);
-        // Released, not ended: the checkpoint carries the run to whichever worker takes the job next.
-        log.info({ step: result.steps }, 'released on shutdown');
-        await job.moveToWait(token);
-        throw new WaitingError();
-      }
-      const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-      if (!kept && result.status === 'failed' && result.error?.retryable && !lastAttempt) {
-        log.warn({ error: result.error }, 'run failed, will be retried');
-        await Promise.all([ensureStarted(), traces.flush()]);
-        throw new Error(result.error.message);
-      }
-
-      // The outcome is final: its record goes in before its result goes out. If MySQL is down, the outcome waits
-      // in Redis and the job comes back later (a delay, not a failed attempt: an outage of any length short of
-      // the keys' expiry loses nothing).
-      let isStarted = kept?.started ?? false;
-      try {
-        await ensureStarted();
-        isStarted = true;
-        await traces.flush();
-        await withRetries(() => deps.journal.finish(result), STORE_RETRIES);
-      } catch (error) {
-        if (!isConnectionFailure(error)) throw error;
-        const recordTries = (kept?.recordTries ?? 0) + 1;
-        const delayMs = retryDelayMs(
-          { baseMs: deps.env.WORKER_RETRY_BASE_MS, maxMs: deps.env.WORKER_RETRY_MAX_MS },
-          recordTries,
-        );
-        await deps.outcomes.keep(jobId, { result, started: isStarted, recordTries });
-        log.warn({ err: error, retryInMs: delayMs }, 'run finished but MySQL is unreachable: record kept');
-        await job.moveToDelayed(Date.now() + delayMs, token);
-        throw new DelayedError();
-      }
-      await publish(deps, result);
-      log.info({ status: result.status, stopReason: result.stopReason, usage: result.usage }, 'run finished');
-      if (result.status === 'failed') throw new UnrecoverableError(result.error?.message ?? 'run failed');
-      return result;
-    } finally {
-      await slot?.release().catch((err: unknown) => log.warn({ err }, 'tenant slot not released'));
+    await shown.settled();
+    if (result.stopReason === 'cancelled' && signal?.reason === SHUTDOWN_REASON) {
+      await Promise.all([ensureStarted(), traces.flush()]);
+      // Released, not ended: the checkpoint carries the run to whichever worker takes the job next.
+      log.info({ step: result.steps }, 'released on shutdown');
+      await job.moveToWait(token);
+      throw new WaitingError();
     }
+    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+    if (!kept && result.status === 'failed' && result.error?.retryable && !lastAttempt) {
+      log.warn({ error: result.error }, 'run failed, will be retried');
+      await Promise.all([ensureStarted(), traces.flush()]);
+      throw new Error(result.error.message);
+    }
+
+    // The outcome is final: its record goes in before its result goes out. If MySQL is down, the outcome waits
+    // in Redis and the job comes back later (a delay, not a failed attempt: an outage of any length short of
+    // the keys' expiry loses nothing).
+    let isStarted = kept?.started ?? false;
+    try {
+      await ensureStarted();
+      isStarted = true;
+      await traces.flush();
+      await withRetries(() => deps.journal.finish(result), STORE_RETRIES);
+    } catch (error) {
+      if (!isConnectionFailure(error)) throw error;
+      const recordTries = (kept?.recordTries ?? 0) + 1;
+      const delayMs = retryDelayMs(
+        { baseMs: deps.env.WORKER_RETRY_BASE_MS, maxMs: deps.env.WORKER_RETRY_MAX_MS },
+        recordTries,
+      );
+      await deps.outcomes.keep(jobId, { result, started: isStarted, recordTries });
+      log.warn({ err: error, retryInMs: delayMs }, 'run finished but MySQL is unreachable: record kept');
+      await job.moveToDelayed(Date.now() + delayMs, token);
+      throw new DelayedError();
+    }
+    await publish(deps, result);
+    log.info({ status: result.status, stopReason: result.stopReason, usage: result.usage }, 'run finished');
+    if (result.status === 'failed') throw new UnrecoverableError(result.error?.message ?? 'run failed');
+    return result;
   };
+  return processor;
 }
 
 /** Records the run, publishes its result, forgets its checkpoint: in that order, each step idempotent. */
