@@ -69,6 +69,12 @@ describe('tenant daily caps', () => {
 
     const stopped = acmeResults.filter((r) => r.stopReason === 'cost_budget');
     expect(stopped.length).toBeGreaterThan(0);
+    // Each says why: what the tenant's day had left, what the call needed, what the other jobs held.
+    for (const result of stopped) {
+      expect(result.stopDetail).toMatch(
+        /The daily cost cap of tenant acme for \d{4}-\d{2}-\d{2} cannot cover this call: \$[\d.]+ of \$0\.30 left, the call needs up to \$[\d.]+ \(\$[\d.]+ spent, \$[\d.]+ reserved by other calls in flight at that moment\)/,
+      );
+    }
     for (const result of acmeResults) expect(['succeeded', 'stopped']).toContain(result.status);
     for (const result of globexResults) expect(result).toMatchObject({ status: 'succeeded' });
 
