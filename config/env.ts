@@ -118,6 +118,15 @@ export const envSchema = z.object({
   DATA_MYSQL_URL: url(['mysql']).default('mysql://agent_reader:agent_reader@127.0.0.1:3306/agent_fleet_demo'),
   OPENAI_API_KEY: z.string().min(1).optional(),
   OPENAI_BASE_URL: url(['http', 'https']).optional(),
+  // Azure OpenAI instead of OpenAI (docs/models.md): the resource's endpoint, its key (sent as `api-key`), the API
+  // version, and the deployment (default: the model's name).
+  AZURE_OPENAI_ENDPOINT: url(['http', 'https']).optional(),
+  AZURE_OPENAI_API_KEY: z.string().min(1).optional(),
+  AZURE_OPENAI_API_VERSION: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}(-preview)?$/, 'must be an API version such as 2024-10-21')
+    .default('2024-10-21'),
+  AZURE_OPENAI_DEPLOYMENT: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be a deployment name').optional(),
   LLM_MODEL: z.string().min(1).default('gpt-4-turbo-preview'),
   LLM_TEMPERATURE: decimal(z.number().min(0).max(2)).default(D.DEFAULT_TEMPERATURE),
   LLM_MAX_TOKENS: int(16, 128_000).default(D.DEFAULT_COMPLETION_TOKENS),

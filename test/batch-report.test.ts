@@ -264,6 +264,12 @@ describe('batch summary', () => {
     );
     expect(renderMarkdown(report)).toMatch(/\| Cached prompt tokens \| 1,536 \|/);
     expect(renderHtml(report)).toContain('Reasoning tokens');
+    const flex = buildBatchReport(batch(['a']), [run('a', { flexSavedUsd: 0.0061 })], {
+      generatedAt: GENERATED_AT,
+    });
+    expect(flex.summary.usage.flexSavedUsd).toBe(0.0061);
+    expect(renderText(flex)).toContain('(the flex tier saved $0.0061)');
+    expect(renderMarkdown(flex)).toContain('Saved by the flex tier (USD)');
     const plain = buildBatchReport(batch(['c']), [run('c')], { generatedAt: GENERATED_AT });
     expect(plain.summary.usage.cachedPromptTokens).toBeUndefined();
     expect(renderMarkdown(plain)).not.toContain('Cached prompt tokens');

@@ -16,11 +16,16 @@ export interface ChatRequest {
    * temperature is left out, and `effort` goes as `reasoning_effort`.
    */
   reasoning?: { effort?: ReasoningEffort };
+  /** Sent as `service_tier` when set. */
+  serviceTier?: ServiceTier;
   /** Asks for a reply of this shape (an agent's structured output); absent, any text. */
   responseFormat?: ResponseFormat;
 }
 
 export type ReasoningEffort = 'minimal' | 'low' | 'medium' | 'high';
+
+/** The provider's processing tier: `flex` is slower, at batch prices, and sometimes unavailable. */
+export type ServiceTier = 'default' | 'flex';
 
 export interface ChatUsage {
   promptTokens: number;

@@ -1,6 +1,6 @@
 // ChatModel over the official `openai` client, for any OpenAI-compatible Chat Completions endpoint.
 // The client's own retries are off: the kernel retries, checking the budget before each attempt.
-import OpenAI from 'openai';
+import OpenAI, { AzureOpenAI } from 'openai';
 import type { AssistantMessage, ToolCallRequest } from '../agent/messages.js';
 import { ModelApiError } from '../agent/errors.js';
 import { scrubText } from '../logging/redact.js';
@@ -19,6 +19,8 @@ export interface OpenAIChatModelOptions {
    * client's own default.
    */
   fetch?: Fetch;
+  /** Azure OpenAI: the resource's endpoint, API version and deployment; the key goes as `api-key`. */
+  azure?: { endpoint: string; apiVersion: string; deployment: string };
 }
 
 let sharedFetch: Fetch | undefined;
@@ -33,12 +35,17 @@ export class OpenAIChatModel implements ChatModel {
 
   constructor(options: OpenAIChatModelOptions) {
     this.model = options.model;
-    this.client = new OpenAI({
-      apiKey: options.apiKey,
-      baseURL: options.baseURL ?? null,
-      maxRetries: 0,
-      fetch: options.fetch ?? defaultFetch(),
-    });
+    const fetch = options.fetch ?? defaultFetch();
+    this.client = options.azure
+      ? new AzureOpenAI({
+          apiKey: options.apiKey,
+          endpoint: options.azure.endpoint,
+          apiVersion: options.azure.apiVersion,
+          deployment: options.azure.deployment,
+          maxRetries: 0,
+          fetch,
+        })
+      : new OpenAI({ apiKey: options.apiKey, baseURL: options.baseURL ?? null, maxRetries: 0, fetch });
   }
 
   async complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletion> {
@@ -62,6 +69,7 @@ export class OpenAIChatModel implements ChatModel {
                 ...(request.reasoning.effort ? { reasoning_effort: request.reasoning.effort } : {}),
               }
             : { max_tokens: request.maxTokens, temperature: request.temperature }),
+          ...(request.serviceTier ? { service_tier: request.serviceTier } : {}),
           ...(hasTools
             ? {
                 tools: request.tools as OpenAI.Chat.Completions.ChatCompletionTool[],
@@ -82,7 +90,14 @@ export class OpenAIChatModel implements ChatModel {
       response = answer.data;
       rateLimit = rateLimitStateOf(answer.response.headers);
     } catch (error) {
-      throw classifyApiError(error);
+      const classified = classifyApiError(error);
+      throw request.serviceTier === 'flex' && isFlexUnavailable(error, classified)
+        ? new ModelApiError('flex_unavailable', classified.message, {
+            retryable: true,
+            status: 429,
+            cause: error,
+          })
+        : classified;
     } finally {
       options.signal.removeEventListener('abort', forward);
     }
@@ -130,6 +145,13 @@ function count(value: unknown, max: number): number {
   return typeof value === 'number' && Number.isFinite(value)
     ? Math.min(max, Math.max(0, Math.floor(value)))
     : 0;
+}
+
+/** OpenAI's flex tier answers "429 Resource Unavailable" when it lacks capacity (not charged, not a rate limit). */
+function isFlexUnavailable(error: unknown, classified: ModelApiError): boolean {
+  if (classified.status !== 429) return false;
+  const code = error instanceof OpenAI.APIError ? error.code : undefined;
+  return code === 'resource_unavailable' || /resource unavailable/i.test(classified.message);
 }
 
 const RETRYABLE_STATUS = new Set([408, 409, 429]);

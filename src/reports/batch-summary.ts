@@ -49,6 +49,8 @@ export interface BatchRunInput {
   cachedPromptTokens?: number;
   reasoningTokens?: number;
   costUsd: number;
+  /** What the flex tier saved the run against the standard prices. */
+  flexSavedUsd?: number;
   error?: RunError | null;
   /** Why a budget stopped the run, in numbers (the result's stopDetail). */
   stopDetail?: string | null;
@@ -163,6 +165,7 @@ export function buildBatchReport(
   let costUnits = 0n;
   let cachedPromptTokens = 0;
   let reasoningTokens = 0;
+  let flexSavedUnits = 0n;
   let running = 0;
   let pending = 0;
   const rows = jobIds.map((jobId, i): TaskReportRow => {
@@ -183,6 +186,7 @@ export function buildBatchReport(
     summary.usage.totalTokens += run.totalTokens;
     cachedPromptTokens += run.cachedPromptTokens ?? 0;
     reasoningTokens += run.reasoningTokens ?? 0;
+    flexSavedUnits += toUnits(run.flexSavedUsd ?? 0);
     costUnits += toUnits(run.costUsd);
     return {
       index: i + 1,
@@ -206,6 +210,7 @@ export function buildBatchReport(
   summary.usage.costUsd = unitsToUsd(costUnits);
   if (cachedPromptTokens > 0) summary.usage.cachedPromptTokens = cachedPromptTokens;
   if (reasoningTokens > 0) summary.usage.reasoningTokens = reasoningTokens;
+  if (flexSavedUnits > 0n) summary.usage.flexSavedUsd = unitsToUsd(flexSavedUnits);
 
   const state: BatchState = running === 0 && pending === 0 ? 'completed' : 'running';
   if (batch.state === 'completed' && state !== 'completed') {

@@ -64,6 +64,7 @@ const summarySchema = z.object({
     cachedPromptTokens: z.number().optional(),
     reasoningTokens: z.number().optional(),
     costUsd: z.number(),
+    flexSavedUsd: z.number().optional(),
   }),
 });
 

@@ -26,6 +26,8 @@ export interface RecordedRequest {
   responseFormat: ResponseFormat | undefined;
   protocol: Protocol;
   receivedAt: number;
+  /** The request's path and query, e.g. `/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21`. */
+  url: string;
   /** The usage the server reported, once it sent a completion: the server's own accounting of the call. */
   usage?: {
     promptTokens: number;
@@ -57,6 +59,11 @@ export interface ScriptedModelOptions {
    * are refused with a 400 naming the parameter; `max_completion_tokens` bounds reasoning and output together.
    */
   reasoningModel?: boolean;
+  /**
+   * Behave as an Azure OpenAI resource: completions only at `/openai/deployments/{deployment}/chat/completions`,
+   * an `api-version` query parameter required, and the key (when `apiKey` is set) in the `api-key` header.
+   */
+  azure?: { deployments: readonly string[] };
 }
 
 export interface ScriptedModelServer {
@@ -143,6 +150,40 @@ function isJsonObject(text: string | null): boolean {
   } catch {
     return false;
   }
+}
+
+/** What an Azure OpenAI resource answers a request it does not take, in its words; undefined when it takes it. */
+function azureRefusal(
+  req: IncomingMessage,
+  deployments: readonly string[],
+  apiKey: string | undefined,
+): { status: number; message: string; code: string } | undefined {
+  const url = new URL(req.url ?? '/', 'http://azure.invalid');
+  const deployment = /^\/openai\/deployments\/([^/]+)\/chat\/completions$/.exec(url.pathname)?.[1];
+  if (req.method !== 'POST' || deployment === undefined)
+    return { status: 404, message: 'Resource not found', code: '404' };
+  if (!url.searchParams.get('api-version')) {
+    return {
+      status: 404,
+      message: 'Resource not found: the api-version query parameter is required',
+      code: '404',
+    };
+  }
+  if (apiKey !== undefined && req.headers['api-key'] !== apiKey) {
+    return {
+      status: 401,
+      message: 'Access denied due to invalid subscription key or wrong API endpoint.',
+      code: '401',
+    };
+  }
+  if (!deployments.includes(decodeURIComponent(deployment))) {
+    return {
+      status: 404,
+      message: 'The API deployment for this resource does not exist.',
+      code: 'DeploymentNotFound',
+    };
+  }
+  return undefined;
 }
 
 /** The 400 a reasoning model answers a request shaped for older models with, in OpenAI's words. */
@@ -242,6 +283,18 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       case 'server_error':
         sendJson(res, 500, errorBody('scripted model: internal server error', 'server_error'));
         return;
+      case 'flex_unavailable':
+        // OpenAI's flex tier without capacity: a 429 that is not a rate limit, and is not charged.
+        sendJson(
+          res,
+          429,
+          errorBody(
+            'Resource Unavailable: the flex tier has no capacity for this request; retry later or use the default tier.',
+            'invalid_request_error',
+            'resource_unavailable',
+          ),
+        );
+        return;
       case 'bad_request':
         sendJson(
           res,
@@ -270,7 +323,14 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '').split('?')[0] ?? '';
-    if (req.method !== 'POST' || !COMPLETION_PATHS.has(path)) {
+    if (options.azure) {
+      const refused = azureRefusal(req, options.azure.deployments, options.apiKey);
+      if (refused) {
+        req.resume();
+        sendJson(res, refused.status, errorBody(refused.message, 'invalid_request_error', refused.code));
+        return;
+      }
+    } else if (req.method !== 'POST' || !COMPLETION_PATHS.has(path)) {
       req.resume();
       sendJson(
         res,
@@ -279,7 +339,11 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       );
       return;
     }
-    if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
+    if (
+      !options.azure &&
+      options.apiKey !== undefined &&
+      req.headers.authorization !== `Bearer ${options.apiKey}`
+    ) {
       req.resume();
       sendJson(
         res,
@@ -307,6 +371,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       responseFormat,
       protocol: tools ? 'tools' : 'json',
       receivedAt: Date.now(),
+      url: req.url ?? '',
     };
     // Recorded before the reply is chosen, so a test counting calls also counts the ones that failed.
     requests.push(request);
@@ -397,6 +462,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
         model: body.model,
+        service_tier: body.service_tier === 'flex' ? 'flex' : 'default',
         choices: [{ index: 0, message, finish_reason: fitted.finishReason, logprobs: null }],
         ...(reply.usage === false
           ? {}
