@@ -72,6 +72,33 @@ const priceFile = z.string().transform((path, ctx) => {
   return z.NEVER;
 });
 
+/**
+ * MODEL_TPM: one number for every model (`90000`), or limits by model with an optional default for the others
+ * (`gpt-4.1=30000,gpt-4.1-mini=200000,*=60000`).
+ */
+const tokenLimits = z.string().transform((value, ctx) => {
+  const count = (text: string) => (/^\d+$/.test(text) && Number(text) >= 1 ? Number(text) : undefined);
+  const all = count(value);
+  if (all !== undefined && Number.isSafeInteger(all)) return { all };
+  const byModel: Record<string, number> = {};
+  let others: number | undefined;
+  for (const item of value.split(',')) {
+    const at = item.lastIndexOf('=');
+    const model = item.slice(0, at).trim();
+    const limit = count(item.slice(at + 1).trim());
+    if (at < 1 || model === '' || limit === undefined || !Number.isSafeInteger(limit)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be a whole number of tokens, or model=tokens pairs separated by commas (bad: ${JSON.stringify(item.trim())})`,
+      });
+      return z.NEVER;
+    }
+    if (model === '*') others = limit;
+    else byModel[model] = limit;
+  }
+  return others === undefined ? { byModel } : { byModel, others };
+});
+
 /** An address to listen on: an IPv4 or IPv6 address or a host name, never a URL or a port. */
 const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
 const listenHost = z
@@ -174,6 +201,11 @@ export const envSchema = z.object({
   FLEET_DAILY_MAX_COST_USD: positive().optional(),
   FLEET_DAILY_MAX_TOKENS: int(1).optional(),
   MODEL_RPM: int(1).optional(),
+  MODEL_TPM: tokenLimits.optional(),
+  // Per tenant (a task's `tenant`): jobs running at once, and spend per UTC day, across all workers.
+  TENANT_CONCURRENCY: int(1, 100_000).optional(),
+  TENANT_DAILY_MAX_COST_USD: positive().optional(),
+  TENANT_DAILY_MAX_TOKENS: int(1).optional(),
   METRICS_HOST: listenHost.default('127.0.0.1'),
   METRICS_PORT: int(0, 65535).default(9464),
   SCHEDULES_FILE: z.string().min(1).default('config/schedules.json'),

@@ -1,6 +1,7 @@
 // The one thing the kernel needs from an LLM: a single chat completion. Kept tiny so the kernel never
 // depends on a vendor SDK; the OpenAI adapter implements it over HTTP.
 import type { AssistantMessage, ChatMessage, ResponseFormat, ToolSpec } from '../agent/messages.js';
+import type { RateLimitState } from './rate-limit-headers.js';
 
 export interface ChatRequest {
   messages: readonly ChatMessage[];
@@ -40,6 +41,8 @@ export interface ChatCompletion {
   /** As the endpoint reported it; null when it reported none. */
   usage: ChatUsage | null;
   finishReason: string | null;
+  /** What the endpoint's `x-ratelimit-*` headers said after the call; absent when it sent none. */
+  rateLimit?: RateLimitState;
   /** The tier the provider says it served the call at (`default`, `flex`, …), when it says. */
   serviceTier?: string | null;
 }

@@ -9,6 +9,7 @@ import { countResponseFormatTokens, tokenCounterFor } from '../llm/tokens.js';
 import { fitCompletion } from './completion-budget.js';
 import { endpointPromptTokens, type EndpointPromptCounting } from './endpoint-prompt-count.js';
 import { isFault, renderReply } from './scripted-reply.js';
+import { ProviderRateLimits, type ScriptedRateLimits } from './scripted-rate-limits.js';
 import type { Protocol, ScriptedFault, ScriptedReply } from './scripted-reply.js';
 
 export type { Protocol, ScriptedAction, ScriptedReply } from './scripted-reply.js';
@@ -51,6 +52,8 @@ export interface ScriptedModelOptions {
    * outputs do (the request is recorded, no reply of the script is used).
    */
   refuseResponseFormat?: boolean;
+  /** The provider's rate limits, with their `x-ratelimit-*` headers and 429s (scripted-rate-limits.ts). */
+  rateLimits?: ScriptedRateLimits;
   /**
    * Behave as OpenAI's reasoning models (gpt-5 family, o3, o4-mini) do: `max_tokens` and a temperature other than 1
    * are refused with a 400 naming the parameter; `max_completion_tokens` bounds reasoning and output together.
@@ -67,6 +70,8 @@ export interface ScriptedModelServer {
   readonly baseURL: string;
   readonly requests: RecordedRequest[];
   readonly failures: string[];
+  /** The emulated rate limits, when `rateLimits` was given (`refused` counts their 429s). */
+  readonly rateLimits: ProviderRateLimits | undefined;
   /** Replace the script, rules and prompt counting (resets the script cursor, keeps recorded requests). */
   reset(options?: Pick<ScriptedModelOptions, 'script' | 'rules' | 'promptCounting'>): void;
   close(): Promise<void>;
@@ -209,6 +214,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
   let rules = options.rules ?? [];
   let promptCounting = options.promptCounting;
   let cursor = 0;
+  const limits = options.rateLimits ? new ProviderRateLimits(options.rateLimits) : undefined;
   const requests: RecordedRequest[] = [];
   const failures: string[] = [];
   // Pending latency timers and hanging replies; close() cancels them so nothing outlives the server.
@@ -387,6 +393,21 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       return;
     }
 
+    let need = 0;
+    if (limits) {
+      const counter = tokenCounterFor(typeof body.model === 'string' ? body.model : '');
+      need = endpointPromptTokens(messages, tools, counter, promptCounting) + (maxTokensOf(body) ?? 0);
+      const admitted = limits.admit(need);
+      if (!admitted.ok) {
+        sendJson(
+          res,
+          429,
+          errorBody('scripted model: rate limit reached', 'rate_limit_error', 'rate_limit_exceeded'),
+          { 'retry-after-ms': String(admitted.retryAfterMs), ...limits.headers() },
+        );
+        return;
+      }
+    }
     const reply = nextReply(request);
     if (reply === undefined) {
       return failLoudly(
@@ -427,6 +448,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
         ...(reasoningTokens > 0 ? { reasoningTokens } : {}),
       };
     }
+    limits?.settle(need, promptTokens + completionTokens);
     const message = {
       role: 'assistant',
       content: fitted.content,
@@ -456,7 +478,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
               },
             }),
       },
-      { 'x-request-id': `req_scripted_${request.index}` },
+      { 'x-request-id': `req_scripted_${request.index}`, ...limits?.headers() },
     );
   }
 
@@ -484,6 +506,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     baseURL: `http://${HOST}:${port}/v1`,
     requests,
     failures,
+    rateLimits: limits,
     reset(next = {}) {
       script = next.script ?? [];
       rules = next.rules ?? [];
