@@ -301,10 +301,14 @@ export class FleetClient {
 
   /**
    * The forecast of a batch (docs/batches.md), validated and checked as enqueueBatch does; enqueues nothing.
-   * Needs the client's `forecast` settings.
+   * Needs the client's `forecast` settings. With `maxCostFromForecast`, the forecast under the budget that
+   * enqueueBatch would set (or ForecastBudgetError, as it would throw).
    */
-  async forecastBatch(input: unknown): Promise<BatchForecast> {
+  async forecastBatch(input: unknown, options: EnqueueBatchOptions = {}): Promise<BatchForecast> {
     const batch = await this.checkedBatch(input);
+    if (options.maxCostFromForecast) {
+      return this.forecastWithBudget(batch, options.maxCostFromForecast, options.ifNoHistory);
+    }
     return buildForecast(await this.plan(batch), batch.budget ?? null);
   }
 

@@ -169,7 +169,10 @@ export async function planForecast(
   return { madeAt: now, since, budgetsFrom: catalog ? 'catalog' : 'defaults', tasks: planned, histories };
 }
 
-function knownPrice(model: string, prices: Readonly<Record<string, ModelPrice>> | undefined): ModelPrice | null {
+function knownPrice(
+  model: string,
+  prices: Readonly<Record<string, ModelPrice>> | undefined,
+): ModelPrice | null {
   try {
     return priceOf(model, prices ?? {});
   } catch {
