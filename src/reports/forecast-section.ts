@@ -42,10 +42,9 @@ function basis(report: ForecastReport): string {
 export function forecastTextLines(report: BatchReport): string[] {
   const forecast = report.forecast;
   if (!forecast) return [];
-  const lines = forecast.groups.map((entry) =>
-    terminalSafe(
-      `  ${groupText(entry.group)}; actual ${formatUsd(entry.actualUsd)} (${entry.finished} finished)`,
-    ),
+  const lines = forecast.groups.map(
+    (entry) =>
+      `           ${terminalSafe(`${groupText(entry.group)}; actual ${formatUsd(entry.actualUsd)} (${entry.finished} finished)`)}`,
   );
   return [
     `Forecast:  ${terminalSafe(totalText(forecast.forecast))}`,
@@ -67,7 +66,7 @@ export function forecastMarkdown(report: BatchReport): string[] {
     ...forecast.groups.map((entry) => `| ${cells(entry).map(md).join(' | ')} |`),
     '',
     `- **Forecast:** ${md(totalText(forecast.forecast))}`,
-    `- **Actual:** ${md(forecast.verdict)}`,
+    `- **Result:** ${md(forecast.verdict)}`,
     '',
   ];
 }
@@ -91,6 +90,6 @@ export function forecastHtml(report: BatchReport): string {
 ${rows.join('\n')}
 </tbody>
 </table>
-<p><strong>Forecast:</strong> ${h(totalText(forecast.forecast))}<br><strong>Actual:</strong> ${h(forecast.verdict)}</p>
+<p><strong>Forecast:</strong> ${h(totalText(forecast.forecast))}<br><strong>Result:</strong> ${h(forecast.verdict)}</p>
 </section>`;
 }
