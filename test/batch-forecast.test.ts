@@ -250,6 +250,30 @@ describe('the forecast', () => {
     }
   });
 
+  it('a store that does not answer: the batch is enqueued without a forecast, in bounded time; a dry run fails', async () => {
+    const slow = new FleetClient({
+      redisUrl: REDIS_URL,
+      prefix: ns.prefix,
+      forecast: { history: archive, defaults: forecastDefaultsOf(parseEnv({})), timeoutMs: 500 },
+    });
+    // A real hang: another session holds agent_runs locked, so the history query waits on it.
+    const locker = await pool.getConnection();
+    try {
+      await locker.query('LOCK TABLES agent_runs WRITE');
+      const started = Date.now();
+      const batch = await slow.enqueueBatch({ tasks: [{ task: 'while locked', model: 'gpt-4o-mini' }] });
+      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(batch.forecast).toBeNull();
+      expect(batch.forecastError).toMatch(/did not answer within 500 ms/);
+      expect(((await batchesQueue.getJob(batch.batchId))!.data as BatchJobData).forecast).toBeUndefined();
+      await expect(slow.forecastBatch({ tasks: [{ task: 'x' }] })).rejects.toThrow(/did not answer/);
+    } finally {
+      await locker.query('UNLOCK TABLES');
+      locker.release();
+      await slow.close();
+    }
+  });
+
   it('the batch enqueued for real carries its forecast without the per-task lines', async () => {
     const { batchId, forecast } = await client.enqueueBatch({
       tasks: [{ task: 'stored', model: 'gpt-4o-mini' }],

@@ -23,6 +23,7 @@ import {
 } from '../queue/task-budget.js';
 import type { AgentTask } from '../queue/task-schema.js';
 import { NO_HISTORY, type CostHistory } from '../store/run-history.js';
+import { withTimeout } from '../util/with-timeout.js';
 import type { BatchBudget } from './batch-schema.js';
 
 export const HISTORY_DAYS = 30;
@@ -44,7 +45,12 @@ export interface CostHistorySource {
 export interface ForecastSettings {
   history: CostHistorySource;
   defaults: { budget: Budget; model: string; prices?: Readonly<Record<string, ModelPrice>> | undefined };
+  /** The history reads of one forecast must answer within this (ms); default HISTORY_TIMEOUT_MS. */
+  timeoutMs?: number;
 }
+
+/** A store that does not answer (a lock, a hung server) must not hold a batch's enqueue for long. */
+export const HISTORY_TIMEOUT_MS = 5_000;
 
 export interface ExpectedCost {
   /** Runs the figures are based on. */
@@ -161,10 +167,15 @@ export async function planForecast(
   const since = new Date(now.getTime() - HISTORY_DAYS * 86_400_000);
   const pairs = new Map(planned.map((task) => [key(task.agent, task.model), task]));
   const histories = new Map<string, CostHistory>();
-  await Promise.all(
-    [...pairs].map(async ([pair, task]) => {
-      histories.set(pair, await settings.history.costHistory(task.agent, task.model, since));
-    }),
+  const timeoutMs = settings.timeoutMs ?? HISTORY_TIMEOUT_MS;
+  await withTimeout(
+    Promise.all(
+      [...pairs].map(async ([pair, task]) => {
+        histories.set(pair, await settings.history.costHistory(task.agent, task.model, since));
+      }),
+    ),
+    timeoutMs,
+    () => new Error(`the run history did not answer within ${timeoutMs} ms`),
   );
   return { madeAt: now, since, budgetsFrom: catalog ? 'catalog' : 'defaults', tasks: planned, histories };
 }
