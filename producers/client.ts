@@ -25,6 +25,7 @@ import {
 import {
   buildForecast,
   ForecastBudgetError,
+  forecastForEnqueue,
   maxCostFromForecast,
   planForecast,
   storedForecast,
@@ -283,12 +284,11 @@ export class FleetClient {
       forecast = await this.forecastWithBudget(batch, options.maxCostFromForecast, options.ifNoHistory);
       batch.budget = forecast.batchBudget ?? undefined;
     } else if (this.forecasts) {
-      try {
-        forecast = buildForecast(await this.plan(batch), batch.budget ?? null);
-      } catch (error) {
-        // A forecast never stands in the way of a batch: it is enqueued without one, and the caller is told why.
-        forecastError = error instanceof Error ? error.message : String(error);
-      }
+      ({ forecast, error: forecastError } = await forecastForEnqueue(
+        this.forecasts,
+        batch,
+        await this.getCatalog(),
+      ));
     }
     const enqueued = await enqueueBatch(
       { flow: this.flow, ledger: this.ledger },

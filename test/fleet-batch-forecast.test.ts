@@ -1,6 +1,9 @@
 // The batch forecast end to end: a worker process runs a first batch against the scripted model (no history
 // yet), whose runs become the history the second batch is forecast from; the second batch's budget is set from
 // the forecast's p90, and both reports show the forecast against what the batch cost.
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEnv } from '../config/env.js';
 import { FleetClient } from '../producers/client.js';
@@ -150,5 +153,41 @@ describe('a forecast from real runs', () => {
       [two.batchId],
     );
     expect(saved?.markdown).toContain('## Forecast against actual');
+  });
+
+  it("a schedule's firing is stored with its forecast, from the same history", async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'forecast-schedules-'));
+    const file = join(dir, 'schedules.json');
+    await writeFile(
+      file,
+      JSON.stringify({
+        schedules: [{ name: 'tick', cron: '* * * * * *', batch: { tasks: [{ task: 'job tick: 1 steps' }] } }],
+      }),
+    );
+    const scheduler = startWorker(ns, {
+      OPENAI_BASE_URL: server.baseURL,
+      ...WORKER_ENV,
+      SCHEDULES_FILE: file,
+    });
+    try {
+      await scheduler.waitForOutput(/worker started/);
+      let forecast: unknown = null;
+      for (let i = 0; i < 60 && forecast === null; i++) {
+        const [row] = await queryStore<{ forecast: unknown }>(
+          ns,
+          "SELECT forecast FROM agent_batches WHERE batch_id LIKE 'tick-%' AND forecast IS NOT NULL LIMIT 1",
+        );
+        forecast = row ? (typeof row.forecast === 'string' ? JSON.parse(row.forecast) : row.forecast) : null;
+        if (forecast === null) await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      // The runs of the test above are its history: 9 finished runs of the default agent on this model.
+      expect(forecast).toMatchObject({
+        total: { tasks: 1, tasksWithHistory: 1 },
+        groups: [{ agent: 'default', model: 'gpt-4-turbo-preview', history: { runs: expect.any(Number) } }],
+      });
+    } finally {
+      await killWorker(scheduler);
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -191,6 +191,23 @@ function knownPrice(
   }
 }
 
+/**
+ * The forecast a batch is enqueued with, or why there is none: a forecast never stands in the way of a batch, so
+ * a store that fails or does not answer gives `forecast: null` and the reason.
+ */
+export async function forecastForEnqueue(
+  settings: ForecastSettings,
+  batch: { tasks: readonly AgentTask[]; budget?: BatchBudget | undefined },
+  catalog: Catalog | null,
+): Promise<{ forecast: BatchForecast | null; error: string | null }> {
+  try {
+    const plan = await planForecast(settings, batch.tasks, catalog);
+    return { forecast: buildForecast(plan, batch.budget ?? null), error: null };
+  } catch (error) {
+    return { forecast: null, error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
 /** The forecast of a plan under a batch budget. Pure. */
 export function buildForecast(
   plan: ForecastPlan,

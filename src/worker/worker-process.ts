@@ -24,6 +24,8 @@ import { FleetWorker } from './fleet-worker.js';
 import { OutcomeStore } from './outcome-store.js';
 import { RunJournal } from './run-journal.js';
 import { startSchedules } from '../schedules/schedules-runtime.js';
+import { forecastDefaultsOf } from '../batch/forecast.js';
+import { RunHistory } from '../store/run-history.js';
 import { modelFactoryFrom } from './model-factory.js';
 import { ResultPublisher } from './result-publisher.js';
 import { ResultsRetention } from './results-retention.js';
@@ -193,6 +195,8 @@ export async function startWorkerProcess(
       logger,
       retention,
       outages,
+      // Firings are stored with their forecast, from this store's run history.
+      forecast: { history: new RunHistory(pool), defaults: forecastDefaultsOf(config) },
     });
     worker.start();
 
