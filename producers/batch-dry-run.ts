@@ -3,7 +3,7 @@
 //   200 {"dryRun": true, "forecast": {...}} · 400 invalid_batch / invalid_query · 503 forecast_unavailable
 import type { RequestHandler } from 'express';
 import type { Logger } from '../src/logging/logger.js';
-import { ForecastBudgetError, TaskValidationError, type FleetClient } from './client.js';
+import { ForecastError, TaskValidationError, type FleetClient } from './client.js';
 
 const YES = new Set(['true', '1']);
 const NO = new Set(['false', '0']);
@@ -31,7 +31,7 @@ export function batchDryRun(client: FleetClient, logger: Logger): RequestHandler
       const message = error instanceof Error ? error.message : String(error);
       logger.warn({ reason: message }, 'batch forecast unavailable');
       const shown =
-        error instanceof ForecastBudgetError ? message : 'the run history (MYSQL_URL) could not be read';
+        error instanceof ForecastError ? message : 'the run history (MYSQL_URL) could not be read';
       res.status(503).json({ error: 'forecast_unavailable', message: shown });
     }
   };

@@ -24,7 +24,7 @@ import {
 } from '../src/batch/batch-schema.js';
 import {
   buildForecast,
-  ForecastBudgetError,
+  ForecastError,
   forecastForEnqueue,
   maxCostFromForecast,
   planForecast,
@@ -43,7 +43,7 @@ import { checkTaskAgainstCatalog } from '../src/catalog/check-task.js';
 
 export type { AgentTask, AgentResult, FieldIssue, BatchInput, BatchSummary, EnqueuedBatch, Catalog };
 export type { BatchForecast, ForecastQuantile, ForecastSettings, IfNoHistory };
-export { ForecastBudgetError };
+export { ForecastError };
 
 /** Job states after which a task's result is (or is about to be) recorded in the store. */
 const FINISHED: ReadonlySet<string> = new Set(['completed', 'failed']);
@@ -269,7 +269,7 @@ export class FleetClient {
   /**
    * Validates a batch (CONTRACT §9) and enqueues it: every task, or nothing. Throws TaskValidationError
    * naming `tasks.<n>.<field>` on a bad task. With `forecast` settings, the batch is enqueued with its forecast
-   * (docs/batches.md); `maxCostFromForecast` sets its budget from it, or throws ForecastBudgetError (nothing
+   * (docs/batches.md); `maxCostFromForecast` sets its budget from it, or throws ForecastError (nothing
    * enqueued) when it cannot.
    */
   async enqueueBatch(
@@ -302,7 +302,7 @@ export class FleetClient {
   /**
    * The forecast of a batch (docs/batches.md), validated and checked as enqueueBatch does; enqueues nothing.
    * Needs the client's `forecast` settings. With `maxCostFromForecast`, the forecast under the budget that
-   * enqueueBatch would set (or ForecastBudgetError, as it would throw).
+   * enqueueBatch would set (or ForecastError, as it would throw).
    */
   async forecastBatch(input: unknown, options: EnqueueBatchOptions = {}): Promise<BatchForecast> {
     const batch = await this.checkedBatch(input);
@@ -331,7 +331,7 @@ export class FleetClient {
 
   private async plan(batch: BatchInput) {
     if (!this.forecasts) {
-      throw new ForecastBudgetError(
+      throw new ForecastError(
         'this client reads no run history: give FleetClient the `forecast` option (the CLI and the API read MYSQL_URL)',
       );
     }
@@ -344,7 +344,7 @@ export class FleetClient {
     ifNoHistory: IfNoHistory = 'refuse',
   ): Promise<BatchForecast> {
     if (batch.budget?.maxCostUsd !== undefined) {
-      throw new ForecastBudgetError(
+      throw new ForecastError(
         'budget.maxCostUsd and maxCostFromForecast both set the batch budget in dollars: give one of them',
       );
     }
@@ -352,7 +352,7 @@ export class FleetClient {
     const maxCostUsd = maxCostFromForecast(buildForecast(plan, batch.budget ?? null), quantile, ifNoHistory);
     const budget = batchBudgetSchema.safeParse({ ...batch.budget, maxCostUsd });
     if (!budget.success) {
-      throw new ForecastBudgetError(
+      throw new ForecastError(
         `the forecast's ${quantile} ($${maxCostUsd}) cannot be a batch budget: budget.maxCostUsd ${budget.error.issues[0]?.message ?? 'is out of range'}`,
       );
     }

@@ -15,7 +15,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseEnv } from '../config/env.js';
-import { FleetClient, ForecastBudgetError } from '../producers/client.js';
+import { FleetClient, ForecastError } from '../producers/client.js';
 import { createApiServer } from '../producers/http-api.js';
 import { StoreResultArchive } from '../producers/result-archive.js';
 import { defineAgent } from '../src/agent/define-agent.js';
@@ -418,6 +418,6 @@ describe('the CLI', () => {
       client.enqueueBatch({ tasks: [{ task: 'a' }], budget: { maxCostUsd: 1 } }, undefined, {
         maxCostFromForecast: 'p90',
       }),
-    ).rejects.toBeInstanceOf(ForecastBudgetError);
+    ).rejects.toBeInstanceOf(ForecastError);
   });
 });

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { parseCliArgs } from '../producers/cli-args.js';
 import {
   buildForecast,
-  ForecastBudgetError,
+  ForecastError,
   maxCostFromForecast,
   storedForecast,
   type ForecastPlan,
@@ -79,7 +79,7 @@ describe('maxCostFromForecast', () => {
   );
 
   it('refuses a task without history by default, naming it; counts it at its worst case when asked', () => {
-    expect(() => maxCostFromForecast(forecast, 'p90')).toThrow(ForecastBudgetError);
+    expect(() => maxCostFromForecast(forecast, 'p90')).toThrow(ForecastError);
     expect(() => maxCostFromForecast(forecast, 'p90')).toThrow(/default on unknown .*tasks 3\)/);
     // 0.0022222 + 0.0022222 + 0.05, rounded up to a micro-dollar.
     expect(maxCostFromForecast(forecast, 'p90', 'worst-case')).toBe(0.054445);

@@ -342,10 +342,10 @@ export function storedForecast(forecast: BatchForecast): StoredForecast {
   return stored;
 }
 
-/** A batch budget cannot be made from this forecast; nothing was enqueued. */
-export class ForecastBudgetError extends InputError {
+/** No forecast can be made (no history source), or no batch budget from it; nothing was enqueued. */
+export class ForecastError extends InputError {
   constructor(message: string) {
-    super('forecast_budget', message);
+    super('forecast_refused', message);
   }
 }
 
@@ -363,7 +363,7 @@ export function maxCostFromForecast(
   if (missing.length > 0 && ifNoHistory === 'refuse') {
     const pairs = [...new Set(missing.map((task) => `${task.agent} on ${task.model}`))];
     const lines = missing.slice(0, 10).map((task) => task.index);
-    throw new ForecastBudgetError(
+    throw new ForecastError(
       `cannot set the batch budget from the forecast's ${quantile}: ${missing.length} task(s) have no history ` +
         `(no finished run of ${pairs.join(', ')} in the last ${HISTORY_DAYS} days; tasks ${lines.join(', ')}` +
         `${missing.length > 10 ? ', …' : ''}). Count them at their worst case (--if-no-history worst-case, ` +
@@ -377,7 +377,7 @@ export function maxCostFromForecast(
   );
   const usd = Math.ceil(Number((total * 1_000_000).toFixed(4))) / 1_000_000;
   if (!(usd > 0)) {
-    throw new ForecastBudgetError(
+    throw new ForecastError(
       `cannot set the batch budget from the forecast's ${quantile}: it is $0 (the recorded runs cost nothing); ` +
         'give the budget yourself (--batch-max-cost)',
     );
