@@ -14,7 +14,7 @@ import type { Env } from '../../config/env.js';
 import type { Budget } from '../agent/budget.js';
 import { InputError } from '../agent/errors.js';
 import type { Catalog } from '../catalog/catalog.js';
-import { priceOf, type ModelPrice } from '../llm/pricing.js';
+import { configuredPrices, priceOf, type ModelPrice } from '../llm/pricing.js';
 import {
   fleetBudgetDefaults,
   resolveTaskBudget,
@@ -127,7 +127,7 @@ interface PlannedTask {
 
 /** The settings' defaults from a process's environment, read as a worker reads it. */
 export function forecastDefaultsOf(env: Env): ForecastSettings['defaults'] {
-  return { budget: fleetBudgetDefaults(env), model: env.LLM_MODEL, prices: env.LLM_PRICES };
+  return { budget: fleetBudgetDefaults(env), model: env.LLM_MODEL, prices: configuredPrices(env) };
 }
 
 /** The history read for a batch: enough to build its forecast under any batch budget without reading again. */
