@@ -13,6 +13,7 @@ import { RedisOutageLog } from '../src/queue/redis-outage-log.js';
 import { StoreResultArchive } from './result-archive.js';
 import { FleetClient } from './client.js';
 import { createApiServer } from './http-api.js';
+import { forecastDefaultsOf } from '../src/batch/forecast.js';
 
 const logger = createLogger('api');
 logCrashes(logger, 'api');
@@ -44,6 +45,8 @@ const client = new FleetClient({
   prefix: config.QUEUE_PREFIX,
   outages,
   archive,
+  // Batches are enqueued with their forecast, and ?dryRun=true answers it: history from the same store.
+  forecast: { history: archive, defaults: forecastDefaultsOf(config) },
 });
 // The API reports the depth of every queue of the fleet on /metrics.
 const metricsRedis = createRedis(config.REDIS_URL, 'producer');

@@ -196,6 +196,7 @@ describe('batch mode', () => {
       file: 'b.jsonl',
       budget: { maxCostUsd: 0.5, maxTokens: 9000 },
       name: undefined,
+      forecast: false,
       wait: true,
       timeoutMs: undefined,
     });

@@ -28,6 +28,8 @@ import type { JobLimits } from './task-processor.js';
 import { OutcomeStore } from './outcome-store.js';
 import { RunJournal } from './run-journal.js';
 import { startSchedules } from '../schedules/schedules-runtime.js';
+import { forecastDefaultsOf } from '../batch/forecast.js';
+import { RunHistory } from '../store/run-history.js';
 import { modelFactoryFrom } from './model-factory.js';
 import { ResultPublisher } from './result-publisher.js';
 import { ResultsRetention } from './results-retention.js';
@@ -224,6 +226,8 @@ export async function startWorkerProcess(
       logger,
       retention,
       outages,
+      // Firings are stored with their forecast, from this store's run history.
+      forecast: { history: new RunHistory(pool), defaults: forecastDefaultsOf(config) },
     });
     worker.start();
 
