@@ -109,7 +109,11 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
     }
     processes.push(startFleetProcess('api', 'producers/api.ts', fleetEnv, join(logDir, 'api.log')));
     processes.push(startFleetProcess('board', 'producers/board.ts', fleetEnv, join(logDir, 'board.log')));
-    await Promise.all([
+    // Both workers start with the same METRICS_PORT: each takes the next free port (METRICS_PORT_SPAN).
+    const metricsUrl = (p: FleetProcess) =>
+      config.METRICS_PORT > 0 ? p.waitFor(/metrics on (http:\/\/[^\s"]+)/).then((m) => m[1]!) : null;
+    const [metricsUrls] = await Promise.all([
+      Promise.all([metricsUrl(processes[0]!), metricsUrl(processes[1]!)]),
       processes[0]!.waitFor(/worker started/),
       processes[1]!.waitFor(/worker started/),
       processes[2]!.waitFor(/API listening/),
@@ -118,6 +122,7 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
     say(
       `fleet      2 workers (concurrency ${config.WORKER_CONCURRENCY} each), API on :${apiPort}, board on :${boardPort}; logs in ${logDir}/`,
     );
+    if (config.METRICS_PORT > 0) say(`metrics    ${metricsUrls.join('  ')} (one per worker)`);
     say();
 
     // 4. The work: the reference task through the HTTP API, the report batch through the library.

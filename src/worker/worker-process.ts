@@ -85,16 +85,17 @@ export async function startWorkerProcess(
     metrics.watchQueues([tasksQueue, results]);
     let metricsServer: MetricsServer | undefined;
     if (config.METRICS_PORT > 0) {
-      try {
-        metricsServer = await startMetricsServer(metrics, {
-          host: config.METRICS_HOST,
-          port: config.METRICS_PORT,
-        });
-        logger.info({ host: config.METRICS_HOST, port: metricsServer.port }, 'metrics on /metrics');
-      } catch (error) {
-        // Another worker on this host has the port: run without it rather than not at all.
-        logger.warn({ err: error, port: config.METRICS_PORT }, 'metrics server not started');
-      }
+      // Several workers on one host share METRICS_PORT: each takes the next free port of the span. A worker
+      // with none left does not start: its metrics would be missing with nothing but a log line to say so.
+      metricsServer = await startMetricsServer(metrics, {
+        host: config.METRICS_HOST,
+        port: config.METRICS_PORT,
+        span: config.METRICS_PORT_SPAN,
+      });
+      logger.info(
+        { host: config.METRICS_HOST, port: metricsServer.port },
+        `metrics on http://${config.METRICS_HOST}:${metricsServer.port}/metrics`,
+      );
     }
     const { ledger, limiter, limitRequests } = fleetLimitsFromEnv(connection, config);
     // After a 429 the whole fleet pauses: the limiter stops model calls, the queue stops handing out jobs.
