@@ -20,6 +20,7 @@ import { readFile } from 'node:fs/promises';
 import type { AgentTask } from '../src/queue/task-schema.js';
 import { parseBatchFile } from './batch-file.js';
 import { FleetClient, TaskValidationError } from './client.js';
+import { startTelemetry } from '../src/telemetry/fleet-telemetry.js';
 
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
@@ -93,7 +94,13 @@ async function run(argv: readonly string[]): Promise<number> {
     }
     batchTasks = parsed.tasks;
   }
-  const client = new FleetClient({ redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX });
+  // Each enqueue is a span when an OTLP endpoint is configured; the worker's run continues its trace.
+  const telemetry = await startTelemetry({ serviceName: 'agent-fleet-enqueue' });
+  const client = new FleetClient({
+    redisUrl: config.REDIS_URL,
+    prefix: config.QUEUE_PREFIX,
+    ...(telemetry ? { telemetry: telemetry.bullmq } : {}),
+  });
   try {
     if (command.mode === 'batch') return await runBatch(client, command, batchTasks);
     if (command.mode === 'list-agents') {
@@ -133,6 +140,7 @@ async function run(argv: readonly string[]): Promise<number> {
     return result.status === 'succeeded' ? EXIT_OK : EXIT_FAILED;
   } finally {
     await client.close();
+    await telemetry?.shutdown();
   }
 }
 

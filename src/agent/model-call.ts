@@ -11,6 +11,7 @@ import { measurePrompt, type PromptCalibration } from './prompt-calibration.js';
 import type { ChatCompletion, ChatModel } from '../llm/chat-model.js';
 import type { ModelPrice } from '../llm/pricing.js';
 import { countCompletionTokens, countResponseFormatTokens, type TokenCounter } from '../llm/tokens.js';
+import type { ModelCallWatch } from './run-observer.js';
 
 export interface ModelCallEnv {
   model: ChatModel;
@@ -36,6 +37,8 @@ export interface ModelCallEnv {
    * Absent, every settlement is awaited.
    */
   defer?: (settle: Promise<void>) => void;
+  /** Told of each attempt sent and each that failed (run-observer.ts). */
+  watch?: ModelCallWatch;
 }
 
 export interface ModelCallRequest {
@@ -134,6 +137,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
       return { ok: false, stop: 'deadline', ...cost(attempt - 1) };
     }
 
+    env.watch?.attempt(attempt, plan.maxTokens);
     try {
       const completion = await env.model.complete(
         {
@@ -163,6 +167,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
         error instanceof ModelApiError
           ? error
           : new ModelApiError('unknown', String(error), { retryable: false, cause: error });
+      env.watch?.attemptFailed(attempt, apiError);
       if (CHARGED_WHEN_UNANSWERED.has(apiError.code)) {
         charged = addUsage(charged, { promptTokens: promptEstimate, completionTokens: plan.maxTokens });
       }

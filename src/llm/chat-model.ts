@@ -22,6 +22,9 @@ export interface ChatCompletion {
   /** As the endpoint reported it; null when it reported none. */
   usage: ChatUsage | null;
   finishReason: string | null;
+  /** The endpoint's id of the response and the model that answered, when it said (for traces). */
+  responseId?: string;
+  responseModel?: string;
 }
 
 export interface ChatCallOptions {

@@ -94,7 +94,13 @@ export class OpenAIChatModel implements ChatModel {
     const usage = response.usage
       ? { promptTokens: response.usage.prompt_tokens, completionTokens: response.usage.completion_tokens }
       : null;
-    return { message, usage, finishReason: choice.finish_reason ?? null };
+    return {
+      message,
+      usage,
+      finishReason: choice.finish_reason ?? null,
+      ...(typeof response.id === 'string' ? { responseId: response.id } : {}),
+      ...(typeof response.model === 'string' ? { responseModel: response.model } : {}),
+    };
   }
 }
 

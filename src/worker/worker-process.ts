@@ -34,6 +34,7 @@ import { openFleet } from './fleet-runtime.js';
 import { publishCatalog } from './catalog-publisher.js';
 import { effectsInFlight } from '../tools/effects-in-flight.js';
 import { settlesWithin } from '../util/with-timeout.js';
+import { startTelemetry } from '../telemetry/fleet-telemetry.js';
 
 export interface WorkerProcess {
   worker: FleetWorker;
@@ -58,6 +59,12 @@ export async function startWorkerProcess(
     return fatal(logger, error);
   }
   try {
+    // Undefined, and no exporter loaded, unless an OTLP endpoint is configured (docs/telemetry.md).
+    const telemetry = await startTelemetry({
+      serviceName: 'agent-fleet-worker',
+      modelBaseUrl: config.OPENAI_BASE_URL,
+      logger,
+    });
     const createModel = modelFactoryFrom(config);
     const dataUrlIsDefault = !process.env['DATA_MYSQL_URL'];
     const loaded = options.fleet
@@ -71,8 +78,9 @@ export async function startWorkerProcess(
     const outages = new RedisOutageLog(logger).watchConnection(connection);
     await assertRedisReachable(connection, config.REDIS_URL);
     const retention = retentionFrom(config);
-    const results = new Queue(RESULTS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
-    const tasksQueue = new Queue(TASKS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
+    const traced = telemetry ? { telemetry: telemetry.bullmq } : {};
+    const results = new Queue(RESULTS_QUEUE, { connection, prefix: config.QUEUE_PREFIX, ...traced });
+    const tasksQueue = new Queue(TASKS_QUEUE, { connection, prefix: config.QUEUE_PREFIX, ...traced });
     outages.watch(results, 'results queue').watch(tasksQueue, 'tasks queue');
     // Redis being away is reported by the outage log; the next publish trims again.
     const resultsRetention = new ResultsRetention(results, retention.results, (err) =>
@@ -169,6 +177,7 @@ export async function startWorkerProcess(
         createModel,
         gateFor,
         metrics,
+        tracing: telemetry,
         batches: new BatchTracker(batchesQueue, batchRecords),
         logger,
         results,
@@ -183,6 +192,7 @@ export async function startWorkerProcess(
         shutdownGraceMs: config.WORKER_SHUTDOWN_GRACE_MS,
         retry: { baseMs: config.WORKER_RETRY_BASE_MS, maxMs: config.WORKER_RETRY_MAX_MS },
         retention,
+        telemetry: telemetry?.bullmq,
       },
     );
     outages.watch(worker.worker, 'worker');
@@ -230,6 +240,7 @@ export async function startWorkerProcess(
           STOP_MARGIN_MS,
         );
         if (!(await closed)) logger.warn('connections not closed in time: leaving them');
+        await telemetry?.shutdown();
         connection.disconnect();
         logger.info('worker stopped');
       })());
