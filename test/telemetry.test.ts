@@ -24,6 +24,7 @@ import {
   type FleetNamespace,
   type WorkerHandle,
 } from './support/fleet-harness.js';
+import { startHttpProcess } from './support/http-process.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from './support/otlp-receiver.js';
 
 const ADMIN = 'mysql://root@127.0.0.1:3306';
@@ -162,15 +163,16 @@ const childrenOf = (spans: ReceivedSpan[], parent: ReceivedSpan) =>
   spans.filter((s) => s.parentSpanId === parent.spanId && s.traceId === parent.traceId);
 
 /** The spans of the trace whose invoke_agent span is the job's, once that span (the last to end) is in. */
-async function traceOfJob(jobId: string): Promise<{ agent: ReceivedSpan; spans: ReceivedSpan[] }> {
+async function traceOfJob(
+  jobId: string,
+  producer = 'agent-fleet-enqueue',
+): Promise<{ agent: ReceivedSpan; spans: ReceivedSpan[] }> {
   const isAgent = (s: ReceivedSpan) =>
     s.name.startsWith('invoke_agent ') && s.attributes['agent_fleet.job.id'] === jobId;
   await receiver.waitFor((spans) => spans.some(isAgent));
   const agent = receiver.spans.find(isAgent)!;
   // The producer's span is sent when the CLI exits, maybe after the worker's: wait for it as well.
-  await receiver.waitFor((spans) =>
-    spans.some((s) => s.traceId === agent.traceId && s.service === 'agent-fleet-enqueue'),
-  );
+  await receiver.waitFor((spans) => spans.some((s) => s.traceId === agent.traceId && s.service === producer));
   return { agent, spans: receiver.spans.filter((s) => s.traceId === agent.traceId) };
 }
 
@@ -314,6 +316,38 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
       },
     ]);
     expect(agent.attributes['agent_fleet.run.status']).toBe('succeeded');
+  }, 60_000);
+
+  it('a task posted to the HTTP API: its enqueue span and the run are one trace', async () => {
+    const token = randomBytes(18).toString('base64url');
+    const api = await startHttpProcess(
+      'producers/api.ts',
+      {
+        ...otelEnv(),
+        API_TOKEN: token,
+        API_PORT: '0',
+        REDIS_URL,
+        QUEUE_PREFIX: ns.prefix,
+        MYSQL_URL: ns.mysqlUrl,
+      },
+      /API listening/,
+    );
+    try {
+      const response = await fetch(`http://127.0.0.1:${api.listening.port}/v1/tasks`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ task: RETRY_TASK }),
+      });
+      expect(response.status).toBe(202);
+      const { jobId } = (await response.json()) as { jobId: string };
+      await ns.client.waitForResult(jobId, { timeoutMs: 30_000 });
+      const { agent, spans } = await traceOfJob(jobId, 'agent-fleet-api');
+      const add = spans.find((s) => s.service === 'agent-fleet-api' && s.kind === 4)!;
+      const process_ = spans.find((s) => s.spanId === agent.parentSpanId)!;
+      expect(process_.parentSpanId).toBe(add.spanId);
+    } finally {
+      await api.stop();
+    }
   }, 60_000);
 
   it('with OTEL_GENAI_CAPTURE_CONTENT=true spans carry the prompt and the reply, scrubbed', async () => {
