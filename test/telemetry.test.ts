@@ -15,6 +15,7 @@ import { REFERENCE_TASK, referenceModelRules } from '../src/demo/reference-model
 import { seedDemoDatabase } from '../src/demo/seed-demo-database.js';
 import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
+import { freePort } from '../src/demo/free-port.js';
 import { telemetrySettings } from '../src/telemetry/fleet-telemetry.js';
 import {
   createNamespace,
@@ -171,8 +172,12 @@ async function traceOfJob(
     s.name.startsWith('invoke_agent ') && s.attributes['agent_fleet.job.id'] === jobId;
   await receiver.waitFor((spans) => spans.some(isAgent));
   const agent = receiver.spans.find(isAgent)!;
-  // The producer's span is sent when the CLI exits, maybe after the worker's: wait for it as well.
-  await receiver.waitFor((spans) => spans.some((s) => s.traceId === agent.traceId && s.service === producer));
+  // The producer's span is sent when the CLI exits, BullMQ's process span when the job is done: maybe after.
+  await receiver.waitFor(
+    (spans) =>
+      spans.some((s) => s.traceId === agent.traceId && s.service === producer) &&
+      spans.some((s) => s.spanId === agent.parentSpanId),
+  );
   return { agent, spans: receiver.spans.filter((s) => s.traceId === agent.traceId) };
 }
 
@@ -379,6 +384,27 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
     expect(everything).not.toContain('hunter2-very-secret');
     expect(everything).not.toContain(FAKE_KEY);
     expect(agent.attributes['gen_ai.output.messages']).toBeDefined();
+  }, 90_000);
+});
+
+describe('an unreachable collector', () => {
+  it('slows no run: the job succeeds and the worker warns, without the export headers', async () => {
+    for (const w of workers) await killWorker(w);
+    const closed = await freePort(0);
+    const env = otelEnv({
+      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${closed}`,
+      OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
+    });
+    const w = worker(env, 'unreachable-worker.log');
+    await w.waitForOutput(/worker started/, 40_000);
+    const started = Date.now();
+    const jobId = await enqueueWithCli(RETRY_TASK, env);
+    const result = await ns.client.waitForResult(jobId, { timeoutMs: 30_000 });
+    expect(result.status).toBe('succeeded');
+    expect(Date.now() - started).toBeLessThan(20_000);
+    await w.waitForOutput(new RegExp(`telemetry: connect ECONNREFUSED 127.0.0.1:${closed}`), 20_000);
+    expect(w.output()).not.toContain('otlp-header-secret');
+    await killWorker(w);
   }, 90_000);
 });
 

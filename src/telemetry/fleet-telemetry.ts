@@ -41,7 +41,6 @@ export interface TelemetryOptions {
   modelBaseUrl?: string;
   /** Where the exporter's own failures are reported (one line each, scrubbed). */
   logger?: { warn(fields: Record<string, unknown>, message: string): void };
-  env?: NodeJS.ProcessEnv;
 }
 
 export interface TelemetrySettings {
@@ -95,8 +94,8 @@ export function telemetrySettings(env: NodeJS.ProcessEnv = process.env): Telemet
 
 /** Starts exporting when the environment asks for it; undefined (and nothing loaded) when it does not. */
 export async function startTelemetry(options: TelemetryOptions): Promise<FleetTelemetry | undefined> {
-  const env = options.env ?? process.env;
-  const settings = telemetrySettings(env);
+  // process.env, not a copy: the exporter reads the same variables (endpoint, headers) from it.
+  const settings = telemetrySettings(process.env);
   if (!settings) return undefined;
   const { startOtelExport } = await import('./otel-export.js');
   return startOtelExport(options, settings);
