@@ -36,10 +36,12 @@ export class MetricsPortsTakenError extends Error {
   constructor(first: number, last: number) {
     const ports = first === last ? `port ${first} is` : `ports ${first}-${last} are all`;
     super(
-      `METRICS_PORT: ${ports} in use on this host; raise METRICS_PORT_SPAN, choose another METRICS_PORT, or set METRICS_PORT=0 to run without metrics`,
+      `METRICS_PORT: ${ports} in use on this host (EADDRINUSE); raise METRICS_PORT_SPAN, choose another METRICS_PORT, or set METRICS_PORT=0 to run without metrics`,
     );
     this.name = 'MetricsPortsTakenError';
   }
+
+  readonly code = 'EADDRINUSE';
 }
 
 /**
