@@ -1,8 +1,10 @@
 // The environment, parsed once with zod. Every variable is optional (CONTRACT §2); a bad value stops the
 // process at start with one line that names the variable.
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import * as D from '../src/agent/defaults.js';
+import { priceFileSchema, priceMapSchema } from './prices.js';
 import { ConfigError } from '../src/agent/errors.js';
 import { isSecretKey, redactUrl } from '../src/logging/redact.js';
 import { DEFAULT_RETENTION as R } from '../src/queue/retention.js';
@@ -35,24 +37,40 @@ const commaList = z.string().transform((value) =>
     .map((item) => item.trim().toLowerCase())
     .filter(Boolean),
 );
-const priceTable = z
-  .string()
-  .transform((value, ctx) => {
-    try {
-      return JSON.parse(value) as unknown;
-    } catch {
-      ctx.addIssue({ code: 'custom', message: 'must be JSON' });
-      return z.NEVER;
-    }
-  })
-  .pipe(
-    z.record(
-      z.string(),
-      z
-        .object({ inputPerMillion: z.number().nonnegative(), outputPerMillion: z.number().nonnegative() })
-        .strict(),
-    ),
-  );
+/** The first issue of a nested value, with its path: `gpt-x.inputPerMillion: too small…`. */
+const firstIssue = (error: z.ZodError): string => {
+  const issue = error.issues[0];
+  const path = issue?.path.join('.') ?? '';
+  return `${path ? `${path}: ` : ''}${issue?.message ?? 'bad value'}`;
+};
+const priceTable = z.string().transform((value, ctx) => {
+  let json: unknown;
+  try {
+    json = JSON.parse(value);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be JSON' });
+    return z.NEVER;
+  }
+  const parsed = priceMapSchema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  ctx.addIssue({ code: 'custom', message: firstIssue(parsed.error) });
+  return z.NEVER;
+});
+// Read once at start, like every other variable: a price file that cannot be read stops the process naming it.
+const priceFile = z.string().transform((path, ctx) => {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    const why = error instanceof SyntaxError ? 'is not JSON' : 'cannot be read';
+    ctx.addIssue({ code: 'custom', message: `the file ${why} (${(error as Error).message})` });
+    return z.NEVER;
+  }
+  const parsed = priceFileSchema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  ctx.addIssue({ code: 'custom', message: firstIssue(parsed.error) });
+  return z.NEVER;
+});
 
 /** An address to listen on: an IPv4 or IPv6 address or a host name, never a URL or a port. */
 const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
@@ -73,10 +91,21 @@ export const envSchema = z.object({
   DATA_MYSQL_URL: url(['mysql']).default('mysql://agent_reader:agent_reader@127.0.0.1:3306/agent_fleet_demo'),
   OPENAI_API_KEY: z.string().min(1).optional(),
   OPENAI_BASE_URL: url(['http', 'https']).optional(),
+  // Azure OpenAI instead of OpenAI (docs/models.md): the resource's endpoint, its key (sent as `api-key`), the API
+  // version, and the deployment (default: the model's name).
+  AZURE_OPENAI_ENDPOINT: url(['http', 'https']).optional(),
+  AZURE_OPENAI_API_KEY: z.string().min(1).optional(),
+  AZURE_OPENAI_API_VERSION: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}(-preview)?$/, 'must be an API version such as 2024-10-21')
+    .default('2024-10-21'),
+  AZURE_OPENAI_DEPLOYMENT: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be a deployment name').optional(),
   LLM_MODEL: z.string().min(1).default('gpt-4-turbo-preview'),
   LLM_TEMPERATURE: decimal(z.number().min(0).max(2)).default(D.DEFAULT_TEMPERATURE),
   LLM_MAX_TOKENS: int(16, 128_000).default(D.DEFAULT_COMPLETION_TOKENS),
   LLM_TIMEOUT_MS: int(100).default(D.DEFAULT_MODEL_TIMEOUT_MS),
+  // Prices over the built-in table (config/prices.json): a file of the same shape, then this JSON map.
+  LLM_PRICES_FILE: priceFile.optional(),
   LLM_PRICES: priceTable.optional(),
   AGENT_PROTOCOL: z.enum(['tools', 'json']).default('tools'),
   AGENT_MAX_STEPS: int(1, 100).default(D.DEFAULT_MAX_STEPS),
@@ -105,6 +134,8 @@ export const envSchema = z.object({
   SMTP_LOOKUP_URL: url(['http', 'https']).optional(),
   EMAIL_PENDING_GRACE_MS: int(0).default(120_000),
   EMAIL_SWEEP_INTERVAL_MS: int(0).default(60_000),
+  // The effect sweeper's interval (every tool's pending effects); EMAIL_SWEEP_INTERVAL_MS is its older name.
+  EFFECT_SWEEP_INTERVAL_MS: int(0).optional(),
   EMAIL_DRY_RUN: z
     .enum(['0', '1', 'true', 'false'])
     .transform((v) => v === '1' || v === 'true')

@@ -64,7 +64,8 @@ beforeAll(async () => {
           failed.add(task);
           return { fault: 'server_error' };
         }
-        if (task === RETRY_TASK || task === SECRET_TASK) return { answer: 'hello' };
+        if (task === RETRY_TASK) return { answer: 'hello', cachedTokens: 24, reasoningTokens: 6 };
+        if (task === SECRET_TASK) return { answer: 'hello' };
         return undefined;
       },
       ...referenceModelRules,
@@ -313,6 +314,13 @@ describe('with OTEL_EXPORTER_OTLP_ENDPOINT set', () => {
       'agent_fleet.model.attempts': 2,
       'agent_fleet.model.retries': 1,
       'gen_ai.response.finish_reasons': ['stop'],
+      // As the endpoint reported them (prompt_tokens_details, completion_tokens_details).
+      'gen_ai.usage.cache_read.input_tokens': 24,
+      'gen_ai.usage.reasoning.output_tokens': 6,
+    });
+    expect(agent.attributes).toMatchObject({
+      'gen_ai.usage.cache_read.input_tokens': 24,
+      'gen_ai.usage.reasoning.output_tokens': 6,
     });
     expect(chat.events).toEqual([
       {

@@ -50,7 +50,8 @@ describe('GenAI spans', () => {
         finishReason: 'stop',
         responseId: 'resp-1',
       },
-      usage: { promptTokens: 100, completionTokens: 20 },
+      // What the call charged: the kernel adds the details up with the rest.
+      usage: { promptTokens: 100, completionTokens: 20, cachedPromptTokens: 64, reasoningTokens: 8 },
       attempts: 1,
       latencyMs: 5,
     } as ModelCallResult;

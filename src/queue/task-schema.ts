@@ -71,6 +71,8 @@ export const taskSchema = z
       .optional(),
     model: z.string().min(1).max(100).optional(),
     protocol: z.enum(['tools', 'json']).optional(),
+    /** `flex`: the provider's slower tier at batch prices, falling back to the default tier near the deadline. */
+    serviceTier: z.enum(['default', 'flex']).optional(),
     metadata: z
       // Counted before any entry is validated: a record of thousands of keys costs one Object.keys.
       .unknown()

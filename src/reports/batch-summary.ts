@@ -4,12 +4,10 @@
 // failed) counts in the summary with the usage of its result; a task still running or with no run row yet is
 // shown but counted in none of succeeded/stopped/failed nor in the usage, so the summary stays "the sum over its
 // tasks' results". The batch is completed only when every task has a finished run.
-//
-// Sums are exact: tokens are integers, and costs are added as integers of 10^-12 USD, then rounded (half up) to
-// the 10 decimals of the DECIMAL(16,10) column, so the total is the same whatever the order of the runs.
+// The sums are the batch tally's (src/batch/batch-summary.ts): exact, whatever the order of the runs.
 import type { RunError } from '../agent/errors.js';
 import type { StopReason } from '../agent/types.js';
-import type { BatchSummary } from '../batch/batch-summary.js';
+import { BatchTally, type BatchSummary } from '../batch/batch-summary.js';
 import type { RunRowStatus } from '../store/rows.js';
 
 /** CONTRACT §9, key for key: the one the batch aggregator stores, computed here from the runs. */
@@ -45,8 +43,15 @@ export interface BatchRunInput {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
+  /** Parts of the tokens above (CONTRACT §11); absent or 0 when the endpoint reported none. */
+  cachedPromptTokens?: number;
+  reasoningTokens?: number;
   costUsd: number;
+  /** What the flex tier saved the run against the standard prices. */
+  flexSavedUsd?: number;
   error?: RunError | null;
+  /** Why a budget stopped the run, in numbers (the result's stopDetail). */
+  stopDetail?: string | null;
   /** Present for a run whose agent has an output schema (null: it ended without a value). */
   output?: unknown;
 }
@@ -87,6 +92,8 @@ export interface TaskReportRow {
   answer: string | null;
   /** The error message of a failed run. */
   error: string | null;
+  /** Why a budget stopped the run, when one did. */
+  stopDetail?: string;
   /** The run's structured output, when its agent has an output schema (null: it ended without one). */
   output?: unknown;
 }
@@ -117,9 +124,6 @@ export interface BuildReportOptions {
   emails?: readonly EmailDoubt[];
 }
 
-const SCALE = 12; // decimals of the integers costs are added as
-const STORE_DECIMALS = 10; // DECIMAL(16,10)
-
 export function buildBatchReport(
   batch: BatchRecord,
   runs: readonly BatchRunInput[],
@@ -145,15 +149,7 @@ export function buildBatchReport(
     );
   }
 
-  const summary: BatchSummary = {
-    batchId: batch.batchId,
-    tasks: jobIds.length,
-    succeeded: 0,
-    stopped: 0,
-    failed: 0,
-    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, costUsd: 0 },
-  };
-  let costUnits = 0n;
+  const tally = new BatchTally();
   let running = 0;
   let pending = 0;
   const rows = jobIds.map((jobId, i): TaskReportRow => {
@@ -168,11 +164,7 @@ export function buildBatchReport(
     }
     checkUsage(run);
     const status = run.status;
-    summary[status]++;
-    summary.usage.promptTokens += run.promptTokens;
-    summary.usage.completionTokens += run.completionTokens;
-    summary.usage.totalTokens += run.totalTokens;
-    costUnits += toUnits(run.costUsd);
+    tally.add(status, run);
     return {
       index: i + 1,
       jobId,
@@ -188,10 +180,11 @@ export function buildBatchReport(
       costUsd: run.costUsd,
       answer: run.answer,
       error: run.error?.message ?? null,
+      ...(run.stopDetail ? { stopDetail: run.stopDetail } : {}),
       ...(run.output === undefined ? {} : { output: run.output }),
     };
   });
-  summary.usage.costUsd = unitsToUsd(costUnits);
+  const summary = tally.summary(batch.batchId, jobIds.length);
 
   const state: BatchState = running === 0 && pending === 0 ? 'completed' : 'running';
   if (batch.state === 'completed' && state !== 'completed') {
@@ -275,24 +268,6 @@ function checkUsage(run: BatchRunInput): void {
   }
 }
 
-/** USD as an integer count of 10^-SCALE USD: the decimal closest to the double, so 0.1 is exactly 10^11. */
-function toUnits(usd: number): bigint {
-  const [whole = '0', fraction = ''] = usd.toFixed(SCALE).split('.');
-  return BigInt(whole + fraction.padEnd(SCALE, '0'));
-}
-
-/** Rounded half up to the store's 10 decimals, back to a number (exact to the 10th decimal below $100,000). */
-function unitsToUsd(units: bigint): number {
-  const step = 10n ** BigInt(SCALE - STORE_DECIMALS);
-  const rounded = ((units + step / 2n) / step).toString().padStart(STORE_DECIMALS + 1, '0');
-  return Number(`${rounded.slice(0, -STORE_DECIMALS)}.${rounded.slice(-STORE_DECIMALS)}`);
-}
-
-/** Adds costs the way the report does: exact, then rounded to 10 decimals. */
-export function sumCostUsd(costs: readonly number[]): number {
-  return unitsToUsd(costs.reduce((sum, cost) => sum + toUnits(cost), 0n));
-}
-
 function sameSummary(stored: unknown, computed: BatchSummary): boolean {
   if (typeof stored !== 'object' || stored === null) return false;
   const s = stored as Partial<Record<keyof BatchSummary, unknown>>;
@@ -323,5 +298,14 @@ export function reportTotals(report: BatchReport): [string, number][] {
     ['Prompt tokens', summary.usage.promptTokens],
     ['Completion tokens', summary.usage.completionTokens],
     ['Total tokens', summary.usage.totalTokens],
+    ...details(summary.usage),
   ];
+}
+
+/** The parts of the totals the endpoint reported, shown only for batches that have them. */
+function details(usage: BatchUsage): [string, number][] {
+  const rows: [string, number][] = [];
+  if (usage.cachedPromptTokens) rows.push(['Cached prompt tokens', usage.cachedPromptTokens]);
+  if (usage.reasoningTokens) rows.push(['Reasoning tokens', usage.reasoningTokens]);
+  return rows;
 }

@@ -220,8 +220,9 @@ class ChatSpan implements ModelCallWatch {
       span.setAttribute('gen_ai.response.model', completion.responseModel ?? this.call.model);
       if (completion.finishReason)
         span.setAttribute('gen_ai.response.finish_reasons', [completion.finishReason]);
-      setDetailedUsage(span, completion.usage ?? result.usage);
+      setDetailedUsage(span, result.usage);
       if (!completion.usage) span.setAttribute('agent_fleet.usage.estimated', true);
+      if (completion.serviceTier) span.setAttribute('openai.response.service_tier', completion.serviceTier);
       if (this.options.captureContent) {
         span.setAttribute(
           'gen_ai.output.messages',
@@ -239,16 +240,15 @@ class ChatSpan implements ModelCallWatch {
   }
 }
 
-/** Cached prompt and reasoning tokens, when the usage says (optional fields the endpoint may report). */
-function setDetailedUsage(span: Span, usage: object): void {
-  const { cachedPromptTokens, reasoningTokens } = usage as {
-    cachedPromptTokens?: unknown;
-    reasoningTokens?: unknown;
-  };
-  if (typeof cachedPromptTokens === 'number')
-    span.setAttribute('gen_ai.usage.cache_read.input_tokens', cachedPromptTokens);
-  if (typeof reasoningTokens === 'number')
-    span.setAttribute('gen_ai.usage.reasoning.output_tokens', reasoningTokens);
+/** Cached prompt and reasoning tokens, when the endpoint reported them. */
+function setDetailedUsage(
+  span: Span,
+  usage: { cachedPromptTokens?: number; reasoningTokens?: number },
+): void {
+  if (usage.cachedPromptTokens !== undefined)
+    span.setAttribute('gen_ai.usage.cache_read.input_tokens', usage.cachedPromptTokens);
+  if (usage.reasoningTokens !== undefined)
+    span.setAttribute('gen_ai.usage.reasoning.output_tokens', usage.reasoningTokens);
 }
 
 function toolOutcome(outcome: ToolCallOutcome): string {

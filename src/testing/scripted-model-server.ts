@@ -25,8 +25,15 @@ export interface RecordedRequest {
   responseFormat: ResponseFormat | undefined;
   protocol: Protocol;
   receivedAt: number;
+  /** The request's path and query, e.g. `/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21`. */
+  url: string;
   /** The usage the server reported, once it sent a completion: the server's own accounting of the call. */
-  usage?: { promptTokens: number; completionTokens: number };
+  usage?: {
+    promptTokens: number;
+    completionTokens: number;
+    cachedPromptTokens?: number;
+    reasoningTokens?: number;
+  };
 }
 
 export type ReplyRule = (request: RecordedRequest) => ScriptedReply | undefined;
@@ -44,6 +51,16 @@ export interface ScriptedModelOptions {
    * outputs do (the request is recorded, no reply of the script is used).
    */
   refuseResponseFormat?: boolean;
+  /**
+   * Behave as OpenAI's reasoning models (gpt-5 family, o3, o4-mini) do: `max_tokens` and a temperature other than 1
+   * are refused with a 400 naming the parameter; `max_completion_tokens` bounds reasoning and output together.
+   */
+  reasoningModel?: boolean;
+  /**
+   * Behave as an Azure OpenAI resource: completions only at `/openai/deployments/{deployment}/chat/completions`,
+   * an `api-version` query parameter required, and the key (when `apiKey` is set) in the `api-key` header.
+   */
+  azure?: { deployments: readonly string[] };
 }
 
 export interface ScriptedModelServer {
@@ -130,6 +147,58 @@ function isJsonObject(text: string | null): boolean {
   }
 }
 
+/** What an Azure OpenAI resource answers a request it does not take, in its words; undefined when it takes it. */
+function azureRefusal(
+  req: IncomingMessage,
+  deployments: readonly string[],
+  apiKey: string | undefined,
+): { status: number; message: string; code: string } | undefined {
+  const url = new URL(req.url ?? '/', 'http://azure.invalid');
+  const deployment = /^\/openai\/deployments\/([^/]+)\/chat\/completions$/.exec(url.pathname)?.[1];
+  if (req.method !== 'POST' || deployment === undefined)
+    return { status: 404, message: 'Resource not found', code: '404' };
+  if (!url.searchParams.get('api-version')) {
+    return {
+      status: 404,
+      message: 'Resource not found: the api-version query parameter is required',
+      code: '404',
+    };
+  }
+  if (apiKey !== undefined && req.headers['api-key'] !== apiKey) {
+    return {
+      status: 401,
+      message: 'Access denied due to invalid subscription key or wrong API endpoint.',
+      code: '401',
+    };
+  }
+  if (!deployments.includes(decodeURIComponent(deployment))) {
+    return {
+      status: 404,
+      message: 'The API deployment for this resource does not exist.',
+      code: 'DeploymentNotFound',
+    };
+  }
+  return undefined;
+}
+
+/** The 400 a reasoning model answers a request shaped for older models with, in OpenAI's words. */
+function reasoningModelRefusal(body: Record<string, unknown>): { message: string; code: string } | undefined {
+  if (body.max_tokens !== undefined) {
+    return {
+      message:
+        "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+      code: 'unsupported_parameter',
+    };
+  }
+  if (body.temperature !== undefined && body.temperature !== 1) {
+    return {
+      message: `Unsupported value: 'temperature' does not support ${JSON.stringify(body.temperature)} with this model. Only the default (1) value is supported.`,
+      code: 'unsupported_value',
+    };
+  }
+  return undefined;
+}
+
 function maxTokensOf(body: Record<string, unknown>): number | undefined {
   const value = body.max_completion_tokens ?? body.max_tokens;
   return typeof value === 'number' ? value : undefined;
@@ -208,6 +277,18 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       case 'server_error':
         sendJson(res, 500, errorBody('scripted model: internal server error', 'server_error'));
         return;
+      case 'flex_unavailable':
+        // OpenAI's flex tier without capacity: a 429 that is not a rate limit, and is not charged.
+        sendJson(
+          res,
+          429,
+          errorBody(
+            'Resource Unavailable: the flex tier has no capacity for this request; retry later or use the default tier.',
+            'invalid_request_error',
+            'resource_unavailable',
+          ),
+        );
+        return;
       case 'bad_request':
         sendJson(
           res,
@@ -236,7 +317,14 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '').split('?')[0] ?? '';
-    if (req.method !== 'POST' || !COMPLETION_PATHS.has(path)) {
+    if (options.azure) {
+      const refused = azureRefusal(req, options.azure.deployments, options.apiKey);
+      if (refused) {
+        req.resume();
+        sendJson(res, refused.status, errorBody(refused.message, 'invalid_request_error', refused.code));
+        return;
+      }
+    } else if (req.method !== 'POST' || !COMPLETION_PATHS.has(path)) {
       req.resume();
       sendJson(
         res,
@@ -245,7 +333,11 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       );
       return;
     }
-    if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
+    if (
+      !options.azure &&
+      options.apiKey !== undefined &&
+      req.headers.authorization !== `Bearer ${options.apiKey}`
+    ) {
       req.resume();
       sendJson(
         res,
@@ -273,9 +365,15 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       responseFormat,
       protocol: tools ? 'tools' : 'json',
       receivedAt: Date.now(),
+      url: req.url ?? '',
     };
     // Recorded before the reply is chosen, so a test counting calls also counts the ones that failed.
     requests.push(request);
+    const refused = options.reasoningModel ? reasoningModelRefusal(body) : undefined;
+    if (refused) {
+      sendJson(res, 400, errorBody(refused.message, 'invalid_request_error', refused.code));
+      return;
+    }
     if (responseFormat !== undefined && options.refuseResponseFormat) {
       sendJson(
         res,
@@ -311,12 +409,24 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
           'but the scripted reply is not a JSON object',
       );
     }
-    const { reply: fitted, completionTokens } = fitCompletion(rendered, maxTokensOf(body), model);
+    const {
+      reply: fitted,
+      completionTokens,
+      reasoningTokens,
+    } = fitCompletion(rendered, maxTokensOf(body), model, reply.reasoningTokens ?? 0);
     const counter = tokenCounterFor(model);
     const promptTokens =
       endpointPromptTokens(messages, tools, counter, promptCounting) +
       countResponseFormatTokens(responseFormat, counter);
-    if (reply.usage !== false && !res.destroyed) request.usage = { promptTokens, completionTokens };
+    const cachedTokens = Math.min(promptTokens, reply.cachedTokens ?? 0);
+    if (reply.usage !== false && !res.destroyed) {
+      request.usage = {
+        promptTokens,
+        completionTokens,
+        ...(cachedTokens > 0 ? { cachedPromptTokens: cachedTokens } : {}),
+        ...(reasoningTokens > 0 ? { reasoningTokens } : {}),
+      };
+    }
     const message = {
       role: 'assistant',
       content: fitted.content,
@@ -330,6 +440,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
         model: body.model,
+        service_tier: body.service_tier === 'flex' ? 'flex' : 'default',
         choices: [{ index: 0, message, finish_reason: fitted.finishReason, logprobs: null }],
         ...(reply.usage === false
           ? {}
@@ -338,6 +449,10 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
                 prompt_tokens: promptTokens,
                 completion_tokens: completionTokens,
                 total_tokens: promptTokens + completionTokens,
+                ...(cachedTokens > 0 ? { prompt_tokens_details: { cached_tokens: cachedTokens } } : {}),
+                ...(reasoningTokens > 0
+                  ? { completion_tokens_details: { reasoning_tokens: reasoningTokens } }
+                  : {}),
               },
             }),
       },
