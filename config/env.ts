@@ -208,6 +208,8 @@ export const envSchema = z.object({
   TENANT_DAILY_MAX_TOKENS: int(1).optional(),
   METRICS_HOST: listenHost.default('127.0.0.1'),
   METRICS_PORT: int(0, 65535).default(9464),
+  /** Workers on one host sharing METRICS_PORT take the next free port, up to this many from it. */
+  METRICS_PORT_SPAN: int(1, 1000).default(16),
   SCHEDULES_FILE: z.string().min(1).default('config/schedules.json'),
   /** The fleet configuration module (docs/agents-and-tools.md); unset: agent-fleet.config.ts/.js, else the demo. */
   FLEET_CONFIG: z.string().min(1).optional(),

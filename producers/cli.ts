@@ -24,6 +24,7 @@ import { FleetClient, ForecastError, TaskValidationError } from './client.js';
 import { StoreResultArchive } from './result-archive.js';
 import { forecastDefaultsOf } from '../src/batch/forecast.js';
 import { forecastLines, totalText } from '../src/reports/forecast-text.js';
+import { startTelemetry } from '../src/telemetry/fleet-telemetry.js';
 
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
@@ -99,10 +100,13 @@ async function run(argv: readonly string[]): Promise<number> {
   }
   // A batch reads the run history for its forecast (docs/batches.md); a lone task never touches the store.
   const history = command.mode === 'batch' ? new StoreResultArchive(config.MYSQL_URL) : undefined;
+  // Each enqueue is a span when an OTLP endpoint is configured; the worker's run continues its trace.
+  const telemetry = await startTelemetry({ serviceName: 'agent-fleet-enqueue' });
   const client = new FleetClient({
     redisUrl: config.REDIS_URL,
     prefix: config.QUEUE_PREFIX,
     ...(history ? { forecast: { history, defaults: forecastDefaultsOf(config) } } : {}),
+    ...(telemetry ? { telemetry: telemetry.bullmq } : {}),
   });
   try {
     if (command.mode === 'batch') return await runBatch(client, command, batchTasks);
@@ -144,6 +148,7 @@ async function run(argv: readonly string[]): Promise<number> {
   } finally {
     await client.close();
     await history?.close();
+    await telemetry?.shutdown();
   }
 }
 

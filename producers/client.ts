@@ -1,6 +1,6 @@
 // The typed client library: the same validated enqueue the CLI and the HTTP API use, for other TypeScript
 // services to import. It never talks to a worker, only to Redis.
-import { FlowProducer, Queue, type Job, type JobState } from 'bullmq';
+import { FlowProducer, Queue, type Job, type JobState, type Telemetry } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { InputError } from '../src/agent/errors.js';
 import type { AgentResult } from '../src/agent/types.js';
@@ -78,6 +78,12 @@ export interface FleetClientOptions {
    * enqueued with its forecast, and forecastBatch works. Default: none (no forecast is made).
    */
   forecast?: ForecastSettings;
+  /**
+   * BullMQ's OpenTelemetry support, e.g. `new BullMQOtel()` from bullmq-otel over the service's own SDK, or
+   * `(await startTelemetry(…))?.bullmq` (src/telemetry/fleet-telemetry.ts): every enqueue is then a span whose
+   * trace the worker's run continues (docs/telemetry.md). Default: none.
+   */
+  telemetry?: Telemetry;
 }
 
 export interface EnqueueBatchOptions {
@@ -137,10 +143,11 @@ export class FleetClient {
     this.forecasts = options.forecast;
     this.redis = createRedis(this.redisUrl, 'producer');
     const prefix = options.prefix ?? 'agentfleet';
-    this.tasks = new Queue(TASKS_QUEUE, { connection: this.redis, prefix });
+    const traced = options.telemetry ? { telemetry: options.telemetry } : {};
+    this.tasks = new Queue(TASKS_QUEUE, { connection: this.redis, prefix, ...traced });
     this.results = new Queue(RESULTS_QUEUE, { connection: this.redis, prefix });
-    this.batches = new Queue(BATCHES_QUEUE, { connection: this.redis, prefix });
-    this.flow = new FlowProducer({ connection: this.redis, prefix });
+    this.batches = new Queue(BATCHES_QUEUE, { connection: this.redis, prefix, ...traced });
+    this.flow = new FlowProducer({ connection: this.redis, prefix, ...traced });
     this.ledger = new SpendLedger({ redis: this.redis, prefix });
     this.catalogs = new CatalogStore(this.redis, prefix);
     // Connection errors surface as rejected calls; without listeners BullMQ would also print them raw.

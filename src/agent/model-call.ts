@@ -24,6 +24,7 @@ import { measurePrompt, type PromptCalibration } from './prompt-calibration.js';
 import type { ChatCompletion, ChatModel, ChatRequest, ServiceTier } from '../llm/chat-model.js';
 import type { ModelPrice } from '../llm/pricing.js';
 import { countCompletionTokens, countResponseFormatTokens, type TokenCounter } from '../llm/tokens.js';
+import type { ModelCallWatch } from './run-observer.js';
 
 export interface ModelCallEnv {
   model: ChatModel;
@@ -53,6 +54,8 @@ export interface ModelCallEnv {
    * Absent, every settlement is awaited.
    */
   defer?: (settle: Promise<void>) => void;
+  /** Told of each attempt sent and each that failed (run-observer.ts). */
+  watch?: ModelCallWatch;
 }
 
 export interface ModelCallRequest {
@@ -155,6 +158,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
       return { ok: false, stop: 'deadline', ...cost(attempt - 1) };
     }
 
+    env.watch?.attempt(attempt, plan.maxTokens);
     try {
       const completion = await env.model.complete(
         {
@@ -179,6 +183,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
         error instanceof ModelApiError
           ? error
           : new ModelApiError('unknown', String(error), { retryable: false, cause: error });
+      env.watch?.attemptFailed(attempt, apiError);
       if (CHARGED_WHEN_UNANSWERED.has(apiError.code)) {
         charged = addUsage(charged, { promptTokens: promptEstimate, completionTokens: plan.maxTokens });
       }

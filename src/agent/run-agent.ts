@@ -24,6 +24,7 @@ import type { AgentProtocol, PlannedCall, ProtocolName } from './protocol.js';
 import { jsonProtocol } from './protocol-json.js';
 import { toolsProtocol } from './protocol-tools.js';
 import { observeRepeat, REPEAT_NUDGE, turnSignature } from './repeat-detector.js';
+import type { ModelCallStart, RunObserver } from './run-observer.js';
 import { sleep as defaultSleep } from './sleep.js';
 import { invalidOutputObservation, StructuredOutput } from './structured-output.js';
 import {
@@ -137,6 +138,8 @@ export interface AgentRunInput {
   beforeSideEffects?: () => Promise<void>;
   /** Limits shared with the rest of the fleet (batch and daily budgets, rate limits). */
   gate?: CallGate;
+  /** Told of every model and tool call as it starts and ends (the worker's tracing); see run-observer.ts. */
+  observer?: RunObserver;
   logger?: KernelLogger;
   now?: () => number;
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
@@ -407,6 +410,12 @@ class AgentRun {
     await Promise.all(
       pending.calls.map(async (call, i) => {
         if (pending.results[i]) return;
+        const watch = this.input.observer?.toolCall({
+          name: call.name,
+          callId: call.id,
+          step,
+          args: call.args.ok ? call.args.value : undefined,
+        });
         const outcome = await runToolCall(
           this.input.tools,
           call,
@@ -423,6 +432,7 @@ class AgentRun {
           },
           this.now,
         );
+        watch?.ended(outcome);
         // A call cut short by cancellation is left unfinished, so the resumed run makes it again.
         if (this.signal.aborted && outcome.errorCode === 'aborted') return;
         if (outcome.infrastructure) {
@@ -534,14 +544,17 @@ class AgentRun {
         : this.protocol.finalTurnInstruction(why),
     };
     const ask = (messages: ChatMessage[]) =>
-      this.callModel({
-        messages,
-        tools: undefined,
-        responseFormat: this.responseFormat(),
-        desiredMaxTokens: this.opts.completionTokens,
-        minCompletionTokens: D.MIN_FINAL_COMPLETION_TOKENS,
-        answerBy: deadlineAt(this.budget, this.state.startedAt),
-      });
+      this.callModel(
+        {
+          messages,
+          tools: undefined,
+          responseFormat: this.responseFormat(),
+          desiredMaxTokens: this.opts.completionTokens,
+          minCompletionTokens: D.MIN_FINAL_COMPLETION_TOKENS,
+          answerBy: deadlineAt(this.budget, this.state.startedAt),
+        },
+        'final',
+      );
     // Cheaper prompts when the whole conversation no longer fits: all but the latest turn folded into the
     // summary, then everything folded.
     const prompts = [this.prompt(), this.compactPrompt(true)?.messages, this.compactPrompt(false)?.messages];
@@ -648,13 +661,16 @@ class AgentRun {
     let summary: string | null = null;
     const madeCall = this.worthModelSummary(folded);
     if (madeCall) {
-      const call = await this.callModel({
-        messages: summaryRequestMessages(this.state.task, this.state.summary, folded),
-        tools: undefined,
-        desiredMaxTokens: D.SUMMARY_MAX_TOKENS,
-        minCompletionTokens: D.SUMMARY_MAX_TOKENS,
-        answerBy: this.softDeadline(),
-      });
+      const call = await this.callModel(
+        {
+          messages: summaryRequestMessages(this.state.task, this.state.summary, folded),
+          tools: undefined,
+          desiredMaxTokens: D.SUMMARY_MAX_TOKENS,
+          minCompletionTokens: D.SUMMARY_MAX_TOKENS,
+          answerBy: this.softDeadline(),
+        },
+        'summary',
+      );
       this.carryOver(call);
       if (call.ok) summary = call.completion.message.content?.trim() || null;
     }
@@ -693,8 +709,11 @@ class AgentRun {
     return this.calibration.estimate(measurePrompt(messages, tools, this.count));
   }
 
-  private async callModel(request: ModelCallRequest): Promise<ModelCallResult> {
-    const result = await this.callModelOnce(request);
+  private async callModel(
+    request: ModelCallRequest,
+    purpose: ModelCallStart['purpose'] = 'step',
+  ): Promise<ModelCallResult> {
+    const result = await this.callModelOnce(request, purpose);
     if (!request.responseFormat || !refusesResponseFormat(result)) return result;
     // The endpoint does not take `response_format` (or this schema in it): the prompt's schema and the check
     // stay, the field goes, for the rest of the run.
@@ -706,7 +725,7 @@ class AgentRun {
       },
       'the model endpoint refused response_format: asking without it for the rest of the run',
     );
-    const again = await this.callModelOnce({ ...request, responseFormat: undefined });
+    const again = await this.callModelOnce({ ...request, responseFormat: undefined }, purpose);
     return {
       ...again,
       usage: addUsage(result.usage, again.usage),
@@ -715,7 +734,17 @@ class AgentRun {
     };
   }
 
-  private async callModelOnce(request: ModelCallRequest): Promise<ModelCallResult> {
+  private async callModelOnce(
+    request: ModelCallRequest,
+    purpose: ModelCallStart['purpose'],
+  ): Promise<ModelCallResult> {
+    const watch = this.input.observer?.modelCall({
+      model: this.input.model.model,
+      temperature: this.opts.temperature,
+      messages: request.messages,
+      tools: request.tools,
+      purpose,
+    });
     const result = await callModel(
       {
         model: this.input.model,
@@ -738,9 +767,11 @@ class AgentRun {
           this.settles.add(settle);
           void settle.finally(() => this.settles.delete(settle));
         },
+        watch,
       },
       request,
     );
+    watch?.ended(result, usageOf(result.usage, this.input.price).costUsd);
     this.state.usage = addUsage(this.state.usage, result.usage);
     this.state.modelCalls += result.attempts;
     this.state.promptCalibration = this.calibration.state;

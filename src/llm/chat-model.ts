@@ -43,6 +43,9 @@ export interface ChatCompletion {
   finishReason: string | null;
   /** What the endpoint's `x-ratelimit-*` headers said after the call; absent when it sent none. */
   rateLimit?: RateLimitState;
+  /** The endpoint's id of the response and the model that answered, when it said (for traces). */
+  responseId?: string;
+  responseModel?: string;
   /** The tier the provider says it served the call at (`default`, `flex`, …), when it says. */
   serviceTier?: string | null;
 }

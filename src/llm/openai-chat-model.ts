@@ -121,6 +121,8 @@ export class OpenAIChatModel implements ChatModel {
       message,
       usage,
       finishReason: choice.finish_reason ?? null,
+      ...(typeof response.id === 'string' ? { responseId: response.id } : {}),
+      ...(typeof response.model === 'string' ? { responseModel: response.model } : {}),
       ...(typeof response.service_tier === 'string' ? { serviceTier: response.service_tier } : {}),
       ...(rateLimit ? { rateLimit } : {}),
     };

@@ -45,6 +45,7 @@ export interface JobLimits {
   tenant: string | undefined;
   model: string;
 }
+import type { FleetTelemetry } from '../telemetry/fleet-telemetry.js';
 
 /** The abort reason the worker uses when it shuts down: such a job is released, not ended. */
 export const SHUTDOWN_REASON = 'worker-shutdown';
@@ -73,6 +74,8 @@ export interface TaskProcessorDeps {
   tenantSlots?: TenantSlots;
   /** Step and result metrics; none when absent. */
   metrics?: FleetMetrics;
+  /** The run's GenAI spans (docs/telemetry.md); none when absent. */
+  tracing?: Pick<FleetTelemetry, 'startRun'>;
   /** Records a batch when its first task starts. */
   batches?: BatchTracker;
   logger: Logger;
@@ -202,6 +205,16 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     if (recovered > 0) log.info({ traces: recovered }, 'writing traces an earlier attempt left unwritten');
 
     const shown = new Background(log);
+    const runTrace = kept
+      ? undefined
+      : deps.tracing?.startRun({
+          jobId,
+          agent: agentName,
+          model: config.model,
+          attempt: job.attemptsMade + 1,
+          task: config.taskText,
+          ...(batchId ? { batchId } : {}),
+        });
     const result =
       kept?.result ??
       (await runAgent({
@@ -218,6 +231,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
         checkpoint: checkpoint ?? undefined,
         signal,
         gate: deps.gateFor?.({ batchId, tenant: task.tenant, model: config.model }),
+        ...(runTrace ? { observer: runTrace } : {}),
         logger: log,
         onStep: (trace) => {
           traces.add(trace);
@@ -228,7 +242,11 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
         },
         onCheckpoint: (checkpoint) => deps.checkpoints.save(jobId, checkpoint.json),
         beforeSideEffects: recorded,
+      }).catch((error: unknown) => {
+        runTrace?.fail(error);
+        throw error;
       }));
+    runTrace?.end(result);
 
     await shown.settled();
     if (result.stopReason === 'cancelled' && signal?.reason === SHUTDOWN_REASON) {

@@ -40,6 +40,7 @@ import { openFleet } from './fleet-runtime.js';
 import { publishCatalog } from './catalog-publisher.js';
 import { effectsInFlight } from '../tools/effects-in-flight.js';
 import { settlesWithin } from '../util/with-timeout.js';
+import { startTelemetry } from '../telemetry/fleet-telemetry.js';
 
 export interface WorkerProcess {
   worker: FleetWorker;
@@ -64,6 +65,12 @@ export async function startWorkerProcess(
     return fatal(logger, error);
   }
   try {
+    // Undefined, and no exporter loaded, unless an OTLP endpoint is configured (docs/telemetry.md).
+    const telemetry = await startTelemetry({
+      serviceName: 'agent-fleet-worker',
+      modelBaseUrl: config.OPENAI_BASE_URL,
+      logger,
+    });
     const createModel = modelFactoryFrom(config);
     const dataUrlIsDefault = !process.env['DATA_MYSQL_URL'];
     const loaded = options.fleet
@@ -77,8 +84,9 @@ export async function startWorkerProcess(
     const outages = new RedisOutageLog(logger).watchConnection(connection);
     await assertRedisReachable(connection, config.REDIS_URL);
     const retention = retentionFrom(config);
-    const results = new Queue(RESULTS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
-    const tasksQueue = new Queue(TASKS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
+    const traced = telemetry ? { telemetry: telemetry.bullmq } : {};
+    const results = new Queue(RESULTS_QUEUE, { connection, prefix: config.QUEUE_PREFIX, ...traced });
+    const tasksQueue = new Queue(TASKS_QUEUE, { connection, prefix: config.QUEUE_PREFIX, ...traced });
     outages.watch(results, 'results queue').watch(tasksQueue, 'tasks queue');
     // Redis being away is reported by the outage log; the next publish trims again.
     const resultsRetention = new ResultsRetention(results, retention.results, (err) =>
@@ -91,16 +99,17 @@ export async function startWorkerProcess(
     metrics.watchQueues([tasksQueue, results]);
     let metricsServer: MetricsServer | undefined;
     if (config.METRICS_PORT > 0) {
-      try {
-        metricsServer = await startMetricsServer(metrics, {
-          host: config.METRICS_HOST,
-          port: config.METRICS_PORT,
-        });
-        logger.info({ host: config.METRICS_HOST, port: metricsServer.port }, 'metrics on /metrics');
-      } catch (error) {
-        // Another worker on this host has the port: run without it rather than not at all.
-        logger.warn({ err: error, port: config.METRICS_PORT }, 'metrics server not started');
-      }
+      // Several workers on one host share METRICS_PORT: each takes the next free port of the span. A worker
+      // with none left does not start: its metrics would be missing with nothing but a log line to say so.
+      metricsServer = await startMetricsServer(metrics, {
+        host: config.METRICS_HOST,
+        port: config.METRICS_PORT,
+        span: config.METRICS_PORT_SPAN,
+      });
+      logger.info(
+        { host: config.METRICS_HOST, port: metricsServer.port },
+        `metrics on http://${config.METRICS_HOST}:${metricsServer.port}/metrics`,
+      );
     }
     const { ledger, limiter, limitRequests, tokens } = fleetLimitsFromEnv(connection, config);
     // After a 429 the whole fleet pauses: the limiter stops model calls, the queue stops handing out jobs.
@@ -201,6 +210,7 @@ export async function startWorkerProcess(
               }),
             }),
         metrics,
+        tracing: telemetry,
         batches: new BatchTracker(batchesQueue, batchRecords),
         logger,
         results,
@@ -215,6 +225,7 @@ export async function startWorkerProcess(
         shutdownGraceMs: config.WORKER_SHUTDOWN_GRACE_MS,
         retry: { baseMs: config.WORKER_RETRY_BASE_MS, maxMs: config.WORKER_RETRY_MAX_MS },
         retention,
+        telemetry: telemetry?.bullmq,
       },
     );
     outages.watch(worker.worker, 'worker');
@@ -264,6 +275,7 @@ export async function startWorkerProcess(
           STOP_MARGIN_MS,
         );
         if (!(await closed)) logger.warn('connections not closed in time: leaving them');
+        await telemetry?.shutdown();
         connection.disconnect();
         logger.info('worker stopped');
       })());
