@@ -20,6 +20,8 @@ export interface ModelCallEnv {
   /** The run's prompt estimate; learns from the usage this call reports. */
   calibration: PromptCalibration;
   temperature: number;
+  /** Sent as the provider's prompt cache key (`ChatRequest.cacheKey`). */
+  cacheKey?: string;
   timeoutMs: number;
   retries: number;
   retryBaseDelayMs?: number;
@@ -141,6 +143,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
           tools: request.tools,
           maxTokens: plan.maxTokens,
           temperature: env.temperature,
+          ...(env.cacheKey ? { cacheKey: env.cacheKey } : {}),
           ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
         },
         { signal: env.signal, timeoutMs },

@@ -56,6 +56,7 @@ export class OpenAIChatModel implements ChatModel {
           messages: request.messages as OpenAI.Chat.Completions.ChatCompletionMessageParam[],
           max_tokens: request.maxTokens,
           temperature: request.temperature,
+          ...(request.cacheKey ? { prompt_cache_key: request.cacheKey } : {}),
           ...(hasTools
             ? {
                 tools: request.tools as OpenAI.Chat.Completions.ChatCompletionTool[],

@@ -8,6 +8,7 @@ import type { ChatMessage, ResponseFormat, ToolSpec } from '../agent/messages.js
 import { countResponseFormatTokens, tokenCounterFor } from '../llm/tokens.js';
 import { fitCompletion } from './completion-budget.js';
 import { endpointPromptTokens, type EndpointPromptCounting } from './endpoint-prompt-count.js';
+import { PromptCacheEmulator, type PromptCacheOptions } from './prompt-cache-emulator.js';
 import { isFault, renderReply } from './scripted-reply.js';
 import type { Protocol, ScriptedFault, ScriptedReply } from './scripted-reply.js';
 
@@ -26,7 +27,7 @@ export interface RecordedRequest {
   protocol: Protocol;
   receivedAt: number;
   /** The usage the server reported, once it sent a completion: the server's own accounting of the call. */
-  usage?: { promptTokens: number; completionTokens: number };
+  usage?: { promptTokens: number; completionTokens: number; cachedPromptTokens?: number };
 }
 
 export type ReplyRule = (request: RecordedRequest) => ScriptedReply | undefined;
@@ -44,12 +45,19 @@ export interface ScriptedModelOptions {
    * outputs do (the request is recorded, no reply of the script is used).
    */
   refuseResponseFormat?: boolean;
+  /**
+   * Emulate the provider's prompt caching (prompt-cache-emulator.ts) and report
+   * `usage.prompt_tokens_details.cached_tokens`; off by default (no such field is reported).
+   */
+  promptCache?: boolean | PromptCacheOptions;
 }
 
 export interface ScriptedModelServer {
   readonly baseURL: string;
   readonly requests: RecordedRequest[];
   readonly failures: string[];
+  /** The emulated prompt cache, when `promptCache` is on. */
+  readonly promptCache: PromptCacheEmulator | null;
   /** Replace the script, rules and prompt counting (resets the script cursor, keeps recorded requests). */
   reset(options?: Pick<ScriptedModelOptions, 'script' | 'rules' | 'promptCounting'>): void;
   close(): Promise<void>;
@@ -140,6 +148,9 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
   let rules = options.rules ?? [];
   let promptCounting = options.promptCounting;
   let cursor = 0;
+  const promptCache = options.promptCache
+    ? new PromptCacheEmulator(options.promptCache === true ? {} : options.promptCache)
+    : null;
   const requests: RecordedRequest[] = [];
   const failures: string[] = [];
   // Pending latency timers and hanging replies; close() cancels them so nothing outlives the server.
@@ -316,7 +327,18 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     const promptTokens =
       endpointPromptTokens(messages, tools, counter, promptCounting) +
       countResponseFormatTokens(responseFormat, counter);
-    if (reply.usage !== false && !res.destroyed) request.usage = { promptTokens, completionTokens };
+    const cacheKey = typeof body.prompt_cache_key === 'string' ? body.prompt_cache_key : undefined;
+    const cachedPromptTokens = promptCache?.serve(
+      { tools, responseFormat, messages, model, ...(cacheKey === undefined ? {} : { cacheKey }) },
+      promptTokens,
+    );
+    if (reply.usage !== false && !res.destroyed) {
+      request.usage = {
+        promptTokens,
+        completionTokens,
+        ...(cachedPromptTokens === undefined ? {} : { cachedPromptTokens }),
+      };
+    }
     const message = {
       role: 'assistant',
       content: fitted.content,
@@ -338,6 +360,9 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
                 prompt_tokens: promptTokens,
                 completion_tokens: completionTokens,
                 total_tokens: promptTokens + completionTokens,
+                ...(cachedPromptTokens === undefined
+                  ? {}
+                  : { prompt_tokens_details: { cached_tokens: cachedPromptTokens } }),
               },
             }),
       },
@@ -369,6 +394,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     baseURL: `http://${HOST}:${port}/v1`,
     requests,
     failures,
+    promptCache,
     reset(next = {}) {
       script = next.script ?? [];
       rules = next.rules ?? [];

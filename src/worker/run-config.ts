@@ -74,6 +74,7 @@ export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition):
     instructions,
     options: {
       memoryWindow: agent.memory?.window ?? env.AGENT_MEMORY_WINDOW,
+      contextTokens: env.AGENT_CONTEXT_TOKENS,
       temperature: env.LLM_TEMPERATURE,
       completionTokens: env.LLM_MAX_TOKENS,
       toolResultMaxTokens: env.AGENT_TOOL_RESULT_MAX_TOKENS,
