@@ -144,13 +144,40 @@ function abbreviateArgs(args: unknown): unknown {
 
 export const FACTS_HEADER = 'Results so far (#step tool arguments, then its result):';
 
-/** The facts of one turn: one entry per call, its output whole (already cut to the tool-result limit). */
-export function turnFacts(step: number, calls: readonly TurnCall[]): string {
+/** Outputs this long or longer that a fact already shows are named, not repeated. */
+const SAME_OUTPUT_MIN_CHARS = 40;
+
+/**
+ * The facts of one turn: one entry per call, its output whole (already cut to the tool-result limit), or, when
+ * `shownAt` finds the very same output in an earlier fact (a lookup repeated, the same error again), a
+ * reference to that fact.
+ */
+export function turnFacts(
+  step: number,
+  calls: readonly TurnCall[],
+  shownAt: (output: string) => number | undefined = () => undefined,
+): string {
+  const seen = new Map<string, string>();
   return calls
-    .map(
-      (call) => `#${step} ${call.tool} ${JSON.stringify(abbreviateArgs(call.args) ?? null)}\n${call.output}`,
-    )
+    .map((call, i) => {
+      const label = `#${step} ${call.tool} ${JSON.stringify(abbreviateArgs(call.args) ?? null)}`;
+      const earlier = call.output.length >= SAME_OUTPUT_MIN_CHARS ? shownAt(call.output) : undefined;
+      const inTurn = seen.get(call.output);
+      seen.set(call.output, `#${step}.${i + 1}`);
+      if (earlier !== undefined) return `${label}\n(the same result as #${earlier})`;
+      if (inTurn !== undefined && call.output.length >= SAME_OUTPUT_MIN_CHARS)
+        return `${label}\n(the same result as ${inTurn})`;
+      return `${label}\n${call.output}`;
+    })
     .join('\n');
+}
+
+/** The step of the first fact in `facts` showing exactly `output`, if any. */
+export function factShowing(facts: readonly string[], output: string): number | undefined {
+  for (const block of facts) {
+    for (const fact of parseFacts(`${FACTS_HEADER}\n${block}`)) if (fact.output === output) return fact.step;
+  }
+  return undefined;
 }
 
 /** The fact of a turn whose reply was no valid action: what was wrong, briefly. */

@@ -16,6 +16,7 @@ import { addUsage, planCall, usageOf, type Budget, type TokenUsage } from './bud
 import * as D from './defaults.js';
 import {
   deterministicSummary,
+  factShowing,
   factsMessage,
   foldCut,
   foldPays,
@@ -519,6 +520,7 @@ class AgentRun {
       const facts = turnFacts(
         step,
         results.map((r, i) => ({ tool: r.tool, args: r.args, output: outputs[i] ?? '' })),
+        (output) => factShowing(this.state.facts ?? [], output),
       );
       this.appendTurn(
         turn,
@@ -824,14 +826,24 @@ class AgentRun {
     return renderForSummary(this.state.history);
   }
 
-  /** Moves every turn of the history into a new facts block, appended after the others. */
+  /**
+   * Moves every turn of the history into the facts, at the end of the last block: the facts are the last part
+   * of the stable prefix, so what is appended to them starts where the history did, and the provider keeps
+   * serving from its cache everything before (one message, one header, however many turns).
+   */
   private foldHistoryIntoFacts(extra?: string): void {
     const parts = [
       ...(this.state.history.length > 0 ? [this.historyFactsText()] : []),
       ...(extra ? [extra] : []),
     ];
     if (parts.length === 0) return;
-    (this.state.facts ??= []).push(parts.join('\n'));
+    const facts = (this.state.facts ??= []);
+    const text = parts.join('\n');
+    if (facts.length === 0) facts.push(text);
+    else {
+      this.factMessages.clear();
+      facts[facts.length - 1] = `${facts[facts.length - 1]}\n${text}`;
+    }
     this.state.history = [];
     delete this.state.historyFacts;
   }
