@@ -177,8 +177,6 @@ class AgentRun {
   private readonly cacheKey: string;
   /** Fact messages by their text: a block's message is made (and its tokens counted) once. */
   private readonly factMessages = new Map<string, ChatMessage>();
-  /** Set when no final turn is affordable any more: steps are planned without reserving one. */
-  private skipFinalReserve = false;
   private readonly signal: AbortSignal;
   /** The tools' signal: the run's, cut at the soft deadline; made at the first tool call. */
   private toolDeadline: DeadlineSignal | null = null;
@@ -319,7 +317,7 @@ class AgentRun {
         responseFormat: this.state.outputIssues === undefined ? undefined : this.responseFormat(),
         desiredMaxTokens: this.opts.completionTokens,
         minCompletionTokens: D.MIN_STEP_COMPLETION_TOKENS,
-        reserveAfter: this.skipFinalReserve ? undefined : this.finalTurnReserve(),
+        reserveAfter: this.finalTurnReserve(),
         answerBy: this.softDeadline(),
       });
       if (!call.ok) {
@@ -327,7 +325,6 @@ class AgentRun {
         if (call.stop === 'cancelled') return this.finish('stopped', 'cancelled', null, null, call);
         // The budget or the clock cannot cover a normal step: one last turn without tools, if it fits.
         this.carryOver(call);
-        if (this.mayStepWithoutFinalTurn(call)) continue;
         return this.finalTurn(call.stop);
       }
 
@@ -393,19 +390,6 @@ class AgentRun {
       const ended = await this.completeTurn(pending);
       if (ended) return ended;
     }
-  }
-
-  /**
-   * A step refused because no final turn could follow it, when no final turn can be paid now either: the step
-   * is made without that reserve (its own cost still checked), and the run ends with the deterministic answer.
-   * Once per run: the flag keeps the next steps' planning as it was.
-   */
-  private mayStepWithoutFinalTurn(call: ModelCallResult): boolean {
-    if (!this.autoMemory || this.skipFinalReserve || call.attempts > 0) return false;
-    if (call.ok || (call.stop !== 'token_budget' && call.stop !== 'cost_budget')) return false;
-    if (this.finalTurnAffordable()) return false;
-    this.skipFinalReserve = true;
-    return true;
   }
 
   /** Whether some call of the turn may change something: one that runs a tool not marked read-only. */
@@ -744,16 +728,6 @@ class AgentRun {
       desiredMaxTokens: this.opts.completionTokens,
       minCompletionTokens: D.MIN_STEP_COMPLETION_TOKENS,
       reserveAfter: this.finalTurnReserve(),
-    }).ok;
-  }
-
-  /** Whether a final turn on the smallest prompt can be paid now. */
-  private finalTurnAffordable(): boolean {
-    const reserve = this.finalTurnReserve();
-    return planCall(this.state.usage, this.budget, this.input.price, {
-      promptTokens: reserve.promptTokens,
-      desiredMaxTokens: reserve.completionTokens,
-      minCompletionTokens: reserve.completionTokens,
     }).ok;
   }
 
