@@ -234,7 +234,7 @@ describe('cache-aware facts', () => {
     const sql = `SELECT name FROM people WHERE ${'x = 1 AND '.repeat(30)}name = 'Ada Lovelace'`;
     const facts = turnFacts(3, [{ tool: 'sql_query', args: { sql }, output: 'name\nAda Lovelace' }]);
     expect(facts).toMatch(
-      /^#3 sql_query \{"sql":"SELECT name FROM people WHERE x = 1 AND .*….*name = 'Ada Lovelace'"\}\nname\nAda Lovelace$/,
+      /^#3 sql_query sql="SELECT name FROM people WHERE x = 1 AND .*….*name = 'Ada Lovelace'"\nname\nAda Lovelace$/,
     );
     expect(facts.length).toBeLessThan(sql.length);
     expect(parseFacts(`${FACTS_HEADER}\n${facts}`)).toEqual([
@@ -248,7 +248,7 @@ describe('cache-aware facts', () => {
     const again = turnFacts(2, [{ tool: 'peek', args: { key: 'b' }, output }], (o) =>
       factShowing([earlier], o),
     );
-    expect(again).toBe('#2 peek {"key":"b"}\n(the same result as #1)');
+    expect(again).toBe('#2 peek key=b\n(the same result as #1)');
   });
 
   it('folding pays on a prompt too short to be cached, and when later calls repay the lost cache hits', () => {

@@ -121,13 +121,19 @@ export interface TurnCall {
   output: string;
 }
 
-const FACT_ARG_CHARS = 100;
+const FACT_ARG_CHARS = 80;
 
-/** A string argument as a fact names it: whole when short; its start and its end (where a WHERE clause or a
- * name usually is) when long. */
+/** Of a text of several lines (an email's body), a fact keeps its start: the rest is what the call wrote. */
+const FACT_PROSE_CHARS = 40;
+
+/**
+ * A string argument as a fact names it: whole when short; a long line (a query) by its start and its end, where
+ * a WHERE clause or a name usually is; a long text of several lines by its start and its length.
+ */
 function abbreviate(text: string): string {
   const flat = text.replace(/\s+/g, ' ').trim();
   if (flat.length <= FACT_ARG_CHARS) return flat;
+  if (/\n/.test(text.trim())) return `${flat.slice(0, FACT_PROSE_CHARS)}… (${text.length} chars)`;
   const head = Math.ceil(FACT_ARG_CHARS * 0.55);
   const tail = FACT_ARG_CHARS - head;
   return `${flat.slice(0, head)}…${flat.slice(-tail)}`;
@@ -142,7 +148,24 @@ function abbreviateArgs(args: unknown): unknown {
   return args;
 }
 
-export const FACTS_HEADER = 'Results so far (#step tool arguments, then its result):';
+export const FACTS_HEADER = 'Tool results so far (#step tool args, then the result):';
+
+/**
+ * A call's arguments as a fact names them: `key=value` (strings quoted only when they need it, long ones
+ * abbreviated), without the braces and quotes of JSON; anything but an object as its (abbreviated) JSON.
+ */
+export function renderFactArgs(args: unknown): string {
+  if (!args || typeof args !== 'object' || Array.isArray(args)) {
+    return JSON.stringify(abbreviateArgs(args) ?? null);
+  }
+  return Object.entries(args)
+    .map(([key, value]) => {
+      const short = abbreviateArgs(value);
+      const text = typeof short === 'string' && /^[\w@.:/+-]+$/.test(short) ? short : JSON.stringify(short);
+      return `${key}=${text}`;
+    })
+    .join(' ');
+}
 
 /** Outputs this long or longer that a fact already shows are named, not repeated. */
 const SAME_OUTPUT_MIN_CHARS = 40;
@@ -160,7 +183,8 @@ export function turnFacts(
   const seen = new Map<string, string>();
   return calls
     .map((call, i) => {
-      const label = `#${step} ${call.tool} ${JSON.stringify(abbreviateArgs(call.args) ?? null)}`;
+      const args = renderFactArgs(call.args);
+      const label = args ? `#${step} ${call.tool} ${args}` : `#${step} ${call.tool}`;
       const earlier = call.output.length >= SAME_OUTPUT_MIN_CHARS ? shownAt(call.output) : undefined;
       const inTurn = seen.get(call.output);
       seen.set(call.output, `#${step}.${i + 1}`);
@@ -202,10 +226,10 @@ export function parseFacts(content: string): ParsedFact[] {
   if (!content.startsWith(FACTS_HEADER)) return [];
   const facts: ParsedFact[] = [];
   for (const line of content.slice(FACTS_HEADER.length + 1).split('\n')) {
-    const header = /^#(\d+) (\S+) (.*)$/.exec(line);
+    const header = /^#(\d+) (\S+)(?: (.*))?$/.exec(line);
     const last = facts.at(-1);
     if (header && !header[2]!.startsWith('(')) {
-      facts.push({ step: Number(header[1]), tool: header[2]!, args: header[3]!, output: '' });
+      facts.push({ step: Number(header[1]), tool: header[2]!, args: header[3] ?? '', output: '' });
     } else if (last && !/^#\d+ \(/.test(line)) {
       last.output = last.output ? `${last.output}\n${line}` : line;
     }
@@ -270,4 +294,19 @@ export function observationsIn(messages: readonly ChatMessage[]): string[] {
     } else if (message.role === 'user' && message.content.startsWith('Result')) seen.push(message.content);
   }
   return seen;
+}
+
+/**
+ * How many turns of tool calls a model reading the prompt sees it has made: its assistant messages and the
+ * steps its facts name. For readers of the conversation (scripted models).
+ */
+export function turnsIn(messages: readonly ChatMessage[]): number {
+  let turns = 0;
+  for (const message of messages) {
+    if (message.role === 'assistant') turns++;
+    else if (message.role === 'user' && message.content.startsWith(FACTS_HEADER)) {
+      turns += new Set(parseFacts(message.content).map((fact) => fact.step)).size;
+    }
+  }
+  return turns;
 }
