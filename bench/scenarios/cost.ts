@@ -116,7 +116,7 @@ export async function cost(options: { runs: number; database: string }): Promise
       },
     ],
   });
-  const price = COST_PRICES as ModelPrice;
+  const price: ModelPrice = COST_PRICES;
   const model = new OpenAIChatModel({ model: MODEL, baseURL: server.baseURL, apiKey: 'bench' });
   const budget = { maxSteps: 25, maxTokens: 400_000, maxCostUsd: 2, deadlineMs: 120_000 };
   let runId = 0;
