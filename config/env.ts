@@ -142,7 +142,10 @@ export const envSchema = z.object({
   AGENT_MAX_TOKENS: int(100, 10_000_000).default(D.DEFAULT_MAX_TOKENS),
   AGENT_MAX_COST_USD: decimal(z.number().positive().max(1000)).default(D.DEFAULT_MAX_COST_USD),
   AGENT_DEADLINE_MS: int(1000, 86_400_000).default(D.DEFAULT_DEADLINE_MS),
-  AGENT_MEMORY_WINDOW: int(2, 200).default(D.DEFAULT_MEMORY_WINDOW),
+  // `auto` (default): the cache-aware memory; a number forces the sliding window of that many messages.
+  AGENT_MEMORY_WINDOW: z.union([z.literal('auto'), int(2, 200)]).default(D.DEFAULT_MEMORY_WINDOW),
+  // The model's context window in tokens: the auto memory compacts the prompt before it reaches 80 % of it.
+  AGENT_CONTEXT_TOKENS: int(1_000, 10_000_000).default(D.DEFAULT_CONTEXT_TOKENS),
   AGENT_TOOL_RESULT_MAX_TOKENS: int(50, 100_000).default(D.DEFAULT_TOOL_RESULT_MAX_TOKENS),
   WORKER_CONCURRENCY: int(1, 1000).default(10),
   WORKER_LOCK_DURATION_MS: int(1_000).default(60_000),

@@ -324,3 +324,14 @@ describe('retention variables', () => {
     expect(envError({ TASKS_KEEP_FAILED_AGE_S: '7d' }).message).toMatch(/^TASKS_KEEP_FAILED_AGE_S=/);
   });
 });
+
+describe('AGENT_MEMORY_WINDOW', () => {
+  it('is auto by default, takes auto or a window of 2 to 200 messages, and names itself when bad', () => {
+    expect(parseEnv({}).AGENT_MEMORY_WINDOW).toBe('auto');
+    expect(parseEnv({ AGENT_MEMORY_WINDOW: 'auto' }).AGENT_MEMORY_WINDOW).toBe('auto');
+    expect(parseEnv({ AGENT_MEMORY_WINDOW: '6' }).AGENT_MEMORY_WINDOW).toBe(6);
+    expect(parseEnv({ AGENT_CONTEXT_TOKENS: '1000000' }).AGENT_CONTEXT_TOKENS).toBe(1_000_000);
+    expect(() => parseEnv({ AGENT_MEMORY_WINDOW: 'big' })).toThrow(/^AGENT_MEMORY_WINDOW="big" is invalid/);
+    expect(() => parseEnv({ AGENT_CONTEXT_TOKENS: '10' })).toThrow(/^AGENT_CONTEXT_TOKENS="10" is invalid/);
+  });
+});

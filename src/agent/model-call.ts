@@ -34,6 +34,8 @@ export interface ModelCallEnv {
   /** The run's prompt estimate; learns from the usage this call reports. */
   calibration: PromptCalibration;
   temperature: number;
+  /** Sent as the provider's prompt cache key (`ChatRequest.cacheKey`). */
+  cacheKey?: string;
   /** Set for a reasoning model (no temperature, `max_completion_tokens`, the effort asked for). */
   reasoning?: ChatRequest['reasoning'];
   /** `flex`: calls go at the flex tier, and at the default tier near the deadline or once flex stayed unavailable. */
@@ -166,6 +168,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
           tools: request.tools,
           maxTokens: plan.maxTokens,
           temperature: env.temperature,
+          ...(env.cacheKey ? { cacheKey: env.cacheKey } : {}),
           ...(env.reasoning ? { reasoning: env.reasoning } : {}),
           ...(env.serviceTier ? { serviceTier: tierOf(env, request, flexGaveUp) } : {}),
           ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),

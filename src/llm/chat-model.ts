@@ -20,6 +20,8 @@ export interface ChatRequest {
   serviceTier?: ServiceTier;
   /** Asks for a reply of this shape (an agent's structured output); absent, any text. */
   responseFormat?: ResponseFormat;
+  /** Groups requests sharing a prefix in the provider's prompt cache (`prompt_cache_key`); one per agent. */
+  cacheKey?: string;
 }
 
 export type ReasoningEffort = 'minimal' | 'low' | 'medium' | 'high';

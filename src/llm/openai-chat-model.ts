@@ -70,6 +70,7 @@ export class OpenAIChatModel implements ChatModel {
               }
             : { max_tokens: request.maxTokens, temperature: request.temperature }),
           ...(request.serviceTier ? { service_tier: request.serviceTier } : {}),
+          ...(request.cacheKey ? { prompt_cache_key: request.cacheKey } : {}),
           ...(hasTools
             ? {
                 tools: request.tools as OpenAI.Chat.Completions.ChatCompletionTool[],

@@ -54,6 +54,7 @@ export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition):
     instructions,
     options: {
       memoryWindow: agent.memory?.window ?? env.AGENT_MEMORY_WINDOW,
+      contextTokens: env.AGENT_CONTEXT_TOKENS,
       temperature: env.LLM_TEMPERATURE,
       completionTokens: agent.modelSettings?.maxCompletionTokens ?? env.LLM_MAX_TOKENS,
       ...(agent.modelSettings?.reasoningEffort
