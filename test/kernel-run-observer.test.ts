@@ -86,7 +86,8 @@ describe('the run observer', () => {
     expect(result.answer).toBe('two');
     expect(events.filter((e) => e.startsWith('model'))).toEqual([
       'model step gpt-4-turbo-preview t=0.2 msgs=2',
-      'model final gpt-4-turbo-preview t=0.2 msgs=5',
+      // system, task, the facts of step 1, the final turn's instruction (docs/memory.md)
+      'model final gpt-4-turbo-preview t=0.2 msgs=4',
     ]);
   });
 
