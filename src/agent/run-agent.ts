@@ -43,6 +43,7 @@ import type {
   StepTrace,
   StopReason,
   ToolCallRecord,
+  TraceEvent,
   TraceKind,
   UncertainEffect,
 } from './types.js';
@@ -169,6 +170,8 @@ class AgentRun {
   private readonly checkpoints: CheckpointQueue | null;
   /** Settlements of the fleet gate still in flight: not awaited between steps, but before the run ends. */
   private readonly settles = new Set<Promise<void>>();
+  /** Folds and decisions since the last step's trace, reported with the next one. */
+  private events: TraceEvent[] = [];
 
   constructor(private readonly input: AgentRunInput) {
     this.now = input.now ?? Date.now;
@@ -499,6 +502,7 @@ class AgentRun {
   private async finalTurn(reason: FinalReason): Promise<AgentResult> {
     if (this.state.steps >= this.budget.maxSteps) return this.finish('stopped', reason, null, null);
     const why = finalTurnWhy(reason);
+    this.events.push({ type: 'final_turn', reason, why });
     const instruction: ChatMessage = {
       role: 'user',
       content: this.structured
@@ -613,6 +617,7 @@ class AgentRun {
     if (cut === null) return;
     const folded = this.state.history.slice(0, cut);
     let summary: string | null = null;
+    const carriedCalls = this.carry.modelCalls;
     const madeCall = this.worthModelSummary(folded);
     if (madeCall) {
       const call = await this.callModel({
@@ -627,6 +632,13 @@ class AgentRun {
     }
     this.state.summary = summary ?? deterministicSummary(this.state.summary, folded);
     this.state.history = this.state.history.slice(cut);
+    this.events.push({
+      type: 'fold',
+      messages: folded.length,
+      summary: truncateChars(this.state.summary, D.TRACE_OBSERVATION_MAX_CHARS),
+      byModel: summary !== null,
+      modelCalls: madeCall ? this.carry.modelCalls - carriedCalls : 0,
+    });
     // A fold without a model call is redone identically on resume: only a paid summary needs saving now.
     if (madeCall) this.checkpoint();
   }
@@ -764,6 +776,8 @@ class AgentRun {
     const latencyMs = call.latencyMs + carried.latencyMs;
     const modelLatencyMs = (call.modelLatencyMs ?? call.latencyMs) + carried.latencyMs;
     if (kind !== 'action') this.carry = emptyCarry();
+    const events = this.events;
+    this.events = [];
     if (!onStep) return;
     const totals = usageOf(this.state.usage, this.input.price);
     const trace: StepTrace = {
@@ -779,6 +793,7 @@ class AgentRun {
       modelLatencyMs,
       modelCalls,
       error,
+      ...(events.length > 0 ? { events } : {}),
       totals: {
         ...totals,
         steps: this.state.steps,
