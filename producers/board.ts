@@ -88,7 +88,7 @@ runHttpProcess({
   portVariable: 'BOARD_PORT',
   listening: (url) => ({
     fields: { queuePrefix: config.QUEUE_PREFIX, queues: FLEET_QUEUES, admin: admin !== undefined },
-    message: `board listening on ${url}/ (read-only${admin ? `; admin board on ${url}${ADMIN_PATH}/` : ''}; run console on ${url}/console/)`,
+    message: `board listening on ${url}/ (read-only${admin ? `; admin board on ${url}${ADMIN_PATH}/` : ''})`,
   }),
   release: async () => {
     await Promise.allSettled([...queues.map((queue) => queue.close()), consoleStore.close()]);
