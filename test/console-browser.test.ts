@@ -242,7 +242,7 @@ describe('the run console in a browser', () => {
     expect(text).toContain('<script>');
     expect(text).toContain('https://evil.example.net/phish');
     expect(text).not.toContain('sk-abcdefghijklmnopqrstuvwx');
-    expect(await page.evaluate(() => (window as unknown as { __owned?: number }).__owned)).toBeUndefined();
+    expect(await page.evaluate(() => (globalThis as { __owned?: number }).__owned)).toBeUndefined();
     await shot(page, 'run-hostile-answer');
   });
 

@@ -18,10 +18,9 @@ const marked = new Marked({
     link({ href, tokens }: Tokens.Link): string {
       const text = this.parser.parseInline(tokens);
       const address = escapeHtml(href);
-      // An autolink's text is its address: once is enough.
-      return text === address
-        ? `<span class="link">${text}</span>`
-        : `${text} <span class="link">(${address})</span>`;
+      // An autolink's text is its address (an email's, without `mailto:`): once is enough.
+      if (text === address || `mailto:${text}` === address) return `<span class="link">${text}</span>`;
+      return `${text} <span class="link">(${address})</span>`;
     },
     image: ({ text }: Tokens.Image) => `<span class="image">[image: ${escapeHtml(text)}]</span>`,
   },
