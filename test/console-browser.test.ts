@@ -63,6 +63,7 @@ const HOSTILE_ANSWER = [
   '',
   '<script>window.__owned = 1; alert(1)</script>',
   '<img src="https://evil.example.net/pixel.png" onerror="window.__owned = 2">',
+  '',
   '[a link](https://evil.example.net/phish) and ![pic](https://evil.example.net/p.png) and <https://evil.example.net/auto>',
   'The token sk-abcdefghijklmnopqrstuvwx must not show.',
 ].join('\n');
@@ -179,8 +180,8 @@ async function open(path: string): Promise<Page> {
   return page;
 }
 
-const shot = (page: Page, name: string) =>
-  page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+const shot = (page: Page, name: string, fullPage = true) =>
+  page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage });
 
 describe('the run console in a browser', () => {
   it('refuses a visit without the login', async () => {
@@ -240,7 +241,10 @@ describe('the run console in a browser', () => {
     expect(await answer.locator('script, img, a, b, iframe, [onerror]').count()).toBe(0);
     const text = await answer.innerText();
     expect(text).toContain('<script>');
-    expect(text).toContain('https://evil.example.net/phish');
+    expect(await answer.locator('span.link', { hasText: '(https://evil.example.net/phish)' }).count()).toBe(
+      1,
+    );
+    expect(await answer.locator('span.image').innerText()).toBe('[image: pic]');
     expect(text).not.toContain('sk-abcdefghijklmnopqrstuvwx');
     expect(await page.evaluate(() => (globalThis as { __owned?: number }).__owned)).toBeUndefined();
     await shot(page, 'run-hostile-answer');
@@ -275,7 +279,7 @@ describe('the run console in a browser', () => {
     const link = page.locator(`a[href="/console/runs/${jobs.reference}"]`);
     await expect.poll(() => link.count(), { timeout: 15_000 }).toBeGreaterThan(0);
     expect(await page.content()).toContain('default: Find the top 3 customers by Q1 2024');
-    await shot(page, 'bull-board-tasks');
+    await shot(page, 'bull-board-tasks', false);
     // Every request of every page of this file, Bull Board's fonts included, went to the board on 127.0.0.1.
     expect(requested.length).toBeGreaterThan(10);
     expect(requested.filter((url) => !url.startsWith(`${base}/`))).toEqual([]);

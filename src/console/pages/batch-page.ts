@@ -37,7 +37,7 @@ export function batchPage(report: BatchReport): string {
     report.warnings.length === 0
       ? ''
       : `<ul class="problem">${report.warnings.map((warning) => `<li>${h(warning)}</li>`).join('')}</ul>`;
-  const body = `<h1>Batch ${h(report.batchId)} ${badge(report.state === 'completed' ? 'succeeded' : 'running')} <span class="meta">${h(report.state)}</span></h1>
+  const body = `<h1>Batch ${h(report.batchId)} <span class="badge ${report.state === 'completed' ? 'succeeded' : 'running'}">${h(report.state)}</span></h1>
 <p class="meta">${report.name === null ? '' : `${h(label(report.name, 200))} · `}created ${h(formatTime(report.createdAt))}${report.completedAt ? ` · completed ${h(formatTime(report.completedAt))}` : ''} · budget: ${h(describeBudget(report))} · <a href="${h(`/console/runs?batch=${encodeURIComponent(report.batchId)}`)}">its runs in the list</a></p>
 ${cards(figures)}
 ${warnings}
