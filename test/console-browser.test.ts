@@ -69,6 +69,13 @@ const HOSTILE_ANSWER = [
 ].join('\n');
 const hostileRule: ReplyRule = (request) =>
   request.messages[1]?.content === HOSTILE_TASK ? { answer: HOSTILE_ANSWER } : undefined;
+/** A task that keeps querying: with a 2-step budget the loop makes its last turn without tools. */
+const CAPPED_TASK = 'Console check: count the customers again and again';
+const cappedRule: ReplyRule = (request) => {
+  if (request.messages[1]?.content !== CAPPED_TASK) return undefined;
+  if (request.tools === undefined) return { answer: 'About 200 customers (stopped at the step cap).' };
+  return { actions: [{ tool: 'sql_query', args: { sql: 'SELECT COUNT(*) AS n FROM customers' } }] };
+};
 
 let model: ScriptedModelServer;
 let ns: FleetNamespace;
@@ -83,7 +90,7 @@ let userDataDir: string;
 let context: BrowserContext;
 /** Every URL the browser asked for, from any page of the test. */
 const requested: string[] = [];
-const jobs = { reference: '', hostile: '', batch: '', batchJobs: [] as string[] };
+const jobs = { reference: '', hostile: '', capped: '', batch: '', batchJobs: [] as string[] };
 
 setupOrFail(async () => {
   if (!existsSync(CHROMIUM)) {
@@ -99,7 +106,7 @@ setupOrFail(async () => {
   });
   ns = createNamespace('console');
   sink = await startSmtpSink({});
-  model = await startScriptedModel({ rules: [hostileRule, ...referenceModelRules] });
+  model = await startScriptedModel({ rules: [hostileRule, cappedRule, ...referenceModelRules] });
   worker = startWorker(ns, {
     OPENAI_BASE_URL: model.baseURL,
     DATA_MYSQL_URL: `mysql://${READER}:reader-pw@127.0.0.1:3306/${DATA_DB}`,
@@ -111,6 +118,7 @@ setupOrFail(async () => {
 
   jobs.reference = (await ns.client.enqueue({ task: REFERENCE_TASK })).jobId;
   jobs.hostile = (await ns.client.enqueue({ task: HOSTILE_TASK })).jobId;
+  jobs.capped = (await ns.client.enqueue({ task: CAPPED_TASK, budget: { maxSteps: 2 } })).jobId;
   const batch = await ns.client.enqueueBatch({
     tasks: REPORT_TASKS.slice(0, 2).map(({ task }) => ({ task })),
   });
@@ -119,6 +127,7 @@ setupOrFail(async () => {
   const reference = await ns.client.waitForResult(jobs.reference, { timeoutMs: 60_000 });
   expect(reference.status).toBe('succeeded');
   await ns.client.waitForResult(jobs.hostile, { timeoutMs: 60_000 });
+  await ns.client.waitForResult(jobs.capped, { timeoutMs: 60_000 });
   await ns.client.waitForBatch(jobs.batch, { timeoutMs: 60_000 });
 
   redis = createRedis(REDIS_URL, 'producer');
@@ -248,6 +257,16 @@ describe('the run console in a browser', () => {
     expect(text).not.toContain('sk-abcdefghijklmnopqrstuvwx');
     expect(await page.evaluate(() => (globalThis as { __owned?: number }).__owned)).toBeUndefined();
     await shot(page, 'run-hostile-answer');
+  });
+
+  it("shows the loop's budget decision: a final turn without tools at the step cap", async () => {
+    const page = await open(`/console/runs/${jobs.capped}`);
+    const decisions = await page.locator('ol.timeline li.decision').allInnerTexts();
+    expect(decisions.join('\n')).toContain('final turn: the step cap is reached');
+    expect(decisions.join('\n')).toContain('stopped (max_steps)');
+    expect(await page.locator('ol.timeline li.model', { hasText: 'final' }).count()).toBe(1);
+    expect(await page.locator('.markdown.answer').innerText()).toContain('About 200 customers');
+    await shot(page, 'run-step-cap');
   });
 
   it('shows a batch with the report chart and a link per task to its run', async () => {
