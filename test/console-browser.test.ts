@@ -46,6 +46,7 @@ const ADMIN = 'mysql://root@127.0.0.1:3306';
 const suffix = Math.random().toString(16).slice(2, 8);
 const DATA_DB = `af_test_console_${suffix}`;
 const READER = `af_rc_${suffix}`;
+const EMPTY_DB = `af_test_console_empty_${suffix}`;
 const USER = 'operator';
 const PASSWORD = `pw-${suffix}-console-test`;
 /** Where the screenshots go: under reports/ (ignored by git) unless told otherwise (docs/console for the README). */
@@ -175,6 +176,7 @@ afterAll(async () => {
   await model?.close();
   const admin = await mysql.createConnection(ADMIN);
   await admin.query(`DROP DATABASE IF EXISTS \`${DATA_DB}\``);
+  await admin.query(`DROP DATABASE IF EXISTS \`${EMPTY_DB}\``);
   await admin.query(`DROP USER IF EXISTS '${READER}'@'%'`);
   await admin.end();
 });
@@ -347,6 +349,11 @@ describe('npm run trace', () => {
     });
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('trace: no run "no-such-job" in agent_runs');
+    const empty = await run('npm', ['run', '--silent', 'trace', '--', '--job', '1'], {
+      MYSQL_URL: `${ADMIN}/${EMPTY_DB}`,
+    });
+    expect(empty.code).toBe(1);
+    expect(empty.stderr).toContain(`trace: ${EMPTY_DB} has no agent_runs table`);
     const bad = await run('npm', ['run', '--silent', 'trace'], { MYSQL_URL: ns.mysqlUrl });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('--job ID is required');

@@ -58,7 +58,18 @@ export async function runTraceCommand(
   const url = mysqlUrl();
   const pool = await createStorePool(url, { connectionLimit: 1 });
   try {
-    const loaded = await new ConsoleStore(pool).loadRun(args.jobId);
+    const loaded = await new ConsoleStore(pool).loadRun(args.jobId).catch((error: unknown) => {
+      // A database no worker has migrated: say where we looked instead of the driver's words.
+      if ((error as { code?: unknown }).code !== 'ER_NO_SUCH_TABLE') throw error;
+      return 'no_tables' as const;
+    });
+    if (loaded === 'no_tables') {
+      const { database, redacted } = parseMysqlUrl(url);
+      io.stderr(
+        `trace: ${database} has no agent_runs table (MYSQL_URL=${redacted}): is it the fleet's store? (npm run migrate creates it)\n`,
+      );
+      return 1;
+    }
     if (loaded === null) {
       const { database, redacted } = parseMysqlUrl(url);
       io.stderr(
