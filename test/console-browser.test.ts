@@ -300,6 +300,11 @@ describe('the run console in a browser', () => {
     const link = page.locator(`a[href="/console/runs/${jobs.reference}"]`);
     await expect.poll(() => link.count(), { timeout: 15_000 }).toBeGreaterThan(0);
     expect(await page.content()).toContain('default: Find the top 3 customers by Q1 2024');
+    // A batch's tasks are named the same way.
+    const tasks = queues.find((queue) => queue.name === 'agent-tasks')!;
+    expect((await tasks.getJob(jobs.batchJobs[0]!))?.name).toBe(
+      'default: Report the number of completed orders and the…',
+    );
     await shot(page, 'bull-board-tasks', false);
     // Every request of every page of this file, Bull Board's fonts included, went to the board on 127.0.0.1.
     expect(requested.length).toBeGreaterThan(10);
