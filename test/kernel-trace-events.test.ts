@@ -53,7 +53,13 @@ describe('trace events', () => {
     const byModel = folds.filter((fold) => fold.byModel);
     expect(byModel.length).toBeGreaterThan(0);
     expect(byModel[0]?.summary).toContain('Done: the lookups.');
-    for (const fold of folds) expect(fold.messages).toBeGreaterThan(0);
+    for (const fold of folds) {
+      expect(fold.messages).toBeGreaterThan(0);
+      // A summary the model wrote is paid for, and says what it cost; a deterministic one costs nothing.
+      if (fold.modelCalls > 0)
+        expect(fold.promptTokens * fold.completionTokens * fold.costUsd).toBeGreaterThan(0);
+      else expect([fold.promptTokens, fold.completionTokens, fold.costUsd]).toEqual([0, 0, 0]);
+    }
     const summaries = server.requests.slice(before).filter((r) => isSummaryRequest(r.messages));
     expect(folds.reduce((sum, fold) => sum + fold.modelCalls, 0)).toBe(summaries.length);
     // A trace carries the events since the previous one only: none is reported twice.

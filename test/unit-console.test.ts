@@ -77,7 +77,16 @@ describe('the timeline', () => {
         observations: ['partial'],
         modelCalls: 4,
         events: [
-          { type: 'fold', messages: 4, summary: 'Done so far: counted.', byModel: true, modelCalls: 2 },
+          {
+            type: 'fold',
+            messages: 4,
+            summary: 'Done so far: counted.',
+            byModel: true,
+            modelCalls: 2,
+            promptTokens: 200,
+            completionTokens: 20,
+            costUsd: 0.002,
+          },
           { type: 'final_turn', reason: 'cost_budget', why: 'The cost budget is nearly spent.' },
         ],
       }),
@@ -128,8 +137,15 @@ describe('the timeline', () => {
     });
     expect(fold).toMatchObject({ summary: 'Done so far: counted.', byModel: true });
     expect(decision).toEqual({ type: 'decision', step: 2, text: 'final turn: cost budget nearly spent' });
-    // 4 requests: the step's own, 2 for the summary, 1 made again.
-    expect(finalCall).toMatchObject({ calls: 4, retries: 1 });
+    // 4 requests: 2 for the summary (on the fold, with their tokens and cost), the step's own, 1 made again.
+    expect(fold).toMatchObject({ modelCalls: 2, promptTokens: 200, completionTokens: 20, costUsd: 0.002 });
+    expect(finalCall).toMatchObject({
+      calls: 2,
+      retries: 1,
+      promptTokens: 300,
+      completionTokens: 30,
+      costUsd: 0.003,
+    });
     expect(closing).toMatchObject({
       step: null,
       text: 'stopped (cost_budget): the cost budget could not cover another call',
@@ -187,7 +203,18 @@ describe('the timeline', () => {
             },
           ],
           observations: [`token=${secret}`],
-          events: [{ type: 'fold', messages: 2, summary: `saw ${secret}`, byModel: false, modelCalls: 0 }],
+          events: [
+            {
+              type: 'fold',
+              messages: 2,
+              summary: `saw ${secret}`,
+              byModel: false,
+              modelCalls: 0,
+              promptTokens: 0,
+              completionTokens: 0,
+              costUsd: 0,
+            },
+          ],
         }),
       ],
     );

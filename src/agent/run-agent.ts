@@ -617,7 +617,10 @@ class AgentRun {
     if (cut === null) return;
     const folded = this.state.history.slice(0, cut);
     let summary: string | null = null;
-    const carriedCalls = this.carry.modelCalls;
+    let spent: { usage: TokenUsage; attempts: number } = {
+      usage: { promptTokens: 0, completionTokens: 0 },
+      attempts: 0,
+    };
     const madeCall = this.worthModelSummary(folded);
     if (madeCall) {
       const call = await this.callModel({
@@ -628,6 +631,7 @@ class AgentRun {
         answerBy: this.softDeadline(),
       });
       this.carryOver(call);
+      spent = call;
       if (call.ok) summary = call.completion.message.content?.trim() || null;
     }
     this.state.summary = summary ?? deterministicSummary(this.state.summary, folded);
@@ -637,7 +641,10 @@ class AgentRun {
       messages: folded.length,
       summary: truncateChars(this.state.summary, D.TRACE_OBSERVATION_MAX_CHARS),
       byModel: summary !== null,
-      modelCalls: madeCall ? this.carry.modelCalls - carriedCalls : 0,
+      modelCalls: spent.attempts,
+      promptTokens: spent.usage.promptTokens,
+      completionTokens: spent.usage.completionTokens,
+      costUsd: usageOf(spent.usage, this.input.price).costUsd,
     });
     // A fold without a model call is redone identically on resume: only a paid summary needs saving now.
     if (madeCall) this.checkpoint();

@@ -123,8 +123,11 @@ export type TraceEvent =
       summary: string;
       /** Whether the model wrote the summary (else it is the deterministic one). */
       byModel: boolean;
-      /** Model calls the summary cost (attempts included); part of the step's modelCalls. */
+      /** Model calls the summary cost (attempts included), and their usage: part of the step's figures. */
       modelCalls: number;
+      promptTokens: number;
+      completionTokens: number;
+      costUsd: number;
     }
   | { type: 'final_turn'; reason: 'max_steps' | 'token_budget' | 'cost_budget' | 'deadline'; why: string };
 

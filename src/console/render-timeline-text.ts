@@ -30,6 +30,14 @@ export function describeTokens(usage: Omit<TimelineUsage, 'totalTokens' | 'costU
   return `${formatInt(usage.promptTokens)} prompt${cached} + ${formatInt(usage.completionTokens)} completion${reasoning} tokens`;
 }
 
+/** What a fold's summary cost, when the model wrote it (or was asked to). */
+export function foldCost(entry: TimelineEntry & { type: 'fold' }): string {
+  if (entry.modelCalls === 0) return '';
+  const by = entry.byModel ? 'written by the model' : 'the model was asked but failed';
+  const requests = `${entry.modelCalls} request${entry.modelCalls === 1 ? '' : 's'}`;
+  return ` (${by}: ${requests} · ${formatInt(entry.promptTokens)} prompt + ${formatInt(entry.completionTokens)} completion tokens · ${formatUsd(entry.costUsd)})`;
+}
+
 export function renderTimelineText(timeline: Timeline): string {
   const { run } = timeline;
   const lines: string[] = [];
@@ -79,7 +87,7 @@ function entryText(entry: TimelineEntry): string {
       return `${head}\n${detail}${observation}`;
     }
     case 'fold':
-      return `${at(entry.step)}memory fold · ${entry.messages} messages into the summary${entry.byModel ? ' (by the model)' : ''}\n${block(entry.summary)}`;
+      return `${at(entry.step)}memory fold · ${entry.messages} messages into the summary${foldCost(entry)}\n${block(entry.summary)}`;
     case 'decision':
       return `${at(entry.step)}decision · ${clean(entry.text)}`;
     case 'feedback':

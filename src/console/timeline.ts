@@ -66,9 +66,9 @@ export type TimelineEntry =
       /** The model calls alone; null for steps recorded before it was (then `stepLatencyMs` is all there is). */
       latencyMs: number | null;
       stepLatencyMs: number;
-      /** Requests the step made: retries and memory summaries included. */
+      /** Requests for the step's reply, retries included (its memory summaries' are on their folds). */
       calls: number;
-      /** Requests made again after a failure (calls less the step's own and its summaries'). */
+      /** Requests made again after a failure. */
       retries: number;
       error: string | null;
     }
@@ -87,7 +87,18 @@ export type TimelineEntry =
       /** The call's result as the model saw it (cut for storage), or null when not recorded apart. */
       observation: string | null;
     }
-  | { type: 'fold'; step: number; messages: number; summary: string; byModel: boolean; modelCalls: number }
+  | {
+      type: 'fold';
+      step: number;
+      messages: number;
+      summary: string;
+      byModel: boolean;
+      /** The summary's own model calls and what they cost (0 for a deterministic summary). */
+      modelCalls: number;
+      promptTokens: number;
+      completionTokens: number;
+      costUsd: number;
+    }
   | { type: 'decision'; step: number | null; text: string }
   | { type: 'feedback'; step: number; text: string }
   | { type: 'answer'; step: number; text: string; final: boolean };
@@ -159,10 +170,14 @@ function timelineRun(run: ConsoleRun): TimelineRun {
 
 function stepEntries(step: ConsoleStep): TimelineEntry[] {
   const entries: TimelineEntry[] = [];
-  let summaryCalls = 0;
+  // The step's figures include its memory summaries': those are shown on their fold, the rest on the call.
+  const summaries = { calls: 0, promptTokens: 0, completionTokens: 0, costUsd: 0 };
   for (const event of step.events) {
     if (event.type === 'fold') {
-      summaryCalls += event.modelCalls;
+      summaries.calls += event.modelCalls;
+      summaries.promptTokens += event.promptTokens;
+      summaries.completionTokens += event.completionTokens;
+      summaries.costUsd += event.costUsd;
       entries.push({
         type: 'fold',
         step: step.step,
@@ -170,6 +185,9 @@ function stepEntries(step: ConsoleStep): TimelineEntry[] {
         summary: mask(event.summary),
         byModel: event.byModel,
         modelCalls: event.modelCalls,
+        promptTokens: event.promptTokens,
+        completionTokens: event.completionTokens,
+        costUsd: event.costUsd,
       });
     } else {
       entries.push({
@@ -185,15 +203,16 @@ function stepEntries(step: ConsoleStep): TimelineEntry[] {
     type: 'model_call',
     step: step.step,
     kind: step.kind,
-    promptTokens: step.promptTokens,
-    completionTokens: step.completionTokens,
+    promptTokens: Math.max(0, step.promptTokens - summaries.promptTokens),
+    completionTokens: Math.max(0, step.completionTokens - summaries.completionTokens),
     cachedPromptTokens: step.cachedPromptTokens,
     reasoningTokens: step.reasoningTokens,
-    costUsd: step.costUsd,
+    // Rounded as the store keeps costs (10 decimals), so a difference of sums shows no float noise.
+    costUsd: Math.max(0, Number((step.costUsd - summaries.costUsd).toFixed(10))),
     latencyMs: step.modelLatencyMs,
     stepLatencyMs: step.latencyMs,
-    calls: step.modelCalls,
-    retries: Math.max(0, step.modelCalls - ownCalls - summaryCalls),
+    calls: Math.max(0, step.modelCalls - summaries.calls),
+    retries: Math.max(0, step.modelCalls - ownCalls - summaries.calls),
     error: step.kind === 'action' || step.error === null ? null : mask(step.error),
   });
   const observations = step.observations;

@@ -158,6 +158,9 @@ const traceEventSchema: z.ZodType<TraceEvent> = z.discriminatedUnion('type', [
     summary: z.string(),
     byModel: z.boolean(),
     modelCalls: z.number(),
+    promptTokens: z.number(),
+    completionTokens: z.number(),
+    costUsd: z.number(),
   }),
   z.object({
     type: z.literal('final_turn'),
