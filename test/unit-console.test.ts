@@ -25,21 +25,24 @@ function run(overrides: Partial<ConsoleRun> = {}): ConsoleRun {
     agent: null,
     status: 'succeeded',
     stopReason: 'answer',
+    stopDetail: null,
     answer: 'done',
     steps: 2,
     toolCalls: 2,
     promptTokens: 1000,
     completionTokens: 100,
     totalTokens: 1100,
+    cachedPromptTokens: 0,
+    reasoningTokens: 0,
+    usageEstimated: false,
     costUsd: 0.01,
+    prices: null,
     error: null,
     metadata: null,
     attempts: 1,
     startedAt: started,
     finishedAt: new Date(started.getTime() + 2500),
     updatedAt: started,
-    cachedPromptTokens: 0,
-    reasoningTokens: 0,
     ...overrides,
   };
 }
@@ -165,6 +168,24 @@ describe('the timeline', () => {
         text: 'stopped (cost_budget): the cost budget could not cover another call: no further call was made',
       },
     ]);
+  });
+
+  it("gives the run's own account of a budget stop, on the timeline, the page's model and the terminal", () => {
+    const stopDetail =
+      'the batch budget had $0.0012 left, other jobs held $0.0300 reserved; the next call needed $0.0051';
+    const timeline = buildTimeline(
+      run({ status: 'stopped', stopReason: 'cost_budget', steps: 0, answer: null, stopDetail }),
+      [],
+    );
+    expect(timeline.run.stopDetail).toBe(stopDetail);
+    expect(timeline.entries).toEqual([
+      {
+        type: 'decision',
+        step: null,
+        text: `stopped (cost_budget): the cost budget could not cover another call: no further call was made: ${stopDetail}`,
+      },
+    ]);
+    expect(renderTimelineText(timeline)).toContain(`why it stopped: ${stopDetail}`);
   });
 
   it('reads rows written before observations were kept apart', () => {

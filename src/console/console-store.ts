@@ -4,7 +4,7 @@ import type { Pool, RowDataPacket } from 'mysql2/promise';
 import type { StopReason } from '../agent/types.js';
 import { BatchReportStore, type LoadedBatch } from '../reports/report-store.js';
 import { toRunRow, toStepRow, type RunRowStatus } from '../store/rows.js';
-import type { ConsoleRun, ConsoleStep, ExtraUsage } from './timeline.js';
+import type { ConsoleRun, ConsoleStep } from './timeline.js';
 
 export const RUN_STATUSES: readonly RunRowStatus[] = ['running', 'succeeded', 'stopped', 'failed'];
 export const STOP_REASONS: readonly StopReason[] = [
@@ -19,8 +19,8 @@ export const STOP_REASONS: readonly StopReason[] = [
 export const RUN_LIST_LIMIT = 200;
 /** Every column a RunRow reads but the answer and the output, which the list does not show and may be large. */
 const LIST_COLUMNS = `job_id, batch_id, task, model, protocol, agent, status, stop_reason, NULL AS answer, steps,
-  tool_calls, prompt_tokens, completion_tokens, total_tokens, cost_usd, error, metadata, attempts, started_at,
-  finished_at, updated_at, cached_prompt_tokens, reasoning_tokens`;
+  stop_detail, tool_calls, prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens, reasoning_tokens,
+  usage_estimated, cost_usd, prices, error, metadata, attempts, started_at, finished_at, updated_at`;
 
 export interface RunFilters {
   batch?: string;
@@ -31,15 +31,6 @@ export interface RunFilters {
   from?: Date;
   /** Runs started before this instant. */
   to?: Date;
-}
-
-/** The migration 008 columns, 0 on a row (or a store) without them. */
-function extraUsage(raw: RowDataPacket): ExtraUsage {
-  const count = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? value : 0);
-  return {
-    cachedPromptTokens: count(raw['cached_prompt_tokens']),
-    reasoningTokens: count(raw['reasoning_tokens']),
-  };
 }
 
 /** A pool, or how to get one: the board makes its pool on the first console request, so a store that is down
@@ -85,7 +76,7 @@ export class ConsoleStore {
        ORDER BY started_at DESC, job_id DESC LIMIT ${RUN_LIST_LIMIT}`,
       values,
     );
-    return rows.map((raw) => ({ ...toRunRow(raw), ...extraUsage(raw) }));
+    return rows.map(toRunRow);
   }
 
   /** One run and its steps, or null when there is no such run. */
@@ -99,8 +90,8 @@ export class ConsoleStore {
       [jobId],
     );
     return {
-      run: { ...toRunRow(raw), ...extraUsage(raw) },
-      steps: steps.map((row) => ({ ...toStepRow(row), ...extraUsage(row) })),
+      run: toRunRow(raw),
+      steps: steps.map(toStepRow),
     };
   }
 

@@ -24,7 +24,9 @@ export function formatDuration(ms: number): string {
 }
 
 /** "2,700 prompt (1,024 cached) + 450 completion (128 reasoning) tokens": the parts shown when non-zero. */
-export function describeTokens(usage: Omit<TimelineUsage, 'totalTokens' | 'costUsd'>): string {
+export function describeTokens(
+  usage: Pick<TimelineUsage, 'promptTokens' | 'completionTokens' | 'cachedPromptTokens' | 'reasoningTokens'>,
+): string {
   const cached = usage.cachedPromptTokens > 0 ? ` (${formatInt(usage.cachedPromptTokens)} cached)` : '';
   const reasoning = usage.reasoningTokens > 0 ? ` (${formatInt(usage.reasoningTokens)} reasoning)` : '';
   return `${formatInt(usage.promptTokens)} prompt${cached} + ${formatInt(usage.completionTokens)} completion${reasoning} tokens`;
@@ -50,9 +52,11 @@ export function renderTimelineText(timeline: Timeline): string {
     `model ${clean(run.model)} · protocol ${run.protocol}${batch} · attempts ${run.attempts} · started ${formatTime(run.startedAt)}` +
       (run.durationMs === null ? ' · still running' : ` · took ${formatDuration(run.durationMs)}`),
   );
+  const estimated = run.usage.estimated ? ' (estimated: the endpoint reported no usage for some call)' : '';
   lines.push(
-    `${run.steps} steps · ${run.toolCalls} tool calls · ${describeTokens(run.usage)} · ${formatUsd(run.usage.costUsd)}`,
+    `${run.steps} steps · ${run.toolCalls} tool calls · ${describeTokens(run.usage)} · ${formatUsd(run.usage.costUsd)}${estimated}`,
   );
+  if (run.stopDetail) lines.push(`why it stopped: ${clean(run.stopDetail)}`);
   if (run.error)
     lines.push(`error: ${clean(run.error.kind)}/${clean(run.error.code)}: ${clean(run.error.message)}`);
   lines.push('', 'timeline:');

@@ -7,20 +7,19 @@ import type { StopReason, TraceKind } from '../agent/types.js';
 import { redactValue, scrubText } from '../logging/redact.js';
 import type { RunRow, RunRowStatus, StepRow } from '../store/rows.js';
 
-/** The usage columns of migration 008 that RunRow and StepRow do not carry (yet): 0 until they are filled. */
-export interface ExtraUsage {
-  cachedPromptTokens: number;
-  reasoningTokens: number;
-}
+export type ConsoleRun = RunRow;
+export type ConsoleStep = StepRow;
 
-export type ConsoleRun = RunRow & ExtraUsage;
-export type ConsoleStep = StepRow & ExtraUsage;
-
-export interface TimelineUsage extends ExtraUsage {
+export interface TimelineUsage {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
+  /** Parts of the two above (CONTRACT §11): shown when non-zero. */
+  cachedPromptTokens: number;
+  reasoningTokens: number;
   costUsd: number;
+  /** The endpoint reported no usage for some call: the counts are the fleet's estimate. */
+  estimated: boolean;
 }
 
 export interface TimelineRun {
@@ -32,6 +31,8 @@ export interface TimelineRun {
   protocol: string;
   status: RunRowStatus;
   stopReason: StopReason | null;
+  /** Why a budget stopped the run, in numbers (what was left, what the next call needed); null otherwise. */
+  stopDetail: string | null;
   startedAt: Date;
   finishedAt: Date | null;
   durationMs: number | null;
@@ -147,6 +148,7 @@ function timelineRun(run: ConsoleRun): TimelineRun {
     protocol: run.protocol,
     status: run.status,
     stopReason: run.stopReason,
+    stopDetail: run.stopDetail === null ? null : mask(run.stopDetail),
     startedAt: run.startedAt,
     finishedAt: run.finishedAt,
     durationMs: run.finishedAt ? Math.max(0, run.finishedAt.getTime() - run.startedAt.getTime()) : null,
@@ -160,6 +162,7 @@ function timelineRun(run: ConsoleRun): TimelineRun {
       cachedPromptTokens: run.cachedPromptTokens,
       reasoningTokens: run.reasoningTokens,
       costUsd: run.costUsd,
+      estimated: run.usageEstimated,
     },
     error: run.error ? { ...run.error, message: mask(run.error.message) } : null,
     answer: run.answer === null ? null : mask(run.answer),
@@ -267,6 +270,11 @@ function closingDecision(run: ConsoleRun, steps: readonly ConsoleStep[]): Timeli
     budget && !answeredLast
       ? `${STOP_TEXT[run.stopReason]}: no further call was made`
       : STOP_TEXT[run.stopReason];
-  const detail = run.error ? ` (${mask(run.error.code)}: ${mask(run.error.message)})` : '';
+  // The run's own account of a budget stop (what was left, what the next call needed) says it best.
+  const detail = run.stopDetail
+    ? `: ${mask(run.stopDetail)}`
+    : run.error
+      ? ` (${mask(run.error.code)}: ${mask(run.error.message)})`
+      : '';
   return { type: 'decision', step: null, text: `${run.status} (${run.stopReason}): ${why}${detail}` };
 }

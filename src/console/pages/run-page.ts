@@ -77,6 +77,12 @@ export function runPage(timeline: Timeline): string {
   );
   const batch =
     run.batchId === null ? '' : ` · batch <a href="${href('batches', run.batchId)}">${h(run.batchId)}</a>`;
+  const stopped = run.stopDetail
+    ? `<p class="problem stop-detail">Why it stopped (${h(run.stopReason ?? '')}): ${h(run.stopDetail)}</p>`
+    : '';
+  const estimated = usage.estimated
+    ? `<p class="meta">Token counts are estimated: the endpoint reported no usage for some call.</p>`
+    : '';
   const error = run.error
     ? `<p class="problem">${h(run.error.kind)} / ${h(run.error.code)}: ${h(run.error.message)}</p>`
     : '';
@@ -91,6 +97,8 @@ export function runPage(timeline: Timeline): string {
 <h2>Task</h2>
 <pre class="task">${h(run.task)}</pre>
 ${cards(figures)}
+${estimated}
+${stopped}
 ${error}
 <h2>Answer</h2>
 ${answer}
