@@ -69,7 +69,9 @@ const HOSTILE_ANSWER = [
   'The token sk-abcdefghijklmnopqrstuvwx must not show.',
 ].join('\n');
 const hostileRule: ReplyRule = (request) =>
-  request.messages[1]?.content === HOSTILE_TASK ? { answer: HOSTILE_ANSWER } : undefined;
+  request.messages[1]?.content === HOSTILE_TASK
+    ? { answer: HOSTILE_ANSWER, cachedTokens: 128, reasoningTokens: 24 }
+    : undefined;
 /** A task that keeps querying: with a 2-step budget the loop makes its last turn without tools. */
 const CAPPED_TASK = 'Console check: count the customers again and again';
 const cappedRule: ReplyRule = (request) => {
@@ -258,6 +260,14 @@ describe('the run console in a browser', () => {
     expect(await answer.locator('span.image').innerText()).toBe('[image: pic]');
     expect(text).not.toContain('sk-abcdefghijklmnopqrstuvwx');
     expect(await page.evaluate(() => (globalThis as { __owned?: number }).__owned)).toBeUndefined();
+    // Cached and reasoning tokens, reported by the endpoint, are shown when there are some.
+    expect(await page.locator('.card', { hasText: 'Cached prompt tokens' }).innerText()).toContain('128');
+    expect(await page.locator('.card', { hasText: 'Reasoning tokens' }).innerText()).toContain('24');
+    expect(await page.locator('ol.timeline li.model').innerText()).toMatch(
+      /prompt \(128 cached\) \+ \d+ completion \(24 reasoning\) tokens/,
+    );
+    const reference = await open(`/console/runs/${jobs.reference}`);
+    expect(await reference.locator('.card', { hasText: 'Cached prompt tokens' }).count()).toBe(0);
     await shot(page, 'run-hostile-answer');
   });
 
