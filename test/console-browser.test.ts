@@ -93,7 +93,15 @@ let userDataDir: string;
 let context: BrowserContext;
 /** Every URL the browser asked for, from any page of the test. */
 const requested: string[] = [];
-const jobs = { reference: '', hostile: '', capped: '', batch: '', batchJobs: [] as string[] };
+const jobs = {
+  reference: '',
+  hostile: '',
+  capped: '',
+  batch: '',
+  batchJobs: [] as string[],
+  broke: '',
+  brokeJob: '',
+};
 
 setupOrFail(async () => {
   if (!existsSync(CHROMIUM)) {
@@ -127,11 +135,19 @@ setupOrFail(async () => {
   });
   jobs.batch = batch.batchId;
   jobs.batchJobs = batch.jobIds;
+  // A batch whose budget cannot pay for its task's first call: stopped before any step, saying why.
+  const broke = await ns.client.enqueueBatch({
+    tasks: [{ task: REPORT_TASKS[2]!.task }],
+    budget: { maxCostUsd: 0.0005 },
+  });
+  jobs.broke = broke.batchId;
+  jobs.brokeJob = broke.jobIds[0]!;
   const reference = await ns.client.waitForResult(jobs.reference, { timeoutMs: 60_000 });
   expect(reference.status).toBe('succeeded');
   await ns.client.waitForResult(jobs.hostile, { timeoutMs: 60_000 });
   await ns.client.waitForResult(jobs.capped, { timeoutMs: 60_000 });
   await ns.client.waitForBatch(jobs.batch, { timeoutMs: 60_000 });
+  await ns.client.waitForBatch(jobs.broke, { timeoutMs: 60_000 });
 
   redis = createRedis(REDIS_URL, 'producer');
   queues = FLEET_QUEUES.map((name) => new Queue(name, { connection: redis, prefix: ns.prefix }));
@@ -279,6 +295,20 @@ describe('the run console in a browser', () => {
     expect(await page.locator('ol.timeline li.model', { hasText: 'final' }).count()).toBe(1);
     expect(await page.locator('.markdown.answer').innerText()).toContain('About 200 customers');
     await shot(page, 'run-step-cap');
+  });
+
+  it('says why a batch budget stopped a run before any step, on the run and on the batch', async () => {
+    const page = await open(`/console/runs/${jobs.brokeJob}`);
+    expect(await page.locator('h1').innerText()).toContain('cost_budget');
+    const why = await page.locator('.stop-detail').innerText();
+    expect(why).toMatch(/^Why it stopped \(cost_budget\): .*\$/);
+    expect(await page.locator('ol.timeline li.decision').innerText()).toContain('no further call was made');
+    await shot(page, 'run-batch-budget');
+    const batch = await open(`/console/batches/${jobs.broke}`);
+    const detail = why.replace(/^Why it stopped \(cost_budget\): /, '');
+    expect(await batch.locator('table.runs .why').innerText()).toBe(
+      detail.length <= 300 ? detail : `${detail.slice(0, 299)}…`,
+    );
   });
 
   it('shows a batch with the report chart and a link per task to its run', async () => {

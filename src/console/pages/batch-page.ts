@@ -17,7 +17,7 @@ function taskRow(row: TaskReportRow): string {
 <td class="num">${num(row.steps)}</td>
 <td class="num">${num(row.totalTokens)}</td>
 <td class="num">${row.costUsd === null ? NONE : h(formatUsd(row.costUsd))}</td>
-<td>${row.error === null ? '' : `<span class="error">${h(label(row.error, 160))}</span>`}</td>
+<td>${row.error === null ? '' : `<span class="error">${h(label(row.error, 160))}</span>`}${row.stopDetail ? `<span class="why">${h(label(row.stopDetail, 300))}</span>` : ''}</td>
 </tr>`;
 }
 
@@ -47,7 +47,7 @@ ${renderBatchChart(report).trim()}
 </figure>
 <h2>Tasks</h2>
 <table class="runs">
-<thead><tr><th class="num">#</th><th>Job</th><th>Task</th><th>Status</th><th>Stop reason</th><th class="num">Steps</th><th class="num">Tokens</th><th class="num">Cost</th><th>Error</th></tr></thead>
+<thead><tr><th class="num">#</th><th>Job</th><th>Task</th><th>Status</th><th>Stop reason</th><th class="num">Steps</th><th class="num">Tokens</th><th class="num">Cost</th><th>Error, or why it stopped</th></tr></thead>
 <tbody>
 ${report.rows.map(taskRow).join('\n')}
 </tbody>
