@@ -111,7 +111,7 @@ function adapterFor(queue: Queue, readOnlyMode: boolean, withConsole: boolean): 
     readOnlyMode,
     description: `prefix ${queue.opts.prefix ?? 'bull'}`,
     // Each task job links to its run's timeline in the console.
-    ...(withConsole && runPageOf(queue.name, 'x')
+    ...(withConsole && (queue.name === TASKS_QUEUE || queue.name === RESULTS_QUEUE)
       ? {
           externalJobUrl: (job: { id?: string | number | null | undefined }) => ({
             displayText: 'run timeline',

@@ -11,10 +11,17 @@ export function withoutExternalLinks(html: string): string {
   return html.replace(EXTERNAL_LINK, '');
 }
 
-/** Rewrites the HTML the routes after it send (Bull Board's page is one string sent by res.render). */
+/** An HTML page about to be sent: no Content-Type yet (res.render's string) or an HTML one, never JSON. */
+function isHtmlPage(body: unknown, contentType: string | undefined): body is string {
+  if (typeof body !== 'string' || !body.includes('<link')) return false;
+  if (contentType !== undefined && !/^text\/html\b/i.test(contentType)) return false;
+  return /^\s*<!doctype html/i.test(body);
+}
+
+/** Rewrites the HTML pages the routes after it send (Bull Board's page is one string sent by res.render). */
 export const noExternalResources: RequestHandler = (_req, res, next) => {
   const send = res.send.bind(res);
   res.send = (body?: unknown) =>
-    send(typeof body === 'string' && body.includes('<link') ? withoutExternalLinks(body) : body);
+    send(isHtmlPage(body, res.get('Content-Type')) ? withoutExternalLinks(body) : body);
   next();
 };

@@ -2,11 +2,13 @@
 // observations apart or joined, masking), its terminal rendering, the answer's Markdown, the run-list filters,
 // Bull Board's page without its link to another origin, and task job names.
 import { readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import express from 'express';
 import { describe, expect, it } from 'vitest';
 import { runPageOf } from '../producers/board-app.js';
-import { withoutExternalLinks } from '../producers/board-offline.js';
+import { noExternalResources, withoutExternalLinks } from '../producers/board-offline.js';
 import { parseRunFilters } from '../src/console/pages/runs-page.js';
 import { renderTimelineText } from '../src/console/render-timeline-text.js';
 import { renderSafeMarkdown } from '../src/console/safe-markdown.js';
@@ -338,6 +340,27 @@ describe('the board', () => {
     expect(offline).not.toMatch(/https?:\/\//);
     expect(offline).toMatch(/<link href="static\/css\/main\.[0-9a-f]+\.css" rel="stylesheet">/);
     expect(withoutExternalLinks('<link rel="preconnect" href="//cdn.example">x')).toBe('x');
+  });
+
+  it('rewrites HTML pages only: JSON that holds such a link (job data) is sent as it is', async () => {
+    const page = '<!doctype html><link href="https://fonts.example/x.css" rel="stylesheet"><p>hi</p>';
+    const app = express();
+    app.use(noExternalResources);
+    app.get('/page', (_req, res) => {
+      res.send(page);
+    });
+    app.get('/json', (_req, res) => {
+      res.json({ data: page });
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      expect(await (await fetch(`${base}/page`)).text()).toBe('<!doctype html><p>hi</p>');
+      expect(await (await fetch(`${base}/json`)).json()).toEqual({ data: page });
+    } finally {
+      server.close();
+    }
   });
 
   it('links a task job and its result job to the run page, and no other queue', () => {

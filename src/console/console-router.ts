@@ -5,7 +5,7 @@ import { scrubText } from '../logging/redact.js';
 import { buildBatchReport } from '../reports/batch-summary.js';
 import type { ConsoleStore } from './console-store.js';
 import { batchPage } from './pages/batch-page.js';
-import { h, page } from './pages/layout.js';
+import { CONSOLE_PATH, h, page } from './pages/layout.js';
 import { runPage } from './pages/run-page.js';
 import { parseRunFilters, runsPage } from './pages/runs-page.js';
 import { buildTimeline } from './timeline.js';
@@ -30,7 +30,7 @@ function storeFailed(res: Response, error: unknown): void {
 export function consoleRouter(store: ConsoleStore): Router {
   const router = Router();
 
-  router.get('/', (_req, res) => res.redirect(302, 'runs'));
+  router.get('/', (_req, res) => res.redirect(302, `${CONSOLE_PATH}/runs`));
 
   router.get('/runs', async (req: Request, res: Response) => {
     const query = req.query as Record<string, unknown>;
