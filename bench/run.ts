@@ -17,6 +17,7 @@ import { clockTicksPerSecond } from './lib/proc.js';
 import { formatNumber, renderTable, type Row } from './lib/report.js';
 import { DEFAULT_BENCH_TOOL } from './lib/steps-model.js';
 import { bareBullmq, type BareBullmqResult } from './scenarios/bare-bullmq.js';
+import { cost, type CostResult } from './scenarios/cost.js';
 import { latency, type LatencyResult } from './scenarios/latency.js';
 import { memory, type MemoryResult } from './scenarios/memory.js';
 import { stepsAndFloor, type StepsAndFloorResult } from './scenarios/steps-and-floor.js';
@@ -45,7 +46,7 @@ const config = {
   memory: { warmupJobs: 20, steps: 6, concurrency: 200, latencyMs: 500 },
   targets: { cpuRatio: 1.5, throughputRatio: 0.95, heapKbPerJob: 200 },
 };
-const only = new Set((process.env.BENCH_ONLY ?? '1,2,3,4,5').split(',').map((s) => s.trim()));
+const only = new Set((process.env.BENCH_ONLY ?? '1,2,3,4,5,6').split(',').map((s) => s.trim()));
 const maxSeconds = envInt('BENCH_MAX_SECONDS', 290);
 
 /** Kills the children at once, then removes the scenarios' keys and databases (5 s at most), then exits. */
@@ -86,6 +87,7 @@ let bare: BareBullmqResult | undefined;
 let steps: StepsAndFloorResult | undefined;
 let latencyResult: LatencyResult | undefined;
 let memoryResult: MemoryResult | undefined;
+let costResult: CostResult | undefined;
 
 async function attempt<T>(scenario: string, run: () => Promise<T>): Promise<T | undefined> {
   try {
@@ -117,6 +119,11 @@ try {
   }
   if (only.has('5')) {
     memoryResult = await attempt('5 memory', () => memory({ ...config.memory, tool: config.tool }));
+  }
+  if (only.has('6')) {
+    costResult = await attempt('6 cost', () =>
+      cost({ runs: envInt('BENCH_COST_RUNS', 3), database: `af_bench_cost_${process.pid}` }),
+    );
   }
 } finally {
   await stopAllChildren();
@@ -267,6 +274,38 @@ if (memoryResult) {
   );
 }
 
+if (costResult) {
+  for (const t of costResult.tasks) {
+    const scenario = `6 cost: ${t.task}`;
+    rows.push(
+      {
+        ...info(scenario, 'prompt tokens, kernel', t.kernel.promptTokens, 'tokens'),
+        baseline: { label: 'bare openai loop', value: t.bare.promptTokens },
+        ratio: t.promptRatio,
+        ...(t.task === '20-call task' ? {} : { target: '≤ 0.85', pass: t.promptRatio <= 0.85 }),
+      },
+      {
+        ...info(scenario, 'billed USD, kernel (gpt-4.1, cached input)', t.kernel.costUsd, 'USD'),
+        baseline: { label: 'bare openai loop', value: t.bare.costUsd },
+        ratio: t.costRatio,
+        target: t.task === '20-call task' ? '≤ 0.8' : '≤ 1',
+        pass: t.costRatio <= (t.task === '20-call task' ? 0.8 : 1),
+      },
+      {
+        ...info(scenario, 'billed USD, seed sliding window (6)', t.window6.costUsd, 'USD'),
+        baseline: { label: 'bare openai loop', value: t.bare.costUsd },
+        ratio: t.window6.costUsd / t.bare.costUsd,
+      },
+    );
+  }
+  const lost = costResult.tasks.filter((t) => t.solvedEveryRun.bare && !t.solvedEveryRun.kernel).length;
+  rows.push({
+    ...info('6 cost', 'tasks the bare loop solves that the kernel does not (every run)', lost, 'tasks'),
+    target: '= 0',
+    pass: lost === 0,
+  });
+}
+
 const finishedAt = new Date();
 const report = {
   startedAt: startedAt.toISOString(),
@@ -285,7 +324,13 @@ const report = {
   },
   git: gitAtStart,
   config,
-  scenarios: { bareBullmq: bare, stepsAndFloor: steps, latency: latencyResult, memory: memoryResult },
+  scenarios: {
+    bareBullmq: bare,
+    stepsAndFloor: steps,
+    latency: latencyResult,
+    memory: memoryResult,
+    cost: costResult,
+  },
   rows,
   errors,
 };
@@ -328,6 +373,19 @@ if (memoryResult) {
       `${m.inFlight} in flight; RSS ${formatNumber(m.idle.rssKb / 1024)} → ${formatNumber(m.plateau.rssKb / 1024)} MB`,
   );
 }
+if (costResult) {
+  for (const t of costResult.tasks) {
+    const b = (bill: typeof t.bare) =>
+      `${bill.calls} calls, ${bill.promptTokens} prompt (${bill.cachedPromptTokens} cached) + ` +
+      `${bill.completionTokens} completion tokens, $${bill.costUsd.toFixed(5)}`;
+    const solved = (ok: boolean) => (ok ? 'solved in every run' : 'NOT solved in every run');
+    lines.push(
+      `6 ${t.task} (${t.runs.length} runs): kernel ${b(t.kernel)}, ${solved(t.solvedEveryRun.kernel)}; ` +
+        `bare loop ${b(t.bare)}, ${solved(t.solvedEveryRun.bare)}; sliding window 6 ${b(t.window6)}, ` +
+        `${solved(t.solvedEveryRun.window6)}`,
+    );
+  }
+}
 const loads = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
 lines.push(
   `load average ${loads(loadStart)} → ${loads(loadavg())} on ${cpus().length} cores; ${((report.durationMs ?? 0) / 1000).toFixed(0)} s; ` +
@@ -337,4 +395,6 @@ if (errors.length > 0) {
   lines.push(`${errors.length} scenario(s) failed to run: ${errors.map((e) => e.scenario).join(', ')}`);
   process.exitCode = 1;
 }
-process.stdout.write(`${lines.join('\n')}\n`);
+// Scenario 6 runs the SQL tools in this process: the SQL guard's parser threads (a process-wide pool) would
+// keep it alive, so it exits once the table is out.
+process.stdout.write(`${lines.join('\n')}\n`, () => process.exit());

@@ -84,6 +84,13 @@ export interface RunState {
   /** Messages after the pinned system prompt and task (and the summary, when there is one). */
   history: ChatMessage[];
   summary: string | null;
+  /**
+   * The auto memory's facts blocks (memory.ts), in order, each sent as one message after the summary and never
+   * changed once written; absent in states saved before them or under a sliding window.
+   */
+  facts?: string[];
+  /** The facts of each turn still verbatim in `history`, one per assistant message; absent when none. */
+  historyFacts?: string[];
   usage: TokenUsage;
   steps: number;
   toolCalls: number;

@@ -9,6 +9,7 @@ import { TASK_JOB_OPTIONS } from '../queue/job-options.js';
 import { BATCH_JOB_NAME, BATCHES_QUEUE, TASKS_QUEUE } from '../queue/names.js';
 import { taskJobName } from '../queue/task-job-name.js';
 import type { BatchInput, BatchJobData } from './batch-schema.js';
+import type { StoredForecast } from './forecast.js';
 
 export interface EnqueuedBatch {
   batchId: string;
@@ -28,6 +29,7 @@ export async function enqueueBatch(
   deps: { flow: FlowProducer; ledger: SpendLedger },
   batch: BatchInput,
   batchId: string = newBatchId(),
+  forecast: StoredForecast | null = null,
 ): Promise<EnqueuedBatch> {
   const jobIds = batch.tasks.map((_, i) => `${batchId}-${i + 1}`);
   if (batch.budget && (batch.budget.maxCostUsd !== undefined || batch.budget.maxTokens !== undefined)) {
@@ -39,6 +41,7 @@ export async function enqueueBatch(
     jobIds,
     budget: batch.budget ?? null,
     createdAt: new Date().toISOString(),
+    ...(forecast ? { forecast } : {}),
   };
   await deps.flow.add({
     name: BATCH_JOB_NAME,
@@ -57,7 +60,11 @@ export async function enqueueBatch(
       return {
         name: taskJobName(task),
         queueName: TASKS_QUEUE,
-        data: { ...rest, metadata: { ...task.metadata, batch: batchId } },
+        data: {
+          ...rest,
+          ...(batch.serviceTier && !rest.serviceTier ? { serviceTier: batch.serviceTier } : {}),
+          metadata: { ...task.metadata, batch: batchId },
+        },
         opts: { ...TASK_JOB_OPTIONS, jobId: jobIds[i]!, ignoreDependencyOnFailure: true },
       };
     }),

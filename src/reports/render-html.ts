@@ -3,6 +3,7 @@
 // through escapeHtml, and a Content-Security-Policy forbids scripts anyway, as a second line of defence.
 import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summary.js';
 import { outputTable } from './output-columns.js';
+import { forecastHtml } from './forecast-section.js';
 import { renderBatchChart, STATUS_COLORS } from './render-chart.js';
 import { ANSWER_MAX_CHARS } from './render-markdown.js';
 import {
@@ -64,6 +65,9 @@ export function renderHtml(report: BatchReport, options: HtmlOptions = {}): stri
   const stateColor = report.state === 'completed' ? STATUS_COLORS.succeeded : STATUS_COLORS.running;
   const cards: [string, string, string?][] = [
     ['Cost (USD)', formatUsd(summary.usage.costUsd), 'cost'],
+    ...(summary.usage.flexSavedUsd
+      ? ([['Saved by flex (USD)', formatUsd(summary.usage.flexSavedUsd)]] as [string, string][])
+      : []),
     ['Total tokens', formatInt(summary.usage.totalTokens)],
     ['Tasks', formatInt(summary.tasks)],
     ['Succeeded', formatInt(summary.succeeded)],
@@ -105,6 +109,7 @@ ${emailsHtml(report)}
 <h2>Totals</h2>
 ${totalsHtml(report)}
 </section>
+${forecastHtml(report)}
 <section>
 <h2>Cost and steps per task</h2>
 <figure class="chart">

@@ -3,6 +3,7 @@
 // are repeated in full (up to ANSWER_MAX_CHARS) in fenced blocks, which render their content as plain text.
 import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summary.js';
 import { outputTable } from './output-columns.js';
+import { forecastMarkdown } from './forecast-section.js';
 import { describeBudget, formatInt, formatTime, formatUsd, label, oneLine, truncate } from './text.js';
 
 export interface MarkdownOptions {
@@ -37,12 +38,16 @@ export function renderMarkdown(report: BatchReport, options: MarkdownOptions = {
   const totals: [string, string][] = [
     ...reportTotals(report).map(([name, value]): [string, string] => [name, formatInt(value)]),
     ['Cost (USD)', `**${formatUsd(summary.usage.costUsd)}**`],
+    ...(summary.usage.flexSavedUsd
+      ? ([['Saved by the flex tier (USD)', formatUsd(summary.usage.flexSavedUsd)]] as [string, string][])
+      : []),
   ];
   for (const [name, value] of totals) out.push(`| ${name} | ${value} |`);
   out.push('');
   if (report.running + report.pending > 0) {
     out.push(`Running and pending tasks are not in the totals yet: they count when their run finishes.`, '');
   }
+  out.push(...forecastMarkdown(report));
 
   if (report.warnings.length > 0) {
     out.push('## Warnings', '');
