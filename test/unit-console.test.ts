@@ -39,6 +39,7 @@ function run(overrides: Partial<ConsoleRun> = {}): ConsoleRun {
     usageEstimated: false,
     costUsd: 0.01,
     prices: null,
+    flexSavedUsd: 0,
     error: null,
     metadata: null,
     attempts: 1,

@@ -17,10 +17,6 @@ export const STOP_REASONS: readonly StopReason[] = [
   'error',
 ];
 export const RUN_LIST_LIMIT = 200;
-/** Every column a RunRow reads but the answer and the output, which the list does not show and may be large. */
-const LIST_COLUMNS = `job_id, batch_id, task, model, protocol, agent, status, stop_reason, NULL AS answer, steps,
-  stop_detail, tool_calls, prompt_tokens, completion_tokens, total_tokens, cached_prompt_tokens, reasoning_tokens,
-  usage_estimated, cost_usd, prices, error, metadata, attempts, started_at, finished_at, updated_at`;
 
 export interface RunFilters {
   batch?: string;
@@ -72,7 +68,7 @@ export class ConsoleStore {
     if (filters.to !== undefined) add('started_at < ?', filters.to);
     const pool = await this.pool();
     const [rows] = await pool.query<RowDataPacket[]>(
-      `SELECT ${LIST_COLUMNS} FROM agent_runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+      `SELECT * FROM agent_runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
        ORDER BY started_at DESC, job_id DESC LIMIT ${RUN_LIST_LIMIT}`,
       values,
     );
