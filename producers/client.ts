@@ -5,7 +5,8 @@ import type { Redis } from 'ioredis';
 import { InputError } from '../src/agent/errors.js';
 import type { AgentResult } from '../src/agent/types.js';
 import { jobIdForKey, TASK_JOB_OPTIONS } from '../src/queue/job-options.js';
-import { BATCHES_QUEUE, RESULTS_QUEUE, resultJobId, TASK_JOB_NAME, TASKS_QUEUE } from '../src/queue/names.js';
+import { BATCHES_QUEUE, RESULTS_QUEUE, resultJobId, TASKS_QUEUE } from '../src/queue/names.js';
+import { taskJobName } from '../src/queue/task-job-name.js';
 import { assertRedisReachable, createRedis } from '../src/queue/redis.js';
 import type { ErrorEmitter, RedisOutageLog } from '../src/queue/redis-outage-log.js';
 import type { ResultArchive } from './result-archive.js';
@@ -188,7 +189,7 @@ export class FleetClient {
     await this.refuseBatchClaims(tasks, where);
     const jobs = await this.tasks.addBulk(
       tasks.map((task) => ({
-        name: TASK_JOB_NAME,
+        name: taskJobName(task),
         data: task,
         opts: {
           ...TASK_JOB_OPTIONS,

@@ -11,13 +11,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { FleetClient, TaskValidationError } from '../producers/client.js';
 import { createApiServer } from '../producers/http-api.js';
-import {
-  RESULT_JOB_NAME,
-  resultJobId,
-  RESULTS_QUEUE,
-  TASK_JOB_NAME,
-  TASKS_QUEUE,
-} from '../src/queue/names.js';
+import { RESULT_JOB_NAME, resultJobId, RESULTS_QUEUE, TASKS_QUEUE } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
 import { deleteKeysWithPrefix } from '../src/queue/delete-prefix.js';
 import { FleetMetrics } from '../src/metrics/fleet-metrics.js';
@@ -149,7 +143,8 @@ describe('POST /v1/tasks', () => {
     expect(typeof body.jobId).toBe('string');
 
     const job = await tasks.getJob(body.jobId);
-    expect(job?.name).toBe(TASK_JOB_NAME);
+    // Named after its agent and first words, so a list of jobs tells them apart.
+    expect(job?.name).toBe('default: Find the top 3 customers by Q1 2024…');
     // The schema trims the task: the queue holds the validated task, not the raw body.
     expect(job?.data).toEqual({
       task: 'Find the top 3 customers by Q1 2024 sales',

@@ -320,6 +320,9 @@ describe('store on a real server', () => {
           latencyMs: 1250,
           modelCalls: 2,
           error: null,
+          observations: step.observations,
+          modelLatencyMs: step.modelLatencyMs,
+          events: [],
           createdAt: expect.any(Date),
         })),
       );

@@ -56,6 +56,7 @@ import type {
   StepTrace,
   StopReason,
   ToolCallRecord,
+  TraceEvent,
   TraceKind,
   UncertainEffect,
 } from './types.js';
@@ -212,6 +213,8 @@ class AgentRun {
   private readonly checkpoints: CheckpointQueue | null;
   /** Settlements of the fleet gate still in flight: not awaited between steps, but before the run ends. */
   private readonly settles = new Set<Promise<void>>();
+  /** Folds and decisions since the last step's trace, reported with the next one. */
+  private events: TraceEvent[] = [];
 
   constructor(private readonly input: AgentRunInput) {
     this.now = input.now ?? Date.now;
@@ -590,6 +593,7 @@ class AgentRun {
   private async finalTurn(reason: FinalReason): Promise<AgentResult> {
     if (this.state.steps >= this.budget.maxSteps) return this.finish('stopped', reason, null, null);
     const why = finalTurnWhy(reason);
+    this.events.push({ type: 'final_turn', reason, why });
     const instruction: ChatMessage = {
       role: 'user',
       content: this.structured
@@ -729,6 +733,10 @@ class AgentRun {
     if (cut === null) return;
     const folded = this.state.history.slice(0, cut);
     let summary: string | null = null;
+    let spent: { usage: TokenUsage; attempts: number } = {
+      usage: { promptTokens: 0, completionTokens: 0 },
+      attempts: 0,
+    };
     const madeCall = this.worthModelSummary(folded);
     if (madeCall) {
       const call = await this.callModel(
@@ -742,10 +750,21 @@ class AgentRun {
         'summary',
       );
       this.carryOver(call);
+      spent = call;
       if (call.ok) summary = call.completion.message.content?.trim() || null;
     }
     this.state.summary = summary ?? deterministicSummary(this.state.summary, folded);
     this.state.history = this.state.history.slice(cut);
+    this.events.push({
+      type: 'fold',
+      messages: folded.length,
+      summary: truncateChars(this.state.summary, D.TRACE_OBSERVATION_MAX_CHARS),
+      byModel: summary !== null,
+      modelCalls: spent.attempts,
+      promptTokens: spent.usage.promptTokens,
+      completionTokens: spent.usage.completionTokens,
+      costUsd: usageOf(spent.usage, this.input.price).costUsd,
+    });
     // A fold without a model call is redone identically on resume: only a paid summary needs saving now.
     if (madeCall) this.checkpoint();
   }
@@ -1044,6 +1063,8 @@ class AgentRun {
     const latencyMs = call.latencyMs + carried.latencyMs;
     const modelLatencyMs = (call.modelLatencyMs ?? call.latencyMs) + carried.latencyMs;
     if (kind !== 'action') this.carry = emptyCarry();
+    const events = this.events;
+    this.events = [];
     if (!onStep) return;
     const totals = usageOf(this.state.usage, this.price);
     const priced = usageOf(usage, this.price);
@@ -1062,6 +1083,7 @@ class AgentRun {
       modelLatencyMs,
       modelCalls,
       error,
+      ...(events.length > 0 ? { events } : {}),
       totals: {
         ...totals,
         steps: this.state.steps,

@@ -6,7 +6,8 @@ import { randomBytes } from 'node:crypto';
 import type { FlowProducer } from 'bullmq';
 import { batchScope, type SpendLedger } from '../fleet/spend-ledger.js';
 import { TASK_JOB_OPTIONS } from '../queue/job-options.js';
-import { BATCH_JOB_NAME, BATCHES_QUEUE, TASK_JOB_NAME, TASKS_QUEUE } from '../queue/names.js';
+import { BATCH_JOB_NAME, BATCHES_QUEUE, TASKS_QUEUE } from '../queue/names.js';
+import { taskJobName } from '../queue/task-job-name.js';
 import type { BatchInput, BatchJobData } from './batch-schema.js';
 import type { StoredForecast } from './forecast.js';
 
@@ -57,7 +58,7 @@ export async function enqueueBatch(
       // another job, so the position in the batch is the task's identity instead.
       const { idempotencyKey: _ignored, ...rest } = task;
       return {
-        name: TASK_JOB_NAME,
+        name: taskJobName(task),
         queueName: TASKS_QUEUE,
         data: {
           ...rest,

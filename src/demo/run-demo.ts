@@ -211,6 +211,9 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
     say(
       `Bull Board  http://127.0.0.1:${boardPort}/   user ${boardUser}, password ${boardPassword} (read-only)`,
     );
+    say(
+      `Run console http://127.0.0.1:${boardPort}/console/runs   the same login; in a terminal: npm run trace -- --job ID`,
+    );
     say(`HTTP API    ${apiUrl}/v1/tasks   Authorization: Bearer ${apiToken}`);
     say(
       `Results are on the agent-results queue and in MySQL (agent_runs, agent_steps); traces per step in the board's job logs.`,
