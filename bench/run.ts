@@ -19,6 +19,7 @@ import { DEFAULT_BENCH_TOOL } from './lib/steps-model.js';
 import { bareBullmq, type BareBullmqResult } from './scenarios/bare-bullmq.js';
 import { latency, type LatencyResult } from './scenarios/latency.js';
 import { memory, type MemoryResult } from './scenarios/memory.js';
+import { realTools, type RealToolsResult } from './scenarios/real-tools.js';
 import { stepsAndFloor, type StepsAndFloorResult } from './scenarios/steps-and-floor.js';
 
 const envInt = (name: string, fallback: number): number => {
@@ -43,7 +44,14 @@ const config = {
   // 5 waves of 200: the sustained window (scenario 4) spans 4 of them.
   latency: { jobs: 1_000, warmupJobs: 200, steps: 6, concurrency: 200, latencyMs: 500, repetitions },
   memory: { warmupJobs: 20, steps: 6, concurrency: 200, latencyMs: 500 },
-  targets: { cpuRatio: 1.5, throughputRatio: 0.95, heapKbPerJob: 200 },
+  realTools: {
+    tasks: envInt('BENCH_REAL_TASKS', 100),
+    warmupTasks: 50,
+    concurrency: 10,
+    repetitions: envInt('BENCH_REPETITIONS', 5),
+    profile: process.env.BENCH_PROFILE !== '0',
+  },
+  targets: { cpuRatio: 1.5, throughputRatio: 0.95, heapKbPerJob: 200, realToolsRatio: 1.5 },
 };
 const only = new Set((process.env.BENCH_ONLY ?? '1,2,3,4,5').split(',').map((s) => s.trim()));
 const maxSeconds = envInt('BENCH_MAX_SECONDS', 290);
@@ -86,6 +94,7 @@ let bare: BareBullmqResult | undefined;
 let steps: StepsAndFloorResult | undefined;
 let latencyResult: LatencyResult | undefined;
 let memoryResult: MemoryResult | undefined;
+let realToolsResult: RealToolsResult | undefined;
 
 async function attempt<T>(scenario: string, run: () => Promise<T>): Promise<T | undefined> {
   try {
@@ -117,6 +126,9 @@ try {
   }
   if (only.has('5')) {
     memoryResult = await attempt('5 memory', () => memory({ ...config.memory, tool: config.tool }));
+  }
+  if (only.has('6')) {
+    realToolsResult = await attempt('6 real tools', () => realTools({ ...config.realTools, workerNodeArgs }));
   }
 } finally {
   await stopAllChildren();
@@ -266,6 +278,37 @@ if (memoryResult) {
     info('5 memory', 'worker heap peak while busy (no forced GC)', m.peakHeapUsedKb / 1024, 'MB'),
   );
 }
+if (realToolsResult) {
+  const r = realToolsResult;
+  rows.push(
+    {
+      ...info('6 real tools', 'worker CPU per model call', r.workerCpuMsPerCall, 'ms/call'),
+      baseline: { label: 'bare openai loop CPU/call', value: r.floorCpuMsPerCall },
+      ratio: r.ratio,
+      target: `≤ ${config.targets.realToolsRatio}`,
+      pass: r.ratio <= config.targets.realToolsRatio,
+    },
+    info('6 real tools', 'worker CPU per run (5 model calls, 7 tool calls)', r.workerCpuMsPerRun, 'ms/run'),
+    info(
+      '6 real tools',
+      'Redis commands sent per model call (own server)',
+      r.redisCommandsPerCall,
+      'cmds/call',
+    ),
+    info(
+      '6 real tools',
+      '… and run by Lua scripts per model call',
+      r.redisScriptCommandsPerCall,
+      'cmds/call',
+    ),
+    info('6 real tools', 'MariaDB queries per model call (shared)', r.mysqlQueriesPerCall, 'queries/call'),
+  );
+  if (r.profile) {
+    rows.push(
+      info('6 real tools', 'worker CPU per call under --cpu-prof', r.profile.cpuMsPerCall, 'ms/call'),
+    );
+  }
+}
 
 const finishedAt = new Date();
 const report = {
@@ -285,7 +328,13 @@ const report = {
   },
   git: gitAtStart,
   config,
-  scenarios: { bareBullmq: bare, stepsAndFloor: steps, latency: latencyResult, memory: memoryResult },
+  scenarios: {
+    bareBullmq: bare,
+    stepsAndFloor: steps,
+    latency: latencyResult,
+    memory: memoryResult,
+    realTools: realToolsResult,
+  },
   rows,
   errors,
 };
@@ -327,6 +376,21 @@ if (memoryResult) {
     `5: idle heap ${formatNumber(m.idle.heapUsedKb / 1024)} MB → ${formatNumber(m.plateau.heapUsedKb / 1024)} MB with ` +
       `${m.inFlight} in flight; RSS ${formatNumber(m.idle.rssKb / 1024)} → ${formatNumber(m.plateau.rssKb / 1024)} MB`,
   );
+}
+if (realToolsResult) {
+  const r = realToolsResult;
+  lines.push(
+    `6: ${r.batches.length} pairs of ${r.tasksPerBatch} runs; ratio per pair ${r.pairRatios.map((x) => x.toFixed(2)).join(', ')}; ` +
+      `worker CPU spread ${pct(r.cpuSpread)}`,
+  );
+  if (r.profile) {
+    const parts = Object.entries(r.profile.summary.byComponent)
+      .slice(0, 12)
+      .map(([name, ms]) => `${name} ${((ms / r.profile!.summary.totalMs) * 100).toFixed(1)}%`);
+    lines.push(
+      `6: profile of the worker's main thread (${r.profile.summary.totalMs.toFixed(0)} ms): ${parts.join(', ')}`,
+    );
+  }
 }
 const loads = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
 lines.push(
