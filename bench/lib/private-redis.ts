@@ -80,7 +80,12 @@ export async function startPrivateRedis(): Promise<PrivateRedis> {
       const byClient = new Map<string, Record<string, number>>();
       const inScripts: Record<string, number> = {};
       feed.on('monitor', (_time: string, args: string[], source: string) => {
-        const name = String(args[0] ?? '').toLowerCase();
+        let name = String(args[0] ?? '').toLowerCase();
+        // A script is told apart by its first key, with the ids taken out: `evalsha <prefix>:agent-tasks:<id>`.
+        if ((name === 'evalsha' || name === 'eval') && Number(args[2]) > 0)
+          name = `${name} ${String(args[3])
+            .replace(/^[^:]*/, '<prefix>')
+            .replace(/[0-9a-f-]{8,}|\b\d+\b/g, '<id>')}`;
         const counts = source === 'lua' ? inScripts : (byClient.get(source) ?? {});
         counts[name] = (counts[name] ?? 0) + 1;
         if (source !== 'lua') byClient.set(source, counts);
