@@ -20,6 +20,7 @@ import { bareBullmq, type BareBullmqResult } from './scenarios/bare-bullmq.js';
 import { latency, type LatencyResult } from './scenarios/latency.js';
 import { memory, type MemoryResult } from './scenarios/memory.js';
 import { realTools, type RealToolsResult } from './scenarios/real-tools.js';
+import { redisMemory, type RedisMemoryResult } from './scenarios/redis-memory.js';
 import { stepsAndFloor, type StepsAndFloorResult } from './scenarios/steps-and-floor.js';
 
 const envInt = (name: string, fallback: number): number => {
@@ -41,9 +42,25 @@ const config = {
     repetitions: envInt('BENCH_REPETITIONS', 5),
     floorWarmupReplays: 2,
   },
-  // 5 waves of 200: the sustained window (scenario 4) spans 4 of them.
-  latency: { jobs: 1_000, warmupJobs: 200, steps: 6, concurrency: 200, latencyMs: 500, repetitions },
-  memory: { warmupJobs: 20, steps: 6, concurrency: 200, latencyMs: 500 },
+  // 5 waves of 200: the sustained window (scenario 4) spans 4 of them. BENCH_LATENCY_CONCURRENCY=2000
+  // BENCH_LATENCY_MS=1000 BENCH_LATENCY_JOBS=10000 is the issue's ten times the concurrency.
+  latency: {
+    jobs: envInt('BENCH_LATENCY_JOBS', 5 * envInt('BENCH_LATENCY_CONCURRENCY', 200)),
+    warmupJobs: envInt('BENCH_LATENCY_CONCURRENCY', 200),
+    steps: 6,
+    concurrency: envInt('BENCH_LATENCY_CONCURRENCY', 200),
+    latencyMs: envInt('BENCH_LATENCY_MS', 500),
+    repetitions: envInt('BENCH_LATENCY_REPETITIONS', repetitions),
+  },
+  memory: {
+    warmupJobs: 20,
+    steps: 6,
+    concurrency: envInt('BENCH_MEMORY_CONCURRENCY', 200),
+    latencyMs: envInt('BENCH_MEMORY_LATENCY_MS', 500),
+  },
+  // Scenario 7: one worker, then two, each with the same slots, latency-bound (the model at 500 ms).
+  twoProcesses: { jobs: 1_000, warmupJobs: 200, steps: 6, concurrency: 200, latencyMs: 500, repetitions: 1 },
+  redisMemory: { jobs: envInt('BENCH_REDIS_JOBS', 10_000), steps: 2, concurrency: 200, settleMs: 2_000 },
   realTools: {
     tasks: envInt('BENCH_REAL_TASKS', 100),
     warmupTasks: 50,
@@ -95,6 +112,8 @@ let steps: StepsAndFloorResult | undefined;
 let latencyResult: LatencyResult | undefined;
 let memoryResult: MemoryResult | undefined;
 let realToolsResult: RealToolsResult | undefined;
+let twoProcesses: { one: LatencyResult; two: LatencyResult } | undefined;
+let redisMemoryResult: RedisMemoryResult | undefined;
 
 async function attempt<T>(scenario: string, run: () => Promise<T>): Promise<T | undefined> {
   try {
@@ -129,6 +148,25 @@ try {
   }
   if (only.has('6')) {
     realToolsResult = await attempt('6 real tools', () => realTools({ ...config.realTools, workerNodeArgs }));
+  }
+  if (only.has('7')) {
+    twoProcesses = await attempt('7 two processes', async () => {
+      const base = { ...config.twoProcesses, tool: config.tool, workerNodeArgs };
+      const one = await latency({ ...base, workers: 1 });
+      await stopAllChildren();
+      const two = await latency({
+        ...base,
+        jobs: 2 * base.jobs,
+        warmupJobs: 2 * base.warmupJobs,
+        workers: 2,
+      });
+      return { one, two };
+    });
+  }
+  if (only.has('8')) {
+    redisMemoryResult = await attempt('8 redis memory', () =>
+      redisMemory({ ...config.redisMemory, tool: config.tool }),
+    );
   }
 } finally {
   await stopAllChildren();
@@ -309,6 +347,47 @@ if (realToolsResult) {
     );
   }
 }
+if (twoProcesses) {
+  const { one, two } = twoProcesses;
+  const ratio = two.sustained.callsPerSecond / one.sustained.callsPerSecond;
+  rows.push(
+    info(
+      '7 two processes',
+      `one worker, ${one.concurrency} slots: sustained`,
+      one.sustained.callsPerSecond,
+      'calls/s',
+    ),
+    {
+      ...info(
+        '7 two processes',
+        `two workers, ${two.concurrency} slots: sustained`,
+        two.sustained.callsPerSecond,
+        'calls/s',
+      ),
+      baseline: { label: 'one worker', value: one.sustained.callsPerSecond },
+      ratio,
+      target: '≥ 1.9',
+      pass: ratio >= 1.9,
+    },
+    info('7 two processes', 'two workers: sustained over ideal', two.sustained.overIdeal, 'ratio'),
+  );
+}
+if (redisMemoryResult) {
+  const m = redisMemoryResult;
+  rows.push(
+    info(
+      '8 redis memory',
+      `used_memory after ${m.jobs} jobs (retention defaults)`,
+      m.usedMemoryAfterMb,
+      'MB',
+    ),
+    {
+      ...info('8 redis memory', 'growth per job', m.bytesPerJob / 1024, 'KB/job'),
+      baseline: { label: 'idle MB', value: m.usedMemoryIdleMb },
+    },
+    info('8 redis memory', 'keys left', m.keys, 'keys'),
+  );
+}
 
 const finishedAt = new Date();
 const report = {
@@ -334,6 +413,8 @@ const report = {
     latency: latencyResult,
     memory: memoryResult,
     realTools: realToolsResult,
+    twoProcesses,
+    redisMemory: redisMemoryResult,
   },
   rows,
   errors,
@@ -391,6 +472,13 @@ if (realToolsResult) {
       `6: profile of the worker's main thread (${r.profile.summary.totalMs.toFixed(0)} ms): ${parts.join(', ')}`,
     );
   }
+}
+if (redisMemoryResult) {
+  const m = redisMemoryResult;
+  lines.push(
+    `8: Redis ${formatNumber(m.usedMemoryIdleMb)} MB → ${formatNumber(m.usedMemoryAfterMb)} MB after ${m.jobs} jobs; kept ` +
+      `${JSON.stringify(m.kept)}; keys by kind ${JSON.stringify(m.keysByKind)}`,
+  );
 }
 const loads = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
 lines.push(
