@@ -48,10 +48,30 @@ export async function redisMemory(options: {
     await sleep(500);
     const idle = await redis.usedMemory();
     log(`redis memory: ${options.jobs} jobs of ${options.steps} steps, retention at its defaults`);
+    // Not by the completed count: the retention trims it at 10,000. Done when nothing waits or runs any more.
+    const unfinished = async () => {
+      const key = (state: string) => `${ns.prefix}:${TASKS_QUEUE}:${state}`;
+      const [wait, active, delayed, prioritized] = await Promise.all([
+        reader.llen(key('wait')),
+        reader.llen(key('active')),
+        reader.zcard(key('delayed')),
+        reader.zcard(key('prioritized')),
+      ]);
+      return wait + active + delayed + prioritized;
+    };
     for (let done = 0; done < options.jobs; done += 1_000) {
       await enqueueTasks(client, `mem${done}`, Math.min(1_000, options.jobs - done), options.steps);
-      await watch.waitForCompleted(10 + Math.min(done + 1_000, options.jobs), worker, 300_000);
+      const deadline = Date.now() + 300_000;
+      while ((await unfinished()) > 0) {
+        if (!worker.alive() || Date.now() > deadline)
+          throw new Error(
+            `redis memory: jobs left unfinished. Worker output:\n${worker.output().slice(-3000)}`,
+          );
+        await sleep(100);
+      }
     }
+    const failed = await reader.zcard(`${ns.prefix}:${TASKS_QUEUE}:failed`);
+    if (failed > 0) throw new Error(`redis memory: ${failed} jobs failed`);
     await sleep(options.settleMs);
     const after = await redis.usedMemory();
     const keysByKind: Record<string, number> = {};
