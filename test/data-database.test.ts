@@ -510,6 +510,12 @@ describe('query limits', () => {
       await single.close();
     }
   });
+  it('captures no stack per query (mysql2 `trace`)', async () => {
+    const core = (db as unknown as { pool: { pool: { config: { connectionConfig: { trace: boolean } } } } })
+      .pool.pool;
+    expect(core.config.connectionConfig.trace).toBe(false);
+  });
+
   it('sets the session up in one round trip: the query runs on its own (autocommit), read-only', async () => {
     const single = await openDataDatabase(dataUrl(READER, READER_PASSWORD), { connectionLimit: 1 });
     try {

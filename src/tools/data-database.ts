@@ -168,6 +168,8 @@ export async function openDataDatabase(
     supportBigNumbers: true,
     bigNumberStrings: false,
     jsonStrings: true,
+    // No stack captured per query (mysql2's `trace`): errors are mapped to the model's messages anyway.
+    trace: false,
   } satisfies PoolOptions);
   let version: string;
   try {
