@@ -46,7 +46,7 @@ const config = {
   // BENCH_LATENCY_MS=1000 BENCH_LATENCY_JOBS=10000 is the ten times the concurrency.
   latency: {
     jobs: envInt('BENCH_LATENCY_JOBS', 5 * envInt('BENCH_LATENCY_CONCURRENCY', 200)),
-    warmupJobs: envInt('BENCH_LATENCY_CONCURRENCY', 200),
+    warmupJobs: envInt('BENCH_LATENCY_WARMUP', envInt('BENCH_LATENCY_CONCURRENCY', 200)),
     steps: 6,
     concurrency: envInt('BENCH_LATENCY_CONCURRENCY', 200),
     latencyMs: envInt('BENCH_LATENCY_MS', 500),
