@@ -6,8 +6,8 @@
 // BENCH_STEPS_TASKS (tasks per measured batch of scenario 3), BENCH_STEPS (steps per task of scenario 3),
 // BENCH_STEPS_CONCURRENCY, BENCH_REPETITIONS (measured batches per scenario 1-4), BENCH_WORKER_NODE_ARGS (extra
 // node flags for the workers of scenarios 3 and 4, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_MAX_SECONDS (hard limit
-// of the whole run, default 290). Scenarios 6 to 8 run only when named in BENCH_ONLY: BENCH_REAL_TASKS (runs per
-// batch of scenario 6), BENCH_PROFILE=0 (no profile), BENCH_REDIS_JOBS (scenario 8); BENCH_LATENCY_CONCURRENCY,
+// of the whole run, default 290). Scenarios 7 to 9 run only when named in BENCH_ONLY: BENCH_REAL_TASKS (runs per
+// batch of scenario 7), BENCH_PROFILE=0 (no profile), BENCH_REDIS_JOBS (scenario 9); BENCH_LATENCY_CONCURRENCY,
 // BENCH_LATENCY_MS, BENCH_LATENCY_JOBS, BENCH_LATENCY_WARMUP, BENCH_LATENCY_REPETITIONS, BENCH_MEMORY_CONCURRENCY,
 // BENCH_MEMORY_LATENCY_MS (scenarios 4 and 5 at other settings).
 import { execFileSync } from 'node:child_process';
@@ -20,6 +20,7 @@ import { clockTicksPerSecond } from './lib/proc.js';
 import { formatNumber, renderTable, type Row } from './lib/report.js';
 import { DEFAULT_BENCH_TOOL } from './lib/steps-model.js';
 import { bareBullmq, type BareBullmqResult } from './scenarios/bare-bullmq.js';
+import { cost, type CostResult } from './scenarios/cost.js';
 import { latency, type LatencyResult } from './scenarios/latency.js';
 import { memory, type MemoryResult } from './scenarios/memory.js';
 import { realTools, type RealToolsResult } from './scenarios/real-tools.js';
@@ -61,7 +62,7 @@ const config = {
     concurrency: envInt('BENCH_MEMORY_CONCURRENCY', 200),
     latencyMs: envInt('BENCH_MEMORY_LATENCY_MS', 500),
   },
-  // Scenario 7: one worker, then two, each with the same slots, latency-bound (the model at 500 ms).
+  // Scenario 8: one worker, then two, each with the same slots, latency-bound (the model at 500 ms).
   twoProcesses: { jobs: 1_000, warmupJobs: 200, steps: 6, concurrency: 200, latencyMs: 500, repetitions: 1 },
   redisMemory: { jobs: envInt('BENCH_REDIS_JOBS', 10_000), steps: 2, concurrency: 200, settleMs: 2_000 },
   realTools: {
@@ -73,7 +74,7 @@ const config = {
   },
   targets: { cpuRatio: 1.5, throughputRatio: 0.95, heapKbPerJob: 200, realToolsRatio: 1.5 },
 };
-const only = new Set((process.env.BENCH_ONLY ?? '1,2,3,4,5').split(',').map((s) => s.trim()));
+const only = new Set((process.env.BENCH_ONLY ?? '1,2,3,4,5,6').split(',').map((s) => s.trim()));
 const maxSeconds = envInt('BENCH_MAX_SECONDS', 290);
 
 /** Kills the children at once, then removes the scenarios' keys and databases (5 s at most), then exits. */
@@ -117,6 +118,7 @@ let memoryResult: MemoryResult | undefined;
 let realToolsResult: RealToolsResult | undefined;
 let twoProcesses: { one: LatencyResult; two: LatencyResult } | undefined;
 let redisMemoryResult: RedisMemoryResult | undefined;
+let costResult: CostResult | undefined;
 
 async function attempt<T>(scenario: string, run: () => Promise<T>): Promise<T | undefined> {
   try {
@@ -150,10 +152,15 @@ try {
     memoryResult = await attempt('5 memory', () => memory({ ...config.memory, tool: config.tool }));
   }
   if (only.has('6')) {
-    realToolsResult = await attempt('6 real tools', () => realTools({ ...config.realTools, workerNodeArgs }));
+    costResult = await attempt('6 cost', () =>
+      cost({ runs: envInt('BENCH_COST_RUNS', 3), database: `af_bench_cost_${process.pid}` }),
+    );
   }
   if (only.has('7')) {
-    twoProcesses = await attempt('7 two processes', async () => {
+    realToolsResult = await attempt('7 real tools', () => realTools({ ...config.realTools, workerNodeArgs }));
+  }
+  if (only.has('8')) {
+    twoProcesses = await attempt('8 two processes', async () => {
       const base = { ...config.twoProcesses, tool: config.tool, workerNodeArgs };
       const one = await latency({ ...base, workers: 1 });
       await stopAllChildren();
@@ -166,8 +173,8 @@ try {
       return { one, two };
     });
   }
-  if (only.has('8')) {
-    redisMemoryResult = await attempt('8 redis memory', () =>
+  if (only.has('9')) {
+    redisMemoryResult = await attempt('9 redis memory', () =>
       redisMemory({ ...config.redisMemory, tool: config.tool }),
     );
   }
@@ -323,30 +330,30 @@ if (realToolsResult) {
   const r = realToolsResult;
   rows.push(
     {
-      ...info('6 real tools', 'worker CPU per model call', r.workerCpuMsPerCall, 'ms/call'),
+      ...info('7 real tools', 'worker CPU per model call', r.workerCpuMsPerCall, 'ms/call'),
       baseline: { label: 'bare openai loop CPU/call', value: r.floorCpuMsPerCall },
       ratio: r.ratio,
       target: `≤ ${config.targets.realToolsRatio}`,
       pass: r.ratio <= config.targets.realToolsRatio,
     },
-    info('6 real tools', 'worker CPU per run (5 model calls, 7 tool calls)', r.workerCpuMsPerRun, 'ms/run'),
+    info('7 real tools', 'worker CPU per run (5 model calls, 7 tool calls)', r.workerCpuMsPerRun, 'ms/run'),
     info(
-      '6 real tools',
+      '7 real tools',
       'Redis commands sent per model call (own server)',
       r.redisCommandsPerCall,
       'cmds/call',
     ),
     info(
-      '6 real tools',
+      '7 real tools',
       '… and run by Lua scripts per model call',
       r.redisScriptCommandsPerCall,
       'cmds/call',
     ),
-    info('6 real tools', 'MariaDB queries per model call (shared)', r.mysqlQueriesPerCall, 'queries/call'),
+    info('7 real tools', 'MariaDB queries per model call (shared)', r.mysqlQueriesPerCall, 'queries/call'),
   );
   if (r.profile) {
     rows.push(
-      info('6 real tools', 'worker CPU per call under --cpu-prof', r.profile.cpuMsPerCall, 'ms/call'),
+      info('7 real tools', 'worker CPU per call under --cpu-prof', r.profile.cpuMsPerCall, 'ms/call'),
     );
   }
 }
@@ -355,14 +362,14 @@ if (twoProcesses) {
   const ratio = two.sustained.callsPerSecond / one.sustained.callsPerSecond;
   rows.push(
     info(
-      '7 two processes',
+      '8 two processes',
       `one worker, ${one.concurrency} slots: sustained`,
       one.sustained.callsPerSecond,
       'calls/s',
     ),
     {
       ...info(
-        '7 two processes',
+        '8 two processes',
         `two workers, ${two.concurrency} slots: sustained`,
         two.sustained.callsPerSecond,
         'calls/s',
@@ -372,24 +379,56 @@ if (twoProcesses) {
       target: '≥ 1.9',
       pass: ratio >= 1.9,
     },
-    info('7 two processes', 'two workers: sustained over ideal', two.sustained.overIdeal, 'ratio'),
+    info('8 two processes', 'two workers: sustained over ideal', two.sustained.overIdeal, 'ratio'),
   );
 }
 if (redisMemoryResult) {
   const m = redisMemoryResult;
   rows.push(
     info(
-      '8 redis memory',
+      '9 redis memory',
       `used_memory after ${m.jobs} jobs (retention defaults)`,
       m.usedMemoryAfterMb,
       'MB',
     ),
     {
-      ...info('8 redis memory', 'growth per job', m.bytesPerJob / 1024, 'KB/job'),
+      ...info('9 redis memory', 'growth per job', m.bytesPerJob / 1024, 'KB/job'),
       baseline: { label: 'idle MB', value: m.usedMemoryIdleMb },
     },
-    info('8 redis memory', 'keys left', m.keys, 'keys'),
+    info('9 redis memory', 'keys left', m.keys, 'keys'),
   );
+}
+
+if (costResult) {
+  for (const t of costResult.tasks) {
+    const scenario = `6 cost: ${t.task}`;
+    rows.push(
+      {
+        ...info(scenario, 'prompt tokens, kernel', t.kernel.promptTokens, 'tokens'),
+        baseline: { label: 'bare openai loop', value: t.bare.promptTokens },
+        ratio: t.promptRatio,
+        ...(t.task === '20-call task' ? {} : { target: '≤ 0.85', pass: t.promptRatio <= 0.85 }),
+      },
+      {
+        ...info(scenario, 'billed USD, kernel (gpt-4.1, cached input)', t.kernel.costUsd, 'USD'),
+        baseline: { label: 'bare openai loop', value: t.bare.costUsd },
+        ratio: t.costRatio,
+        target: t.task === '20-call task' ? '≤ 0.8' : '≤ 1',
+        pass: t.costRatio <= (t.task === '20-call task' ? 0.8 : 1),
+      },
+      {
+        ...info(scenario, 'billed USD, seed sliding window (6)', t.window6.costUsd, 'USD'),
+        baseline: { label: 'bare openai loop', value: t.bare.costUsd },
+        ratio: t.window6.costUsd / t.bare.costUsd,
+      },
+    );
+  }
+  const lost = costResult.tasks.filter((t) => t.solvedEveryRun.bare && !t.solvedEveryRun.kernel).length;
+  rows.push({
+    ...info('6 cost', 'tasks the bare loop solves that the kernel does not (every run)', lost, 'tasks'),
+    target: '= 0',
+    pass: lost === 0,
+  });
 }
 
 const finishedAt = new Date();
@@ -415,6 +454,7 @@ const report = {
     stepsAndFloor: steps,
     latency: latencyResult,
     memory: memoryResult,
+    cost: costResult,
     realTools: realToolsResult,
     twoProcesses,
     redisMemory: redisMemoryResult,
@@ -461,10 +501,23 @@ if (memoryResult) {
       `${m.inFlight} in flight; RSS ${formatNumber(m.idle.rssKb / 1024)} → ${formatNumber(m.plateau.rssKb / 1024)} MB`,
   );
 }
+if (costResult) {
+  for (const t of costResult.tasks) {
+    const b = (bill: typeof t.bare) =>
+      `${bill.calls} calls, ${bill.promptTokens} prompt (${bill.cachedPromptTokens} cached) + ` +
+      `${bill.completionTokens} completion tokens, $${bill.costUsd.toFixed(5)}`;
+    const solved = (ok: boolean) => (ok ? 'solved in every run' : 'NOT solved in every run');
+    lines.push(
+      `6 ${t.task} (${t.runs.length} runs): kernel ${b(t.kernel)}, ${solved(t.solvedEveryRun.kernel)}; ` +
+        `bare loop ${b(t.bare)}, ${solved(t.solvedEveryRun.bare)}; sliding window 6 ${b(t.window6)}, ` +
+        `${solved(t.solvedEveryRun.window6)}`,
+    );
+  }
+}
 if (realToolsResult) {
   const r = realToolsResult;
   lines.push(
-    `6: ${r.batches.length} pairs of ${r.tasksPerBatch} runs; ratio per pair ${r.pairRatios.map((x) => x.toFixed(2)).join(', ')}; ` +
+    `7: ${r.batches.length} pairs of ${r.tasksPerBatch} runs; ratio per pair ${r.pairRatios.map((x) => x.toFixed(2)).join(', ')}; ` +
       `worker CPU spread ${pct(r.cpuSpread)}`,
   );
   if (r.profile) {
@@ -472,14 +525,14 @@ if (realToolsResult) {
       .slice(0, 12)
       .map(([name, ms]) => `${name} ${((ms / r.profile!.summary.totalMs) * 100).toFixed(1)}%`);
     lines.push(
-      `6: profile of the worker's main thread (${r.profile.summary.totalMs.toFixed(0)} ms): ${parts.join(', ')}`,
+      `7: profile of the worker's main thread (${r.profile.summary.totalMs.toFixed(0)} ms): ${parts.join(', ')}`,
     );
   }
 }
 if (redisMemoryResult) {
   const m = redisMemoryResult;
   lines.push(
-    `8: Redis ${formatNumber(m.usedMemoryIdleMb)} MB → ${formatNumber(m.usedMemoryAfterMb)} MB after ${m.jobs} jobs; kept ` +
+    `9: Redis ${formatNumber(m.usedMemoryIdleMb)} MB → ${formatNumber(m.usedMemoryAfterMb)} MB after ${m.jobs} jobs; kept ` +
       `${JSON.stringify(m.kept)}; keys by kind ${JSON.stringify(m.keysByKind)}`,
   );
 }
@@ -492,4 +545,6 @@ if (errors.length > 0) {
   lines.push(`${errors.length} scenario(s) failed to run: ${errors.map((e) => e.scenario).join(', ')}`);
   process.exitCode = 1;
 }
-process.stdout.write(`${lines.join('\n')}\n`);
+// Scenario 6 runs the SQL tools in this process: the SQL guard's parser threads (a process-wide pool) would
+// keep it alive, so it exits once the table is out.
+process.stdout.write(`${lines.join('\n')}\n`, () => process.exit());

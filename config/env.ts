@@ -1,8 +1,10 @@
 // The environment, parsed once with zod. Every variable is optional (CONTRACT §2); a bad value stops the
 // process at start with one line that names the variable.
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import * as D from '../src/agent/defaults.js';
+import { priceFileSchema, priceMapSchema } from './prices.js';
 import { ConfigError } from '../src/agent/errors.js';
 import { isSecretKey, redactUrl } from '../src/logging/redact.js';
 import { DEFAULT_RETENTION as R } from '../src/queue/retention.js';
@@ -35,24 +37,67 @@ const commaList = z.string().transform((value) =>
     .map((item) => item.trim().toLowerCase())
     .filter(Boolean),
 );
-const priceTable = z
-  .string()
-  .transform((value, ctx) => {
-    try {
-      return JSON.parse(value) as unknown;
-    } catch {
-      ctx.addIssue({ code: 'custom', message: 'must be JSON' });
+/** The first issue of a nested value, with its path: `gpt-x.inputPerMillion: too small…`. */
+const firstIssue = (error: z.ZodError): string => {
+  const issue = error.issues[0];
+  const path = issue?.path.join('.') ?? '';
+  return `${path ? `${path}: ` : ''}${issue?.message ?? 'bad value'}`;
+};
+const priceTable = z.string().transform((value, ctx) => {
+  let json: unknown;
+  try {
+    json = JSON.parse(value);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be JSON' });
+    return z.NEVER;
+  }
+  const parsed = priceMapSchema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  ctx.addIssue({ code: 'custom', message: firstIssue(parsed.error) });
+  return z.NEVER;
+});
+// Read once at start, like every other variable: a price file that cannot be read stops the process naming it.
+const priceFile = z.string().transform((path, ctx) => {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    const why = error instanceof SyntaxError ? 'is not JSON' : 'cannot be read';
+    ctx.addIssue({ code: 'custom', message: `the file ${why} (${(error as Error).message})` });
+    return z.NEVER;
+  }
+  const parsed = priceFileSchema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  ctx.addIssue({ code: 'custom', message: firstIssue(parsed.error) });
+  return z.NEVER;
+});
+
+/**
+ * MODEL_TPM: one number for every model (`90000`), or limits by model with an optional default for the others
+ * (`gpt-4.1=30000,gpt-4.1-mini=200000,*=60000`).
+ */
+const tokenLimits = z.string().transform((value, ctx) => {
+  const count = (text: string) => (/^\d+$/.test(text) && Number(text) >= 1 ? Number(text) : undefined);
+  const all = count(value);
+  if (all !== undefined && Number.isSafeInteger(all)) return { all };
+  const byModel: Record<string, number> = {};
+  let others: number | undefined;
+  for (const item of value.split(',')) {
+    const at = item.lastIndexOf('=');
+    const model = item.slice(0, at).trim();
+    const limit = count(item.slice(at + 1).trim());
+    if (at < 1 || model === '' || limit === undefined || !Number.isSafeInteger(limit)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be a whole number of tokens, or model=tokens pairs separated by commas (bad: ${JSON.stringify(item.trim())})`,
+      });
       return z.NEVER;
     }
-  })
-  .pipe(
-    z.record(
-      z.string(),
-      z
-        .object({ inputPerMillion: z.number().nonnegative(), outputPerMillion: z.number().nonnegative() })
-        .strict(),
-    ),
-  );
+    if (model === '*') others = limit;
+    else byModel[model] = limit;
+  }
+  return others === undefined ? { byModel } : { byModel, others };
+});
 
 /** An address to listen on: an IPv4 or IPv6 address or a host name, never a URL or a port. */
 const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
@@ -73,17 +118,34 @@ export const envSchema = z.object({
   DATA_MYSQL_URL: url(['mysql']).default('mysql://agent_reader:agent_reader@127.0.0.1:3306/agent_fleet_demo'),
   OPENAI_API_KEY: z.string().min(1).optional(),
   OPENAI_BASE_URL: url(['http', 'https']).optional(),
+  // Azure OpenAI instead of OpenAI (docs/models.md): the resource's endpoint, its key (sent as `api-key`), the API
+  // version, and the deployment (default: the model's name).
+  AZURE_OPENAI_ENDPOINT: url(['http', 'https']).optional(),
+  AZURE_OPENAI_API_KEY: z.string().min(1).optional(),
+  AZURE_OPENAI_API_VERSION: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}(-preview)?$/, 'must be an API version such as 2024-10-21')
+    .default('2024-10-21'),
+  AZURE_OPENAI_DEPLOYMENT: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be a deployment name')
+    .optional(),
   LLM_MODEL: z.string().min(1).default('gpt-4-turbo-preview'),
   LLM_TEMPERATURE: decimal(z.number().min(0).max(2)).default(D.DEFAULT_TEMPERATURE),
   LLM_MAX_TOKENS: int(16, 128_000).default(D.DEFAULT_COMPLETION_TOKENS),
   LLM_TIMEOUT_MS: int(100).default(D.DEFAULT_MODEL_TIMEOUT_MS),
+  // Prices over the built-in table (config/prices.json): a file of the same shape, then this JSON map.
+  LLM_PRICES_FILE: priceFile.optional(),
   LLM_PRICES: priceTable.optional(),
   AGENT_PROTOCOL: z.enum(['tools', 'json']).default('tools'),
   AGENT_MAX_STEPS: int(1, 100).default(D.DEFAULT_MAX_STEPS),
   AGENT_MAX_TOKENS: int(100, 10_000_000).default(D.DEFAULT_MAX_TOKENS),
   AGENT_MAX_COST_USD: decimal(z.number().positive().max(1000)).default(D.DEFAULT_MAX_COST_USD),
   AGENT_DEADLINE_MS: int(1000, 86_400_000).default(D.DEFAULT_DEADLINE_MS),
-  AGENT_MEMORY_WINDOW: int(2, 200).default(D.DEFAULT_MEMORY_WINDOW),
+  // `auto` (default): the cache-aware memory; a number forces the sliding window of that many messages.
+  AGENT_MEMORY_WINDOW: z.union([z.literal('auto'), int(2, 200)]).default(D.DEFAULT_MEMORY_WINDOW),
+  // The model's context window in tokens: the auto memory compacts the prompt before it reaches 80 % of it.
+  AGENT_CONTEXT_TOKENS: int(1_000, 10_000_000).default(D.DEFAULT_CONTEXT_TOKENS),
   AGENT_TOOL_RESULT_MAX_TOKENS: int(50, 100_000).default(D.DEFAULT_TOOL_RESULT_MAX_TOKENS),
   // Up to 10,000: a latency-bound worker holds thousands of jobs in flight (docs/benchmarks.md, 2,000 measured).
   WORKER_CONCURRENCY: int(1, 10_000).default(10),
@@ -106,6 +168,8 @@ export const envSchema = z.object({
   SMTP_LOOKUP_URL: url(['http', 'https']).optional(),
   EMAIL_PENDING_GRACE_MS: int(0).default(120_000),
   EMAIL_SWEEP_INTERVAL_MS: int(0).default(60_000),
+  // The effect sweeper's interval (every tool's pending effects); EMAIL_SWEEP_INTERVAL_MS is its older name.
+  EFFECT_SWEEP_INTERVAL_MS: int(0).optional(),
   EMAIL_DRY_RUN: z
     .enum(['0', '1', 'true', 'false'])
     .transform((v) => v === '1' || v === 'true')
@@ -141,8 +205,15 @@ export const envSchema = z.object({
   FLEET_DAILY_MAX_COST_USD: positive().optional(),
   FLEET_DAILY_MAX_TOKENS: int(1).optional(),
   MODEL_RPM: int(1).optional(),
+  MODEL_TPM: tokenLimits.optional(),
+  // Per tenant (a task's `tenant`): jobs running at once, and spend per UTC day, across all workers.
+  TENANT_CONCURRENCY: int(1, 100_000).optional(),
+  TENANT_DAILY_MAX_COST_USD: positive().optional(),
+  TENANT_DAILY_MAX_TOKENS: int(1).optional(),
   METRICS_HOST: listenHost.default('127.0.0.1'),
   METRICS_PORT: int(0, 65535).default(9464),
+  /** Workers on one host sharing METRICS_PORT take the next free port, up to this many from it. */
+  METRICS_PORT_SPAN: int(1, 1000).default(16),
   SCHEDULES_FILE: z.string().min(1).default('config/schedules.json'),
   /** The fleet configuration module (docs/agents-and-tools.md); unset: agent-fleet.config.ts/.js, else the demo. */
   FLEET_CONFIG: z.string().min(1).optional(),

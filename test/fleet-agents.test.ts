@@ -2,6 +2,7 @@
 // own tools, run end to end by real worker processes (FLEET_CONFIG), the scripted model over HTTP; the tasks
 // that do not fit it refused with the field path; broken configurations stopping the worker at start; and a
 // side effect made once through ctx.once even when the worker is killed between the effect and its record.
+import { observationsIn, turnsIn } from '../src/agent/memory.js';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,7 +37,7 @@ function weatherModel(request: RecordedRequest): ScriptedReply | undefined {
   const system = String(request.messages[0]?.content ?? '');
   const city = /City: ([^.]+)\./.exec(system)?.[1];
   if (!city) return undefined;
-  const done = request.messages.filter((m) => m.role === 'assistant').length;
+  const done = turnsIn(request.messages);
   if (done === 0) return { actions: [{ tool: 'get_forecast', args: { city } }] };
   if (done === 1) return { actions: [{ tool: 'notify_team', args: { message: `weather in ${city}` } }] };
   return { answer: `the team knows the weather in ${city}` };
@@ -102,10 +103,14 @@ describe('a custom agent of a fleet configuration', () => {
     expect(requests[0]!.tools?.map((t) => t.function.name)).toEqual(['get_forecast', 'notify_team']);
     expect(String(requests[1]!.messages.at(-1)?.content)).toContain('forecast for Lyon: sunny');
     expect(effects().filter((line) => line.startsWith(`${jobId}:`))).toHaveLength(1);
-    const [run] = await queryStore<{ task: string }>(ns, 'SELECT task FROM agent_runs WHERE job_id = ?', [
-      jobId,
-    ]);
+    const [run] = await queryStore<{ task: string; agent: string }>(
+      ns,
+      'SELECT task, agent FROM agent_runs WHERE job_id = ?',
+      [jobId],
+    );
     expect(run?.task).toBe('Input: {"city":"Lyon","days":3}');
+    // Recorded with its agent: the console filters and the batch forecast read runs by agent.
+    expect(run?.agent).toBe('weather');
   }, 40_000);
 
   it('keeps the json protocol working: the instructions come before its prompt, which lists the tools', async () => {
@@ -216,9 +221,9 @@ describe('startWorker({ fleet })', () => {
       rules: [
         (request) => {
           if (!String(request.messages[0]?.content).startsWith('You shout.\n\n')) return undefined;
-          const shouted = request.messages.find((m) => m.role === 'tool');
-          return shouted
-            ? { answer: String(shouted.content) }
+          const shouted = observationsIn(request.messages)[0];
+          return shouted !== undefined
+            ? { answer: shouted }
             : { actions: [{ tool: 'shout', args: { text: 'hi' } }] };
         },
         weatherModel,
@@ -289,5 +294,66 @@ describe('ctx.once', () => {
         why: 'an earlier attempt stopped between the effect and its record',
       }),
     ]);
+  }, 60_000);
+
+  it("settles the effect with the tool's lookup when the worker is killed between the effect and its record", async () => {
+    await Promise.all(workers.splice(0).map(killWorker));
+    writeFileSync(effectsFile, '');
+    const hanging = worker({ HANG_AFTER_EFFECT: '1' });
+    await hanging.waitForOutput(/worker started/);
+    const { jobId } = await ns.client.enqueue({ agent: 'weather', input: { city: 'Oslo', days: 1 } });
+    await expect.poll(() => effects().length, { timeout: 20_000 }).toBe(1);
+    hanging.child.kill('SIGKILL');
+    await hanging.exited;
+
+    // The resumed call finds the row pending, waits out the grace, and asks the lookup: it happened.
+    const next = worker({ LOOKUP_EFFECTS: '1', NOTIFY_GRACE_MS: '1000' });
+    await next.waitForOutput(/worker started/);
+    const result = await ns.client.waitForResult(jobId, { timeoutMs: 30_000 });
+    expect(result).toMatchObject({ status: 'succeeded', answer: 'the team knows the weather in Oslo' });
+    expect(result.uncertainEffects).toBeUndefined();
+    expect(effects()).toHaveLength(1);
+    const [row] = await queryStore<{ status: string; result: string }>(
+      ns,
+      'SELECT status, result FROM effect_ledger WHERE job_id = ?',
+      [jobId],
+    );
+    expect(row).toMatchObject({ status: 'done', result: '"notified: weather in Oslo"' });
+  }, 60_000);
+
+  it("the worker's sweeper settles a custom tool's effects nobody resumes, with the tool's lookup", async () => {
+    await Promise.all(workers.splice(0).map(killWorker));
+    writeFileSync(effectsFile, 'gone-1:2:0 weather in Rome\n');
+    // Jobs that will never resume: one effect made and not recorded, one made nowhere, one never started.
+    const insert = (key: string, started: boolean) =>
+      queryStore(
+        ns,
+        `INSERT INTO effect_ledger (effect_key, job_id, tool, status, ref, started_at, updated_at)
+         VALUES (?, 'gone-1', 'notify_team', 'pending', ?, IF(?, NOW(3), NULL), NOW(3) - INTERVAL 10 MINUTE)`,
+        [key, key, started],
+      );
+    await insert('gone-1:2:0', true);
+    await insert('gone-1:2:1', true);
+    await insert('gone-1:2:2', false);
+    const sweeping = worker({
+      LOOKUP_EFFECTS: '1',
+      NOTIFY_GRACE_MS: '1000',
+      EFFECT_SWEEP_INTERVAL_MS: '500',
+    });
+    const statuses = async () =>
+      Object.fromEntries(
+        (
+          await queryStore<{ effect_key: string; status: string }>(
+            ns,
+            "SELECT effect_key, status FROM effect_ledger WHERE job_id = 'gone-1'",
+            [],
+          )
+        ).map((r) => [r.effect_key, r.status]),
+      );
+    await expect
+      .poll(statuses, { timeout: 20_000 })
+      .toEqual({ 'gone-1:2:0': 'done', 'gone-1:2:1': 'failed', 'gone-1:2:2': 'failed' });
+    await sweeping.waitForOutput(/effect sweep: it happened, recorded as done/);
+    expect(effects()).toHaveLength(1); // the sweeper never makes an effect
   }, 60_000);
 });

@@ -1,4 +1,4 @@
-// Scenario 6: the worker with the real tools. The reference task's shape (list_tables, a query the database
+// Scenario 7: the worker with the real tools. The reference task's shape (list_tables, a query the database
 // refuses, the corrected query, three emails in parallel, the answer: 5 model calls) through ONE worker
 // process (native tool calls) with the SQL tools on a private copy of the demo data database (its own read-only
 // account), send_email to the demo SMTP sink, traces in MySQL and a Redis server of its own (so INFO

@@ -1,4 +1,4 @@
-// Scenario 8: what the fleet leaves in Redis. One worker with the documented retention defaults
+// Scenario 9: what the fleet leaves in Redis. One worker with the documented retention defaults
 // (src/queue/retention.ts: 10,000 completed task jobs for a day, 10,000 results for a week, failed jobs a week)
 // runs `jobs` tasks of `steps` steps against a Redis server of its own (so used_memory is the fleet's alone),
 // concurrency 200, the model at zero latency. used_memory before the first job and after the last one (and

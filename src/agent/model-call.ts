@@ -4,13 +4,27 @@ import type { CallGate } from './call-gate.js';
 import type { AgentFleetError } from './errors.js';
 import { ModelApiError, SystemError } from './errors.js';
 import { costUsd } from '../llm/pricing.js';
-import { addUsage, planCall, type Budget, type BudgetStopReason, type TokenUsage } from './budget.js';
-import { DEFAULT_MODEL_RETRY_BASE_DELAY_MS, MAX_MODEL_RETRY_DELAY_MS } from './defaults.js';
+import {
+  addUsage,
+  describeBudgetStop,
+  planCall,
+  usageSince,
+  type Budget,
+  type BudgetStopReason,
+  type TokenUsage,
+} from './budget.js';
+import {
+  DEFAULT_MODEL_RETRY_BASE_DELAY_MS,
+  FLEX_FALLBACK_MAX_MS,
+  FLEX_FALLBACK_SHARE,
+  MAX_MODEL_RETRY_DELAY_MS,
+} from './defaults.js';
 import type { ChatMessage, ResponseFormat, ToolSpec } from './messages.js';
 import { measurePrompt, type PromptCalibration } from './prompt-calibration.js';
-import type { ChatCompletion, ChatModel } from '../llm/chat-model.js';
+import type { ChatCompletion, ChatModel, ChatRequest, ServiceTier } from '../llm/chat-model.js';
 import type { ModelPrice } from '../llm/pricing.js';
 import { countCompletionTokens, countResponseFormatTokens, type TokenCounter } from '../llm/tokens.js';
+import type { ModelCallWatch } from './run-observer.js';
 
 export interface ModelCallEnv {
   model: ChatModel;
@@ -20,6 +34,12 @@ export interface ModelCallEnv {
   /** The run's prompt estimate; learns from the usage this call reports. */
   calibration: PromptCalibration;
   temperature: number;
+  /** Sent as the provider's prompt cache key (`ChatRequest.cacheKey`). */
+  cacheKey?: string;
+  /** Set for a reasoning model (no temperature, `max_completion_tokens`, the effort asked for). */
+  reasoning?: ChatRequest['reasoning'];
+  /** `flex`: calls go at the flex tier, and at the default tier near the deadline or once flex stayed unavailable. */
+  serviceTier?: ServiceTier | undefined;
   timeoutMs: number;
   retries: number;
   retryBaseDelayMs?: number;
@@ -36,6 +56,8 @@ export interface ModelCallEnv {
    * Absent, every settlement is awaited.
    */
   defer?: (settle: Promise<void>) => void;
+  /** Told of each attempt sent and each that failed (run-observer.ts). */
+  watch?: ModelCallWatch;
 }
 
 export interface ModelCallRequest {
@@ -74,20 +96,27 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
   const promptEstimate = env.calibration.estimate(promptSize);
   let charged: TokenUsage = { promptTokens: 0, completionTokens: 0 };
   const cost = (attempts: number): CallCost => ({ usage: charged, attempts, latencyMs: env.now() - started });
+  // Set once flex stayed unavailable through the retries: the rest of the call goes at the default tier.
+  let flexGaveUp = false;
 
   for (let attempt = 1; ; attempt++) {
     if (env.signal.aborted) return { ok: false, stop: 'cancelled', ...cost(attempt - 1) };
-    const plan = planCall(addUsage(env.used, charged), env.budget, env.price, {
+    const used = addUsage(env.used, charged);
+    const need = {
       promptTokens: promptEstimate,
       desiredMaxTokens: request.desiredMaxTokens,
       minCompletionTokens: request.minCompletionTokens,
       reserveAfter: request.reserveAfter,
-    });
-    if (!plan.ok) return { ok: false, stop: plan.reason, ...cost(attempt - 1) };
+    };
+    const plan = planCall(used, env.budget, env.price, need);
+    if (!plan.ok) {
+      const message = describeBudgetStop(used, env.budget, env.price, need, plan.reason);
+      return { ok: false, stop: plan.reason, message, ...cost(attempt - 1) };
+    }
     if (request.answerBy - env.now() <= 0) return { ok: false, stop: 'deadline', ...cost(attempt - 1) };
     const worstCase = {
       tokens: promptEstimate + plan.maxTokens,
-      costUsd: costUsd(env.price, promptEstimate, plan.maxTokens),
+      costUsd: costUsd(env.price, { promptTokens: promptEstimate, completionTokens: plan.maxTokens }),
     };
     let ticket: string | undefined;
     if (env.gate) {
@@ -116,14 +145,11 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
     const chargedBefore = charged;
     const settle = async () => {
       if (!env.gate || ticket === undefined) return;
-      const spent = {
-        promptTokens: charged.promptTokens - chargedBefore.promptTokens,
-        completionTokens: charged.completionTokens - chargedBefore.completionTokens,
-      };
+      const spent = usageSince(chargedBefore, charged);
       const settled = env.gate
         .release(ticket, {
           tokens: spent.promptTokens + spent.completionTokens,
-          costUsd: costUsd(env.price, spent.promptTokens, spent.completionTokens),
+          costUsd: costUsd(env.price, spent),
         })
         .catch(() => undefined);
       if (env.defer) env.defer(settled);
@@ -134,6 +160,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
       return { ok: false, stop: 'deadline', ...cost(attempt - 1) };
     }
 
+    env.watch?.attempt(attempt, plan.maxTokens);
     try {
       const completion = await env.model.complete(
         {
@@ -141,20 +168,16 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
           tools: request.tools,
           maxTokens: plan.maxTokens,
           temperature: env.temperature,
+          ...(env.cacheKey ? { cacheKey: env.cacheKey } : {}),
+          ...(env.reasoning ? { reasoning: env.reasoning } : {}),
+          ...(env.serviceTier ? { serviceTier: tierOf(env, request, flexGaveUp) } : {}),
           ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
         },
         { signal: env.signal, timeoutMs },
       );
       // The endpoint's count is authoritative; when it reports none, our estimate stands in.
       if (completion.usage) env.calibration.observe(promptSize, completion.usage.promptTokens);
-      const usage = completion.usage ?? {
-        promptTokens: promptEstimate,
-        completionTokens: countCompletionTokens(
-          completion.message.content,
-          completion.message.tool_calls,
-          env.count,
-        ),
-      };
+      const usage = chargedUsageOf(completion, promptEstimate, env.count);
       charged = addUsage(charged, usage);
       await settle();
       return { ok: true, completion, ...cost(attempt) };
@@ -163,17 +186,24 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
         error instanceof ModelApiError
           ? error
           : new ModelApiError('unknown', String(error), { retryable: false, cause: error });
+      env.watch?.attemptFailed(attempt, apiError);
       if (CHARGED_WHEN_UNANSWERED.has(apiError.code)) {
         charged = addUsage(charged, { promptTokens: promptEstimate, completionTokens: plan.maxTokens });
       }
       await settle();
-      if (apiError.status === 429) env.gate?.rateLimited?.(apiError.retryAfterMs);
+      // Flex lacking capacity is not a rate limit: the fleet's other calls go on at full speed.
+      const flexUnavailable = apiError.code === 'flex_unavailable';
+      if (apiError.status === 429 && !flexUnavailable) env.gate?.rateLimited?.(apiError.retryAfterMs);
       if (env.signal.aborted) return { ok: false, stop: 'cancelled', ...cost(attempt) };
       if (apiError.code === 'timeout' && env.now() >= request.answerBy) {
         return { ok: false, stop: 'deadline', ...cost(attempt) };
       }
-      if (!apiError.retryable || attempt > env.retries)
-        return { ok: false, stop: 'error', error: apiError, ...cost(attempt) };
+      if (!apiError.retryable || attempt > env.retries) {
+        if (!flexUnavailable || flexGaveUp)
+          return { ok: false, stop: 'error', error: apiError, ...cost(attempt) };
+        flexGaveUp = true; // one more attempt, at the default tier
+        continue;
+      }
       const backoff =
         (env.retryBaseDelayMs ?? DEFAULT_MODEL_RETRY_BASE_DELAY_MS) *
         2 ** (attempt - 1) *
@@ -190,4 +220,43 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
       }
     }
   }
+}
+
+/**
+ * What a completion charges the run: the endpoint's count with its cached and reasoning parts, at the tier the
+ * response names; our estimate, flagged, when it reported none (a local server).
+ */
+function chargedUsageOf(completion: ChatCompletion, promptEstimate: number, count: TokenCounter): TokenUsage {
+  const reported = completion.usage;
+  const usage: TokenUsage = reported
+    ? {
+        promptTokens: reported.promptTokens,
+        completionTokens: reported.completionTokens,
+        ...(reported.cachedPromptTokens ? { cachedPromptTokens: reported.cachedPromptTokens } : {}),
+        ...(reported.reasoningTokens ? { reasoningTokens: reported.reasoningTokens } : {}),
+      }
+    : {
+        promptTokens: promptEstimate,
+        completionTokens: countCompletionTokens(
+          completion.message.content,
+          completion.message.tool_calls,
+          count,
+        ),
+        estimated: true,
+      };
+  if (completion.serviceTier === 'flex') {
+    usage.flex = {
+      promptTokens: usage.promptTokens,
+      cachedPromptTokens: usage.cachedPromptTokens ?? 0,
+      completionTokens: usage.completionTokens,
+    };
+  }
+  return usage;
+}
+
+/** The tier of this attempt: flex until the deadline comes near or flex gave up, then the default tier. */
+function tierOf(env: ModelCallEnv, request: ModelCallRequest, flexGaveUp: boolean): ServiceTier {
+  if (env.serviceTier !== 'flex' || flexGaveUp) return 'default';
+  const margin = Math.min(env.budget.deadlineMs * FLEX_FALLBACK_SHARE, FLEX_FALLBACK_MAX_MS);
+  return request.answerBy - env.now() < margin ? 'default' : 'flex';
 }

@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { MAX_OBJECT_KEYS, snapshotJson, type JsonLimits } from '../queue/json-structure.js';
 import { safeParse, taskSchema, toFieldIssues, type FieldIssue } from '../queue/task-schema.js';
+import type { StoredForecast } from './forecast.js';
 
 export const MAX_BATCH_TASKS = 5_000;
 
@@ -24,6 +25,8 @@ export const batchSchema = z
     tasks: z.array(taskSchema).min(1, 'must hold at least one task').max(MAX_BATCH_TASKS),
     budget: batchBudgetSchema.optional(),
     name: z.string().min(1).max(200).optional(),
+    /** Every task of the batch asks for this tier, unless it names one itself. */
+    serviceTier: z.enum(['default', 'flex']).optional(),
   })
   .strict();
 
@@ -49,4 +52,6 @@ export interface BatchJobData {
   jobIds: string[];
   budget: BatchBudget | null;
   createdAt: string;
+  /** The forecast made at enqueue (src/batch/forecast.ts), stored with the batch; absent when none was made. */
+  forecast?: StoredForecast | null;
 }

@@ -8,6 +8,7 @@ import { batchScope, type SpendLedger } from '../fleet/spend-ledger.js';
 import { TASK_JOB_OPTIONS } from '../queue/job-options.js';
 import { BATCH_JOB_NAME, BATCHES_QUEUE, TASK_JOB_NAME, TASKS_QUEUE } from '../queue/names.js';
 import type { BatchInput, BatchJobData } from './batch-schema.js';
+import type { StoredForecast } from './forecast.js';
 
 export interface EnqueuedBatch {
   batchId: string;
@@ -27,6 +28,7 @@ export async function enqueueBatch(
   deps: { flow: FlowProducer; ledger: SpendLedger },
   batch: BatchInput,
   batchId: string = newBatchId(),
+  forecast: StoredForecast | null = null,
 ): Promise<EnqueuedBatch> {
   const jobIds = batch.tasks.map((_, i) => `${batchId}-${i + 1}`);
   if (batch.budget && (batch.budget.maxCostUsd !== undefined || batch.budget.maxTokens !== undefined)) {
@@ -38,6 +40,7 @@ export async function enqueueBatch(
     jobIds,
     budget: batch.budget ?? null,
     createdAt: new Date().toISOString(),
+    ...(forecast ? { forecast } : {}),
   };
   await deps.flow.add({
     name: BATCH_JOB_NAME,
@@ -56,7 +59,11 @@ export async function enqueueBatch(
       return {
         name: TASK_JOB_NAME,
         queueName: TASKS_QUEUE,
-        data: { ...rest, metadata: { ...task.metadata, batch: batchId } },
+        data: {
+          ...rest,
+          ...(batch.serviceTier && !rest.serviceTier ? { serviceTier: batch.serviceTier } : {}),
+          metadata: { ...task.metadata, batch: batchId },
+        },
         opts: { ...TASK_JOB_OPTIONS, jobId: jobIds[i]!, ignoreDependencyOnFailure: true },
       };
     }),

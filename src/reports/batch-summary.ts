@@ -4,13 +4,12 @@
 // failed) counts in the summary with the usage of its result; a task still running or with no run row yet is
 // shown but counted in none of succeeded/stopped/failed nor in the usage, so the summary stays "the sum over its
 // tasks' results". The batch is completed only when every task has a finished run.
-//
-// Sums are exact: tokens are integers, and costs are added as integers of 10^-12 USD, then rounded (half up) to
-// the 10 decimals of the DECIMAL(16,10) column, so the total is the same whatever the order of the runs.
+// The sums are the batch tally's (src/batch/batch-summary.ts): exact, whatever the order of the runs.
 import type { RunError } from '../agent/errors.js';
 import type { StopReason } from '../agent/types.js';
-import type { BatchSummary } from '../batch/batch-summary.js';
+import { BatchTally, type BatchSummary } from '../batch/batch-summary.js';
 import type { RunRowStatus } from '../store/rows.js';
+import { forecastAgainstActual, type ForecastReport } from './forecast-report.js';
 
 /** CONTRACT §9, key for key: the one the batch aggregator stores, computed here from the runs. */
 export type { BatchSummary };
@@ -31,6 +30,8 @@ export interface BatchRecord {
   summary: unknown;
   createdAt: Date;
   completedAt: Date | null;
+  /** The `forecast` column (migration 010): the forecast it was enqueued with, or null. */
+  forecast?: unknown;
 }
 
 /** What the report reads of an agent_runs row; a RunRow of src/store/rows.ts is one. */
@@ -45,10 +46,20 @@ export interface BatchRunInput {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
+  /** Parts of the tokens above (CONTRACT §11); absent or 0 when the endpoint reported none. */
+  cachedPromptTokens?: number;
+  reasoningTokens?: number;
   costUsd: number;
+  /** What the flex tier saved the run against the standard prices. */
+  flexSavedUsd?: number;
   error?: RunError | null;
+  /** Why a budget stopped the run, in numbers (the result's stopDetail). */
+  stopDetail?: string | null;
   /** Present for a run whose agent has an output schema (null: it ended without a value). */
   output?: unknown;
+  /** The run's agent and model, for the forecast's groups. */
+  agent?: string | null;
+  model?: string;
 }
 
 /**
@@ -87,6 +98,8 @@ export interface TaskReportRow {
   answer: string | null;
   /** The error message of a failed run. */
   error: string | null;
+  /** Why a budget stopped the run, when one did. */
+  stopDetail?: string;
   /** The run's structured output, when its agent has an output schema (null: it ended without one). */
   output?: unknown;
 }
@@ -108,6 +121,8 @@ export interface BatchReport {
   warnings: string[];
   /** Emails of the batch's tasks not known to have been delivered, in task order (1-based `index`). */
   emails: (EmailDoubt & { index: number })[];
+  /** The forecast it was enqueued with against what it cost; null when it has none. */
+  forecast: ForecastReport | null;
 }
 
 export interface BuildReportOptions {
@@ -116,9 +131,6 @@ export interface BuildReportOptions {
   /** The email ledger's doubtful rows for the batch's jobs; none when absent. */
   emails?: readonly EmailDoubt[];
 }
-
-const SCALE = 12; // decimals of the integers costs are added as
-const STORE_DECIMALS = 10; // DECIMAL(16,10)
 
 export function buildBatchReport(
   batch: BatchRecord,
@@ -145,15 +157,7 @@ export function buildBatchReport(
     );
   }
 
-  const summary: BatchSummary = {
-    batchId: batch.batchId,
-    tasks: jobIds.length,
-    succeeded: 0,
-    stopped: 0,
-    failed: 0,
-    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, costUsd: 0 },
-  };
-  let costUnits = 0n;
+  const tally = new BatchTally();
   let running = 0;
   let pending = 0;
   const rows = jobIds.map((jobId, i): TaskReportRow => {
@@ -168,11 +172,7 @@ export function buildBatchReport(
     }
     checkUsage(run);
     const status = run.status;
-    summary[status]++;
-    summary.usage.promptTokens += run.promptTokens;
-    summary.usage.completionTokens += run.completionTokens;
-    summary.usage.totalTokens += run.totalTokens;
-    costUnits += toUnits(run.costUsd);
+    tally.add(status, run);
     return {
       index: i + 1,
       jobId,
@@ -188,10 +188,11 @@ export function buildBatchReport(
       costUsd: run.costUsd,
       answer: run.answer,
       error: run.error?.message ?? null,
+      ...(run.stopDetail ? { stopDetail: run.stopDetail } : {}),
       ...(run.output === undefined ? {} : { output: run.output }),
     };
   });
-  summary.usage.costUsd = unitsToUsd(costUnits);
+  const summary = tally.summary(batch.batchId, jobIds.length);
 
   const state: BatchState = running === 0 && pending === 0 ? 'completed' : 'running';
   if (batch.state === 'completed' && state !== 'completed') {
@@ -225,6 +226,7 @@ export function buildBatchReport(
     rows,
     warnings,
     emails,
+    forecast: forecastAgainstActual(batch.forecast, [...runsByJob.values()], summary.usage.costUsd, warnings),
   };
 }
 
@@ -275,24 +277,6 @@ function checkUsage(run: BatchRunInput): void {
   }
 }
 
-/** USD as an integer count of 10^-SCALE USD: the decimal closest to the double, so 0.1 is exactly 10^11. */
-function toUnits(usd: number): bigint {
-  const [whole = '0', fraction = ''] = usd.toFixed(SCALE).split('.');
-  return BigInt(whole + fraction.padEnd(SCALE, '0'));
-}
-
-/** Rounded half up to the store's 10 decimals, back to a number (exact to the 10th decimal below $100,000). */
-function unitsToUsd(units: bigint): number {
-  const step = 10n ** BigInt(SCALE - STORE_DECIMALS);
-  const rounded = ((units + step / 2n) / step).toString().padStart(STORE_DECIMALS + 1, '0');
-  return Number(`${rounded.slice(0, -STORE_DECIMALS)}.${rounded.slice(-STORE_DECIMALS)}`);
-}
-
-/** Adds costs the way the report does: exact, then rounded to 10 decimals. */
-export function sumCostUsd(costs: readonly number[]): number {
-  return unitsToUsd(costs.reduce((sum, cost) => sum + toUnits(cost), 0n));
-}
-
 function sameSummary(stored: unknown, computed: BatchSummary): boolean {
   if (typeof stored !== 'object' || stored === null) return false;
   const s = stored as Partial<Record<keyof BatchSummary, unknown>>;
@@ -323,5 +307,14 @@ export function reportTotals(report: BatchReport): [string, number][] {
     ['Prompt tokens', summary.usage.promptTokens],
     ['Completion tokens', summary.usage.completionTokens],
     ['Total tokens', summary.usage.totalTokens],
+    ...details(summary.usage),
   ];
+}
+
+/** The parts of the totals the endpoint reported, shown only for batches that have them. */
+function details(usage: BatchUsage): [string, number][] {
+  const rows: [string, number][] = [];
+  if (usage.cachedPromptTokens) rows.push(['Cached prompt tokens', usage.cachedPromptTokens]);
+  if (usage.reasoningTokens) rows.push(['Reasoning tokens', usage.reasoningTokens]);
+  return rows;
 }

@@ -3,6 +3,7 @@
 // through escapeHtml, and a Content-Security-Policy forbids scripts anyway, as a second line of defence.
 import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summary.js';
 import { outputTable } from './output-columns.js';
+import { forecastHtml } from './forecast-section.js';
 import { renderBatchChart, STATUS_COLORS } from './render-chart.js';
 import { ANSWER_MAX_CHARS } from './render-markdown.js';
 import {
@@ -46,6 +47,7 @@ table.tasks { width: 100%; font-size: 13px; }
 table.tasks td.task { min-width: 220px; }
 table.tasks td.answer { min-width: 260px; max-width: 480px; }
 .error { color: #c62828; }
+.why { color: #6d4c41; }
 .none { color: #9e9e9e; }
 details summary { cursor: pointer; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 6px 0 0; font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
@@ -63,6 +65,9 @@ export function renderHtml(report: BatchReport, options: HtmlOptions = {}): stri
   const stateColor = report.state === 'completed' ? STATUS_COLORS.succeeded : STATUS_COLORS.running;
   const cards: [string, string, string?][] = [
     ['Cost (USD)', formatUsd(summary.usage.costUsd), 'cost'],
+    ...(summary.usage.flexSavedUsd
+      ? ([['Saved by flex (USD)', formatUsd(summary.usage.flexSavedUsd)]] as [string, string][])
+      : []),
     ['Total tokens', formatInt(summary.usage.totalTokens)],
     ['Tasks', formatInt(summary.tasks)],
     ['Succeeded', formatInt(summary.succeeded)],
@@ -104,6 +109,7 @@ ${emailsHtml(report)}
 <h2>Totals</h2>
 ${totalsHtml(report)}
 </section>
+${forecastHtml(report)}
 <section>
 <h2>Cost and steps per task</h2>
 <figure class="chart">
@@ -168,6 +174,7 @@ function taskRow(row: TaskReportRow): string {
 function answerHtml(row: TaskReportRow): string {
   const parts: string[] = [];
   if (row.error !== null) parts.push(`<div class="error">${h(label(row.error, 500))}</div>`);
+  if (row.stopDetail) parts.push(`<div class="why">Why it stopped: ${h(label(row.stopDetail, 500))}</div>`);
   if (row.answer !== null) {
     const full = truncate(row.answer, ANSWER_MAX_CHARS);
     const preview = label(row.answer, ANSWER_PREVIEW_CHARS);

@@ -3,6 +3,7 @@
 // are repeated in full (up to ANSWER_MAX_CHARS) in fenced blocks, which render their content as plain text.
 import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summary.js';
 import { outputTable } from './output-columns.js';
+import { forecastMarkdown } from './forecast-section.js';
 import { describeBudget, formatInt, formatTime, formatUsd, label, oneLine, truncate } from './text.js';
 
 export interface MarkdownOptions {
@@ -37,12 +38,16 @@ export function renderMarkdown(report: BatchReport, options: MarkdownOptions = {
   const totals: [string, string][] = [
     ...reportTotals(report).map(([name, value]): [string, string] => [name, formatInt(value)]),
     ['Cost (USD)', `**${formatUsd(summary.usage.costUsd)}**`],
+    ...(summary.usage.flexSavedUsd
+      ? ([['Saved by the flex tier (USD)', formatUsd(summary.usage.flexSavedUsd)]] as [string, string][])
+      : []),
   ];
   for (const [name, value] of totals) out.push(`| ${name} | ${value} |`);
   out.push('');
   if (report.running + report.pending > 0) {
     out.push(`Running and pending tasks are not in the totals yet: they count when their run finishes.`, '');
   }
+  out.push(...forecastMarkdown(report));
 
   if (report.warnings.length > 0) {
     out.push('## Warnings', '');
@@ -88,13 +93,16 @@ export function renderMarkdown(report: BatchReport, options: MarkdownOptions = {
     out.push('');
   }
 
-  const answered = report.rows.filter((row) => row.answer !== null || row.error !== null);
+  const answered = report.rows.filter(
+    (row) => row.answer !== null || row.error !== null || row.stopDetail !== undefined,
+  );
   if (answered.length > 0) {
     out.push('## Answers', '');
     for (const row of answered) {
       out.push(`### ${row.index}. Job ${md(row.jobId)}: ${row.status}`, '');
       if (row.task !== null) out.push(`Task: ${md(label(row.task, 500))}`, '');
       if (row.error !== null) out.push(`Error: ${md(label(row.error, 500))}`, '');
+      if (row.stopDetail) out.push(`Why it stopped: ${md(label(row.stopDetail, 500))}`, '');
       if (row.answer !== null) out.push(...fenced(truncate(row.answer, ANSWER_MAX_CHARS)), '');
     }
   }

@@ -2,6 +2,7 @@
 // one line and stripped of control characters, so an answer cannot move the cursor or recolour the terminal.
 import type { BatchReport, TaskReportRow } from './batch-summary.js';
 import { outputTable } from './output-columns.js';
+import { forecastTextLines } from './forecast-section.js';
 import { formatInt, formatPercent, formatTime, formatUsd, label, terminalSafe } from './text.js';
 
 const TASK_CHARS = 48;
@@ -46,12 +47,13 @@ export function renderText(report: BatchReport): string {
 
   out.push(
     `Tasks:     ${summary.tasks} (${summary.succeeded} succeeded, ${summary.stopped} stopped, ${summary.failed} failed, ${report.running} running, ${report.pending} pending)`,
-    `Tokens:    ${formatInt(summary.usage.totalTokens)} total (${formatInt(summary.usage.promptTokens)} prompt, ${formatInt(summary.usage.completionTokens)} completion)`,
-    `Cost:      ${formatUsd(summary.usage.costUsd)}${budgetText(report)}`,
+    `Tokens:    ${formatInt(summary.usage.totalTokens)} total (${formatInt(summary.usage.promptTokens)} prompt, ${formatInt(summary.usage.completionTokens)} completion)${tokenDetails(summary.usage)}`,
+    `Cost:      ${formatUsd(summary.usage.costUsd)}${budgetText(report)}${flexText(summary.usage)}`,
   );
   if (report.running + report.pending > 0) {
     out.push('           (running and pending tasks are not in the totals yet)');
   }
+  out.push(...forecastTextLines(report));
   for (const warning of report.warnings) out.push(`Warning:   ${terminalSafe(warning)}`);
   for (const email of report.emails) {
     const note = email.note === null ? '' : `: ${cell(email.note, 120)}`;
@@ -115,4 +117,17 @@ function budgetText(report: BatchReport): string {
     );
   }
   return parts.length === 0 ? '' : ` (${parts.join(', ')})`;
+}
+
+/** The cached and reasoning parts, where the endpoint reported some: `; 1,024 cached, 96 reasoning`. */
+function tokenDetails(usage: BatchReport['summary']['usage']): string {
+  const parts: string[] = [];
+  if (usage.cachedPromptTokens) parts.push(`${formatInt(usage.cachedPromptTokens)} cached`);
+  if (usage.reasoningTokens) parts.push(`${formatInt(usage.reasoningTokens)} reasoning`);
+  return parts.length > 0 ? `; ${parts.join(', ')}` : '';
+}
+
+/** The flex tier's saving, where some call went at it: ` (the flex tier saved $0.0123)`. */
+function flexText(usage: BatchReport['summary']['usage']): string {
+  return usage.flexSavedUsd ? ` (the flex tier saved ${formatUsd(usage.flexSavedUsd)})` : '';
 }

@@ -4,7 +4,7 @@
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { z } from 'zod';
 import { StoreError } from '../store/errors.js';
-import { EmailLedger, NOT_DELIVERED } from '../tools/email-ledger.js';
+import { EmailLedger, isNotDelivered } from '../tools/email-ledger.js';
 import { jsonColumn, parseRow, toRunRow, type RunRow } from '../store/rows.js';
 import type { BatchRecord, BatchState, BatchSummary, EmailDoubt } from './batch-summary.js';
 
@@ -12,7 +12,7 @@ export interface LoadedBatch {
   batch: BatchRecord;
   /** The runs of the batch's job ids, and any other run whose batch_id names it (reported as a warning). */
   runs: RunRow[];
-  /** Emails of the batch's tasks not known to have been delivered (email_ledger). */
+  /** Emails of the batch's tasks not known to have been delivered (send_email's rows of the effect ledger). */
   emails: EmailDoubt[];
 }
 
@@ -49,6 +49,7 @@ const batchColumns = z.object({
   summary: jsonColumn(z.unknown()).nullable(),
   created_at: z.date(),
   completed_at: z.date().nullable(),
+  forecast: jsonColumn(z.unknown()).nullable(),
 });
 
 const summarySchema = z.object({
@@ -61,7 +62,10 @@ const summarySchema = z.object({
     promptTokens: z.number(),
     completionTokens: z.number(),
     totalTokens: z.number(),
+    cachedPromptTokens: z.number().optional(),
+    reasoningTokens: z.number().optional(),
     costUsd: z.number(),
+    flexSavedUsd: z.number().optional(),
   }),
 });
 
@@ -82,7 +86,8 @@ export class BatchReportStore {
   async loadBatch(batchId: string): Promise<LoadedBatch | null> {
     if (!BATCH_ID_PATTERN.test(batchId)) return null;
     const [batchRows] = await this.pool.query<RowDataPacket[]>(
-      `SELECT batch_id, name, tasks, job_ids, max_cost_usd, max_tokens, state, summary, created_at, completed_at
+      `SELECT batch_id, name, tasks, job_ids, max_cost_usd, max_tokens, state, summary, created_at, completed_at,
+         forecast
        FROM agent_batches WHERE batch_id = ?`,
       [batchId],
     );
@@ -100,6 +105,7 @@ export class BatchReportStore {
       summary: row.summary,
       createdAt: row.created_at,
       completedAt: row.completed_at,
+      forecast: row.forecast,
     };
     // One statement, so every run is read at the same moment. mysql2 expands the array into a list.
     const [runRows] =
@@ -115,12 +121,7 @@ export class BatchReportStore {
       callKey: entry.callKey,
       recipient: entry.recipient,
       messageId: entry.messageId,
-      state:
-        entry.status === 'failed' && entry.error?.startsWith(NOT_DELIVERED)
-          ? 'not_delivered'
-          : entry.status === 'uncertain'
-            ? 'uncertain'
-            : 'pending',
+      state: isNotDelivered(entry) ? 'not_delivered' : entry.status === 'uncertain' ? 'uncertain' : 'pending',
       note: entry.error,
     }));
     return { batch, runs: runRows.map(toRunRow), emails };

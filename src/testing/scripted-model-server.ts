@@ -8,7 +8,9 @@ import type { ChatMessage, ResponseFormat, ToolSpec } from '../agent/messages.js
 import { countResponseFormatTokens, tokenCounterFor } from '../llm/tokens.js';
 import { fitCompletion } from './completion-budget.js';
 import { endpointPromptTokens, type EndpointPromptCounting } from './endpoint-prompt-count.js';
+import { PromptCacheEmulator, type PromptCacheOptions } from './prompt-cache-emulator.js';
 import { isFault, renderReply } from './scripted-reply.js';
+import { ProviderRateLimits, type ScriptedRateLimits } from './scripted-rate-limits.js';
 import type { Protocol, ScriptedFault, ScriptedReply } from './scripted-reply.js';
 
 export type { Protocol, ScriptedAction, ScriptedReply } from './scripted-reply.js';
@@ -25,8 +27,15 @@ export interface RecordedRequest {
   responseFormat: ResponseFormat | undefined;
   protocol: Protocol;
   receivedAt: number;
+  /** The request's path and query, e.g. `/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21`. */
+  url: string;
   /** The usage the server reported, once it sent a completion: the server's own accounting of the call. */
-  usage?: { promptTokens: number; completionTokens: number };
+  usage?: {
+    promptTokens: number;
+    completionTokens: number;
+    cachedPromptTokens?: number;
+    reasoningTokens?: number;
+  };
 }
 
 export type ReplyRule = (request: RecordedRequest) => ScriptedReply | undefined;
@@ -44,12 +53,33 @@ export interface ScriptedModelOptions {
    * outputs do (the request is recorded, no reply of the script is used).
    */
   refuseResponseFormat?: boolean;
+  /** The provider's rate limits, with their `x-ratelimit-*` headers and 429s (scripted-rate-limits.ts). */
+  rateLimits?: ScriptedRateLimits;
+  /**
+   * Emulate the provider's prompt caching (prompt-cache-emulator.ts) and report
+   * `usage.prompt_tokens_details.cached_tokens`; off by default (no such field is reported).
+   */
+  promptCache?: boolean | PromptCacheOptions;
+  /**
+   * Behave as OpenAI's reasoning models (gpt-5 family, o3, o4-mini) do: `max_tokens` and a temperature other than 1
+   * are refused with a 400 naming the parameter; `max_completion_tokens` bounds reasoning and output together.
+   */
+  reasoningModel?: boolean;
+  /**
+   * Behave as an Azure OpenAI resource: completions only at `/openai/deployments/{deployment}/chat/completions`,
+   * an `api-version` query parameter required, and the key (when `apiKey` is set) in the `api-key` header.
+   */
+  azure?: { deployments: readonly string[] };
 }
 
 export interface ScriptedModelServer {
   readonly baseURL: string;
   readonly requests: RecordedRequest[];
   readonly failures: string[];
+  /** The emulated rate limits, when `rateLimits` was given (`refused` counts their 429s). */
+  readonly rateLimits: ProviderRateLimits | undefined;
+  /** The emulated prompt cache, when `promptCache` is on. */
+  readonly promptCache: PromptCacheEmulator | null;
   /** Replace the script, rules and prompt counting (resets the script cursor, keeps recorded requests). */
   reset(options?: Pick<ScriptedModelOptions, 'script' | 'rules' | 'promptCounting'>): void;
   close(): Promise<void>;
@@ -130,6 +160,58 @@ function isJsonObject(text: string | null): boolean {
   }
 }
 
+/** What an Azure OpenAI resource answers a request it does not take, in its words; undefined when it takes it. */
+function azureRefusal(
+  req: IncomingMessage,
+  deployments: readonly string[],
+  apiKey: string | undefined,
+): { status: number; message: string; code: string } | undefined {
+  const url = new URL(req.url ?? '/', 'http://azure.invalid');
+  const deployment = /^\/openai\/deployments\/([^/]+)\/chat\/completions$/.exec(url.pathname)?.[1];
+  if (req.method !== 'POST' || deployment === undefined)
+    return { status: 404, message: 'Resource not found', code: '404' };
+  if (!url.searchParams.get('api-version')) {
+    return {
+      status: 404,
+      message: 'Resource not found: the api-version query parameter is required',
+      code: '404',
+    };
+  }
+  if (apiKey !== undefined && req.headers['api-key'] !== apiKey) {
+    return {
+      status: 401,
+      message: 'Access denied due to invalid subscription key or wrong API endpoint.',
+      code: '401',
+    };
+  }
+  if (!deployments.includes(decodeURIComponent(deployment))) {
+    return {
+      status: 404,
+      message: 'The API deployment for this resource does not exist.',
+      code: 'DeploymentNotFound',
+    };
+  }
+  return undefined;
+}
+
+/** The 400 a reasoning model answers a request shaped for older models with, in OpenAI's words. */
+function reasoningModelRefusal(body: Record<string, unknown>): { message: string; code: string } | undefined {
+  if (body.max_tokens !== undefined) {
+    return {
+      message:
+        "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+      code: 'unsupported_parameter',
+    };
+  }
+  if (body.temperature !== undefined && body.temperature !== 1) {
+    return {
+      message: `Unsupported value: 'temperature' does not support ${JSON.stringify(body.temperature)} with this model. Only the default (1) value is supported.`,
+      code: 'unsupported_value',
+    };
+  }
+  return undefined;
+}
+
 function maxTokensOf(body: Record<string, unknown>): number | undefined {
   const value = body.max_completion_tokens ?? body.max_tokens;
   return typeof value === 'number' ? value : undefined;
@@ -140,6 +222,10 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
   let rules = options.rules ?? [];
   let promptCounting = options.promptCounting;
   let cursor = 0;
+  const limits = options.rateLimits ? new ProviderRateLimits(options.rateLimits) : undefined;
+  const promptCache = options.promptCache
+    ? new PromptCacheEmulator(options.promptCache === true ? {} : options.promptCache)
+    : null;
   const requests: RecordedRequest[] = [];
   const failures: string[] = [];
   // Pending latency timers and hanging replies; close() cancels them so nothing outlives the server.
@@ -208,6 +294,18 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       case 'server_error':
         sendJson(res, 500, errorBody('scripted model: internal server error', 'server_error'));
         return;
+      case 'flex_unavailable':
+        // OpenAI's flex tier without capacity: a 429 that is not a rate limit, and is not charged.
+        sendJson(
+          res,
+          429,
+          errorBody(
+            'Resource Unavailable: the flex tier has no capacity for this request; retry later or use the default tier.',
+            'invalid_request_error',
+            'resource_unavailable',
+          ),
+        );
+        return;
       case 'bad_request':
         sendJson(
           res,
@@ -236,7 +334,14 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '').split('?')[0] ?? '';
-    if (req.method !== 'POST' || !COMPLETION_PATHS.has(path)) {
+    if (options.azure) {
+      const refused = azureRefusal(req, options.azure.deployments, options.apiKey);
+      if (refused) {
+        req.resume();
+        sendJson(res, refused.status, errorBody(refused.message, 'invalid_request_error', refused.code));
+        return;
+      }
+    } else if (req.method !== 'POST' || !COMPLETION_PATHS.has(path)) {
       req.resume();
       sendJson(
         res,
@@ -245,7 +350,11 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       );
       return;
     }
-    if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
+    if (
+      !options.azure &&
+      options.apiKey !== undefined &&
+      req.headers.authorization !== `Bearer ${options.apiKey}`
+    ) {
       req.resume();
       sendJson(
         res,
@@ -273,9 +382,15 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       responseFormat,
       protocol: tools ? 'tools' : 'json',
       receivedAt: Date.now(),
+      url: req.url ?? '',
     };
     // Recorded before the reply is chosen, so a test counting calls also counts the ones that failed.
     requests.push(request);
+    const refused = options.reasoningModel ? reasoningModelRefusal(body) : undefined;
+    if (refused) {
+      sendJson(res, 400, errorBody(refused.message, 'invalid_request_error', refused.code));
+      return;
+    }
     if (responseFormat !== undefined && options.refuseResponseFormat) {
       sendJson(
         res,
@@ -289,6 +404,21 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       return;
     }
 
+    let need = 0;
+    if (limits) {
+      const counter = tokenCounterFor(typeof body.model === 'string' ? body.model : '');
+      need = endpointPromptTokens(messages, tools, counter, promptCounting) + (maxTokensOf(body) ?? 0);
+      const admitted = limits.admit(need);
+      if (!admitted.ok) {
+        sendJson(
+          res,
+          429,
+          errorBody('scripted model: rate limit reached', 'rate_limit_error', 'rate_limit_exceeded'),
+          { 'retry-after-ms': String(admitted.retryAfterMs), ...limits.headers() },
+        );
+        return;
+      }
+    }
     const reply = nextReply(request);
     if (reply === undefined) {
       return failLoudly(
@@ -311,12 +441,31 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
           'but the scripted reply is not a JSON object',
       );
     }
-    const { reply: fitted, completionTokens } = fitCompletion(rendered, maxTokensOf(body), model);
+    const {
+      reply: fitted,
+      completionTokens,
+      reasoningTokens,
+    } = fitCompletion(rendered, maxTokensOf(body), model, reply.reasoningTokens ?? 0);
     const counter = tokenCounterFor(model);
     const promptTokens =
       endpointPromptTokens(messages, tools, counter, promptCounting) +
       countResponseFormatTokens(responseFormat, counter);
-    if (reply.usage !== false && !res.destroyed) request.usage = { promptTokens, completionTokens };
+    const cacheKey = typeof body.prompt_cache_key === 'string' ? body.prompt_cache_key : undefined;
+    const emulated = promptCache?.serve(
+      { tools, responseFormat, messages, model, ...(cacheKey === undefined ? {} : { cacheKey }) },
+      promptTokens,
+    );
+    // A scripted figure wins over the emulation's.
+    const cachedTokens = Math.min(promptTokens, reply.cachedTokens ?? emulated ?? 0);
+    if (reply.usage !== false && !res.destroyed) {
+      request.usage = {
+        promptTokens,
+        completionTokens,
+        ...(cachedTokens > 0 || promptCache ? { cachedPromptTokens: cachedTokens } : {}),
+        ...(reasoningTokens > 0 ? { reasoningTokens } : {}),
+      };
+    }
+    limits?.settle(need, promptTokens + completionTokens);
     const message = {
       role: 'assistant',
       content: fitted.content,
@@ -330,6 +479,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
         model: body.model,
+        service_tier: body.service_tier === 'flex' ? 'flex' : 'default',
         choices: [{ index: 0, message, finish_reason: fitted.finishReason, logprobs: null }],
         ...(reply.usage === false
           ? {}
@@ -338,10 +488,16 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
                 prompt_tokens: promptTokens,
                 completion_tokens: completionTokens,
                 total_tokens: promptTokens + completionTokens,
+                ...(cachedTokens > 0 || promptCache
+                  ? { prompt_tokens_details: { cached_tokens: cachedTokens } }
+                  : {}),
+                ...(reasoningTokens > 0
+                  ? { completion_tokens_details: { reasoning_tokens: reasoningTokens } }
+                  : {}),
               },
             }),
       },
-      { 'x-request-id': `req_scripted_${request.index}` },
+      { 'x-request-id': `req_scripted_${request.index}`, ...limits?.headers() },
     );
   }
 
@@ -369,6 +525,8 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     baseURL: `http://${HOST}:${port}/v1`,
     requests,
     failures,
+    rateLimits: limits,
+    promptCache,
     reset(next = {}) {
       script = next.script ?? [];
       rules = next.rules ?? [];

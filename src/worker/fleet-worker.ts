@@ -1,12 +1,12 @@
 // A BullMQ Worker running agent tasks, with the lifecycle of bullmq's production guide: concurrency per
 // process, locks that survive minute-long jobs, stalled jobs resumed elsewhere, a final failure that still
 // publishes a result, and a graceful close that is safe to call twice.
-import type { KeepJobs, Queue } from 'bullmq';
+import type { KeepJobs, Queue, Telemetry } from 'bullmq';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AgentResult } from '../agent/types.js';
 import { usageOf } from '../agent/budget.js';
-import { priceOf } from '../llm/pricing.js';
+import { configuredPrices, priceOf } from '../llm/pricing.js';
 import { resultJobId, TASKS_QUEUE } from '../queue/names.js';
 import { retryDelayMs, type RetrySchedule } from '../queue/retry-schedule.js';
 import { FinalRecorder, startOf } from './final-recorder.js';
@@ -45,6 +45,8 @@ export interface FleetWorkerOptions {
   retry: RetrySchedule;
   /** Finished task jobs kept in Redis (the fleet's retention); jobs enqueued with their own keep theirs. */
   retention?: { completed: KeepJobs; failed: KeepJobs };
+  /** BullMQ's OpenTelemetry (bullmq-otel): each job's `process` span continues its producer's trace. */
+  telemetry?: Telemetry;
 }
 
 export class FleetWorker {
@@ -72,6 +74,7 @@ export class FleetWorker {
       autorun: false,
       removeOnComplete: options.retention?.completed,
       removeOnFail: options.retention?.failed,
+      ...(options.telemetry ? { telemetry: options.telemetry } : {}),
     });
     this.recorder = new FinalRecorder(deps);
     this.worker.on('failed', (job, error) => {
@@ -111,9 +114,11 @@ export class FleetWorker {
 
   private priceOf(job: Job) {
     const model = (job.data as { model?: unknown } | undefined)?.model;
-    const { LLM_MODEL, LLM_PRICES } = this.deps.env;
     try {
-      return priceOf(typeof model === 'string' ? model : LLM_MODEL, LLM_PRICES ?? {});
+      return priceOf(
+        typeof model === 'string' ? model : this.deps.env.LLM_MODEL,
+        configuredPrices(this.deps.env),
+      );
     } catch {
       return { inputPerMillion: 0, outputPerMillion: 0 };
     }
@@ -156,7 +161,7 @@ export class FleetWorker {
     if (state) {
       result.steps = state.steps;
       result.toolCalls = state.toolCalls;
-      result.usage = usageOf(state.usage, this.priceOf(job));
+      result.usage = usageOf(state.usage, state.price ?? this.priceOf(job));
     }
     return result;
   }

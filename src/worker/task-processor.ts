@@ -38,6 +38,15 @@ import { TraceWriter } from './trace-writer.js';
 import type { BatchTracker } from './batch-tracker.js';
 import { Background } from './background.js';
 import { batchMembership } from './batch-membership.js';
+import { tenantWaitMs, type HeldSlot, type TenantSlots } from '../fleet/tenant-slots.js';
+
+/** What the fleet's shared limits of a job depend on. */
+export interface JobLimits {
+  batchId: string | undefined;
+  tenant: string | undefined;
+  model: string;
+}
+import type { FleetTelemetry } from '../telemetry/fleet-telemetry.js';
 
 /** The abort reason the worker uses when it shuts down: such a job is released, not ended. */
 export const SHUTDOWN_REASON = 'worker-shutdown';
@@ -57,10 +66,17 @@ export interface TaskProcessorDeps {
   /** The agents of the fleet configuration, by name; a task without `agent` runs `default`. */
   agents: ReadonlyMap<string, AgentDefinition>;
   createModel: (model: string) => ChatModel;
-  /** The fleet's shared limits for a job: its batch's budget, the daily caps, the request rate. */
-  gateFor?: (batchId: string | undefined) => CallGate;
+  /**
+   * The fleet's shared limits for a job: its batch's budget, the daily caps (the fleet's, its tenant's), the
+   * request and token rates of its model.
+   */
+  gateFor?: (job: JobLimits) => CallGate;
+  /** Per-tenant concurrency (TENANT_CONCURRENCY): a job of a tenant at its limit waits, delayed. */
+  tenantSlots?: TenantSlots;
   /** Step and result metrics; none when absent. */
   metrics?: FleetMetrics;
+  /** The run's GenAI spans (docs/telemetry.md); none when absent. */
+  tracing?: Pick<FleetTelemetry, 'startRun'>;
   /** Records a batch when its first task starts. */
   batches?: BatchTracker;
   logger: Logger;
@@ -70,7 +86,23 @@ const STORE_RETRIES = { attempts: 4, baseDelayMs: 250 };
 
 export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown, AgentResult> {
   const journal = deps.journal;
-  return async (job, token, signal) => {
+  // The tenant slot a job holds is given back however its run ends.
+  const processor = async (job: Job, token: string | undefined, signal: AbortSignal | undefined) => {
+    const held: { slot: HeldSlot | null } = { slot: null };
+    try {
+      return await run(job, token, signal, held);
+    } finally {
+      await held.slot
+        ?.release()
+        .catch((err: unknown) => deps.logger.warn({ err }, 'tenant slot not released'));
+    }
+  };
+  const run = async (
+    job: Job,
+    token: string | undefined,
+    signal: AbortSignal | undefined,
+    held: { slot: HeldSlot | null },
+  ): Promise<AgentResult> => {
     const jobId = String(job.id);
     const log = deps.logger.child({ jobId, attempt: job.attemptsMade + 1 });
 
@@ -116,6 +148,20 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     const [checkpoint, recovered, kept] = firstStart
       ? [null, 0, null]
       : await Promise.all([deps.checkpoints.load(jobId), traces.recover(), deps.outcomes.load(jobId)]);
+    // A tenant at its limit: the job goes back to `delayed` for a short while, holding no worker slot, so the
+    // jobs of other tenants run meanwhile. A kept outcome's run is over: it needs no slot.
+    if (task.tenant !== undefined && deps.tenantSlots && !kept) {
+      held.slot = await deps.tenantSlots.take(task.tenant, jobId, (err: unknown) =>
+        log.warn({ err, tenant: task.tenant }, 'tenant slot not renewed'),
+      );
+      if (!held.slot) {
+        // Every activation counts as started; those that ran nothing are the tenant waits so far.
+        const delayMs = tenantWaitMs(Math.max(1, job.attemptsStarted - job.attemptsMade));
+        log.debug({ tenant: task.tenant, delayMs }, 'tenant at its concurrency limit: delayed');
+        await job.moveToDelayed(Date.now() + delayMs, token);
+        throw new DelayedError();
+      }
+    }
     // A kept outcome's batch was noted when its run started.
     if (batchId && !kept)
       await withRetries(() => deps.batches?.noteTask(batchId) ?? Promise.resolve(), STORE_RETRIES);
@@ -131,6 +177,8 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
             task: config.taskText.slice(0, MAX_TASK_CHARS),
             model: config.model,
             protocol: checkpoint?.protocol ?? config.protocol,
+            agent: agent.name,
+            prices: checkpoint?.price ?? config.price,
             batchId: batchId ?? null,
             metadata: task.metadata,
             attempt: job.attemptsMade + 1,
@@ -155,6 +203,16 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     if (recovered > 0) log.info({ traces: recovered }, 'writing again the traces an earlier attempt parked');
 
     const shown = new Background(log);
+    const runTrace = kept
+      ? undefined
+      : deps.tracing?.startRun({
+          jobId,
+          agent: agentName,
+          model: config.model,
+          attempt: job.attemptsMade + 1,
+          task: config.taskText,
+          ...(batchId ? { batchId } : {}),
+        });
     const result =
       kept?.result ??
       (await runAgent({
@@ -170,7 +228,8 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
         options: config.options,
         checkpoint: checkpoint ?? undefined,
         signal,
-        gate: deps.gateFor?.(batchId),
+        gate: deps.gateFor?.({ batchId, tenant: task.tenant, model: config.model }),
+        ...(runTrace ? { observer: runTrace } : {}),
         logger: log,
         onStep: (trace) => {
           traces.add(trace);
@@ -181,7 +240,11 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
         },
         onCheckpoint: (checkpoint) => deps.checkpoints.save(jobId, checkpoint.json),
         beforeSideEffects: recorded,
+      }).catch((error: unknown) => {
+        runTrace?.fail(error);
+        throw error;
       }));
+    runTrace?.end(result);
 
     await shown.settled();
     if (result.stopReason === 'cancelled' && signal?.reason === SHUTDOWN_REASON) {
@@ -224,6 +287,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     if (result.status === 'failed') throw new UnrecoverableError(result.error?.message ?? 'run failed');
     return result;
   };
+  return processor;
 }
 
 /** Records the run, publishes its result, forgets its checkpoint: in that order, each step idempotent. */
@@ -259,6 +323,7 @@ export async function finishWithoutRun(
         task: typeof data.task === 'string' ? data.task.slice(0, 8_000) : '',
         model: deps.env.LLM_MODEL,
         protocol: deps.env.AGENT_PROTOCOL,
+        agent: agent?.name ?? null,
         attempt: job.attemptsMade + 1,
       }),
     STORE_RETRIES,
