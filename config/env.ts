@@ -147,7 +147,8 @@ export const envSchema = z.object({
   // The model's context window in tokens: the auto memory compacts the prompt before it reaches 80 % of it.
   AGENT_CONTEXT_TOKENS: int(1_000, 10_000_000).default(D.DEFAULT_CONTEXT_TOKENS),
   AGENT_TOOL_RESULT_MAX_TOKENS: int(50, 100_000).default(D.DEFAULT_TOOL_RESULT_MAX_TOKENS),
-  WORKER_CONCURRENCY: int(1, 1000).default(10),
+  // Up to 10,000: a latency-bound worker holds thousands of jobs in flight (docs/benchmarks.md, 2,000 measured).
+  WORKER_CONCURRENCY: int(1, 10_000).default(10),
   WORKER_LOCK_DURATION_MS: int(1_000).default(60_000),
   WORKER_STALLED_INTERVAL_MS: int(500).default(30_000),
   // A job whose worker died under it more often than this is failed (with its record and result), not run again.

@@ -142,6 +142,7 @@ describe('parseEnv refusals', () => {
     ['LLM_TEMPERATURE', '2.5', /<=2/],
     ['LLM_TIMEOUT_MS', '50', />=100/],
     ['WORKER_CONCURRENCY', '0', />=1/],
+    ['WORKER_CONCURRENCY', '10001', /<=10000/],
     ['API_PORT', '65536', /<=65535/],
     ['BOARD_PORT', '-1', />=0/],
     ['REDIS_URL', 'http://redis:6379', /must be a URL \(redis, rediss\)/],

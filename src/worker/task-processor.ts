@@ -25,6 +25,7 @@ import { formatFieldIssues, MAX_TASK_CHARS, validateTask } from '../queue/task-s
 import type { RunsRepository } from '../store/runs-repository.js';
 import { isConnectionFailure } from '../store/connection-errors.js';
 import type { CheckpointStore } from './checkpoint-store.js';
+import { forgetJobState } from './job-state.js';
 import type { OutcomeStore } from './outcome-store.js';
 import { retryDelayMs } from '../queue/retry-schedule.js';
 import { progressOf, stepLogLine } from './progress.js';
@@ -142,11 +143,8 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     // an earlier job of the same id (a reused idempotency key) may have left is dropped, unread, before this job
     // writes any. Otherwise both reads go together.
     const firstStart = job.attemptsStarted <= 1;
-    if (firstStart) {
-      void deps.checkpoints.delete(jobId).catch(() => undefined);
-      void deps.outcomes.forget(jobId).catch(() => undefined);
-      traces.forget();
-    }
+    // Not waited for: sent before this job parks any trace, on the same connection.
+    if (firstStart) void forgetJobState(deps.redis, deps.env.QUEUE_PREFIX, jobId).catch(() => undefined);
     const [checkpoint, recovered, kept] = firstStart
       ? [null, 0, null]
       : await Promise.all([deps.checkpoints.load(jobId), traces.recover(), deps.outcomes.load(jobId)]);
@@ -202,7 +200,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
       });
     if (kept) log.info({ tries: kept.recordTries }, 'recording an outcome MySQL could not take earlier');
     else if (checkpoint) log.info({ step: checkpoint.steps }, 'resuming from checkpoint');
-    if (recovered > 0) log.info({ traces: recovered }, 'writing traces an earlier attempt left unwritten');
+    if (recovered > 0) log.info({ traces: recovered }, 'writing again the traces an earlier attempt parked');
 
     const shown = new Background(log);
     const runTrace = kept
@@ -303,8 +301,7 @@ async function publish(deps: TaskProcessorDeps, result: AgentResult): Promise<vo
   await withRetries(() => deps.publisher.publish(result), STORE_RETRIES);
   deps.metrics?.observeResult(result);
   // Not waited for: with the result out nothing reads them again, and one left behind expires.
-  void deps.checkpoints.delete(result.jobId).catch(() => undefined);
-  void deps.outcomes.forget(result.jobId).catch(() => undefined);
+  void forgetJobState(deps.redis, deps.env.QUEUE_PREFIX, result.jobId).catch(() => undefined);
 }
 
 /**
