@@ -5,7 +5,7 @@
 // enqueued with the installed client package alone and its result read and checked against the result schema.
 // The client package's tree is measured: bullmq, ioredis, zod and their dependencies, nothing of the fleet's
 // adapters. Needs Redis, MariaDB and the npm cache (or registry) the repository was installed from.
-import { cpSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentResultSchema } from '../src/agent/result-schema.js';
@@ -182,6 +182,8 @@ describe('the installed packages', () => {
     const [, apiUrl] = await api.waitFor(/API listening on (http:\/\/[^"\s]+)/);
     const [, boardUrl] = await board.waitFor(/listening on (http:\/\/[^"\s]+)/);
     expect((await fetch(`${apiUrl}/healthz`)).status).toBe(200);
+    const committed = JSON.parse(readFileSync(join(REPOSITORY, 'docs', 'openapi.json'), 'utf8')) as unknown;
+    expect(await (await fetch(`${apiUrl}/openapi.json`)).json()).toEqual(committed);
     const agents = await fetch(`${apiUrl}/v1/agents`, { headers: { authorization: `Bearer ${token}` } });
     expect(((await agents.json()) as { agents: { name: string }[] }).agents.map((a) => a.name)).toEqual([
       'greeter',
@@ -193,6 +195,18 @@ describe('the installed packages', () => {
     await Promise.all([api.stop(), board.stop()]);
     expect(api.child.exitCode).toBe(0);
     expect(board.child.exitCode).toBe(0);
+  }, 90_000);
+
+  it('the bin refuses a TypeScript configuration it cannot load, saying what to do, and a missing one', async () => {
+    writeFileSync(join(app, 'typed.config.ts'), 'export default { agents: [] as never[] };\n');
+    const typed = await runToEnd(bin(), ['worker', '--config', 'typed.config.ts'], app, fleetEnv());
+    expect(typed.code).toBe(1);
+    expect(typed.stdout + typed.stderr).toMatch(
+      /typed\.config\.ts cannot be loaded without a TypeScript loader: write it as \.js/,
+    );
+    const missing = await runToEnd(bin(), ['worker', '--config', 'nowhere.js'], app, fleetEnv());
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/--config: no file at .*nowhere\.js/);
   }, 90_000);
 
   it(
