@@ -199,7 +199,10 @@ describe('the installed packages', () => {
 
   it('the bin refuses a TypeScript configuration it cannot load, saying what to do, and a missing one', async () => {
     writeFileSync(join(app, 'typed.config.ts'), 'export default { agents: [] as never[] };\n');
-    const typed = await runToEnd(bin(), ['worker', '--config', 'typed.config.ts'], app, fleetEnv());
+    const typed = await runToEnd(bin(), ['worker', '--config', 'typed.config.ts'], app, {
+      ...fleetEnv(),
+      OPENAI_API_KEY: 'test-key',
+    });
     expect(typed.code).toBe(1);
     expect(typed.stdout + typed.stderr).toMatch(
       /typed\.config\.ts cannot be loaded without a TypeScript loader: write it as \.js/,
