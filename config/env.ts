@@ -1,8 +1,10 @@
 // The environment, parsed once with zod. Every variable is optional (CONTRACT §2); a bad value stops the
 // process at start with one line that names the variable.
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import * as D from '../src/agent/defaults.js';
+import { priceFileSchema, priceMapSchema } from './prices.js';
 import { ConfigError } from '../src/agent/errors.js';
 import { isSecretKey, redactUrl } from '../src/logging/redact.js';
 import { DEFAULT_RETENTION as R } from '../src/queue/retention.js';
@@ -35,24 +37,40 @@ const commaList = z.string().transform((value) =>
     .map((item) => item.trim().toLowerCase())
     .filter(Boolean),
 );
-const priceTable = z
-  .string()
-  .transform((value, ctx) => {
-    try {
-      return JSON.parse(value) as unknown;
-    } catch {
-      ctx.addIssue({ code: 'custom', message: 'must be JSON' });
-      return z.NEVER;
-    }
-  })
-  .pipe(
-    z.record(
-      z.string(),
-      z
-        .object({ inputPerMillion: z.number().nonnegative(), outputPerMillion: z.number().nonnegative() })
-        .strict(),
-    ),
-  );
+/** The first issue of a nested value, with its path: `gpt-x.inputPerMillion: too small…`. */
+const firstIssue = (error: z.ZodError): string => {
+  const issue = error.issues[0];
+  const path = issue?.path.join('.') ?? '';
+  return `${path ? `${path}: ` : ''}${issue?.message ?? 'bad value'}`;
+};
+const priceTable = z.string().transform((value, ctx) => {
+  let json: unknown;
+  try {
+    json = JSON.parse(value);
+  } catch {
+    ctx.addIssue({ code: 'custom', message: 'must be JSON' });
+    return z.NEVER;
+  }
+  const parsed = priceMapSchema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  ctx.addIssue({ code: 'custom', message: firstIssue(parsed.error) });
+  return z.NEVER;
+});
+// Read once at start, like every other variable: a price file that cannot be read stops the process naming it.
+const priceFile = z.string().transform((path, ctx) => {
+  let json: unknown;
+  try {
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    const why = error instanceof SyntaxError ? 'is not JSON' : 'cannot be read';
+    ctx.addIssue({ code: 'custom', message: `the file ${why} (${(error as Error).message})` });
+    return z.NEVER;
+  }
+  const parsed = priceFileSchema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  ctx.addIssue({ code: 'custom', message: firstIssue(parsed.error) });
+  return z.NEVER;
+});
 
 /** An address to listen on: an IPv4 or IPv6 address or a host name, never a URL or a port. */
 const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
@@ -77,6 +95,8 @@ export const envSchema = z.object({
   LLM_TEMPERATURE: decimal(z.number().min(0).max(2)).default(D.DEFAULT_TEMPERATURE),
   LLM_MAX_TOKENS: int(16, 128_000).default(D.DEFAULT_COMPLETION_TOKENS),
   LLM_TIMEOUT_MS: int(100).default(D.DEFAULT_MODEL_TIMEOUT_MS),
+  // Prices over the built-in table (config/prices.json): a file of the same shape, then this JSON map.
+  LLM_PRICES_FILE: priceFile.optional(),
   LLM_PRICES: priceTable.optional(),
   AGENT_PROTOCOL: z.enum(['tools', 'json']).default('tools'),
   AGENT_MAX_STEPS: int(1, 100).default(D.DEFAULT_MAX_STEPS),

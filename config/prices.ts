@@ -1,16 +1,50 @@
-// USD per million tokens, from the providers' public price lists. The demo's scripted model reports usage
-// under the configured model name, so its runs are priced exactly like the real model's would be.
-export interface ModelPrice {
-  inputPerMillion: number;
-  outputPerMillion: number;
-}
+// The price table: data in prices.json (dated, with its source), checked here on load. A model entry is what the
+// fleet must know of a model to bound and bill its runs: the per-tier prices and how requests to it are shaped.
+import { z } from 'zod';
+import table from './prices.json' with { type: 'json' };
 
-export const MODEL_PRICES: Readonly<Record<string, ModelPrice>> = {
-  'gpt-4-turbo-preview': { inputPerMillion: 10, outputPerMillion: 30 },
-  'gpt-4-turbo': { inputPerMillion: 10, outputPerMillion: 30 },
-  'gpt-4o': { inputPerMillion: 2.5, outputPerMillion: 10 },
-  'gpt-4o-mini': { inputPerMillion: 0.15, outputPerMillion: 0.6 },
-  'gpt-4.1': { inputPerMillion: 2, outputPerMillion: 8 },
-  'gpt-4.1-mini': { inputPerMillion: 0.4, outputPerMillion: 1.6 },
-  'gpt-4.1-nano': { inputPerMillion: 0.1, outputPerMillion: 0.4 },
-};
+const perMillion = z.number().nonnegative().max(100_000);
+
+const tierPriceSchema = z
+  .object({
+    inputPerMillion: perMillion,
+    /** Prompt tokens served from the provider's cache; absent, they cost the input price. */
+    cachedInputPerMillion: perMillion.optional(),
+    outputPerMillion: perMillion,
+  })
+  .strict();
+
+export const modelPriceSchema = tierPriceSchema
+  .extend({
+    /** The provider's slower tier at batch prices, where the model has one. */
+    flex: tierPriceSchema.optional(),
+    /** A reasoning model: `max_completion_tokens` instead of `max_tokens`, no temperature, `reasoning_effort`. */
+    reasoning: z.boolean().optional(),
+    /** The most tokens a prompt and its completion may hold together. */
+    contextWindow: z.number().int().positive().optional(),
+  })
+  .strict();
+
+export type TierPrice = z.infer<typeof tierPriceSchema>;
+export type ModelPrice = z.infer<typeof modelPriceSchema>;
+
+export const priceMapSchema = z.record(z.string().min(1).max(200), modelPriceSchema);
+
+/** The shape of prices.json and of a file named by LLM_PRICES_FILE. */
+export const priceFileSchema = z
+  .object({
+    asOf: z.string().optional(),
+    source: z.string().optional(),
+    models: priceMapSchema,
+  })
+  .strict();
+
+export type PriceFile = z.infer<typeof priceFileSchema>;
+
+const builtIn = priceFileSchema.parse(table);
+
+/** When the built-in prices were read, and where from. */
+export const PRICES_AS_OF: string | undefined = builtIn.asOf;
+export const PRICES_SOURCE: string | undefined = builtIn.source;
+
+export const MODEL_PRICES: Readonly<Record<string, ModelPrice>> = builtIn.models;

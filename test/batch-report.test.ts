@@ -251,6 +251,33 @@ describe('batch summary', () => {
     expect(buildBatchReport(batch([]), []).state).toBe('completed');
   });
 
+  it('sums cached and reasoning tokens and shows them in every rendering, only where there are some', () => {
+    const runs = [
+      run('a', { cachedPromptTokens: 1024, reasoningTokens: 64 }),
+      run('b', { cachedPromptTokens: 512 }),
+      run('c'),
+    ];
+    const report = buildBatchReport(batch(['a', 'b', 'c']), runs, { generatedAt: GENERATED_AT });
+    expect(report.summary.usage).toMatchObject({ cachedPromptTokens: 1536, reasoningTokens: 64 });
+    expect(renderText(report)).toContain(
+      '3,300 total (3,000 prompt, 300 completion); 1,536 cached, 64 reasoning',
+    );
+    expect(renderMarkdown(report)).toMatch(/\| Cached prompt tokens \| 1,536 \|/);
+    expect(renderHtml(report)).toContain('Reasoning tokens');
+    const plain = buildBatchReport(batch(['c']), [run('c')], { generatedAt: GENERATED_AT });
+    expect(plain.summary.usage.cachedPromptTokens).toBeUndefined();
+    expect(renderMarkdown(plain)).not.toContain('Cached prompt tokens');
+  });
+
+  it('says why a budget stopped a task, in the Markdown and the HTML', () => {
+    const why = 'cost budget: $0.000210 of $0.0500 left; the next call needed $0.0034 at worst (…)';
+    const runs = [run('a', { status: 'stopped', stopReason: 'cost_budget', answer: null, stopDetail: why })];
+    const report = buildBatchReport(batch(['a']), runs, { generatedAt: GENERATED_AT });
+    expect(report.rows[0]?.stopDetail).toBe(why);
+    expect(renderMarkdown(report)).toContain('Why it stopped: cost budget: $0.000210 of $0.0500 left');
+    expect(renderHtml(report)).toContain('<div class="why">Why it stopped: cost budget: $0.000210');
+  });
+
   it('warns about runs outside the job ids, duplicate ids and a stored summary that disagrees', () => {
     const report = buildBatchReport(
       batch(['a', 'b', 'a'], {

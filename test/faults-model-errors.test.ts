@@ -186,7 +186,10 @@ it('20% of model requests failing: every task succeeds, usage and cost exact, no
         server.promptTokens + server.hungPromptTokens,
       );
     expect(result.usage.costUsd, t.name).toBeCloseTo(
-      costUsd(price, result.usage.promptTokens, result.usage.completionTokens),
+      costUsd(price, {
+        promptTokens: result.usage.promptTokens,
+        completionTokens: result.usage.completionTokens,
+      }),
       12,
     );
     expect(result.usage.totalTokens, t.name).toBeLessThanOrEqual(BUDGET.maxTokens);

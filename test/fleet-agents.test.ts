@@ -102,10 +102,14 @@ describe('a custom agent of a fleet configuration', () => {
     expect(requests[0]!.tools?.map((t) => t.function.name)).toEqual(['get_forecast', 'notify_team']);
     expect(String(requests[1]!.messages.at(-1)?.content)).toContain('forecast for Lyon: sunny');
     expect(effects().filter((line) => line.startsWith(`${jobId}:`))).toHaveLength(1);
-    const [run] = await queryStore<{ task: string }>(ns, 'SELECT task FROM agent_runs WHERE job_id = ?', [
-      jobId,
-    ]);
+    const [run] = await queryStore<{ task: string; agent: string }>(
+      ns,
+      'SELECT task, agent FROM agent_runs WHERE job_id = ?',
+      [jobId],
+    );
     expect(run?.task).toBe('Input: {"city":"Lyon","days":3}');
+    // Recorded with its agent: the console filters and the batch forecast read runs by agent.
+    expect(run?.agent).toBe('weather');
   }, 40_000);
 
   it('keeps the json protocol working: the instructions come before its prompt, which lists the tools', async () => {

@@ -67,6 +67,12 @@ describe('stop reasons', () => {
     expect(result.answer).toMatch(/^looked up \d+ customers$/);
     expect(result.usage.totalTokens).toBeLessThanOrEqual(2_000);
     expect(server.requests.length - before).toBe(result.steps);
+    // Why, in numbers: what was left and what the refused call needed.
+    expect(result.stopDetail).toMatch(
+      /^token budget: [\d,]+ of 2,000 tokens left; the next call needed [\d,]+ \([\d,]+ prompt \+ 64 completion tokens, with room for a final answer after it\)$/,
+    );
+    const [, left, needed] = /: ([\d,]+) of .* needed ([\d,]+)/.exec(result.stopDetail!)!;
+    expect(Number(needed!.replace(/,/g, ''))).toBeGreaterThan(Number(left!.replace(/,/g, '')));
   });
 
   it('a call asks for fewer tokens rather than overshoot the budget', async () => {
@@ -88,6 +94,9 @@ describe('stop reasons', () => {
     expect(result.answer).toMatch(/^looked up \d+ customers$/);
     expect(result.usage.costUsd).toBeLessThanOrEqual(0.02);
     expect(result.usage.totalTokens).toBeLessThan(50_000);
+    expect(result.stopDetail).toMatch(
+      /^cost budget: \$0\.\d+ of \$0\.0200 left; the next call needed \$0\.\d+ at worst/,
+    );
   });
 
   it('a budget too small for even one call stops before calling the model', async () => {
@@ -96,6 +105,10 @@ describe('stop reasons', () => {
     const { result } = await runWith(server, { budget: { maxTokens: 60 } });
     expect(result).toMatchObject({ status: 'stopped', stopReason: 'token_budget', steps: 0, answer: null });
     expect(result.usage.totalTokens).toBe(0);
+    expect(result.stopDetail).toMatch(/^token budget: 60 of 60 tokens left; the next call needed \d+/);
+    expect(result.stopDetail).toContain(
+      'a final answer did not fit either (token budget: 60 of 60 tokens left',
+    );
     expect(server.requests.length).toBe(before);
   });
 

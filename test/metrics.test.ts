@@ -95,6 +95,8 @@ describe('observing traces and results', () => {
         kind: 'answer',
         promptTokens: 1500,
         completionTokens: 40,
+        cachedPromptTokens: 1024,
+        reasoningTokens: 16,
         costUsd: 0.125,
         modelLatencyMs: 500,
         modelCalls: 1,
@@ -126,6 +128,9 @@ describe('observing traces and results', () => {
     expect(lines).toContain('agentfleet_steps_total{kind="other"} 1');
     expect(lines).toContain('agentfleet_tokens_total{type="prompt"} 2700');
     expect(lines).toContain('agentfleet_tokens_total{type="completion"} 120');
+    // Parts of those totals, in a counter of their own so that summing tokens_total stays right.
+    expect(lines).toContain('agentfleet_token_details_total{type="cached_prompt"} 1024');
+    expect(lines).toContain('agentfleet_token_details_total{type="reasoning"} 16');
     expect(lines).toContain('agentfleet_cost_usd_total 0.375');
   });
 

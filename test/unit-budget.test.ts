@@ -180,7 +180,10 @@ describe('planCall', () => {
       need({ promptTokens: 1, desiredMaxTokens: 10, minCompletionTokens: 0 }),
     );
     expect(plan.ok).toBe(true);
-    if (plan.ok) expect(costUsd(price, 1, plan.maxTokens)).toBeLessThanOrEqual(0.3 / 1e6);
+    if (plan.ok)
+      expect(costUsd(price, { promptTokens: 1, completionTokens: plan.maxTokens })).toBeLessThanOrEqual(
+        0.3 / 1e6,
+      );
   });
 });
 
@@ -238,7 +241,10 @@ describe('planCall (property)', () => {
         const tokensFrom = (base: typeof used) => (completion: number) =>
           base.promptTokens + n.promptTokens + base.completionTokens + completion;
         const costFrom = (base: typeof used) => (completion: number) =>
-          costUsd(p, base.promptTokens + n.promptTokens, base.completionTokens + completion);
+          costUsd(p, {
+            promptTokens: base.promptTokens + n.promptTokens,
+            completionTokens: base.completionTokens + completion,
+          });
         const tokensWith = tokensFrom(used);
         const costWith = costFrom(used);
         const min = Math.min(n.minCompletionTokens, n.desiredMaxTokens);

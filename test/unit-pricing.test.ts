@@ -1,8 +1,12 @@
 // Prices: the cost formula on the built-in table, and how a model's price is found or refused.
 import { describe, expect, it } from 'vitest';
-import { MODEL_PRICES } from '../config/prices.js';
+import { MODEL_PRICES, PRICES_AS_OF, PRICES_SOURCE } from '../config/prices.js';
 import { ConfigError } from '../src/agent/errors.js';
-import { costUsd, priceOf } from '../src/llm/pricing.js';
+import { configuredPrices, costUsd, priceOf } from '../src/llm/pricing.js';
+import { parseEnv } from '../config/env.js';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 function configErrorOf(run: () => unknown): ConfigError {
   try {
@@ -18,20 +22,104 @@ describe('costUsd', () => {
   it('is exact for round token counts of the table', () => {
     // 1M prompt + 1M completion tokens cost input + output per million
     for (const [model, price] of Object.entries(MODEL_PRICES)) {
-      expect(costUsd(price, 1_000_000, 0), model).toBe(price.inputPerMillion);
-      expect(costUsd(price, 0, 1_000_000), model).toBe(price.outputPerMillion);
+      expect(costUsd(price, { promptTokens: 1_000_000, completionTokens: 0 }), model).toBe(
+        price.inputPerMillion,
+      );
+      expect(costUsd(price, { promptTokens: 0, completionTokens: 1_000_000 }), model).toBe(
+        price.outputPerMillion,
+      );
     }
-    expect(costUsd(priceOf('gpt-4o'), 1_000, 500)).toBe(0.0075);
-    expect(costUsd(priceOf('gpt-4-turbo'), 1_000, 1_000)).toBe(0.04);
-    expect(costUsd(priceOf('gpt-4.1'), 2_000, 250)).toBe(0.006);
-    expect(costUsd(priceOf('gpt-4o-mini'), 1_000_000, 1_000_000)).toBeCloseTo(0.75, 12);
-    expect(costUsd(priceOf('gpt-4.1-nano'), 10_000, 10_000)).toBeCloseTo(0.005, 15);
-    expect(costUsd(priceOf('gpt-4o'), 0, 0)).toBe(0);
+    expect(costUsd(priceOf('gpt-4o'), { promptTokens: 1_000, completionTokens: 500 })).toBe(0.0075);
+    expect(costUsd(priceOf('gpt-4-turbo'), { promptTokens: 1_000, completionTokens: 1_000 })).toBe(0.04);
+    expect(costUsd(priceOf('gpt-4.1'), { promptTokens: 2_000, completionTokens: 250 })).toBe(0.006);
+    expect(
+      costUsd(priceOf('gpt-4o-mini'), { promptTokens: 1_000_000, completionTokens: 1_000_000 }),
+    ).toBeCloseTo(0.75, 12);
+    expect(costUsd(priceOf('gpt-4.1-nano'), { promptTokens: 10_000, completionTokens: 10_000 })).toBeCloseTo(
+      0.005,
+      15,
+    );
+    expect(costUsd(priceOf('gpt-4o'), { promptTokens: 0, completionTokens: 0 })).toBe(0);
   });
 
   it('is additive in tokens, to the float', () => {
     const price = priceOf('gpt-4-turbo-preview');
-    expect(costUsd(price, 1_234, 567)).toBe((1_234 * 10 + 567 * 30) / 1_000_000);
+    expect(costUsd(price, { promptTokens: 1_234, completionTokens: 567 })).toBe(
+      (1_234 * 10 + 567 * 30) / 1_000_000,
+    );
+  });
+});
+
+describe('costUsd of cached and flex tokens', () => {
+  const gpt41 = priceOf('gpt-4.1'); // input $2, cached $0.50, output $8 per million
+  it('bills cached prompt tokens at the cached-input price', () => {
+    expect(
+      costUsd(gpt41, { promptTokens: 10_000, cachedPromptTokens: 8_192, completionTokens: 100 }),
+    ).toBeCloseTo((1_808 * 2 + 8_192 * 0.5 + 100 * 8) / 1e6, 15);
+    // Reasoning tokens are completion tokens: they change nothing in the bill.
+    const plain = costUsd(gpt41, { promptTokens: 1_000, completionTokens: 500 });
+    expect(costUsd(gpt41, { promptTokens: 1_000, completionTokens: 500, reasoningTokens: 400 })).toBe(plain);
+  });
+
+  it('bills cached tokens at the input price for a model without a cached price', () => {
+    const price = { inputPerMillion: 3, outputPerMillion: 6 };
+    expect(costUsd(price, { promptTokens: 1_000, cachedPromptTokens: 600, completionTokens: 0 })).toBe(0.003);
+  });
+
+  it('bills the flex part at the flex prices, the rest at the standard ones', () => {
+    const gpt5 = priceOf('gpt-5');
+    const cost = costUsd(gpt5, {
+      promptTokens: 3_000,
+      cachedPromptTokens: 1_024,
+      completionTokens: 700,
+      flex: { promptTokens: 2_000, cachedPromptTokens: 1_024, completionTokens: 500 },
+    });
+    const standard = (1_000 * 1.25 + 200 * 10) / 1e6;
+    const flex = ((2_000 - 1_024) * 0.625 + 1_024 * 0.0625 + 500 * 5) / 1e6;
+    expect(cost).toBeCloseTo(standard + flex, 15);
+  });
+});
+
+describe('LLM_PRICES_FILE', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'prices-'));
+  it('adds and overrides models from a file of the built-in shape; LLM_PRICES wins over it', () => {
+    const file = join(dir, 'prices.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        asOf: '2026-12-01',
+        models: {
+          'llama-3.3-70b': { inputPerMillion: 0, outputPerMillion: 0 },
+          'gpt-4.1': { inputPerMillion: 1, cachedInputPerMillion: 0.25, outputPerMillion: 4 },
+          'gpt-4o': { inputPerMillion: 9, outputPerMillion: 9 },
+        },
+      }),
+    );
+    const env = parseEnv({
+      LLM_PRICES_FILE: file,
+      LLM_PRICES: JSON.stringify({ 'gpt-4o': { inputPerMillion: 2, outputPerMillion: 4 } }),
+    });
+    const prices = configuredPrices(env);
+    expect(priceOf('llama-3.3-70b', prices)).toEqual({ inputPerMillion: 0, outputPerMillion: 0 });
+    expect(priceOf('gpt-4.1', prices).cachedInputPerMillion).toBe(0.25);
+    expect(priceOf('gpt-4o', prices)).toEqual({ inputPerMillion: 2, outputPerMillion: 4 });
+    expect(priceOf('o3', prices)).toEqual(MODEL_PRICES['o3']);
+  });
+
+  it('refuses a missing file, bad JSON and a bad entry, naming the variable and the field', () => {
+    expect(() => parseEnv({ LLM_PRICES_FILE: join(dir, 'nope.json') })).toThrow(
+      /LLM_PRICES_FILE=.*cannot be read/,
+    );
+    const bad = join(dir, 'bad.json');
+    writeFileSync(bad, '{ "models": ');
+    expect(() => parseEnv({ LLM_PRICES_FILE: bad })).toThrow(/LLM_PRICES_FILE=.*is not JSON/);
+    writeFileSync(bad, JSON.stringify({ models: { m: { inputPerMillion: -1, outputPerMillion: 1 } } }));
+    expect(() => parseEnv({ LLM_PRICES_FILE: bad })).toThrow(/LLM_PRICES_FILE=.*models\.m\.inputPerMillion/);
+    expect(() =>
+      parseEnv({
+        LLM_PRICES: JSON.stringify({ m: { inputPerMillion: 1, outputPerMillion: 1, flex: { x: 1 } } }),
+      }),
+    ).toThrow(/LLM_PRICES=.*m\.flex/);
   });
 });
 
@@ -40,8 +128,31 @@ describe('priceOf', () => {
     expect(Object.keys(MODEL_PRICES)).toEqual(
       expect.arrayContaining(['gpt-4-turbo', 'gpt-4-turbo-preview', 'gpt-4o', 'gpt-4o-mini', 'gpt-4.1']),
     );
-    expect(priceOf('gpt-4o')).toEqual({ inputPerMillion: 2.5, outputPerMillion: 10 });
-    expect(priceOf('gpt-4-turbo-preview')).toEqual({ inputPerMillion: 10, outputPerMillion: 30 });
+    expect(priceOf('gpt-4o')).toMatchObject({
+      inputPerMillion: 2.5,
+      cachedInputPerMillion: 1.25,
+      outputPerMillion: 10,
+    });
+    expect(priceOf('gpt-4-turbo-preview')).toMatchObject({ inputPerMillion: 10, outputPerMillion: 30 });
+    // The current models (issue: today's models), with their cached and flex prices where they have them.
+    for (const model of [
+      'gpt-5',
+      'gpt-5-mini',
+      'gpt-5-nano',
+      'o3',
+      'o4-mini',
+      'gpt-4.1-mini',
+      'gpt-4.1-nano',
+    ])
+      expect(priceOf(model).cachedInputPerMillion, model).toBeGreaterThan(0);
+    expect(priceOf('gpt-5').flex).toEqual({
+      inputPerMillion: 0.625,
+      cachedInputPerMillion: 0.0625,
+      outputPerMillion: 5,
+    });
+    expect(priceOf('o3')).toMatchObject({ reasoning: true, contextWindow: 200_000 });
+    expect(PRICES_AS_OF).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+    expect(PRICES_SOURCE).toContain('openai.com');
   });
 
   it('refuses an unknown model with a ConfigError that points to LLM_PRICES', () => {

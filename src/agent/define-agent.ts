@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import type { Budget } from './budget.js';
 import type { ProtocolName } from './protocol.js';
 import type { Tool } from '../tools/tool.js';
+import type { ReasoningEffort } from '../llm/chat-model.js';
 
 /** Agent and tool names: what a task, a log line and a metric label carry. */
 export const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -24,6 +25,8 @@ export interface AgentDefinition<Input extends z.ZodType = z.ZodType, Output ext
   tools: readonly (string | Tool)[];
   /** Default model of its tasks (a task's `model` wins); default LLM_MODEL. */
   model?: string;
+  /** How its requests are shaped; see docs/models.md. */
+  modelSettings?: ModelSettings;
   protocol?: ProtocolName;
   /** Its tasks' default budget, per field; the environment's defaults fill the rest. */
   budget?: Partial<Budget>;
@@ -36,6 +39,17 @@ export interface AgentDefinition<Input extends z.ZodType = z.ZodType, Output ext
   output?: Output;
 }
 
+export interface ModelSettings {
+  /** `reasoning_effort` for a reasoning model (gpt-5 family, o3, o4-mini). */
+  reasoningEffort?: ReasoningEffort;
+  /** Shape requests for a reasoning model even where the price entry does not say it is one (or, false, not). */
+  reasoning?: boolean;
+  /** The completion limit of a step (LLM_MAX_TOKENS by default); a reasoning model's reasoning counts in it. */
+  maxCompletionTokens?: number;
+}
+
+const EFFORTS: readonly ReasoningEffort[] = ['minimal', 'low', 'medium', 'high'];
+
 /** Identity with a name check, for type inference of `instructions`' argument from `input`. */
 export function defineAgent<Input extends z.ZodType = z.ZodType, Output extends z.ZodType = z.ZodType>(
   agent: AgentDefinition<Input, Output>,
@@ -45,5 +59,24 @@ export function defineAgent<Input extends z.ZodType = z.ZodType, Output extends 
       `agent name "${agent.name}" is invalid: letters, digits, _ and - only, at most 64, starting with a letter or digit`,
     );
   }
+  checkModelSettings(agent.name, agent.modelSettings);
   return agent;
+}
+
+function checkModelSettings(name: string, settings: ModelSettings | undefined): void {
+  if (!settings) return;
+  const { reasoningEffort, maxCompletionTokens } = settings;
+  if (reasoningEffort !== undefined && !EFFORTS.includes(reasoningEffort)) {
+    throw new Error(
+      `agent "${name}": modelSettings.reasoningEffort must be one of ${EFFORTS.join(', ')}, got ${JSON.stringify(reasoningEffort)}`,
+    );
+  }
+  if (
+    maxCompletionTokens !== undefined &&
+    !(Number.isInteger(maxCompletionTokens) && maxCompletionTokens >= 16 && maxCompletionTokens <= 128_000)
+  ) {
+    throw new Error(
+      `agent "${name}": modelSettings.maxCompletionTokens must be a whole number from 16 to 128000, got ${JSON.stringify(maxCompletionTokens)}`,
+    );
+  }
 }

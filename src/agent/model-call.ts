@@ -4,11 +4,19 @@ import type { CallGate } from './call-gate.js';
 import type { AgentFleetError } from './errors.js';
 import { ModelApiError, SystemError } from './errors.js';
 import { costUsd } from '../llm/pricing.js';
-import { addUsage, planCall, type Budget, type BudgetStopReason, type TokenUsage } from './budget.js';
+import {
+  addUsage,
+  describeBudgetStop,
+  planCall,
+  usageSince,
+  type Budget,
+  type BudgetStopReason,
+  type TokenUsage,
+} from './budget.js';
 import { DEFAULT_MODEL_RETRY_BASE_DELAY_MS, MAX_MODEL_RETRY_DELAY_MS } from './defaults.js';
 import type { ChatMessage, ResponseFormat, ToolSpec } from './messages.js';
 import { measurePrompt, type PromptCalibration } from './prompt-calibration.js';
-import type { ChatCompletion, ChatModel } from '../llm/chat-model.js';
+import type { ChatCompletion, ChatModel, ChatRequest } from '../llm/chat-model.js';
 import type { ModelPrice } from '../llm/pricing.js';
 import { countCompletionTokens, countResponseFormatTokens, type TokenCounter } from '../llm/tokens.js';
 
@@ -20,6 +28,8 @@ export interface ModelCallEnv {
   /** The run's prompt estimate; learns from the usage this call reports. */
   calibration: PromptCalibration;
   temperature: number;
+  /** Set for a reasoning model (no temperature, `max_completion_tokens`, the effort asked for). */
+  reasoning?: ChatRequest['reasoning'];
   timeoutMs: number;
   retries: number;
   retryBaseDelayMs?: number;
@@ -77,17 +87,22 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
 
   for (let attempt = 1; ; attempt++) {
     if (env.signal.aborted) return { ok: false, stop: 'cancelled', ...cost(attempt - 1) };
-    const plan = planCall(addUsage(env.used, charged), env.budget, env.price, {
+    const used = addUsage(env.used, charged);
+    const need = {
       promptTokens: promptEstimate,
       desiredMaxTokens: request.desiredMaxTokens,
       minCompletionTokens: request.minCompletionTokens,
       reserveAfter: request.reserveAfter,
-    });
-    if (!plan.ok) return { ok: false, stop: plan.reason, ...cost(attempt - 1) };
+    };
+    const plan = planCall(used, env.budget, env.price, need);
+    if (!plan.ok) {
+      const message = describeBudgetStop(used, env.budget, env.price, need, plan.reason);
+      return { ok: false, stop: plan.reason, message, ...cost(attempt - 1) };
+    }
     if (request.answerBy - env.now() <= 0) return { ok: false, stop: 'deadline', ...cost(attempt - 1) };
     const worstCase = {
       tokens: promptEstimate + plan.maxTokens,
-      costUsd: costUsd(env.price, promptEstimate, plan.maxTokens),
+      costUsd: costUsd(env.price, { promptTokens: promptEstimate, completionTokens: plan.maxTokens }),
     };
     let ticket: string | undefined;
     if (env.gate) {
@@ -116,14 +131,11 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
     const chargedBefore = charged;
     const settle = async () => {
       if (!env.gate || ticket === undefined) return;
-      const spent = {
-        promptTokens: charged.promptTokens - chargedBefore.promptTokens,
-        completionTokens: charged.completionTokens - chargedBefore.completionTokens,
-      };
+      const spent = usageSince(chargedBefore, charged);
       const settled = env.gate
         .release(ticket, {
           tokens: spent.promptTokens + spent.completionTokens,
-          costUsd: costUsd(env.price, spent.promptTokens, spent.completionTokens),
+          costUsd: costUsd(env.price, spent),
         })
         .catch(() => undefined);
       if (env.defer) env.defer(settled);
@@ -141,20 +153,14 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
           tools: request.tools,
           maxTokens: plan.maxTokens,
           temperature: env.temperature,
+          ...(env.reasoning ? { reasoning: env.reasoning } : {}),
           ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
         },
         { signal: env.signal, timeoutMs },
       );
       // The endpoint's count is authoritative; when it reports none, our estimate stands in.
       if (completion.usage) env.calibration.observe(promptSize, completion.usage.promptTokens);
-      const usage = completion.usage ?? {
-        promptTokens: promptEstimate,
-        completionTokens: countCompletionTokens(
-          completion.message.content,
-          completion.message.tool_calls,
-          env.count,
-        ),
-      };
+      const usage = chargedUsageOf(completion, promptEstimate, env.count);
       charged = addUsage(charged, usage);
       await settle();
       return { ok: true, completion, ...cost(attempt) };
@@ -190,4 +196,36 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
       }
     }
   }
+}
+
+/**
+ * What a completion charges the run: the endpoint's count with its cached and reasoning parts, at the tier the
+ * response names; our estimate, flagged, when it reported none (a local server).
+ */
+function chargedUsageOf(completion: ChatCompletion, promptEstimate: number, count: TokenCounter): TokenUsage {
+  const reported = completion.usage;
+  const usage: TokenUsage = reported
+    ? {
+        promptTokens: reported.promptTokens,
+        completionTokens: reported.completionTokens,
+        ...(reported.cachedPromptTokens ? { cachedPromptTokens: reported.cachedPromptTokens } : {}),
+        ...(reported.reasoningTokens ? { reasoningTokens: reported.reasoningTokens } : {}),
+      }
+    : {
+        promptTokens: promptEstimate,
+        completionTokens: countCompletionTokens(
+          completion.message.content,
+          completion.message.tool_calls,
+          count,
+        ),
+        estimated: true,
+      };
+  if (completion.serviceTier === 'flex') {
+    usage.flex = {
+      promptTokens: usage.promptTokens,
+      cachedPromptTokens: usage.cachedPromptTokens ?? 0,
+      completionTokens: usage.completionTokens,
+    };
+  }
+  return usage;
 }

@@ -46,7 +46,7 @@ import type {
   TraceKind,
   UncertainEffect,
 } from './types.js';
-import type { ChatModel } from '../llm/chat-model.js';
+import type { ChatModel, ChatRequest, ReasoningEffort } from '../llm/chat-model.js';
 import type { ModelPrice } from '../llm/pricing.js';
 import {
   countMessageTokens,
@@ -83,6 +83,13 @@ export interface AgentRunOptions {
   modelRetryBaseDelayMs?: number;
   /** Replaces the protocol's system prompt. */
   systemPrompt?: string;
+  /**
+   * Shape requests for a reasoning model (`max_completion_tokens`, no temperature); default: what the model's price
+   * entry says (`reasoning: true`).
+   */
+  reasoningModel?: boolean;
+  /** `reasoning_effort` of a reasoning model's requests; absent, the provider's default. */
+  reasoningEffort?: ReasoningEffort;
 }
 
 /** Only what the kernel logs: failures of observers it swallows. pino's logger fits. */
@@ -151,7 +158,11 @@ class AgentRun {
   private readonly protocol: AgentProtocol;
   private readonly count: TokenCounter;
   private readonly calibration: PromptCalibration;
-  private readonly opts: Required<Omit<AgentRunOptions, 'systemPrompt'>>;
+  private readonly opts: Required<
+    Omit<AgentRunOptions, 'systemPrompt' | 'reasoningModel' | 'reasoningEffort'>
+  >;
+  /** Set for a reasoning model: its requests carry no temperature and the effort asked for. */
+  private readonly reasoning: ChatRequest['reasoning'];
   private readonly signal: AbortSignal;
   /** The tools' signal: the run's, cut at the soft deadline; made at the first tool call. */
   private toolDeadline: DeadlineSignal | null = null;
@@ -159,6 +170,8 @@ class AgentRun {
   private readonly sleep: (ms: number, signal: AbortSignal) => Promise<void>;
   private readonly pinned: ChatMessage[];
   private readonly structured: StructuredOutput | null;
+  /** Why a budget stopped the run, in numbers (the result's stopDetail); set by the call that did not fit. */
+  private stopDetail: string | null = null;
   /** The run's validated output, once the model has given one. */
   private validOutput: { value: unknown } | null = null;
   private carry: TraceCarry = {
@@ -190,6 +203,12 @@ class AgentRun {
       modelRetries: o.modelRetries ?? D.DEFAULT_MODEL_RETRIES,
       modelRetryBaseDelayMs: o.modelRetryBaseDelayMs ?? D.DEFAULT_MODEL_RETRY_BASE_DELAY_MS,
     };
+    this.reasoning =
+      (o.reasoningModel ?? input.price.reasoning)
+        ? o.reasoningEffort
+          ? { effort: o.reasoningEffort }
+          : {}
+        : undefined;
     this.state = input.checkpoint ? structuredClone(input.checkpoint) : this.initialState();
     this.calibration = new PromptCalibration(this.state.promptCalibration);
     if (this.state.suspendedAt !== undefined) {
@@ -222,6 +241,7 @@ class AgentRun {
       task: this.input.task,
       protocol: this.input.protocol ?? 'tools',
       budget: this.input.budget,
+      price: this.input.price,
       startedAt: this.now(),
       history: [],
       summary: null,
@@ -237,6 +257,11 @@ class AgentRun {
 
   private get budget(): Budget {
     return this.state.budget;
+  }
+
+  /** The prices the run started at: a resume after the table changed bills the whole run at them, as it began. */
+  private get price(): ModelPrice {
+    return this.state.price ?? this.input.price;
   }
 
   async run(): Promise<AgentResult> {
@@ -287,6 +312,7 @@ class AgentRun {
         if (call.stop === 'cancelled') return this.finish('stopped', 'cancelled', null, null, call);
         // The budget or the clock cannot cover a normal step: one last turn without tools, if it fits.
         this.carryOver(call);
+        if (call.message) this.stopDetail = call.message;
         return this.finalTurn(call.stop);
       }
 
@@ -527,6 +553,11 @@ class AgentRun {
     if (!call.ok) {
       if (call.stop === 'cancelled') return this.finish('stopped', 'cancelled', null, null, call);
       const error = call.stop === 'error' ? call.error.toRunError() : null;
+      if (call.stop !== 'error' && call.message) {
+        this.stopDetail = this.stopDetail
+          ? `${this.stopDetail}; a final answer did not fit either (${call.message})`
+          : call.message;
+      }
       return this.finish('stopped', reason, null, error, call);
     }
     const step = ++this.state.steps;
@@ -645,7 +676,7 @@ class AgentRun {
       completionTokens: D.SUMMARY_MAX_TOKENS + this.opts.completionTokens,
     };
     const total = addUsage(this.state.usage, afterSummary);
-    const usage = usageOf(total, this.input.price);
+    const usage = usageOf(total, this.price);
     return usage.totalTokens <= this.budget.maxTokens && usage.costUsd <= this.budget.maxCostUsd;
   }
 
@@ -686,11 +717,12 @@ class AgentRun {
     const result = await callModel(
       {
         model: this.input.model,
-        price: this.input.price,
+        price: this.price,
         budget: this.budget,
         count: this.count,
         calibration: this.calibration,
         temperature: this.opts.temperature,
+        reasoning: this.reasoning,
         timeoutMs: this.opts.modelTimeoutMs,
         retries: this.opts.modelRetries,
         retryBaseDelayMs: this.opts.modelRetryBaseDelayMs,
@@ -765,7 +797,8 @@ class AgentRun {
     const modelLatencyMs = (call.modelLatencyMs ?? call.latencyMs) + carried.latencyMs;
     if (kind !== 'action') this.carry = emptyCarry();
     if (!onStep) return;
-    const totals = usageOf(this.state.usage, this.input.price);
+    const totals = usageOf(this.state.usage, this.price);
+    const priced = usageOf(usage, this.price);
     const trace: StepTrace = {
       runId: this.state.runId,
       step,
@@ -774,7 +807,9 @@ class AgentRun {
       observations: observations.map((o) => truncateChars(o, D.TRACE_OBSERVATION_MAX_CHARS)),
       promptTokens: usage.promptTokens,
       completionTokens: usage.completionTokens,
-      costUsd: usageOf(usage, this.input.price).costUsd,
+      ...(priced.cachedPromptTokens ? { cachedPromptTokens: priced.cachedPromptTokens } : {}),
+      ...(priced.reasoningTokens ? { reasoningTokens: priced.reasoningTokens } : {}),
+      costUsd: priced.costUsd,
       latencyMs,
       modelLatencyMs,
       modelCalls,
@@ -819,10 +854,12 @@ class AgentRun {
       answer,
       steps: this.state.steps,
       toolCalls: this.state.toolCalls,
-      usage: usageOf(this.state.usage, this.input.price),
+      usage: usageOf(this.state.usage, this.price),
       error,
     };
     if (this.structured) result.output = this.validOutput ? this.validOutput.value : null;
+    if (this.stopDetail && (stopReason === 'token_budget' || stopReason === 'cost_budget'))
+      result.stopDetail = this.stopDetail;
     // Whatever the status, the result says which side effects may not have happened; an answer that may be
     // missing one is not a success (an email the task was for may never have gone out).
     if (this.state.uncertainEffects?.length) {

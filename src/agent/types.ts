@@ -3,6 +3,7 @@
 import type { RunError } from './errors.js';
 import type { Budget, TokenUsage, Usage } from './budget.js';
 import type { AssistantMessage, ChatMessage } from './messages.js';
+import type { ModelPrice } from '../llm/pricing.js';
 import type { PromptCalibrationState } from './prompt-calibration.js';
 import type { PlannedCall, ProtocolName } from './protocol.js';
 
@@ -29,6 +30,11 @@ export interface AgentResult {
    * (the reason is in `error`). `answer` then holds the value as JSON text.
    */
   output?: unknown;
+  /**
+   * Present for a run a budget stopped (token_budget, cost_budget): what was left, what the next call needed and,
+   * for a fleet scope (a batch or daily cap), what other jobs held reserved.
+   */
+  stopDetail?: string;
 }
 
 /** A side effect of a tool call that may or may not have happened. */
@@ -72,6 +78,8 @@ export interface RunState {
   task: string;
   protocol: ProtocolName;
   budget: Budget;
+  /** The model's prices when the run started (absent in checkpoints written before prices were kept). */
+  price?: ModelPrice;
   startedAt: number;
   /** Messages after the pinned system prompt and task (and the summary, when there is one). */
   history: ChatMessage[];
@@ -129,6 +137,9 @@ export interface StepTrace {
   /** Every model call made for this step: memory summaries and retries included. */
   promptTokens: number;
   completionTokens: number;
+  /** Parts of the above the endpoint reported as cached prompt and as reasoning; absent when none. */
+  cachedPromptTokens?: number;
+  reasoningTokens?: number;
   costUsd: number;
   /** The whole step, model and tools. */
   latencyMs: number;

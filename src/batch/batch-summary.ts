@@ -31,6 +31,11 @@ export function summarizeBatch(
     summary.usage.completionTokens += result.usage.completionTokens;
     summary.usage.totalTokens += result.usage.totalTokens;
     summary.usage.costUsd += result.usage.costUsd;
+    if (result.usage.cachedPromptTokens)
+      summary.usage.cachedPromptTokens =
+        (summary.usage.cachedPromptTokens ?? 0) + result.usage.cachedPromptTokens;
+    if (result.usage.reasoningTokens)
+      summary.usage.reasoningTokens = (summary.usage.reasoningTokens ?? 0) + result.usage.reasoningTokens;
   }
   // Summing floats drifts in the last bits; the store keeps 10 decimals, and so does the summary.
   summary.usage.costUsd = Number(summary.usage.costUsd.toFixed(10));

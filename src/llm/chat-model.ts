@@ -6,15 +6,28 @@ export interface ChatRequest {
   messages: readonly ChatMessage[];
   /** Function definitions; absent for the JSON-in-text protocol and for final answer turns. */
   tools?: readonly ToolSpec[];
+  /** The completion limit; for a reasoning model it covers its reasoning too. */
   maxTokens: number;
+  /** Not sent to a reasoning model, which refuses any but its default. */
   temperature: number;
+  /**
+   * Present for a reasoning model (gpt-5 family, o3, o4-mini): the limit goes as `max_completion_tokens`, the
+   * temperature is left out, and `effort` goes as `reasoning_effort`.
+   */
+  reasoning?: { effort?: ReasoningEffort };
   /** Asks for a reply of this shape (an agent's structured output); absent, any text. */
   responseFormat?: ResponseFormat;
 }
 
+export type ReasoningEffort = 'minimal' | 'low' | 'medium' | 'high';
+
 export interface ChatUsage {
   promptTokens: number;
   completionTokens: number;
+  /** Part of promptTokens served from the provider's prompt cache, when it says. */
+  cachedPromptTokens?: number;
+  /** Part of completionTokens spent reasoning, when it says. */
+  reasoningTokens?: number;
 }
 
 export interface ChatCompletion {
@@ -22,6 +35,8 @@ export interface ChatCompletion {
   /** As the endpoint reported it; null when it reported none. */
   usage: ChatUsage | null;
   finishReason: string | null;
+  /** The tier the provider says it served the call at (`default`, `flex`, …), when it says. */
+  serviceTier?: string | null;
 }
 
 export interface ChatCallOptions {

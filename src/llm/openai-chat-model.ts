@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import type { AssistantMessage, ToolCallRequest } from '../agent/messages.js';
 import { ModelApiError } from '../agent/errors.js';
 import { scrubText } from '../logging/redact.js';
-import type { ChatCallOptions, ChatCompletion, ChatModel, ChatRequest } from './chat-model.js';
+import type { ChatCallOptions, ChatCompletion, ChatModel, ChatRequest, ChatUsage } from './chat-model.js';
 import { createNodeHttpFetch, ResponseBodyError, type Fetch } from './node-http-fetch.js';
 
 export interface OpenAIChatModelOptions {
@@ -54,8 +54,12 @@ export class OpenAIChatModel implements ChatModel {
         {
           model: this.model,
           messages: request.messages as OpenAI.Chat.Completions.ChatCompletionMessageParam[],
-          max_tokens: request.maxTokens,
-          temperature: request.temperature,
+          ...(request.reasoning
+            ? {
+                max_completion_tokens: request.maxTokens,
+                ...(request.reasoning.effort ? { reasoning_effort: request.reasoning.effort } : {}),
+              }
+            : { max_tokens: request.maxTokens, temperature: request.temperature }),
           ...(hasTools
             ? {
                 tools: request.tools as OpenAI.Chat.Completions.ChatCompletionTool[],
@@ -91,11 +95,34 @@ export class OpenAIChatModel implements ChatModel {
         function: { name: call.function.name, arguments: call.function.arguments },
       }));
     }
-    const usage = response.usage
-      ? { promptTokens: response.usage.prompt_tokens, completionTokens: response.usage.completion_tokens }
-      : null;
-    return { message, usage, finishReason: choice.finish_reason ?? null };
+    const usage = response.usage ? usageOf(response.usage) : null;
+    return {
+      message,
+      usage,
+      finishReason: choice.finish_reason ?? null,
+      ...(typeof response.service_tier === 'string' ? { serviceTier: response.service_tier } : {}),
+    };
   }
+}
+
+/** The endpoint's counts, held to sense: whole non-negative numbers, the parts no larger than their totals. */
+function usageOf(reported: OpenAI.CompletionUsage): ChatUsage {
+  const promptTokens = count(reported.prompt_tokens, Number.MAX_SAFE_INTEGER);
+  const completionTokens = count(reported.completion_tokens, Number.MAX_SAFE_INTEGER);
+  const cached = count(reported.prompt_tokens_details?.cached_tokens, promptTokens);
+  const reasoning = count(reported.completion_tokens_details?.reasoning_tokens, completionTokens);
+  return {
+    promptTokens,
+    completionTokens,
+    ...(cached > 0 ? { cachedPromptTokens: cached } : {}),
+    ...(reasoning > 0 ? { reasoningTokens: reasoning } : {}),
+  };
+}
+
+function count(value: unknown, max: number): number {
+  return typeof value === 'number' && Number.isFinite(value)
+    ? Math.min(max, Math.max(0, Math.floor(value)))
+    : 0;
 }
 
 const RETRYABLE_STATUS = new Set([408, 409, 429]);

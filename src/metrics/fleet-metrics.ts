@@ -112,6 +112,7 @@ export class FleetMetrics {
   private readonly jobs: Counter<'outcome' | 'stop_reason'>;
   private readonly steps: Counter<'kind'>;
   private readonly tokens: Counter<'type'>;
+  private readonly tokenDetails: Counter<'type'>;
   private readonly cost: Counter;
   private readonly modelCallDuration: Histogram;
   private readonly toolCallDuration: Histogram<'tool'>;
@@ -147,6 +148,13 @@ export class FleetMetrics {
     this.tokens = new Counter({
       name: `${METRIC_PREFIX}tokens_total`,
       help: 'Model tokens used by agent steps (retries and memory summaries included), by type.',
+      labelNames: ['type'] as const,
+      registers,
+    });
+    // Separate from tokens_total: these are parts of its counts, and a sum over its types must stay the total.
+    this.tokenDetails = new Counter({
+      name: `${METRIC_PREFIX}token_details_total`,
+      help: 'Parts of tokens_total: prompt tokens served from the cache (cached_prompt), completion tokens spent reasoning (reasoning).',
       labelNames: ['type'] as const,
       registers,
     });
@@ -229,6 +237,10 @@ export class FleetMetrics {
     this.steps.inc({ kind: bounded(trace.kind, STEP_KINDS) });
     this.tokens.inc({ type: 'prompt' }, nonNegative(trace.promptTokens));
     this.tokens.inc({ type: 'completion' }, nonNegative(trace.completionTokens));
+    if (trace.cachedPromptTokens)
+      this.tokenDetails.inc({ type: 'cached_prompt' }, nonNegative(trace.cachedPromptTokens));
+    if (trace.reasoningTokens)
+      this.tokenDetails.inc({ type: 'reasoning' }, nonNegative(trace.reasoningTokens));
     this.cost.inc(nonNegative(trace.costUsd));
 
     const modelSeconds = nonNegative(trace.modelLatencyMs) / 1000;

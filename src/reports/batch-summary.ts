@@ -45,8 +45,13 @@ export interface BatchRunInput {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
+  /** Parts of the tokens above (CONTRACT §11); absent or 0 when the endpoint reported none. */
+  cachedPromptTokens?: number;
+  reasoningTokens?: number;
   costUsd: number;
   error?: RunError | null;
+  /** Why a budget stopped the run, in numbers (the result's stopDetail). */
+  stopDetail?: string | null;
   /** Present for a run whose agent has an output schema (null: it ended without a value). */
   output?: unknown;
 }
@@ -87,6 +92,8 @@ export interface TaskReportRow {
   answer: string | null;
   /** The error message of a failed run. */
   error: string | null;
+  /** Why a budget stopped the run, when one did. */
+  stopDetail?: string;
   /** The run's structured output, when its agent has an output schema (null: it ended without one). */
   output?: unknown;
 }
@@ -154,6 +161,8 @@ export function buildBatchReport(
     usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, costUsd: 0 },
   };
   let costUnits = 0n;
+  let cachedPromptTokens = 0;
+  let reasoningTokens = 0;
   let running = 0;
   let pending = 0;
   const rows = jobIds.map((jobId, i): TaskReportRow => {
@@ -172,6 +181,8 @@ export function buildBatchReport(
     summary.usage.promptTokens += run.promptTokens;
     summary.usage.completionTokens += run.completionTokens;
     summary.usage.totalTokens += run.totalTokens;
+    cachedPromptTokens += run.cachedPromptTokens ?? 0;
+    reasoningTokens += run.reasoningTokens ?? 0;
     costUnits += toUnits(run.costUsd);
     return {
       index: i + 1,
@@ -188,10 +199,13 @@ export function buildBatchReport(
       costUsd: run.costUsd,
       answer: run.answer,
       error: run.error?.message ?? null,
+      ...(run.stopDetail ? { stopDetail: run.stopDetail } : {}),
       ...(run.output === undefined ? {} : { output: run.output }),
     };
   });
   summary.usage.costUsd = unitsToUsd(costUnits);
+  if (cachedPromptTokens > 0) summary.usage.cachedPromptTokens = cachedPromptTokens;
+  if (reasoningTokens > 0) summary.usage.reasoningTokens = reasoningTokens;
 
   const state: BatchState = running === 0 && pending === 0 ? 'completed' : 'running';
   if (batch.state === 'completed' && state !== 'completed') {
@@ -323,5 +337,14 @@ export function reportTotals(report: BatchReport): [string, number][] {
     ['Prompt tokens', summary.usage.promptTokens],
     ['Completion tokens', summary.usage.completionTokens],
     ['Total tokens', summary.usage.totalTokens],
+    ...details(summary.usage),
   ];
+}
+
+/** The parts of the totals the endpoint reported, shown only for batches that have them. */
+function details(usage: BatchUsage): [string, number][] {
+  const rows: [string, number][] = [];
+  if (usage.cachedPromptTokens) rows.push(['Cached prompt tokens', usage.cachedPromptTokens]);
+  if (usage.reasoningTokens) rows.push(['Reasoning tokens', usage.reasoningTokens]);
+  return rows;
 }

@@ -46,6 +46,7 @@ table.tasks { width: 100%; font-size: 13px; }
 table.tasks td.task { min-width: 220px; }
 table.tasks td.answer { min-width: 260px; max-width: 480px; }
 .error { color: #c62828; }
+.why { color: #6d4c41; }
 .none { color: #9e9e9e; }
 details summary { cursor: pointer; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 6px 0 0; font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
@@ -168,6 +169,7 @@ function taskRow(row: TaskReportRow): string {
 function answerHtml(row: TaskReportRow): string {
   const parts: string[] = [];
   if (row.error !== null) parts.push(`<div class="error">${h(label(row.error, 500))}</div>`);
+  if (row.stopDetail) parts.push(`<div class="why">Why it stopped: ${h(label(row.stopDetail, 500))}</div>`);
   if (row.answer !== null) {
     const full = truncate(row.answer, ANSWER_MAX_CHARS);
     const preview = label(row.answer, ANSWER_PREVIEW_CHARS);

@@ -88,13 +88,16 @@ export function renderMarkdown(report: BatchReport, options: MarkdownOptions = {
     out.push('');
   }
 
-  const answered = report.rows.filter((row) => row.answer !== null || row.error !== null);
+  const answered = report.rows.filter(
+    (row) => row.answer !== null || row.error !== null || row.stopDetail !== undefined,
+  );
   if (answered.length > 0) {
     out.push('## Answers', '');
     for (const row of answered) {
       out.push(`### ${row.index}. Job ${md(row.jobId)}: ${row.status}`, '');
       if (row.task !== null) out.push(`Task: ${md(label(row.task, 500))}`, '');
       if (row.error !== null) out.push(`Error: ${md(label(row.error, 500))}`, '');
+      if (row.stopDetail) out.push(`Why it stopped: ${md(label(row.stopDetail, 500))}`, '');
       if (row.answer !== null) out.push(...fenced(truncate(row.answer, ANSWER_MAX_CHARS)), '');
     }
   }

@@ -46,7 +46,7 @@ export function renderText(report: BatchReport): string {
 
   out.push(
     `Tasks:     ${summary.tasks} (${summary.succeeded} succeeded, ${summary.stopped} stopped, ${summary.failed} failed, ${report.running} running, ${report.pending} pending)`,
-    `Tokens:    ${formatInt(summary.usage.totalTokens)} total (${formatInt(summary.usage.promptTokens)} prompt, ${formatInt(summary.usage.completionTokens)} completion)`,
+    `Tokens:    ${formatInt(summary.usage.totalTokens)} total (${formatInt(summary.usage.promptTokens)} prompt, ${formatInt(summary.usage.completionTokens)} completion)${tokenDetails(summary.usage)}`,
     `Cost:      ${formatUsd(summary.usage.costUsd)}${budgetText(report)}`,
   );
   if (report.running + report.pending > 0) {
@@ -115,4 +115,12 @@ function budgetText(report: BatchReport): string {
     );
   }
   return parts.length === 0 ? '' : ` (${parts.join(', ')})`;
+}
+
+/** The cached and reasoning parts, where the endpoint reported some: `; 1,024 cached, 96 reasoning`. */
+function tokenDetails(usage: BatchReport['summary']['usage']): string {
+  const parts: string[] = [];
+  if (usage.cachedPromptTokens) parts.push(`${formatInt(usage.cachedPromptTokens)} cached`);
+  if (usage.reasoningTokens) parts.push(`${formatInt(usage.reasoningTokens)} reasoning`);
+  return parts.length > 0 ? `; ${parts.join(', ')}` : '';
 }

@@ -61,6 +61,8 @@ const summarySchema = z.object({
     promptTokens: z.number(),
     completionTokens: z.number(),
     totalTokens: z.number(),
+    cachedPromptTokens: z.number().optional(),
+    reasoningTokens: z.number().optional(),
     costUsd: z.number(),
   }),
 });

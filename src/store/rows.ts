@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { ErrorKind, RunError } from '../agent/errors.js';
 import type { ProtocolName } from '../agent/protocol.js';
 import type { RunStatus, StepTrace, StopReason, TraceKind } from '../agent/types.js';
+import { modelPriceSchema, type ModelPrice } from '../../config/prices.js';
 import { StoreError } from './errors.js';
 
 export type RunRowStatus = 'running' | RunStatus;
@@ -16,8 +17,12 @@ export interface RunRow {
   task: string;
   model: string;
   protocol: ProtocolName;
+  /** The fleet agent the run served; null for runs recorded before agents were stored. */
+  agent: string | null;
   status: RunRowStatus;
   stopReason: StopReason | null;
+  /** Why a budget stopped the run, in numbers; null otherwise. */
+  stopDetail: string | null;
   answer: string | null;
   /** Present for a run whose agent has an output schema: the value, or null when the run ended without one. */
   output?: unknown;
@@ -26,7 +31,14 @@ export interface RunRow {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
+  /** Parts of the tokens above (CONTRACT §11); 0 when the endpoint reported none. */
+  cachedPromptTokens: number;
+  reasoningTokens: number;
+  /** The endpoint reported no usage for some call: the counts are our estimate. */
+  usageEstimated: boolean;
   costUsd: number;
+  /** The prices the run was billed at; null for runs recorded before they were kept. */
+  prices: ModelPrice | null;
   error: RunError | null;
   metadata: unknown;
   attempts: number;
@@ -44,6 +56,8 @@ export interface StepRow {
   observation: string;
   promptTokens: number;
   completionTokens: number;
+  cachedPromptTokens: number;
+  reasoningTokens: number;
   costUsd: number;
   latencyMs: number;
   modelCalls: number;
@@ -122,8 +136,10 @@ const runColumns = z.object({
   task: z.string(),
   model: z.string(),
   protocol: z.enum(PROTOCOLS),
+  agent: z.string().nullable(),
   status: z.enum(STATUSES),
   stop_reason: z.enum(STOP_REASONS).nullable(),
+  stop_detail: z.string().nullable(),
   answer: z.string().nullable(),
   // Kept as text here: SQL NULL (no output schema) and the JSON null (no value) must stay apart.
   output: z.string().nullable().optional(),
@@ -132,7 +148,11 @@ const runColumns = z.object({
   prompt_tokens: z.number(),
   completion_tokens: z.number(),
   total_tokens: z.number(),
+  cached_prompt_tokens: z.number(),
+  reasoning_tokens: z.number(),
+  usage_estimated: z.number(),
   cost_usd: z.number(),
+  prices: jsonColumn(modelPriceSchema).nullable(),
   error: jsonColumn(runErrorSchema).nullable(),
   metadata: jsonColumn(z.unknown()).nullable(),
   attempts: z.number(),
@@ -151,6 +171,8 @@ const stepColumns = z.object({
   observation: z.string(),
   prompt_tokens: z.number(),
   completion_tokens: z.number(),
+  cached_prompt_tokens: z.number(),
+  reasoning_tokens: z.number(),
   cost_usd: z.number(),
   latency_ms: z.number(),
   model_calls: z.number(),
@@ -167,8 +189,10 @@ export function toRunRow(raw: RowDataPacket): RunRow {
     task: row.task,
     model: row.model,
     protocol: row.protocol,
+    agent: row.agent,
     status: row.status,
     stopReason: row.stop_reason,
+    stopDetail: row.stop_detail,
     answer: row.answer,
     ...output,
     steps: row.steps,
@@ -176,7 +200,11 @@ export function toRunRow(raw: RowDataPacket): RunRow {
     promptTokens: row.prompt_tokens,
     completionTokens: row.completion_tokens,
     totalTokens: row.total_tokens,
+    cachedPromptTokens: row.cached_prompt_tokens,
+    reasoningTokens: row.reasoning_tokens,
+    usageEstimated: row.usage_estimated !== 0,
     costUsd: row.cost_usd,
+    prices: row.prices,
     error: row.error,
     metadata: row.metadata,
     attempts: row.attempts,
@@ -197,6 +225,8 @@ export function toStepRow(raw: RowDataPacket): StepRow {
     observation: row.observation,
     promptTokens: row.prompt_tokens,
     completionTokens: row.completion_tokens,
+    cachedPromptTokens: row.cached_prompt_tokens,
+    reasoningTokens: row.reasoning_tokens,
     costUsd: row.cost_usd,
     latencyMs: row.latency_ms,
     modelCalls: row.model_calls,

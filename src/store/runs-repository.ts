@@ -6,6 +6,7 @@
 // form that replaces it does not exist on MariaDB.
 import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { ProtocolName } from '../agent/protocol.js';
+import type { ModelPrice } from '../llm/pricing.js';
 import type { AgentResult, StepTrace } from '../agent/types.js';
 import { StoreError } from './errors.js';
 import { toRunRow, toStepRow, type RunRow, type StepRow } from './rows.js';
@@ -15,6 +16,10 @@ export interface StartRunInput {
   task: string;
   model: string;
   protocol: ProtocolName;
+  /** The fleet agent the run serves (`default` for a task without one); absent for records made before. */
+  agent?: string | null;
+  /** The prices the run is billed at (kept with the run: a later price change never rewrites its bill). */
+  prices?: ModelPrice | null;
   batchId?: string | null;
   metadata?: unknown;
   /** The job's attempt number, from 1. */
@@ -123,11 +128,14 @@ export const runNotFound = (jobId: string): StoreError =>
 function startRunsStatement(inputs: readonly StartRunInput[]): { sql: string; values: unknown[] } {
   const now = new Date();
   return {
-    sql: `INSERT INTO agent_runs (job_id, batch_id, task, model, protocol, status, metadata, attempts, started_at)
-       VALUES ${inputs.map(() => "(?, ?, ?, ?, ?, 'running', ?, ?, ?)").join(', ')}
+    sql: `INSERT INTO agent_runs (job_id, batch_id, task, model, protocol, agent, prices, status, metadata,
+         attempts, started_at)
+       VALUES ${inputs.map(() => "(?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)").join(', ')}
        ON DUPLICATE KEY UPDATE
-         status = 'running', stop_reason = NULL, answer = NULL, output = NULL, error = NULL, finished_at = NULL,
-         model = VALUES(model), protocol = VALUES(protocol),
+         status = 'running', stop_reason = NULL, stop_detail = NULL, answer = NULL, output = NULL, error = NULL,
+         finished_at = NULL,
+         model = VALUES(model), protocol = VALUES(protocol), agent = COALESCE(VALUES(agent), agent),
+         prices = COALESCE(VALUES(prices), prices),
          batch_id = COALESCE(VALUES(batch_id), batch_id),
          metadata = COALESCE(VALUES(metadata), metadata),
          attempts = GREATEST(attempts + 1, VALUES(attempts))`,
@@ -137,6 +145,8 @@ function startRunsStatement(inputs: readonly StartRunInput[]): { sql: string; va
       input.task,
       input.model,
       input.protocol,
+      input.agent ?? null,
+      input.prices ? JSON.stringify(input.prices) : null,
       input.metadata === undefined ? null : JSON.stringify(input.metadata),
       input.attempt,
       input.startedAt ?? now,
@@ -147,11 +157,12 @@ function startRunsStatement(inputs: readonly StartRunInput[]): { sql: string; va
 function stepRowsStatement(rows: readonly StepRowInput[]): { sql: string; values: unknown[] } {
   return {
     sql: `INSERT INTO agent_steps (job_id, step, kind, action, observation, prompt_tokens, completion_tokens,
-         cost_usd, latency_ms, model_calls, error)
-       VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
+         cached_prompt_tokens, reasoning_tokens, cost_usd, latency_ms, model_calls, error)
+       VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
        ON DUPLICATE KEY UPDATE
          kind = VALUES(kind), action = VALUES(action), observation = VALUES(observation),
          prompt_tokens = VALUES(prompt_tokens), completion_tokens = VALUES(completion_tokens),
+         cached_prompt_tokens = VALUES(cached_prompt_tokens), reasoning_tokens = VALUES(reasoning_tokens),
          cost_usd = VALUES(cost_usd), latency_ms = VALUES(latency_ms), model_calls = VALUES(model_calls),
          error = VALUES(error)`,
     values: rows.flatMap(({ jobId, trace }) => [
@@ -162,6 +173,8 @@ function stepRowsStatement(rows: readonly StepRowInput[]): { sql: string; values
       trace.observations.join('\n'),
       trace.promptTokens,
       trace.completionTokens,
+      trace.cachedPromptTokens ?? 0,
+      trace.reasoningTokens ?? 0,
       toDecimal(trace.costUsd),
       Math.round(trace.latencyMs),
       trace.modelCalls,
@@ -174,7 +187,8 @@ function finishRunStatement({ result, finishedAt }: FinishRunInput): { sql: stri
   return {
     sql: `UPDATE agent_runs
        SET status = ?, stop_reason = ?, answer = ?, output = ?, steps = ?, tool_calls = ?, prompt_tokens = ?,
-         completion_tokens = ?, total_tokens = ?, cost_usd = ?, error = ?, finished_at = ?
+         completion_tokens = ?, total_tokens = ?, cached_prompt_tokens = ?, reasoning_tokens = ?,
+         usage_estimated = ?, cost_usd = ?, error = ?, stop_detail = ?, finished_at = ?
        WHERE job_id = ?`,
     values: [
       result.status,
@@ -187,8 +201,12 @@ function finishRunStatement({ result, finishedAt }: FinishRunInput): { sql: stri
       result.usage.promptTokens,
       result.usage.completionTokens,
       result.usage.totalTokens,
+      result.usage.cachedPromptTokens ?? 0,
+      result.usage.reasoningTokens ?? 0,
+      result.usage.estimated ? 1 : 0,
       toDecimal(result.usage.costUsd),
       result.error === null ? null : JSON.stringify(result.error),
+      result.stopDetail?.slice(0, 2_000) ?? null,
       finishedAt,
       result.jobId,
     ],

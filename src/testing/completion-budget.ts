@@ -25,7 +25,9 @@ function cutText(text: string, maxTokens: number, count: TokenCounter): string {
 
 export interface FittedReply {
   reply: RenderedReply;
+  /** Reasoning included. */
   completionTokens: number;
+  reasoningTokens: number;
 }
 
 /**
@@ -37,7 +39,33 @@ export function fitCompletion(
   reply: RenderedReply,
   maxTokens: number | undefined,
   model: string,
+  reasoningTokens = 0,
 ): FittedReply {
+  // A reasoning model thinks first: what it spends comes out of the same limit, and a limit it reasons through
+  // ends the reply empty, cut on `length`.
+  if (reasoningTokens > 0) {
+    if (maxTokens !== undefined && reasoningTokens >= maxTokens) {
+      return {
+        reply: { content: '', toolCalls: undefined, finishReason: 'length' },
+        completionTokens: maxTokens,
+        reasoningTokens: maxTokens,
+      };
+    }
+    const fitted = fitVisible(
+      reply,
+      maxTokens === undefined ? undefined : maxTokens - reasoningTokens,
+      model,
+    );
+    return { ...fitted, completionTokens: fitted.completionTokens + reasoningTokens, reasoningTokens };
+  }
+  return { ...fitVisible(reply, maxTokens, model), reasoningTokens: 0 };
+}
+
+function fitVisible(
+  reply: RenderedReply,
+  maxTokens: number | undefined,
+  model: string,
+): Omit<FittedReply, 'reasoningTokens'> {
   const count = tokenCounterFor(model);
   const full = countCompletionTokens(reply.content, reply.toolCalls, count);
   if (maxTokens === undefined || full <= maxTokens) return { reply, completionTokens: full };

@@ -26,7 +26,12 @@ export interface RecordedRequest {
   protocol: Protocol;
   receivedAt: number;
   /** The usage the server reported, once it sent a completion: the server's own accounting of the call. */
-  usage?: { promptTokens: number; completionTokens: number };
+  usage?: {
+    promptTokens: number;
+    completionTokens: number;
+    cachedPromptTokens?: number;
+    reasoningTokens?: number;
+  };
 }
 
 export type ReplyRule = (request: RecordedRequest) => ScriptedReply | undefined;
@@ -44,6 +49,11 @@ export interface ScriptedModelOptions {
    * outputs do (the request is recorded, no reply of the script is used).
    */
   refuseResponseFormat?: boolean;
+  /**
+   * Behave as OpenAI's reasoning models (gpt-5 family, o3, o4-mini) do: `max_tokens` and a temperature other than 1
+   * are refused with a 400 naming the parameter; `max_completion_tokens` bounds reasoning and output together.
+   */
+  reasoningModel?: boolean;
 }
 
 export interface ScriptedModelServer {
@@ -128,6 +138,24 @@ function isJsonObject(text: string | null): boolean {
   } catch {
     return false;
   }
+}
+
+/** The 400 a reasoning model answers a request shaped for older models with, in OpenAI's words. */
+function reasoningModelRefusal(body: Record<string, unknown>): { message: string; code: string } | undefined {
+  if (body.max_tokens !== undefined) {
+    return {
+      message:
+        "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
+      code: 'unsupported_parameter',
+    };
+  }
+  if (body.temperature !== undefined && body.temperature !== 1) {
+    return {
+      message: `Unsupported value: 'temperature' does not support ${JSON.stringify(body.temperature)} with this model. Only the default (1) value is supported.`,
+      code: 'unsupported_value',
+    };
+  }
+  return undefined;
 }
 
 function maxTokensOf(body: Record<string, unknown>): number | undefined {
@@ -276,6 +304,11 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     };
     // Recorded before the reply is chosen, so a test counting calls also counts the ones that failed.
     requests.push(request);
+    const refused = options.reasoningModel ? reasoningModelRefusal(body) : undefined;
+    if (refused) {
+      sendJson(res, 400, errorBody(refused.message, 'invalid_request_error', refused.code));
+      return;
+    }
     if (responseFormat !== undefined && options.refuseResponseFormat) {
       sendJson(
         res,
@@ -311,12 +344,24 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
           'but the scripted reply is not a JSON object',
       );
     }
-    const { reply: fitted, completionTokens } = fitCompletion(rendered, maxTokensOf(body), model);
+    const {
+      reply: fitted,
+      completionTokens,
+      reasoningTokens,
+    } = fitCompletion(rendered, maxTokensOf(body), model, reply.reasoningTokens ?? 0);
     const counter = tokenCounterFor(model);
     const promptTokens =
       endpointPromptTokens(messages, tools, counter, promptCounting) +
       countResponseFormatTokens(responseFormat, counter);
-    if (reply.usage !== false && !res.destroyed) request.usage = { promptTokens, completionTokens };
+    const cachedTokens = Math.min(promptTokens, reply.cachedTokens ?? 0);
+    if (reply.usage !== false && !res.destroyed) {
+      request.usage = {
+        promptTokens,
+        completionTokens,
+        ...(cachedTokens > 0 ? { cachedPromptTokens: cachedTokens } : {}),
+        ...(reasoningTokens > 0 ? { reasoningTokens } : {}),
+      };
+    }
     const message = {
       role: 'assistant',
       content: fitted.content,
@@ -338,6 +383,10 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
                 prompt_tokens: promptTokens,
                 completion_tokens: completionTokens,
                 total_tokens: promptTokens + completionTokens,
+                ...(cachedTokens > 0 ? { prompt_tokens_details: { cached_tokens: cachedTokens } } : {}),
+                ...(reasoningTokens > 0
+                  ? { completion_tokens_details: { reasoning_tokens: reasoningTokens } }
+                  : {}),
               },
             }),
       },

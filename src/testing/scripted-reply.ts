@@ -26,7 +26,19 @@ export type ScriptedContent =
   | { actions: ScriptedAction[]; thought?: string }
   | { text: string };
 
-export type ScriptedReply = (ScriptedContent | ScriptedFault) & { latencyMs?: number; usage?: false };
+/**
+ * `usage: false`: the reply reports no usage (as some local servers do). `cachedTokens`: how many of its prompt
+ * tokens the reply reports as served from the cache (at most all of them). `reasoningTokens`: how many tokens the
+ * model reasons before it writes; they come out of the completion limit first, as a reasoning model's do.
+ */
+export type ScriptedReply = (ScriptedContent | ScriptedFault) & ReplyExtras;
+
+interface ReplyExtras {
+  latencyMs?: number;
+  usage?: false;
+  cachedTokens?: number;
+  reasoningTokens?: number;
+}
 
 /** `tools` when the request offers native tool definitions; otherwise the agent must read JSON from the text. */
 export type Protocol = 'tools' | 'json';
@@ -39,9 +51,7 @@ export interface RenderedReply {
   finishReason: FinishReason;
 }
 
-export function isFault(
-  reply: ScriptedReply,
-): reply is ScriptedFault & { latencyMs?: number; usage?: false } {
+export function isFault(reply: ScriptedReply): reply is ScriptedFault & ReplyExtras {
   return 'fault' in reply;
 }
 

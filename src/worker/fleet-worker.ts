@@ -6,7 +6,7 @@ import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AgentResult } from '../agent/types.js';
 import { usageOf } from '../agent/budget.js';
-import { priceOf } from '../llm/pricing.js';
+import { configuredPrices, priceOf } from '../llm/pricing.js';
 import { resultJobId, TASKS_QUEUE } from '../queue/names.js';
 import { retryDelayMs, type RetrySchedule } from '../queue/retry-schedule.js';
 import { FinalRecorder, startOf } from './final-recorder.js';
@@ -111,9 +111,11 @@ export class FleetWorker {
 
   private priceOf(job: Job) {
     const model = (job.data as { model?: unknown } | undefined)?.model;
-    const { LLM_MODEL, LLM_PRICES } = this.deps.env;
     try {
-      return priceOf(typeof model === 'string' ? model : LLM_MODEL, LLM_PRICES ?? {});
+      return priceOf(
+        typeof model === 'string' ? model : this.deps.env.LLM_MODEL,
+        configuredPrices(this.deps.env),
+      );
     } catch {
       return { inputPerMillion: 0, outputPerMillion: 0 };
     }
@@ -156,7 +158,7 @@ export class FleetWorker {
     if (state) {
       result.steps = state.steps;
       result.toolCalls = state.toolCalls;
-      result.usage = usageOf(state.usage, this.priceOf(job));
+      result.usage = usageOf(state.usage, state.price ?? this.priceOf(job));
     }
     return result;
   }

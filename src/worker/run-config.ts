@@ -8,7 +8,7 @@ import { InputError } from '../agent/errors.js';
 import type { AgentRunOptions } from '../agent/run-agent.js';
 import type { ProtocolName } from '../agent/protocol.js';
 import type { Env } from '../../config/env.js';
-import { priceOf, type ModelPrice } from '../llm/pricing.js';
+import { configuredPrices, priceOf, type ModelPrice } from '../llm/pricing.js';
 import { formatFieldIssues, safeParse, toFieldIssues, type AgentTask } from '../queue/task-schema.js';
 
 export interface RunConfig {
@@ -66,7 +66,7 @@ export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition):
     typeof agent.instructions === 'function' ? agent.instructions(input) : agent.instructions;
   return {
     model,
-    price: priceOf(model, env.LLM_PRICES ?? {}),
+    price: priceOf(model, configuredPrices(env)),
     budget,
     protocol: task.protocol ?? agent.protocol ?? env.AGENT_PROTOCOL,
     tools: task.tools ?? allowed,
@@ -75,7 +75,13 @@ export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition):
     options: {
       memoryWindow: agent.memory?.window ?? env.AGENT_MEMORY_WINDOW,
       temperature: env.LLM_TEMPERATURE,
-      completionTokens: env.LLM_MAX_TOKENS,
+      completionTokens: agent.modelSettings?.maxCompletionTokens ?? env.LLM_MAX_TOKENS,
+      ...(agent.modelSettings?.reasoningEffort
+        ? { reasoningEffort: agent.modelSettings.reasoningEffort }
+        : {}),
+      ...(agent.modelSettings?.reasoning !== undefined
+        ? { reasoningModel: agent.modelSettings.reasoning }
+        : {}),
       toolResultMaxTokens: env.AGENT_TOOL_RESULT_MAX_TOKENS,
       modelTimeoutMs: env.LLM_TIMEOUT_MS,
     },

@@ -2,7 +2,7 @@
 // its signals. Kept apart from the entry file so the demo can start workers in-process.
 import { Queue, Worker } from 'bullmq';
 import { env as readEnv, type Env } from '../../config/env.js';
-import { priceOf } from '../llm/pricing.js';
+import { configuredPrices, priceOf } from '../llm/pricing.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import { scrubText } from '../logging/redact.js';
 import { BATCHES_QUEUE, RESULTS_QUEUE, TASKS_QUEUE } from '../queue/names.js';
@@ -53,7 +53,7 @@ export async function startWorkerProcess(
   let config: Env;
   try {
     config = options.env ?? readEnv();
-    priceOf(config.LLM_MODEL, config.LLM_PRICES ?? {});
+    priceOf(config.LLM_MODEL, configuredPrices(config));
   } catch (error) {
     return fatal(logger, error);
   }
