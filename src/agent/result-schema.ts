@@ -16,7 +16,7 @@ export const usageSchema = z
     costUsd: z.number().min(0),
     cachedPromptTokens: count.describe('part of promptTokens, billed at the cached-input price').optional(),
     reasoningTokens: count.describe('part of completionTokens').optional(),
-    estimated: z.boolean().describe('true when the endpoint reported no usage').optional(),
+    estimated: z.literal(true).describe('present when the endpoint reported no usage').optional(),
   })
   .describe('Every model call of the job, summaries and retries included.');
 
@@ -58,6 +58,10 @@ export const agentResultSchema = z
     error: runErrorSchema.nullable(),
     uncertainEffects: z.array(uncertainEffectSchema).optional(),
     output: z.unknown().describe('an agent with an output schema: the validated value, or null').optional(),
+    stopDetail: z
+      .string()
+      .describe('a budget stop: what was left, what the next call needed, what other jobs held reserved')
+      .optional(),
   })
   .describe('The result of a task (CONTRACT §4).');
 
