@@ -3,17 +3,26 @@
 // to the code (every non-TypeScript file under src/ and config/: migrations, Lua scripts, prices), and the client
 // package (packages/client) compiles the client entry alone. dist/ is rebuilt from nothing each time, so a
 // removed source never survives in a package.
-import { execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { cpSync, readdirSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
 
 const ROOT = join(import.meta.dirname, '..');
 const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 /** Read by the code at run time, found next to it (src/store/migrations/*.sql, config/*.json, …). */
 const ASSET_DIRECTORIES = ['src', 'config'];
 
-function tsc(project: string): void {
-  execFileSync(process.execPath, [TSC, '-p', join(ROOT, project)], { stdio: 'inherit' });
+async function tsc(project: string): Promise<void> {
+  try {
+    await promisify(execFile)(process.execPath, [TSC, '-p', join(ROOT, project)], {
+      maxBuffer: 16 * 1024 * 1024,
+    });
+  } catch (error) {
+    const { stdout = '', stderr = '' } = error as { stdout?: string; stderr?: string };
+    process.stderr.write(`${stdout}${stderr}`);
+    throw new Error(`tsc -p ${project} failed`);
+  }
 }
 
 function* filesUnder(directory: string): Generator<string> {
@@ -39,7 +48,7 @@ function copyAssets(outDir: string): number {
 
 for (const outDir of ['dist', 'packages/client/dist'])
   rmSync(join(ROOT, outDir), { recursive: true, force: true });
-tsc('tsconfig.build.json');
+// Two programs, one per package: compiled side by side.
+await Promise.all([tsc('tsconfig.build.json'), tsc('packages/client/tsconfig.json')]);
 const assets = copyAssets(join(ROOT, 'dist'));
-tsc('packages/client/tsconfig.json');
 process.stdout.write(`built dist/ (${assets} assets) and packages/client/dist/\n`);
