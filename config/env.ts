@@ -72,6 +72,33 @@ const priceFile = z.string().transform((path, ctx) => {
   return z.NEVER;
 });
 
+/**
+ * MODEL_TPM: one number for every model (`90000`), or limits by model with an optional default for the others
+ * (`gpt-4.1=30000,gpt-4.1-mini=200000,*=60000`).
+ */
+const tokenLimits = z.string().transform((value, ctx) => {
+  const count = (text: string) => (/^\d+$/.test(text) && Number(text) >= 1 ? Number(text) : undefined);
+  const all = count(value);
+  if (all !== undefined && Number.isSafeInteger(all)) return { all };
+  const byModel: Record<string, number> = {};
+  let others: number | undefined;
+  for (const item of value.split(',')) {
+    const at = item.lastIndexOf('=');
+    const model = item.slice(0, at).trim();
+    const limit = count(item.slice(at + 1).trim());
+    if (at < 1 || model === '' || limit === undefined || !Number.isSafeInteger(limit)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be a whole number of tokens, or model=tokens pairs separated by commas (bad: ${JSON.stringify(item.trim())})`,
+      });
+      return z.NEVER;
+    }
+    if (model === '*') others = limit;
+    else byModel[model] = limit;
+  }
+  return others === undefined ? { byModel } : { byModel, others };
+});
+
 /** An address to listen on: an IPv4 or IPv6 address or a host name, never a URL or a port. */
 const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
 const listenHost = z
@@ -91,6 +118,18 @@ export const envSchema = z.object({
   DATA_MYSQL_URL: url(['mysql']).default('mysql://agent_reader:agent_reader@127.0.0.1:3306/agent_fleet_demo'),
   OPENAI_API_KEY: z.string().min(1).optional(),
   OPENAI_BASE_URL: url(['http', 'https']).optional(),
+  // Azure OpenAI instead of OpenAI (docs/models.md): the resource's endpoint, its key (sent as `api-key`), the API
+  // version, and the deployment (default: the model's name).
+  AZURE_OPENAI_ENDPOINT: url(['http', 'https']).optional(),
+  AZURE_OPENAI_API_KEY: z.string().min(1).optional(),
+  AZURE_OPENAI_API_VERSION: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}(-preview)?$/, 'must be an API version such as 2024-10-21')
+    .default('2024-10-21'),
+  AZURE_OPENAI_DEPLOYMENT: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be a deployment name')
+    .optional(),
   LLM_MODEL: z.string().min(1).default('gpt-4-turbo-preview'),
   LLM_TEMPERATURE: decimal(z.number().min(0).max(2)).default(D.DEFAULT_TEMPERATURE),
   LLM_MAX_TOKENS: int(16, 128_000).default(D.DEFAULT_COMPLETION_TOKENS),
@@ -125,6 +164,8 @@ export const envSchema = z.object({
   SMTP_LOOKUP_URL: url(['http', 'https']).optional(),
   EMAIL_PENDING_GRACE_MS: int(0).default(120_000),
   EMAIL_SWEEP_INTERVAL_MS: int(0).default(60_000),
+  // The effect sweeper's interval (every tool's pending effects); EMAIL_SWEEP_INTERVAL_MS is its older name.
+  EFFECT_SWEEP_INTERVAL_MS: int(0).optional(),
   EMAIL_DRY_RUN: z
     .enum(['0', '1', 'true', 'false'])
     .transform((v) => v === '1' || v === 'true')
@@ -160,6 +201,11 @@ export const envSchema = z.object({
   FLEET_DAILY_MAX_COST_USD: positive().optional(),
   FLEET_DAILY_MAX_TOKENS: int(1).optional(),
   MODEL_RPM: int(1).optional(),
+  MODEL_TPM: tokenLimits.optional(),
+  // Per tenant (a task's `tenant`): jobs running at once, and spend per UTC day, across all workers.
+  TENANT_CONCURRENCY: int(1, 100_000).optional(),
+  TENANT_DAILY_MAX_COST_USD: positive().optional(),
+  TENANT_DAILY_MAX_TOKENS: int(1).optional(),
   METRICS_HOST: listenHost.default('127.0.0.1'),
   METRICS_PORT: int(0, 65535).default(9464),
   SCHEDULES_FILE: z.string().min(1).default('config/schedules.json'),

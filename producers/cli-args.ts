@@ -6,7 +6,7 @@ import { InputError } from '../src/agent/errors.js';
 
 export const CLI_USAGE =
   'usage: npm run enqueue -- --task "…" [--agent NAME] [--input JSON] [--max-steps N] [--max-tokens N] [--max-cost USD] [--tools a,b] ' +
-  '[--model M] [--protocol tools|json] [--metadata k=v]... [--idempotency-key K] [--wait] [--timeout SECONDS]\n' +
+  '[--model M] [--protocol tools|json] [--metadata k=v]... [--tenant T] [--idempotency-key K] [--wait] [--timeout SECONDS]\n' +
   '       npm run enqueue -- --batch tasks.jsonl [--batch-max-cost USD] [--batch-max-tokens N] [--batch-name NAME] ' +
   '[--wait] [--timeout SECONDS]\n' +
   '       npm run enqueue -- --list-agents';
@@ -52,6 +52,7 @@ const OPTIONS = {
   model: { type: 'string' },
   protocol: { type: 'string' },
   metadata: { type: 'string', multiple: true },
+  tenant: { type: 'string' },
   'idempotency-key': { type: 'string' },
   wait: { type: 'boolean' },
   timeout: { type: 'string' },
@@ -73,6 +74,7 @@ const TASK_ONLY = [
   'model',
   'protocol',
   'metadata',
+  'tenant',
   'idempotency-key',
 ];
 const BATCH_ONLY = ['batch-max-cost', 'batch-max-tokens', 'batch-name'];
@@ -89,6 +91,7 @@ export const FLAG_FOR_PATH: Readonly<Record<string, string>> = {
   model: '--model',
   protocol: '--protocol',
   metadata: '--metadata',
+  tenant: '--tenant',
   idempotencyKey: '--idempotency-key',
 };
 
@@ -212,6 +215,7 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
   if (values.model !== undefined) task['model'] = values.model;
   if (values.protocol !== undefined) task['protocol'] = values.protocol;
   if (values.metadata !== undefined) task['metadata'] = metadataFlag(values.metadata);
+  if (values.tenant !== undefined) task['tenant'] = values.tenant;
   if (values['idempotency-key'] !== undefined) task['idempotencyKey'] = values['idempotency-key'];
 
   return { mode: 'task', task, wait, timeoutMs };

@@ -8,7 +8,17 @@ export {
   type McpServerConfig,
   type ToolSource,
 } from './agent/define-fleet.js';
-export { defineTool, UncertainOutcome, type Tool, type ToolContext } from './tools/tool.js';
+export {
+  defineTool,
+  UncertainOutcome,
+  type EffectHooks,
+  type EffectLookupAnswer,
+  type EffectSweepOutcome,
+  type OnceOptions,
+  type PendingEffect,
+  type Tool,
+  type ToolContext,
+} from './tools/tool.js';
 export { ToolError, TransientToolError, ConfigError, InputError } from './agent/errors.js';
 export type { Budget } from './agent/budget.js';
 export type { AgentResult, RunStatus, StopReason } from './agent/types.js';

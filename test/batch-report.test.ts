@@ -1,8 +1,8 @@
 // The batch report's pure parts: the summary (CONTRACT §9) against sums made by hand, tasks with no finished
 // run, and the renderers with hostile text (an LLM answer holding <script>, pipes, newlines, control characters).
 import { describe, expect, it } from 'vitest';
+import { summarizeBatch, sumCostUsd } from '../src/batch/batch-summary.js';
 import {
-  sumCostUsd,
   buildBatchReport,
   type BatchRecord,
   type BatchRunInput,
@@ -264,6 +264,12 @@ describe('batch summary', () => {
     );
     expect(renderMarkdown(report)).toMatch(/\| Cached prompt tokens \| 1,536 \|/);
     expect(renderHtml(report)).toContain('Reasoning tokens');
+    const flex = buildBatchReport(batch(['a']), [run('a', { flexSavedUsd: 0.0061 })], {
+      generatedAt: GENERATED_AT,
+    });
+    expect(flex.summary.usage.flexSavedUsd).toBe(0.0061);
+    expect(renderText(flex)).toContain('(the flex tier saved $0.0061)');
+    expect(renderMarkdown(flex)).toContain('Saved by the flex tier (USD)');
     const plain = buildBatchReport(batch(['c']), [run('c')], { generatedAt: GENERATED_AT });
     expect(plain.summary.usage.cachedPromptTokens).toBeUndefined();
     expect(renderMarkdown(plain)).not.toContain('Cached prompt tokens');
@@ -276,6 +282,32 @@ describe('batch summary', () => {
     expect(report.rows[0]?.stopDetail).toBe(why);
     expect(renderMarkdown(report)).toContain('Why it stopped: cost budget: $0.000210 of $0.0500 left');
     expect(renderHtml(report)).toContain('<div class="why">Why it stopped: cost budget: $0.000210');
+  });
+
+  it('one tally: the summary from results (aggregator, client) equals the one from run rows (report)', () => {
+    const costs = [0.1, 0.2, 0.0000000001, 0.30000000000000004, 0.0123];
+    const runs = costs.map((costUsd, i) => run(String(i + 1), { costUsd, cachedPromptTokens: i * 100 }));
+    const fromRows = buildBatchReport(batch(runs.map((r) => r.jobId)), runs).summary;
+    const results = runs.map((r) => ({
+      jobId: r.jobId,
+      status: 'succeeded' as const,
+      stopReason: 'answer' as const,
+      answer: r.answer,
+      steps: r.steps,
+      toolCalls: r.toolCalls,
+      usage: {
+        promptTokens: r.promptTokens,
+        completionTokens: r.completionTokens,
+        totalTokens: r.totalTokens,
+        costUsd: r.costUsd,
+        cachedPromptTokens: r.cachedPromptTokens,
+      },
+      error: null,
+    }));
+    const fromResults = summarizeBatch('nightly-2026-11-30', runs.length, results);
+    expect(fromResults).toEqual(fromRows);
+    // Exact: floats added one by one would give 0.6123000001000001.
+    expect(fromResults.usage.costUsd).toBe(0.6123000001);
   });
 
   it('warns about runs outside the job ids, duplicate ids and a stored summary that disagrees', () => {

@@ -294,4 +294,65 @@ describe('ctx.once', () => {
       }),
     ]);
   }, 60_000);
+
+  it("settles the effect with the tool's lookup when the worker is killed between the effect and its record", async () => {
+    await Promise.all(workers.splice(0).map(killWorker));
+    writeFileSync(effectsFile, '');
+    const hanging = worker({ HANG_AFTER_EFFECT: '1' });
+    await hanging.waitForOutput(/worker started/);
+    const { jobId } = await ns.client.enqueue({ agent: 'weather', input: { city: 'Oslo', days: 1 } });
+    await expect.poll(() => effects().length, { timeout: 20_000 }).toBe(1);
+    hanging.child.kill('SIGKILL');
+    await hanging.exited;
+
+    // The resumed call finds the row pending, waits out the grace, and asks the lookup: it happened.
+    const next = worker({ LOOKUP_EFFECTS: '1', NOTIFY_GRACE_MS: '1000' });
+    await next.waitForOutput(/worker started/);
+    const result = await ns.client.waitForResult(jobId, { timeoutMs: 30_000 });
+    expect(result).toMatchObject({ status: 'succeeded', answer: 'the team knows the weather in Oslo' });
+    expect(result.uncertainEffects).toBeUndefined();
+    expect(effects()).toHaveLength(1);
+    const [row] = await queryStore<{ status: string; result: string }>(
+      ns,
+      'SELECT status, result FROM effect_ledger WHERE job_id = ?',
+      [jobId],
+    );
+    expect(row).toMatchObject({ status: 'done', result: '"notified: weather in Oslo"' });
+  }, 60_000);
+
+  it("the worker's sweeper settles a custom tool's effects nobody resumes, with the tool's lookup", async () => {
+    await Promise.all(workers.splice(0).map(killWorker));
+    writeFileSync(effectsFile, 'gone-1:2:0 weather in Rome\n');
+    // Jobs that will never resume: one effect made and not recorded, one made nowhere, one never started.
+    const insert = (key: string, started: boolean) =>
+      queryStore(
+        ns,
+        `INSERT INTO effect_ledger (effect_key, job_id, tool, status, ref, started_at, updated_at)
+         VALUES (?, 'gone-1', 'notify_team', 'pending', ?, IF(?, NOW(3), NULL), NOW(3) - INTERVAL 10 MINUTE)`,
+        [key, key, started],
+      );
+    await insert('gone-1:2:0', true);
+    await insert('gone-1:2:1', true);
+    await insert('gone-1:2:2', false);
+    const sweeping = worker({
+      LOOKUP_EFFECTS: '1',
+      NOTIFY_GRACE_MS: '1000',
+      EFFECT_SWEEP_INTERVAL_MS: '500',
+    });
+    const statuses = async () =>
+      Object.fromEntries(
+        (
+          await queryStore<{ effect_key: string; status: string }>(
+            ns,
+            "SELECT effect_key, status FROM effect_ledger WHERE job_id = 'gone-1'",
+            [],
+          )
+        ).map((r) => [r.effect_key, r.status]),
+      );
+    await expect
+      .poll(statuses, { timeout: 20_000 })
+      .toEqual({ 'gone-1:2:0': 'done', 'gone-1:2:1': 'failed', 'gone-1:2:2': 'failed' });
+    await sweeping.waitForOutput(/effect sweep: it happened, recorded as done/);
+    expect(effects()).toHaveLength(1); // the sweeper never makes an effect
+  }, 60_000);
 });

@@ -82,12 +82,18 @@ async function until(check: () => boolean | Promise<boolean>, what: string, time
 interface LedgerRow {
   status: string;
   attempt: number;
-  smtp_started_at: Date | null;
+  started_at: Date | null;
   smtp_response: string | null;
-  message_id: string;
+  ref: string;
 }
+/** send_email's rows of the effect ledger: `done` is sent, `started_at` the hand-off to SMTP, `ref` the Message-ID. */
 const ledgerOf = (jobId: string) =>
-  queryStore<LedgerRow>(ns, 'SELECT * FROM email_ledger WHERE job_id = ?', [jobId]);
+  queryStore<LedgerRow>(
+    ns,
+    `SELECT status, attempt, started_at, JSON_VALUE(result, '$.smtpResponse') AS smtp_response, ref
+     FROM effect_ledger WHERE job_id = ? AND tool = 'send_email'`,
+    [jobId],
+  );
 const delivered = (sink: SmtpSink, to: string) => sink.messages.filter((m) => m.to.includes(to));
 
 beforeAll(async () => {
@@ -116,7 +122,7 @@ describe('a worker killed in the middle of a send', () => {
     await doomed.exited;
     const [crashed] = await ledgerOf(jobId);
     expect(crashed).toMatchObject({ status: 'pending' });
-    expect(crashed?.smtp_started_at).not.toBeNull();
+    expect(crashed?.started_at).not.toBeNull();
 
     const rescuer = worker(env);
     const result = await ns.client.waitForResult(jobId, { timeoutMs: 45_000 });
@@ -124,7 +130,7 @@ describe('a worker killed in the middle of a send', () => {
     expect(result).toMatchObject({ status: 'succeeded', answer: 'mailed ada' });
     expect(result.uncertainEffects).toBeUndefined();
     expect(delivered(sink, 'ada@example.com')).toHaveLength(1);
-    expect(await ledgerOf(jobId)).toMatchObject([{ status: 'sent', attempt: 1 }]);
+    expect(await ledgerOf(jobId)).toMatchObject([{ status: 'done', attempt: 1 }]);
     await killWorker(rescuer);
   }, 90_000);
 
@@ -133,7 +139,7 @@ describe('a worker killed in the middle of a send', () => {
     const env = { SMTP_URL: sink.url, SMTP_LOOKUP_URL: sink.lookupUrl };
     const doomed = worker(env);
     const { jobId } = await ns.client.enqueue({ task: 'mail bob', tools: ['send_email'] });
-    await until(async () => (await ledgerOf(jobId))[0]?.smtp_started_at != null, 'the handed-off row');
+    await until(async () => (await ledgerOf(jobId))[0]?.started_at != null, 'the handed-off row');
     // Let the client reach RCPT, where the sink holds it.
     await new Promise((resolve) => setTimeout(resolve, 300));
     doomed.child.kill('SIGKILL');
@@ -147,8 +153,8 @@ describe('a worker killed in the middle of a send', () => {
     expect(delivered(sink, 'bob@example.com')).toHaveLength(1);
     // The second attempt of the call sent it, under the same Message-ID.
     const [row] = await ledgerOf(jobId);
-    expect(row).toMatchObject({ status: 'sent', attempt: 2 });
-    expect(delivered(sink, 'bob@example.com')[0]?.messageId).toBe(row?.message_id);
+    expect(row).toMatchObject({ status: 'done', attempt: 2 });
+    expect(delivered(sink, 'bob@example.com')[0]?.messageId).toBe(row?.ref);
     await killWorker(rescuer);
   }, 90_000);
 });
@@ -168,7 +174,7 @@ describe('SIGTERM during a send', () => {
     expect(await first.exited).toEqual({ code: 0, signal: null });
     expect(first.output()).toMatch(/released on shutdown/);
     const [row] = await ledgerOf(jobId);
-    expect(row?.status).toBe('sent');
+    expect(row?.status).toBe('done');
     expect(row?.smtp_response).toMatch(/^250/);
 
     const second = worker(env);
@@ -241,7 +247,7 @@ describe('an email whose delivery cannot be known', () => {
         SMTP_LOOKUP_URL: sink.lookupUrl,
         EMAIL_PENDING_GRACE_MS: '500',
       });
-      await until(async () => (await ledgerOf(jobId))[0]?.status === 'sent', 'the sweeper to settle the row');
+      await until(async () => (await ledgerOf(jobId))[0]?.status === 'done', 'the sweeper to settle the row');
       // The row is updated before the line is logged: wait for the line.
       await settler.waitForOutput(/email sweep: delivered, recorded as sent/);
       const later = await new BatchReportStore(pool).loadBatch(batchId);

@@ -141,6 +141,7 @@ describe('POST /v1/tasks', () => {
       budget: { maxSteps: 6, maxCostUsd: 0.02 },
       tools: ['sql_query', 'list_tables'],
       metadata: { batch: 'nightly', n: 3 },
+      tenant: 'acme',
     });
     expect(response.status).toBe(202);
     const body = (await response.json()) as { jobId: string };
@@ -155,6 +156,7 @@ describe('POST /v1/tasks', () => {
       budget: { maxSteps: 6, maxCostUsd: 0.02 },
       tools: ['sql_query', 'list_tables'],
       metadata: { batch: 'nightly', n: 3 },
+      tenant: 'acme',
     });
   });
 
@@ -170,6 +172,7 @@ describe('POST /v1/tasks', () => {
     ['maxSteps 0', { task: 't', budget: { maxSteps: 0 } }, 'budget.maxSteps'],
     ['maxSteps 1000', { task: 't', budget: { maxSteps: 1000 } }, 'budget.maxSteps'],
     ['a negative cost', { task: 't', budget: { maxCostUsd: -0.01 } }, 'budget.maxCostUsd'],
+    ['a tenant with a space', { task: 't', tenant: 'acme corp' }, 'tenant'],
     ['a JSON array', [{ task: 't' }], ''],
   ])('refuses %s with 400 and the field path, enqueuing nothing', async (_label, body, path) => {
     const before = await jobCount();

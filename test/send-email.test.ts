@@ -12,9 +12,12 @@ import { priceOf } from '../src/llm/pricing.js';
 import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';
 import { migrate } from '../src/store/migrate.js';
 import { createStorePool, quoteIdentifier } from '../src/store/pool.js';
+import { EffectLedger } from '../src/tools/effect-ledger.js';
+import { sweepUnsettledEffects, sweptToolsOf } from '../src/tools/effect-sweeper.js';
 import { EmailLedger } from '../src/tools/email-ledger.js';
 import { ToolRegistry } from '../src/tools/registry.js';
 import { runToolCall, type ToolCallOutcome, type ToolRunOptions } from '../src/tools/run-tool-call.js';
+import type { DeliveryLookup } from '../src/tools/delivery-lookup.js';
 import { createSendEmailTool, deriveMessageId, type SendEmailToolOptions } from '../src/tools/send-email.js';
 import { createSmtpTransport, type SmtpTransport } from '../src/tools/smtp-transport.js';
 import { startScriptedModel, type ScriptedReply } from '../src/testing/scripted-model-server.js';
@@ -105,11 +108,14 @@ const received = (messageId: string, from: SmtpSink = sink) =>
 
 async function ledgerRows(jobId: string): Promise<RowDataPacket[]> {
   const [rows] = await pool.query<RowDataPacket[]>(
-    'SELECT * FROM email_ledger WHERE job_id = ? ORDER BY call_key',
+    "SELECT * FROM effect_ledger WHERE job_id = ? AND tool = 'send_email' ORDER BY effect_key",
     [jobId],
   );
   return rows;
 }
+
+/** The detail column of a send_email row: its recipient and subject. */
+const DETAIL = "JSON_OBJECT('recipient', 'ada@example.com', 'subject', 'Thank you')";
 
 const email = { to: 'ada@example.com', subject: 'Thank you', body: 'Dear Ada,\n\nThanks for your orders.\n' };
 
@@ -135,13 +141,13 @@ describe('send_email', () => {
     expect(message?.raw).not.toMatch(/^(Cc|Bcc):/im);
 
     const [row] = await ledgerRows(job);
-    expect(row).toMatchObject({
-      call_key: callKey,
-      status: 'sent',
+    // send_email's row in the effect ledger: done, its Message-ID as the ref, the server's reply as the result.
+    expect(row).toMatchObject({ effect_key: callKey, tool: 'send_email', status: 'done', ref: messageId });
+    expect(JSON.parse(String(row?.['detail']))).toEqual({
       recipient: 'ada@example.com',
-      message_id: messageId,
+      subject: 'Thank you',
     });
-    expect(String(row?.['smtp_response'])).toMatch(/^250/);
+    expect(JSON.parse(String(row?.['result'])).smtpResponse).toMatch(/^250/);
   });
 
   it('sends once when the same call runs twice, and the second run reports what the first did', async () => {
@@ -161,7 +167,7 @@ describe('send_email', () => {
     );
     expect(received(deriveMessageId(callKey, 'agent-fleet.local'))).toHaveLength(1);
     expect(sink.messages.filter((m) => m.to.includes('bob@example.com'))).toEqual([]);
-    expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['sent']);
+    expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['done']);
   });
 
   it('does not send again when an earlier attempt stopped mid-send and nothing can tell, and says so', async () => {
@@ -170,8 +176,8 @@ describe('send_email', () => {
     const messageId = deriveMessageId(callKey, 'agent-fleet.local');
     // Claimed and handed off to SMTP five minutes ago, never recorded: the worker died mid-send.
     await pool.query(
-      `INSERT INTO email_ledger (call_key, job_id, recipient, subject, message_id, status, smtp_started_at, updated_at)
-       VALUES (?, ?, 'ada@example.com', 'Thank you', ?, 'pending', NOW(3) - INTERVAL 5 MINUTE, NOW(3) - INTERVAL 5 MINUTE)`,
+      `INSERT INTO effect_ledger (effect_key, job_id, tool, detail, ref, status, started_at, updated_at)
+       VALUES (?, ?, 'send_email', ${DETAIL}, ?, 'pending', NOW(3) - INTERVAL 5 MINUTE, NOW(3) - INTERVAL 5 MINUTE)`,
       [callKey, job, messageId],
     );
 
@@ -238,8 +244,8 @@ describe('send_email', () => {
     const messageId = deriveMessageId(callKey, 'agent-fleet.local');
     // Claimed, never handed off: the claim itself proves nothing went out, no lookup needed.
     await pool.query(
-      `INSERT INTO email_ledger (call_key, job_id, recipient, subject, message_id, status, updated_at)
-       VALUES (?, ?, 'ada@example.com', 'Thank you', ?, 'pending', NOW(3) - INTERVAL 5 MINUTE)`,
+      `INSERT INTO effect_ledger (effect_key, job_id, tool, detail, ref, status, updated_at)
+       VALUES (?, ?, 'send_email', ${DETAIL}, ?, 'pending', NOW(3) - INTERVAL 5 MINUTE)`,
       [callKey, job, messageId],
     );
 
@@ -248,7 +254,7 @@ describe('send_email', () => {
     expect(outcome.output).toBe(`Sent to ada@example.com (message-id ${messageId}).`);
     expect(outcome.uncertain).toBeUndefined();
     expect(received(messageId)).toHaveLength(1);
-    expect(await ledgerRows(job)).toMatchObject([{ status: 'sent', attempt: 2 }]);
+    expect(await ledgerRows(job)).toMatchObject([{ status: 'done', attempt: 2 }]);
   });
 
   describe('a pending row settled by the delivery lookup', () => {
@@ -260,9 +266,9 @@ describe('send_email', () => {
       ageSeconds = 300,
     ): Promise<void> {
       await pool.query(
-        `INSERT INTO email_ledger (call_key, job_id, recipient, subject, message_id, status, smtp_started_at,
+        `INSERT INTO effect_ledger (effect_key, job_id, tool, detail, ref, status, started_at,
            created_at, updated_at)
-         VALUES (?, ?, 'ada@example.com', 'Thank you', ?, 'pending', NOW(3) - INTERVAL ? SECOND,
+         VALUES (?, ?, 'send_email', ${DETAIL}, ?, 'pending', NOW(3) - INTERVAL ? SECOND,
            NOW(3) - INTERVAL ? SECOND, NOW(3) - INTERVAL ? SECOND)`,
         [callKey, job, messageId, ageSeconds, ageSeconds, ageSeconds],
       );
@@ -291,7 +297,7 @@ describe('send_email', () => {
       );
       expect(outcome.output).toBe(`Sent to ada@example.com (message-id ${messageId}).`);
       expect(received(messageId)).toHaveLength(1);
-      expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['sent']);
+      expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['done']);
     });
 
     it('sends a message that never arrived, once', async () => {
@@ -434,7 +440,7 @@ describe('send_email', () => {
     expect(outcomes.filter((o) => o.errorCode === 'email_cap_reached')).toHaveLength(3);
     const ids = [0, 1, 2, 3, 4].map((n) => deriveMessageId(`${job}:1:${n}`, 'agent-fleet.local'));
     expect(ids.flatMap((id) => received(id))).toHaveLength(2);
-    expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['sent', 'sent']);
+    expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['done', 'done']);
   });
 
   it('refuses header injection in the subject, before anything is recorded or sent', async () => {
@@ -489,7 +495,7 @@ describe('send_email', () => {
     expect(first.output).toMatch(/^Dry run: email to ada@example\.com recorded but not sent/);
     expect(second.output).toBe(first.output);
     expect(sink.messages.length).toBe(before);
-    expect((await ledgerRows(job)).map((row) => row['status'])).toEqual(['dry_run']);
+    expect(await ledgerRows(job)).toMatchObject([{ status: 'done', result: '{"dryRun":true}' }]);
   });
 
   it('reports an unreachable SMTP server after the retries, marks the row failed, and sends once when it is back', async () => {
@@ -519,7 +525,7 @@ describe('send_email', () => {
       expect(retried.output).toBe(`Sent to ada@example.com (message-id ${messageId}).`);
       expect(again.output).toBe(retried.output);
       expect(received(messageId, back)).toHaveLength(1);
-      expect((await ledgerRows(job)).map((r) => r['status'])).toEqual(['sent']);
+      expect((await ledgerRows(job)).map((r) => r['status'])).toEqual(['done']);
     } finally {
       await back.close();
     }
@@ -557,12 +563,32 @@ describe('send_email', () => {
 describe('the sweeper of unsettled emails', () => {
   const silent = { info: () => undefined, warn: () => undefined };
 
+  /** The worker's effect sweeper, over send_email's rows, with the hooks the tool declares. */
+  function sweepUnsettledEmails(options: {
+    graceMs: number;
+    lookup?: DeliveryLookup;
+    onSettled?: (outcome: string) => void;
+    batchSize?: number;
+  }) {
+    const sendEmail = tool({
+      pendingGraceMs: options.graceMs,
+      ...(options.lookup ? { deliveryLookup: options.lookup } : {}),
+      ...(options.onSettled ? { onSettled: options.onSettled } : {}),
+    });
+    return sweepUnsettledEffects({
+      ledger: new EffectLedger(pool),
+      tools: sweptToolsOf([sendEmail]),
+      logger: silent,
+      ...(options.batchSize ? { batchSize: options.batchSize } : {}),
+    });
+  }
+
   async function row(job: string, n: number, opts: { handedOff: boolean; ageSeconds: number }) {
     const callKey = `${job}:9:${n}`;
     const messageId = deriveMessageId(callKey, 'agent-fleet.local');
     await pool.query(
-      `INSERT INTO email_ledger (call_key, job_id, recipient, subject, message_id, status, smtp_started_at, updated_at)
-       VALUES (?, ?, 'ada@example.com', 'Thank you', ?, 'pending', IF(?, NOW(3), NULL), NOW(3) - INTERVAL ? SECOND)`,
+      `INSERT INTO effect_ledger (effect_key, job_id, tool, detail, ref, status, started_at, updated_at)
+       VALUES (?, ?, 'send_email', ${DETAIL}, ?, 'pending', IF(?, NOW(3), NULL), NOW(3) - INTERVAL ? SECOND)`,
       [callKey, job, messageId, opts.handedOff, opts.ageSeconds],
     );
     return { callKey, messageId };
@@ -583,28 +609,21 @@ describe('the sweeper of unsettled emails', () => {
         return id === arrived.messageId || id === unknowable.messageId;
       },
     };
-    const { sweepUnsettledEmails } = await import('../src/tools/email-sweeper.js');
-    const options = {
-      ledger,
-      lookup,
-      graceMs: 60_000,
-      logger: silent,
-      onSettled: (o: string) => outcomes.push(o),
-    };
+    const options = { lookup, graceMs: 60_000, onSettled: (o: string) => outcomes.push(o) };
 
     await sweepUnsettledEmails(options);
 
     const status = async () =>
       Object.fromEntries(
-        (await ledgerRows(job)).map((r) => [String(r['call_key']), [r['status'], r['error']]]),
+        (await ledgerRows(job)).map((r) => [String(r['effect_key']), [r['status'], r['error']]]),
       );
     const after = await status();
     expect(after[neverSent.callKey]).toEqual([
       'failed',
-      expect.stringMatching(/^not delivered: .*before reaching/),
+      expect.stringMatching(/^not done: .*before starting/),
     ]);
-    expect(after[arrived.callKey]?.[0]).toBe('sent');
-    expect(after[lost.callKey]).toEqual(['failed', expect.stringMatching(/^not delivered/)]);
+    expect(after[arrived.callKey]?.[0]).toBe('done');
+    expect(after[lost.callKey]).toEqual(['failed', expect.stringMatching(/^not done/)]);
     expect(after[young.callKey]?.[0]).toBe('pending');
     expect(after[unknowable.callKey]).toEqual([
       'uncertain',
@@ -623,15 +642,15 @@ describe('the sweeper of unsettled emails', () => {
 
     // An uncertain row is looked at again on every sweep while a lookup is configured.
     lookupUp = true;
-    await pool.query('UPDATE email_ledger SET updated_at = NOW(3) - INTERVAL 10 MINUTE WHERE call_key = ?', [
-      unknowable.callKey,
-    ]);
+    await pool.query(
+      'UPDATE effect_ledger SET updated_at = NOW(3) - INTERVAL 10 MINUTE WHERE effect_key = ?',
+      [unknowable.callKey],
+    );
     await sweepUnsettledEmails(options);
-    expect((await status())[unknowable.callKey]?.[0]).toBe('sent');
+    expect((await status())[unknowable.callKey]?.[0]).toBe('done');
   });
 
   it('settles pending rows first: old uncertain rows it cannot settle never crowd them out', async () => {
-    const { sweepUnsettledEmails } = await import('../src/tools/email-sweeper.js');
     const down = {
       delivered: async (): Promise<boolean> => {
         throw new Error('lookup down');
@@ -641,19 +660,13 @@ describe('the sweeper of unsettled emails', () => {
       const job = newJob();
       const stuck = await row(job, 1, { handedOff: true, ageSeconds: 900 });
       await pool.query(
-        "UPDATE email_ledger SET status = 'uncertain', updated_at = NOW(3) - INTERVAL 15 MINUTE WHERE call_key = ?",
+        "UPDATE effect_ledger SET status = 'uncertain', updated_at = NOW(3) - INTERVAL 15 MINUTE WHERE effect_key = ?",
         [stuck.callKey],
       );
       const neverSent = await row(job, 2, { handedOff: false, ageSeconds: 600 });
-      await sweepUnsettledEmails({
-        ledger,
-        graceMs: 60_000,
-        logger: silent,
-        batchSize: 1,
-        ...(lookup ? { lookup } : {}),
-      });
+      await sweepUnsettledEmails({ graceMs: 60_000, batchSize: 1, ...(lookup ? { lookup } : {}) });
       const statuses = Object.fromEntries(
-        (await ledgerRows(job)).map((r) => [String(r['call_key']), r['status']]),
+        (await ledgerRows(job)).map((r) => [String(r['effect_key']), r['status']]),
       );
       expect(statuses).toEqual({ [stuck.callKey]: 'uncertain', [neverSent.callKey]: 'failed' });
     }
@@ -662,12 +675,11 @@ describe('the sweeper of unsettled emails', () => {
   it('without a lookup, marks a stopped send uncertain and leaves it so', async () => {
     const job = newJob();
     const stopped = await row(job, 1, { handedOff: true, ageSeconds: 600 });
-    const { sweepUnsettledEmails } = await import('../src/tools/email-sweeper.js');
-    const first = await sweepUnsettledEmails({ ledger, graceMs: 60_000, logger: silent });
-    const second = await sweepUnsettledEmails({ ledger, graceMs: 60_000, logger: silent });
+    const first = await sweepUnsettledEmails({ graceMs: 60_000 });
+    const second = await sweepUnsettledEmails({ graceMs: 60_000 });
     expect(first.uncertain).toBeGreaterThanOrEqual(1);
     expect(second.uncertain).toBe(0);
-    expect(await ledgerRows(job)).toMatchObject([{ call_key: stopped.callKey, status: 'uncertain' }]);
+    expect(await ledgerRows(job)).toMatchObject([{ effect_key: stopped.callKey, status: 'uncertain' }]);
   });
 });
 

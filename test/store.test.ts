@@ -265,6 +265,7 @@ describe('store on a real server', () => {
           reasoningTokens: 128,
           estimated: true,
           costUsd: 0.0436,
+          flexSavedUsd: 0.0123,
         },
         error: null,
       };
@@ -291,6 +292,7 @@ describe('store on a real server', () => {
         reasoningTokens: 128,
         usageEstimated: true,
         costUsd: 0.0436,
+        flexSavedUsd: 0.0123,
         prices: { inputPerMillion: 10, cachedInputPerMillion: 2.5, outputPerMillion: 30 },
         error: null,
         metadata,

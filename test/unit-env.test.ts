@@ -62,6 +62,10 @@ describe('parseEnv defaults', () => {
       'FLEET_DAILY_MAX_COST_USD',
       'FLEET_DAILY_MAX_TOKENS',
       'MODEL_RPM',
+      'MODEL_TPM',
+      'TENANT_CONCURRENCY',
+      'TENANT_DAILY_MAX_COST_USD',
+      'TENANT_DAILY_MAX_TOKENS',
     ] as const)
       expect(env[key], key).toBeUndefined();
   });
@@ -155,6 +159,12 @@ describe('parseEnv refusals', () => {
     ['EMAIL_FROM', 'not-an-email', /email/i],
     ['FLEET_DAILY_MAX_COST_USD', '-1', />0/],
     ['MODEL_RPM', '0', />=1/],
+    ['MODEL_TPM', '0', /whole number of tokens, or model=tokens pairs/],
+    ['MODEL_TPM', 'gpt-4.1=lots', /bad: "gpt-4.1=lots"/],
+    ['MODEL_TPM', '=5', /bad: "=5"/],
+    ['TENANT_CONCURRENCY', '0', />=1/],
+    ['TENANT_DAILY_MAX_COST_USD', '0', />0/],
+    ['TENANT_DAILY_MAX_TOKENS', '1.5', /expected int/],
     ['SQL_MAX_RESULT_BYTES', '1000', />=1024/],
     ['SQL_MAX_RESULT_BYTES', '1MB', /number/],
   ];
@@ -165,6 +175,28 @@ describe('parseEnv refusals', () => {
     expect(error.kind).toBe('config');
     expect(error.message.startsWith(`${name}=${JSON.stringify(value)} is invalid: `)).toBe(true);
     expect(error.message).toMatch(reason);
+  });
+
+  it('MODEL_TPM: one limit for every model, or limits by model with a default', () => {
+    expect(parseEnv({ MODEL_TPM: '90000' }).MODEL_TPM).toEqual({ all: 90_000 });
+    expect(parseEnv({ MODEL_TPM: 'gpt-4.1=30000, gpt-4.1-mini=200000' }).MODEL_TPM).toEqual({
+      byModel: { 'gpt-4.1': 30_000, 'gpt-4.1-mini': 200_000 },
+    });
+    expect(parseEnv({ MODEL_TPM: 'gpt-4.1=30000,*=60000' }).MODEL_TPM).toEqual({
+      byModel: { 'gpt-4.1': 30_000 },
+      others: 60_000,
+    });
+    expect(
+      parseEnv({
+        TENANT_CONCURRENCY: '3',
+        TENANT_DAILY_MAX_COST_USD: '2.5',
+        TENANT_DAILY_MAX_TOKENS: '100000',
+      }),
+    ).toMatchObject({
+      TENANT_CONCURRENCY: 3,
+      TENANT_DAILY_MAX_COST_USD: 2.5,
+      TENANT_DAILY_MAX_TOKENS: 100_000,
+    });
   });
 
   it('listen hosts and the board origin: addresses and an origin, nothing else', () => {

@@ -36,6 +36,8 @@ export interface FlexTokens {
 export interface Usage extends TokenUsage {
   totalTokens: number;
   costUsd: number;
+  /** What the flex part saved against the standard tier's prices; present when some call went at flex. */
+  flexSavedUsd?: number;
 }
 
 const NO_FLEX: FlexTokens = { promptTokens: 0, cachedPromptTokens: 0, completionTokens: 0 };
@@ -62,7 +64,7 @@ export function usageOf(tokens: TokenUsage, price: ModelPrice): Usage {
     completionTokens: tokens.completionTokens,
     totalTokens: tokens.promptTokens + tokens.completionTokens,
     costUsd: costUsd(price, tokens),
-    ...detailsOf(tokens),
+    ...detailsOf(tokens, price),
   };
 }
 
@@ -110,13 +112,16 @@ export function usageSince(a: TokenUsage, b: TokenUsage): TokenUsage {
   return diff;
 }
 
-function detailsOf(tokens: TokenUsage): Partial<TokenUsage> {
-  const details: Partial<TokenUsage> = {};
+function detailsOf(tokens: TokenUsage, price: ModelPrice): Partial<Usage> {
+  const details: Partial<Usage> = {};
   if (tokens.cachedPromptTokens) details.cachedPromptTokens = tokens.cachedPromptTokens;
   if (tokens.reasoningTokens) details.reasoningTokens = tokens.reasoningTokens;
   if (tokens.estimated) details.estimated = true;
-  if (tokens.flex && (tokens.flex.promptTokens > 0 || tokens.flex.completionTokens > 0))
+  if (tokens.flex && (tokens.flex.promptTokens > 0 || tokens.flex.completionTokens > 0)) {
     details.flex = { ...tokens.flex };
+    const { flex: _flex, ...standard } = tokens;
+    details.flexSavedUsd = Math.max(0, costUsd(price, standard) - costUsd(price, tokens));
+  }
   return details;
 }
 

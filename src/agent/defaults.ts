@@ -69,3 +69,10 @@ export const SUMMARY_MAX_TOKENS = 200;
 
 /** Observations are cut to this many characters in traces (memory has its own, token-based limit). */
 export const TRACE_OBSERVATION_MAX_CHARS = 2_000;
+
+/**
+ * A flex call falls back to the default tier once less than this share of the run's deadline (at most the cap) is
+ * left before the call must be answered: flex is slow and sometimes unavailable, the deadline is not.
+ */
+export const FLEX_FALLBACK_SHARE = 0.25;
+export const FLEX_FALLBACK_MAX_MS = 120_000;

@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import type { Budget } from './budget.js';
 import type { ProtocolName } from './protocol.js';
 import type { Tool } from '../tools/tool.js';
-import type { ReasoningEffort } from '../llm/chat-model.js';
+import type { ReasoningEffort, ServiceTier } from '../llm/chat-model.js';
 
 /** Agent and tool names: what a task, a log line and a metric label carry. */
 export const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -46,6 +46,8 @@ export interface ModelSettings {
   reasoning?: boolean;
   /** The completion limit of a step (LLM_MAX_TOKENS by default); a reasoning model's reasoning counts in it. */
   maxCompletionTokens?: number;
+  /** `flex` for work that can wait: the provider's slower tier at batch prices (a task's own setting wins). */
+  serviceTier?: ServiceTier;
 }
 
 const EFFORTS: readonly ReasoningEffort[] = ['minimal', 'low', 'medium', 'high'];
@@ -65,7 +67,12 @@ export function defineAgent<Input extends z.ZodType = z.ZodType, Output extends 
 
 function checkModelSettings(name: string, settings: ModelSettings | undefined): void {
   if (!settings) return;
-  const { reasoningEffort, maxCompletionTokens } = settings;
+  const { reasoningEffort, maxCompletionTokens, serviceTier } = settings;
+  if (serviceTier !== undefined && serviceTier !== 'default' && serviceTier !== 'flex') {
+    throw new Error(
+      `agent "${name}": modelSettings.serviceTier must be default or flex, got ${JSON.stringify(serviceTier)}`,
+    );
+  }
   if (reasoningEffort !== undefined && !EFFORTS.includes(reasoningEffort)) {
     throw new Error(
       `agent "${name}": modelSettings.reasoningEffort must be one of ${EFFORTS.join(', ')}, got ${JSON.stringify(reasoningEffort)}`,

@@ -13,10 +13,15 @@ import {
   type BudgetStopReason,
   type TokenUsage,
 } from './budget.js';
-import { DEFAULT_MODEL_RETRY_BASE_DELAY_MS, MAX_MODEL_RETRY_DELAY_MS } from './defaults.js';
+import {
+  DEFAULT_MODEL_RETRY_BASE_DELAY_MS,
+  FLEX_FALLBACK_MAX_MS,
+  FLEX_FALLBACK_SHARE,
+  MAX_MODEL_RETRY_DELAY_MS,
+} from './defaults.js';
 import type { ChatMessage, ResponseFormat, ToolSpec } from './messages.js';
 import { measurePrompt, type PromptCalibration } from './prompt-calibration.js';
-import type { ChatCompletion, ChatModel, ChatRequest } from '../llm/chat-model.js';
+import type { ChatCompletion, ChatModel, ChatRequest, ServiceTier } from '../llm/chat-model.js';
 import type { ModelPrice } from '../llm/pricing.js';
 import { countCompletionTokens, countResponseFormatTokens, type TokenCounter } from '../llm/tokens.js';
 
@@ -30,6 +35,8 @@ export interface ModelCallEnv {
   temperature: number;
   /** Set for a reasoning model (no temperature, `max_completion_tokens`, the effort asked for). */
   reasoning?: ChatRequest['reasoning'];
+  /** `flex`: calls go at the flex tier, and at the default tier near the deadline or once flex stayed unavailable. */
+  serviceTier?: ServiceTier | undefined;
   timeoutMs: number;
   retries: number;
   retryBaseDelayMs?: number;
@@ -84,6 +91,8 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
   const promptEstimate = env.calibration.estimate(promptSize);
   let charged: TokenUsage = { promptTokens: 0, completionTokens: 0 };
   const cost = (attempts: number): CallCost => ({ usage: charged, attempts, latencyMs: env.now() - started });
+  // Set once flex stayed unavailable through the retries: the rest of the call goes at the default tier.
+  let flexGaveUp = false;
 
   for (let attempt = 1; ; attempt++) {
     if (env.signal.aborted) return { ok: false, stop: 'cancelled', ...cost(attempt - 1) };
@@ -154,6 +163,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
           maxTokens: plan.maxTokens,
           temperature: env.temperature,
           ...(env.reasoning ? { reasoning: env.reasoning } : {}),
+          ...(env.serviceTier ? { serviceTier: tierOf(env, request, flexGaveUp) } : {}),
           ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
         },
         { signal: env.signal, timeoutMs },
@@ -173,13 +183,19 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
         charged = addUsage(charged, { promptTokens: promptEstimate, completionTokens: plan.maxTokens });
       }
       await settle();
-      if (apiError.status === 429) env.gate?.rateLimited?.(apiError.retryAfterMs);
+      // Flex lacking capacity is not a rate limit: the fleet's other calls go on at full speed.
+      const flexUnavailable = apiError.code === 'flex_unavailable';
+      if (apiError.status === 429 && !flexUnavailable) env.gate?.rateLimited?.(apiError.retryAfterMs);
       if (env.signal.aborted) return { ok: false, stop: 'cancelled', ...cost(attempt) };
       if (apiError.code === 'timeout' && env.now() >= request.answerBy) {
         return { ok: false, stop: 'deadline', ...cost(attempt) };
       }
-      if (!apiError.retryable || attempt > env.retries)
-        return { ok: false, stop: 'error', error: apiError, ...cost(attempt) };
+      if (!apiError.retryable || attempt > env.retries) {
+        if (!flexUnavailable || flexGaveUp)
+          return { ok: false, stop: 'error', error: apiError, ...cost(attempt) };
+        flexGaveUp = true; // one more attempt, at the default tier
+        continue;
+      }
       const backoff =
         (env.retryBaseDelayMs ?? DEFAULT_MODEL_RETRY_BASE_DELAY_MS) *
         2 ** (attempt - 1) *
@@ -228,4 +244,11 @@ function chargedUsageOf(completion: ChatCompletion, promptEstimate: number, coun
     };
   }
   return usage;
+}
+
+/** The tier of this attempt: flex until the deadline comes near or flex gave up, then the default tier. */
+function tierOf(env: ModelCallEnv, request: ModelCallRequest, flexGaveUp: boolean): ServiceTier {
+  if (env.serviceTier !== 'flex' || flexGaveUp) return 'default';
+  const margin = Math.min(env.budget.deadlineMs * FLEX_FALLBACK_SHARE, FLEX_FALLBACK_MAX_MS);
+  return request.answerBy - env.now() < margin ? 'default' : 'flex';
 }

@@ -46,7 +46,7 @@ import type {
   TraceKind,
   UncertainEffect,
 } from './types.js';
-import type { ChatModel, ChatRequest, ReasoningEffort } from '../llm/chat-model.js';
+import type { ChatModel, ChatRequest, ReasoningEffort, ServiceTier } from '../llm/chat-model.js';
 import type { ModelPrice } from '../llm/pricing.js';
 import {
   countMessageTokens,
@@ -90,6 +90,8 @@ export interface AgentRunOptions {
   reasoningModel?: boolean;
   /** `reasoning_effort` of a reasoning model's requests; absent, the provider's default. */
   reasoningEffort?: ReasoningEffort;
+  /** `flex`: calls go at the provider's flex tier, and fall back to the default tier near the deadline. */
+  serviceTier?: ServiceTier;
 }
 
 /** Only what the kernel logs: failures of observers it swallows. pino's logger fits. */
@@ -159,7 +161,7 @@ class AgentRun {
   private readonly count: TokenCounter;
   private readonly calibration: PromptCalibration;
   private readonly opts: Required<
-    Omit<AgentRunOptions, 'systemPrompt' | 'reasoningModel' | 'reasoningEffort'>
+    Omit<AgentRunOptions, 'systemPrompt' | 'reasoningModel' | 'reasoningEffort' | 'serviceTier'>
   >;
   /** Set for a reasoning model: its requests carry no temperature and the effort asked for. */
   private readonly reasoning: ChatRequest['reasoning'];
@@ -723,6 +725,7 @@ class AgentRun {
         calibration: this.calibration,
         temperature: this.opts.temperature,
         reasoning: this.reasoning,
+        serviceTier: this.input.options?.serviceTier,
         timeoutMs: this.opts.modelTimeoutMs,
         retries: this.opts.modelRetries,
         retryBaseDelayMs: this.opts.modelRetryBaseDelayMs,

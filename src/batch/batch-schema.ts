@@ -24,6 +24,8 @@ export const batchSchema = z
     tasks: z.array(taskSchema).min(1, 'must hold at least one task').max(MAX_BATCH_TASKS),
     budget: batchBudgetSchema.optional(),
     name: z.string().min(1).max(200).optional(),
+    /** Every task of the batch asks for this tier, unless it names one itself. */
+    serviceTier: z.enum(['default', 'flex']).optional(),
   })
   .strict();
 

@@ -56,7 +56,11 @@ export async function enqueueBatch(
       return {
         name: TASK_JOB_NAME,
         queueName: TASKS_QUEUE,
-        data: { ...rest, metadata: { ...task.metadata, batch: batchId } },
+        data: {
+          ...rest,
+          ...(batch.serviceTier && !rest.serviceTier ? { serviceTier: batch.serviceTier } : {}),
+          metadata: { ...task.metadata, batch: batchId },
+        },
         opts: { ...TASK_JOB_OPTIONS, jobId: jobIds[i]!, ignoreDependencyOnFailure: true },
       };
     }),

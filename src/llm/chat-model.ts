@@ -1,6 +1,7 @@
 // The one thing the kernel needs from an LLM: a single chat completion. Kept tiny so the kernel never
 // depends on a vendor SDK; the OpenAI adapter implements it over HTTP.
 import type { AssistantMessage, ChatMessage, ResponseFormat, ToolSpec } from '../agent/messages.js';
+import type { RateLimitState } from './rate-limit-headers.js';
 
 export interface ChatRequest {
   messages: readonly ChatMessage[];
@@ -15,11 +16,16 @@ export interface ChatRequest {
    * temperature is left out, and `effort` goes as `reasoning_effort`.
    */
   reasoning?: { effort?: ReasoningEffort };
+  /** Sent as `service_tier` when set. */
+  serviceTier?: ServiceTier;
   /** Asks for a reply of this shape (an agent's structured output); absent, any text. */
   responseFormat?: ResponseFormat;
 }
 
 export type ReasoningEffort = 'minimal' | 'low' | 'medium' | 'high';
+
+/** The provider's processing tier: `flex` is slower, at batch prices, and sometimes unavailable. */
+export type ServiceTier = 'default' | 'flex';
 
 export interface ChatUsage {
   promptTokens: number;
@@ -35,6 +41,8 @@ export interface ChatCompletion {
   /** As the endpoint reported it; null when it reported none. */
   usage: ChatUsage | null;
   finishReason: string | null;
+  /** What the endpoint's `x-ratelimit-*` headers said after the call; absent when it sent none. */
+  rateLimit?: RateLimitState;
   /** The tier the provider says it served the call at (`default`, `flex`, …), when it says. */
   serviceTier?: string | null;
 }

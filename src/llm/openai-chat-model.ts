@@ -1,11 +1,12 @@
 // ChatModel over the official `openai` client, for any OpenAI-compatible Chat Completions endpoint.
 // The client's own retries are off: the kernel retries, checking the budget before each attempt.
-import OpenAI from 'openai';
+import OpenAI, { AzureOpenAI } from 'openai';
 import type { AssistantMessage, ToolCallRequest } from '../agent/messages.js';
 import { ModelApiError } from '../agent/errors.js';
 import { scrubText } from '../logging/redact.js';
 import type { ChatCallOptions, ChatCompletion, ChatModel, ChatRequest, ChatUsage } from './chat-model.js';
 import { createNodeHttpFetch, ResponseBodyError, type Fetch } from './node-http-fetch.js';
+import { rateLimitStateOf, type RateLimitState } from './rate-limit-headers.js';
 
 export interface OpenAIChatModelOptions {
   model: string;
@@ -18,6 +19,8 @@ export interface OpenAIChatModelOptions {
    * client's own default.
    */
   fetch?: Fetch;
+  /** Azure OpenAI: the resource's endpoint, API version and deployment; the key goes as `api-key`. */
+  azure?: { endpoint: string; apiVersion: string; deployment: string };
 }
 
 let sharedFetch: Fetch | undefined;
@@ -32,17 +35,23 @@ export class OpenAIChatModel implements ChatModel {
 
   constructor(options: OpenAIChatModelOptions) {
     this.model = options.model;
-    this.client = new OpenAI({
-      apiKey: options.apiKey,
-      baseURL: options.baseURL ?? null,
-      maxRetries: 0,
-      fetch: options.fetch ?? defaultFetch(),
-    });
+    const fetch = options.fetch ?? defaultFetch();
+    this.client = options.azure
+      ? new AzureOpenAI({
+          apiKey: options.apiKey,
+          endpoint: options.azure.endpoint,
+          apiVersion: options.azure.apiVersion,
+          deployment: options.azure.deployment,
+          maxRetries: 0,
+          fetch,
+        })
+      : new OpenAI({ apiKey: options.apiKey, baseURL: options.baseURL ?? null, maxRetries: 0, fetch });
   }
 
   async complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletion> {
     const hasTools = request.tools !== undefined && request.tools.length > 0;
     let response: OpenAI.Chat.Completions.ChatCompletion;
+    let rateLimit: RateLimitState | undefined;
     // The client adds an abort listener to the signal it is given and never removes it; a run's signal
     // lives for dozens of calls, so each call gets its own, linked to the run's for the call's duration.
     const call = new AbortController();
@@ -50,7 +59,7 @@ export class OpenAIChatModel implements ChatModel {
     if (options.signal.aborted) forward();
     else options.signal.addEventListener('abort', forward, { once: true });
     try {
-      response = await this.client.chat.completions.create(
+      const pending = this.client.chat.completions.create(
         {
           model: this.model,
           messages: request.messages as OpenAI.Chat.Completions.ChatCompletionMessageParam[],
@@ -60,6 +69,7 @@ export class OpenAIChatModel implements ChatModel {
                 ...(request.reasoning.effort ? { reasoning_effort: request.reasoning.effort } : {}),
               }
             : { max_tokens: request.maxTokens, temperature: request.temperature }),
+          ...(request.serviceTier ? { service_tier: request.serviceTier } : {}),
           ...(hasTools
             ? {
                 tools: request.tools as OpenAI.Chat.Completions.ChatCompletionTool[],
@@ -75,8 +85,19 @@ export class OpenAIChatModel implements ChatModel {
         },
         { signal: call.signal, timeout: options.timeoutMs, maxRetries: 0 },
       );
+      // With the HTTP response, for its rate-limit headers.
+      const answer = await pending.withResponse();
+      response = answer.data;
+      rateLimit = rateLimitStateOf(answer.response.headers);
     } catch (error) {
-      throw classifyApiError(error);
+      const classified = classifyApiError(error);
+      throw request.serviceTier === 'flex' && isFlexUnavailable(error, classified)
+        ? new ModelApiError('flex_unavailable', classified.message, {
+            retryable: true,
+            status: 429,
+            cause: error,
+          })
+        : classified;
     } finally {
       options.signal.removeEventListener('abort', forward);
     }
@@ -101,6 +122,7 @@ export class OpenAIChatModel implements ChatModel {
       usage,
       finishReason: choice.finish_reason ?? null,
       ...(typeof response.service_tier === 'string' ? { serviceTier: response.service_tier } : {}),
+      ...(rateLimit ? { rateLimit } : {}),
     };
   }
 }
@@ -123,6 +145,13 @@ function count(value: unknown, max: number): number {
   return typeof value === 'number' && Number.isFinite(value)
     ? Math.min(max, Math.max(0, Math.floor(value)))
     : 0;
+}
+
+/** OpenAI's flex tier answers "429 Resource Unavailable" when it lacks capacity (not charged, not a rate limit). */
+function isFlexUnavailable(error: unknown, classified: ModelApiError): boolean {
+  if (classified.status !== 429) return false;
+  const code = error instanceof OpenAI.APIError ? error.code : undefined;
+  return code === 'resource_unavailable' || /resource unavailable/i.test(classified.message);
 }
 
 const RETRYABLE_STATUS = new Set([408, 409, 429]);

@@ -30,6 +30,9 @@ export const KNOWN_TOOL_ERROR_CODES: readonly string[] = [
   'aborted',
   'tool_failed',
   'transient',
+  // ctx.once, whatever the tool (effect-once.ts).
+  'effect_cap_reached',
+  'effect_ledger_unavailable',
   // sql_query, list_tables, describe_table.
   'sql_refused',
   'sql_error',
@@ -269,7 +272,7 @@ export class FleetMetrics {
     if (result.uncertainEffects?.length) this.uncertainEffects.inc(result.uncertainEffects.length);
   }
 
-  /** Call for each pending email the sweeper settles (email-sweeper.ts). */
+  /** Call for each pending email the effect sweeper settles (effect-sweeper.ts, send_email's onSwept). */
   observeEmailSettlement(outcome: 'sent' | 'not_delivered' | 'uncertain'): void {
     this.emailSettlements.inc({ outcome });
   }

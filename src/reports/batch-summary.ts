@@ -4,12 +4,10 @@
 // failed) counts in the summary with the usage of its result; a task still running or with no run row yet is
 // shown but counted in none of succeeded/stopped/failed nor in the usage, so the summary stays "the sum over its
 // tasks' results". The batch is completed only when every task has a finished run.
-//
-// Sums are exact: tokens are integers, and costs are added as integers of 10^-12 USD, then rounded (half up) to
-// the 10 decimals of the DECIMAL(16,10) column, so the total is the same whatever the order of the runs.
+// The sums are the batch tally's (src/batch/batch-summary.ts): exact, whatever the order of the runs.
 import type { RunError } from '../agent/errors.js';
 import type { StopReason } from '../agent/types.js';
-import type { BatchSummary } from '../batch/batch-summary.js';
+import { BatchTally, type BatchSummary } from '../batch/batch-summary.js';
 import type { RunRowStatus } from '../store/rows.js';
 
 /** CONTRACT §9, key for key: the one the batch aggregator stores, computed here from the runs. */
@@ -49,6 +47,8 @@ export interface BatchRunInput {
   cachedPromptTokens?: number;
   reasoningTokens?: number;
   costUsd: number;
+  /** What the flex tier saved the run against the standard prices. */
+  flexSavedUsd?: number;
   error?: RunError | null;
   /** Why a budget stopped the run, in numbers (the result's stopDetail). */
   stopDetail?: string | null;
@@ -124,9 +124,6 @@ export interface BuildReportOptions {
   emails?: readonly EmailDoubt[];
 }
 
-const SCALE = 12; // decimals of the integers costs are added as
-const STORE_DECIMALS = 10; // DECIMAL(16,10)
-
 export function buildBatchReport(
   batch: BatchRecord,
   runs: readonly BatchRunInput[],
@@ -152,17 +149,7 @@ export function buildBatchReport(
     );
   }
 
-  const summary: BatchSummary = {
-    batchId: batch.batchId,
-    tasks: jobIds.length,
-    succeeded: 0,
-    stopped: 0,
-    failed: 0,
-    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, costUsd: 0 },
-  };
-  let costUnits = 0n;
-  let cachedPromptTokens = 0;
-  let reasoningTokens = 0;
+  const tally = new BatchTally();
   let running = 0;
   let pending = 0;
   const rows = jobIds.map((jobId, i): TaskReportRow => {
@@ -177,13 +164,7 @@ export function buildBatchReport(
     }
     checkUsage(run);
     const status = run.status;
-    summary[status]++;
-    summary.usage.promptTokens += run.promptTokens;
-    summary.usage.completionTokens += run.completionTokens;
-    summary.usage.totalTokens += run.totalTokens;
-    cachedPromptTokens += run.cachedPromptTokens ?? 0;
-    reasoningTokens += run.reasoningTokens ?? 0;
-    costUnits += toUnits(run.costUsd);
+    tally.add(status, run);
     return {
       index: i + 1,
       jobId,
@@ -203,9 +184,7 @@ export function buildBatchReport(
       ...(run.output === undefined ? {} : { output: run.output }),
     };
   });
-  summary.usage.costUsd = unitsToUsd(costUnits);
-  if (cachedPromptTokens > 0) summary.usage.cachedPromptTokens = cachedPromptTokens;
-  if (reasoningTokens > 0) summary.usage.reasoningTokens = reasoningTokens;
+  const summary = tally.summary(batch.batchId, jobIds.length);
 
   const state: BatchState = running === 0 && pending === 0 ? 'completed' : 'running';
   if (batch.state === 'completed' && state !== 'completed') {
@@ -287,24 +266,6 @@ function checkUsage(run: BatchRunInput): void {
   if (!Number.isFinite(run.costUsd) || run.costUsd < 0 || run.costUsd >= 1e15) {
     throw new RangeError(`run ${run.jobId}: costUsd must be a non-negative amount, got ${run.costUsd}`);
   }
-}
-
-/** USD as an integer count of 10^-SCALE USD: the decimal closest to the double, so 0.1 is exactly 10^11. */
-function toUnits(usd: number): bigint {
-  const [whole = '0', fraction = ''] = usd.toFixed(SCALE).split('.');
-  return BigInt(whole + fraction.padEnd(SCALE, '0'));
-}
-
-/** Rounded half up to the store's 10 decimals, back to a number (exact to the 10th decimal below $100,000). */
-function unitsToUsd(units: bigint): number {
-  const step = 10n ** BigInt(SCALE - STORE_DECIMALS);
-  const rounded = ((units + step / 2n) / step).toString().padStart(STORE_DECIMALS + 1, '0');
-  return Number(`${rounded.slice(0, -STORE_DECIMALS)}.${rounded.slice(-STORE_DECIMALS)}`);
-}
-
-/** Adds costs the way the report does: exact, then rounded to 10 decimals. */
-export function sumCostUsd(costs: readonly number[]): number {
-  return unitsToUsd(costs.reduce((sum, cost) => sum + toUnits(cost), 0n));
 }
 
 function sameSummary(stored: unknown, computed: BatchSummary): boolean {

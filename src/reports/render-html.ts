@@ -64,6 +64,9 @@ export function renderHtml(report: BatchReport, options: HtmlOptions = {}): stri
   const stateColor = report.state === 'completed' ? STATUS_COLORS.succeeded : STATUS_COLORS.running;
   const cards: [string, string, string?][] = [
     ['Cost (USD)', formatUsd(summary.usage.costUsd), 'cost'],
+    ...(summary.usage.flexSavedUsd
+      ? ([['Saved by flex (USD)', formatUsd(summary.usage.flexSavedUsd)]] as [string, string][])
+      : []),
     ['Total tokens', formatInt(summary.usage.totalTokens)],
     ['Tasks', formatInt(summary.tasks)],
     ['Succeeded', formatInt(summary.succeeded)],

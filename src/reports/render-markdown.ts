@@ -37,6 +37,9 @@ export function renderMarkdown(report: BatchReport, options: MarkdownOptions = {
   const totals: [string, string][] = [
     ...reportTotals(report).map(([name, value]): [string, string] => [name, formatInt(value)]),
     ['Cost (USD)', `**${formatUsd(summary.usage.costUsd)}**`],
+    ...(summary.usage.flexSavedUsd
+      ? ([['Saved by the flex tier (USD)', formatUsd(summary.usage.flexSavedUsd)]] as [string, string][])
+      : []),
   ];
   for (const [name, value] of totals) out.push(`| ${name} | ${value} |`);
   out.push('');

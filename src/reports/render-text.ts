@@ -47,7 +47,7 @@ export function renderText(report: BatchReport): string {
   out.push(
     `Tasks:     ${summary.tasks} (${summary.succeeded} succeeded, ${summary.stopped} stopped, ${summary.failed} failed, ${report.running} running, ${report.pending} pending)`,
     `Tokens:    ${formatInt(summary.usage.totalTokens)} total (${formatInt(summary.usage.promptTokens)} prompt, ${formatInt(summary.usage.completionTokens)} completion)${tokenDetails(summary.usage)}`,
-    `Cost:      ${formatUsd(summary.usage.costUsd)}${budgetText(report)}`,
+    `Cost:      ${formatUsd(summary.usage.costUsd)}${budgetText(report)}${flexText(summary.usage)}`,
   );
   if (report.running + report.pending > 0) {
     out.push('           (running and pending tasks are not in the totals yet)');
@@ -123,4 +123,9 @@ function tokenDetails(usage: BatchReport['summary']['usage']): string {
   if (usage.cachedPromptTokens) parts.push(`${formatInt(usage.cachedPromptTokens)} cached`);
   if (usage.reasoningTokens) parts.push(`${formatInt(usage.reasoningTokens)} reasoning`);
   return parts.length > 0 ? `; ${parts.join(', ')}` : '';
+}
+
+/** The flex tier's saving, where some call went at it: ` (the flex tier saved $0.0123)`. */
+function flexText(usage: BatchReport['summary']['usage']): string {
+  return usage.flexSavedUsd ? ` (the flex tier saved ${formatUsd(usage.flexSavedUsd)})` : '';
 }

@@ -4,7 +4,7 @@
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { z } from 'zod';
 import { StoreError } from '../store/errors.js';
-import { EmailLedger, NOT_DELIVERED } from '../tools/email-ledger.js';
+import { EmailLedger, isNotDelivered } from '../tools/email-ledger.js';
 import { jsonColumn, parseRow, toRunRow, type RunRow } from '../store/rows.js';
 import type { BatchRecord, BatchState, BatchSummary, EmailDoubt } from './batch-summary.js';
 
@@ -12,7 +12,7 @@ export interface LoadedBatch {
   batch: BatchRecord;
   /** The runs of the batch's job ids, and any other run whose batch_id names it (reported as a warning). */
   runs: RunRow[];
-  /** Emails of the batch's tasks not known to have been delivered (email_ledger). */
+  /** Emails of the batch's tasks not known to have been delivered (send_email's rows of the effect ledger). */
   emails: EmailDoubt[];
 }
 
@@ -64,6 +64,7 @@ const summarySchema = z.object({
     cachedPromptTokens: z.number().optional(),
     reasoningTokens: z.number().optional(),
     costUsd: z.number(),
+    flexSavedUsd: z.number().optional(),
   }),
 });
 
@@ -117,12 +118,7 @@ export class BatchReportStore {
       callKey: entry.callKey,
       recipient: entry.recipient,
       messageId: entry.messageId,
-      state:
-        entry.status === 'failed' && entry.error?.startsWith(NOT_DELIVERED)
-          ? 'not_delivered'
-          : entry.status === 'uncertain'
-            ? 'uncertain'
-            : 'pending',
+      state: isNotDelivered(entry) ? 'not_delivered' : entry.status === 'uncertain' ? 'uncertain' : 'pending',
       note: entry.error,
     }));
     return { batch, runs: runRows.map(toRunRow), emails };

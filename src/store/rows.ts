@@ -37,6 +37,8 @@ export interface RunRow {
   /** The endpoint reported no usage for some call: the counts are our estimate. */
   usageEstimated: boolean;
   costUsd: number;
+  /** What the flex tier saved against the standard prices; 0 without flex calls. */
+  flexSavedUsd: number;
   /** The prices the run was billed at; null for runs recorded before they were kept. */
   prices: ModelPrice | null;
   error: RunError | null;
@@ -152,6 +154,7 @@ const runColumns = z.object({
   reasoning_tokens: z.number(),
   usage_estimated: z.number(),
   cost_usd: z.number(),
+  flex_saved_usd: z.number(),
   prices: jsonColumn(modelPriceSchema).nullable(),
   error: jsonColumn(runErrorSchema).nullable(),
   metadata: jsonColumn(z.unknown()).nullable(),
@@ -204,6 +207,7 @@ export function toRunRow(raw: RowDataPacket): RunRow {
     reasoningTokens: row.reasoning_tokens,
     usageEstimated: row.usage_estimated !== 0,
     costUsd: row.cost_usd,
+    flexSavedUsd: row.flex_saved_usd,
     prices: row.prices,
     error: row.error,
     metadata: row.metadata,

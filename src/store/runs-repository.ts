@@ -188,7 +188,7 @@ function finishRunStatement({ result, finishedAt }: FinishRunInput): { sql: stri
     sql: `UPDATE agent_runs
        SET status = ?, stop_reason = ?, answer = ?, output = ?, steps = ?, tool_calls = ?, prompt_tokens = ?,
          completion_tokens = ?, total_tokens = ?, cached_prompt_tokens = ?, reasoning_tokens = ?,
-         usage_estimated = ?, cost_usd = ?, error = ?, stop_detail = ?, finished_at = ?
+         usage_estimated = ?, cost_usd = ?, flex_saved_usd = ?, error = ?, stop_detail = ?, finished_at = ?
        WHERE job_id = ?`,
     values: [
       result.status,
@@ -205,6 +205,7 @@ function finishRunStatement({ result, finishedAt }: FinishRunInput): { sql: stri
       result.usage.reasoningTokens ?? 0,
       result.usage.estimated ? 1 : 0,
       toDecimal(result.usage.costUsd),
+      toDecimal(result.usage.flexSavedUsd ?? 0),
       result.error === null ? null : JSON.stringify(result.error),
       result.stopDetail?.slice(0, 2_000) ?? null,
       finishedAt,

@@ -9,6 +9,7 @@ import { countResponseFormatTokens, tokenCounterFor } from '../llm/tokens.js';
 import { fitCompletion } from './completion-budget.js';
 import { endpointPromptTokens, type EndpointPromptCounting } from './endpoint-prompt-count.js';
 import { isFault, renderReply } from './scripted-reply.js';
+import { ProviderRateLimits, type ScriptedRateLimits } from './scripted-rate-limits.js';
 import type { Protocol, ScriptedFault, ScriptedReply } from './scripted-reply.js';
 
 export type { Protocol, ScriptedAction, ScriptedReply } from './scripted-reply.js';
@@ -25,6 +26,8 @@ export interface RecordedRequest {
   responseFormat: ResponseFormat | undefined;
   protocol: Protocol;
   receivedAt: number;
+  /** The request's path and query, e.g. `/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21`. */
+  url: string;
   /** The usage the server reported, once it sent a completion: the server's own accounting of the call. */
   usage?: {
     promptTokens: number;
@@ -49,17 +52,26 @@ export interface ScriptedModelOptions {
    * outputs do (the request is recorded, no reply of the script is used).
    */
   refuseResponseFormat?: boolean;
+  /** The provider's rate limits, with their `x-ratelimit-*` headers and 429s (scripted-rate-limits.ts). */
+  rateLimits?: ScriptedRateLimits;
   /**
    * Behave as OpenAI's reasoning models (gpt-5 family, o3, o4-mini) do: `max_tokens` and a temperature other than 1
    * are refused with a 400 naming the parameter; `max_completion_tokens` bounds reasoning and output together.
    */
   reasoningModel?: boolean;
+  /**
+   * Behave as an Azure OpenAI resource: completions only at `/openai/deployments/{deployment}/chat/completions`,
+   * an `api-version` query parameter required, and the key (when `apiKey` is set) in the `api-key` header.
+   */
+  azure?: { deployments: readonly string[] };
 }
 
 export interface ScriptedModelServer {
   readonly baseURL: string;
   readonly requests: RecordedRequest[];
   readonly failures: string[];
+  /** The emulated rate limits, when `rateLimits` was given (`refused` counts their 429s). */
+  readonly rateLimits: ProviderRateLimits | undefined;
   /** Replace the script, rules and prompt counting (resets the script cursor, keeps recorded requests). */
   reset(options?: Pick<ScriptedModelOptions, 'script' | 'rules' | 'promptCounting'>): void;
   close(): Promise<void>;
@@ -140,6 +152,40 @@ function isJsonObject(text: string | null): boolean {
   }
 }
 
+/** What an Azure OpenAI resource answers a request it does not take, in its words; undefined when it takes it. */
+function azureRefusal(
+  req: IncomingMessage,
+  deployments: readonly string[],
+  apiKey: string | undefined,
+): { status: number; message: string; code: string } | undefined {
+  const url = new URL(req.url ?? '/', 'http://azure.invalid');
+  const deployment = /^\/openai\/deployments\/([^/]+)\/chat\/completions$/.exec(url.pathname)?.[1];
+  if (req.method !== 'POST' || deployment === undefined)
+    return { status: 404, message: 'Resource not found', code: '404' };
+  if (!url.searchParams.get('api-version')) {
+    return {
+      status: 404,
+      message: 'Resource not found: the api-version query parameter is required',
+      code: '404',
+    };
+  }
+  if (apiKey !== undefined && req.headers['api-key'] !== apiKey) {
+    return {
+      status: 401,
+      message: 'Access denied due to invalid subscription key or wrong API endpoint.',
+      code: '401',
+    };
+  }
+  if (!deployments.includes(decodeURIComponent(deployment))) {
+    return {
+      status: 404,
+      message: 'The API deployment for this resource does not exist.',
+      code: 'DeploymentNotFound',
+    };
+  }
+  return undefined;
+}
+
 /** The 400 a reasoning model answers a request shaped for older models with, in OpenAI's words. */
 function reasoningModelRefusal(body: Record<string, unknown>): { message: string; code: string } | undefined {
   if (body.max_tokens !== undefined) {
@@ -168,6 +214,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
   let rules = options.rules ?? [];
   let promptCounting = options.promptCounting;
   let cursor = 0;
+  const limits = options.rateLimits ? new ProviderRateLimits(options.rateLimits) : undefined;
   const requests: RecordedRequest[] = [];
   const failures: string[] = [];
   // Pending latency timers and hanging replies; close() cancels them so nothing outlives the server.
@@ -236,6 +283,18 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       case 'server_error':
         sendJson(res, 500, errorBody('scripted model: internal server error', 'server_error'));
         return;
+      case 'flex_unavailable':
+        // OpenAI's flex tier without capacity: a 429 that is not a rate limit, and is not charged.
+        sendJson(
+          res,
+          429,
+          errorBody(
+            'Resource Unavailable: the flex tier has no capacity for this request; retry later or use the default tier.',
+            'invalid_request_error',
+            'resource_unavailable',
+          ),
+        );
+        return;
       case 'bad_request':
         sendJson(
           res,
@@ -264,7 +323,14 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '').split('?')[0] ?? '';
-    if (req.method !== 'POST' || !COMPLETION_PATHS.has(path)) {
+    if (options.azure) {
+      const refused = azureRefusal(req, options.azure.deployments, options.apiKey);
+      if (refused) {
+        req.resume();
+        sendJson(res, refused.status, errorBody(refused.message, 'invalid_request_error', refused.code));
+        return;
+      }
+    } else if (req.method !== 'POST' || !COMPLETION_PATHS.has(path)) {
       req.resume();
       sendJson(
         res,
@@ -273,7 +339,11 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       );
       return;
     }
-    if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
+    if (
+      !options.azure &&
+      options.apiKey !== undefined &&
+      req.headers.authorization !== `Bearer ${options.apiKey}`
+    ) {
       req.resume();
       sendJson(
         res,
@@ -301,6 +371,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       responseFormat,
       protocol: tools ? 'tools' : 'json',
       receivedAt: Date.now(),
+      url: req.url ?? '',
     };
     // Recorded before the reply is chosen, so a test counting calls also counts the ones that failed.
     requests.push(request);
@@ -322,6 +393,21 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       return;
     }
 
+    let need = 0;
+    if (limits) {
+      const counter = tokenCounterFor(typeof body.model === 'string' ? body.model : '');
+      need = endpointPromptTokens(messages, tools, counter, promptCounting) + (maxTokensOf(body) ?? 0);
+      const admitted = limits.admit(need);
+      if (!admitted.ok) {
+        sendJson(
+          res,
+          429,
+          errorBody('scripted model: rate limit reached', 'rate_limit_error', 'rate_limit_exceeded'),
+          { 'retry-after-ms': String(admitted.retryAfterMs), ...limits.headers() },
+        );
+        return;
+      }
+    }
     const reply = nextReply(request);
     if (reply === undefined) {
       return failLoudly(
@@ -362,6 +448,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
         ...(reasoningTokens > 0 ? { reasoningTokens } : {}),
       };
     }
+    limits?.settle(need, promptTokens + completionTokens);
     const message = {
       role: 'assistant',
       content: fitted.content,
@@ -375,6 +462,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
         object: 'chat.completion',
         created: Math.floor(Date.now() / 1000),
         model: body.model,
+        service_tier: body.service_tier === 'flex' ? 'flex' : 'default',
         choices: [{ index: 0, message, finish_reason: fitted.finishReason, logprobs: null }],
         ...(reply.usage === false
           ? {}
@@ -390,7 +478,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
               },
             }),
       },
-      { 'x-request-id': `req_scripted_${request.index}` },
+      { 'x-request-id': `req_scripted_${request.index}`, ...limits?.headers() },
     );
   }
 
@@ -418,6 +506,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     baseURL: `http://${HOST}:${port}/v1`,
     requests,
     failures,
+    rateLimits: limits,
     reset(next = {}) {
       script = next.script ?? [];
       rules = next.rules ?? [];

@@ -11,6 +11,7 @@ export interface ScriptedAction {
 export type ScriptedFault =
   | { fault: 'rate_limit'; retryAfterSeconds?: number }
   | { fault: 'server_error' }
+  | { fault: 'flex_unavailable' }
   | { fault: 'bad_request'; message?: string }
   | { fault: 'unauthorized' }
   | { fault: 'hang' }

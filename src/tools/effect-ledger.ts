@@ -1,87 +1,397 @@
-// At most once per job and call, for any tool with side effects (ToolContext.once). A call claims its row
-// before the effect and records the effect's value after it; whoever finds the row learns what happened:
-//   done     the effect ran; its recorded value is returned instead of running it again
-//   pending  an attempt claimed it and stopped before recording: the effect may have happened, so it is not
-//            run again (the call reports an uncertain effect)
-// A throwing effect frees its row: a throw means nothing happened, and a later attempt may try again.
+// The one ledger of side effects: at most once per job and call (and the tool's own key), across retries and
+// resumes, for every tool that is not readOnly (ToolContext.once, and send_email on the same rows). A call
+// claims its row before the effect, marks it started just before the effect, and settles it after:
+//   pending    claimed (`attempt` counts the claims); `started_at` set means the effect may have happened
+//   done       it happened; `result` holds its JSON value, returned instead of running it again
+//   failed     it certainly did not happen; the next claim takes the row again
+//   uncertain  nothing could tell whether it happened: never run again by itself; a lookup may settle it later
+// A row is marked started only while its attempt's claim still stands, so an attempt whose row was taken over
+// cannot go on. Claims under a per-job cap are serialized by a named lock per job and tool, so parallel calls
+// of one job cannot all pass the count before any of them is recorded.
 import { createHash } from 'node:crypto';
-import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
-import { ToolError } from '../agent/errors.js';
+import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
+import { z } from 'zod';
+import { StoreError } from '../store/errors.js';
 
-const MAX_KEY_CHARS = 191;
+export type EffectStatus = 'pending' | 'done' | 'failed' | 'uncertain';
 
-/** What `once` throws when an earlier attempt left the effect pending. */
-export class EffectUncertainError extends Error {
-  constructor(readonly effectKey: string) {
-    super(
-      `an earlier attempt started this effect (${effectKey}) and stopped before recording its outcome: it is not run again`,
-    );
-  }
-}
-
-export interface EffectClaim {
-  callKey: string;
+export interface EffectRow {
+  effectKey: string;
   jobId: string;
   tool: string;
-  /** The tool's own key, for a call with several effects. */
-  key?: string;
+  status: EffectStatus;
+  /** The recorded value of a done effect (parsed JSON). */
+  result: unknown;
+  /** What a lookup asks the far side about; the effect key when the tool gave none. */
+  ref: string;
+  /** The tool's own JSON about the effect (send_email: recipient and subject). */
+  detail: Record<string, unknown> | null;
+  error: string | null;
+  attempt: number;
+  /** Null: the claiming attempt never started the effect. */
+  startedAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+  /** Milliseconds since the row last changed, by the database's clock (no skew with the worker's). */
+  ageMs: number;
 }
 
-export class EffectLedger {
-  constructor(private readonly pool: Pool) {}
-
-  async once<T>(claim: EffectClaim, effect: () => Promise<T>): Promise<T> {
-    const effectKey = effectKeyOf(claim.callKey, claim.key);
-    const claimed = await this.store(() =>
-      this.pool.query<ResultSetHeader>(
-        "INSERT IGNORE INTO effect_ledger (effect_key, job_id, tool, status) VALUES (?, ?, ?, 'pending')",
-        [effectKey, claim.jobId.slice(0, 64), claim.tool.slice(0, 64)],
-      ),
-    );
-    if (claimed[0].affectedRows === 0) {
-      const [rows] = await this.store(() =>
-        this.pool.query<RowDataPacket[]>('SELECT status, result FROM effect_ledger WHERE effect_key = ?', [
-          effectKey,
-        ]),
-      );
-      const row = rows[0] as { status: string; result: string | null } | undefined;
-      if (row?.status === 'done') return (row.result === null ? null : JSON.parse(row.result)) as T;
-      throw new EffectUncertainError(effectKey);
-    }
-    let value: T;
-    try {
-      value = await effect();
-    } catch (error) {
-      await this.pool
-        .query('DELETE FROM effect_ledger WHERE effect_key = ?', [effectKey])
-        .catch(() => undefined);
-      throw error;
-    }
-    // If this write fails the row stays pending: the effect is then reported uncertain, never run twice.
-    await this.store(() =>
-      this.pool.query("UPDATE effect_ledger SET status = 'done', result = ? WHERE effect_key = ?", [
-        JSON.stringify(value ?? null),
-        effectKey,
-      ]),
-    );
-    return value;
-  }
-
-  private async store<R>(query: () => Promise<R>): Promise<R> {
-    try {
-      return await query();
-    } catch (error) {
-      throw new ToolError('effect_ledger_unavailable', 'the effect ledger could not be read or written', {
-        transient: true,
-        cause: error,
-      });
-    }
-  }
+export interface EffectRowClaim {
+  effectKey: string;
+  jobId: string;
+  tool: string;
+  ref?: string;
+  detail?: Record<string, unknown>;
+  /**
+   * The per-job cap of the tool: refused (`cap_reached`) when the job already has this many effects of the
+   * tool done, pending or uncertain, not counting this one's own row.
+   */
+  maxPerJob?: number;
+  /** Mark the row started with the claim (the effect follows at once). */
+  started?: boolean;
 }
+
+export type EffectClaimResult =
+  | { kind: 'new'; attempt: number }
+  | { kind: 'done'; row: EffectRow }
+  /** Pending or uncertain (row.status says which). */
+  | { kind: 'pending'; row: EffectRow }
+  | { kind: 'cap_reached'; count: number };
+
+/** How a row's error begins when the ledger proved its effect did not happen and nobody made it since. */
+export const NOT_DONE = 'not done';
+
+const MAX_KEY_CHARS = 191;
+const TEXT_MAX_CHARS = 10_000; // a TEXT column holds 64 KB, 4 bytes a character at worst
+const REF_MAX_CHARS = 255;
+const ER_DUP_ENTRY = 1062;
+
+// The lock is server-wide, so its name includes the database; GET_LOCK names are limited to 64 characters,
+// hence the hash. Computed in SQL so acquiring and releasing use the very same expression.
+const LOCK_NAME = "CONCAT('af_effect:', LEFT(SHA2(CONCAT(DATABASE(), '/', ?, '/', ?), 256), 48))";
+
+const rowSchema = z.object({
+  effect_key: z.string(),
+  job_id: z.string(),
+  tool: z.string(),
+  status: z.enum(['pending', 'done', 'failed', 'uncertain']),
+  result: z.string().nullable(),
+  ref: z.string().nullable(),
+  detail: z.string().nullable(),
+  error: z.string().nullable(),
+  attempt: z.number().int(),
+  started_at: z.date().nullable(),
+  created_at: z.date(),
+  updated_at: z.date(),
+  age_ms: z.union([z.number(), z.string().regex(/^-?\d+$/)]).transform(Number),
+});
+
+/** Every column, and the row's age by the server's clock. */
+const SELECT_ROW =
+  'SELECT *, TIMESTAMPDIFF(MICROSECOND, updated_at, NOW(3)) DIV 1000 AS age_ms FROM effect_ledger';
 
 /** The call key and the tool's key; hashed when too long for the column. */
 export function effectKeyOf(callKey: string, key: string | undefined): string {
   const full = key === undefined ? callKey : `${callKey}#${key}`;
   if (full.length <= MAX_KEY_CHARS) return full;
   return `sha256:${createHash('sha256').update(full).digest('hex')}`;
+}
+
+export class EffectLedger {
+  constructor(
+    private readonly pool: Pool,
+    private readonly options: { lockTimeoutSeconds?: number } = {},
+  ) {}
+
+  /**
+   * Claims the effect's row, atomically: the first claim inserts it as pending (`new`: go ahead); a later one
+   * gets the row as it stands, except that a `failed` row is claimed again as `new`.
+   */
+  async claim(claim: EffectRowClaim): Promise<EffectClaimResult> {
+    const connection = await this.pool.getConnection();
+    let locked = false;
+    try {
+      if (claim.maxPerJob !== undefined) {
+        await this.lockJob(connection, claim.jobId, claim.tool);
+        locked = true;
+      }
+      return await this.claimOn(connection, claim);
+    } finally {
+      await releaseConnection(connection, locked ? [claim.jobId, claim.tool] : undefined);
+    }
+  }
+
+  /**
+   * Just before the effect: true when this attempt's claim still stands (nobody took the row over), and from
+   * now on the row says the effect may have happened.
+   */
+  async markStarted(effectKey: string, attempt: number): Promise<boolean> {
+    const [header] = await this.pool.query<ResultSetHeader>(
+      `UPDATE effect_ledger SET started_at = CURRENT_TIMESTAMP(3), updated_at = CURRENT_TIMESTAMP(3)
+       WHERE effect_key = ? AND status = 'pending' AND attempt = ? AND started_at IS NULL`,
+      [effectKey, attempt],
+    );
+    return header.affectedRows === 1;
+  }
+
+  /** It happened: the value is kept and given to every later attempt. */
+  async markDone(effectKey: string, value: unknown): Promise<void> {
+    await this.pool.query(
+      `UPDATE effect_ledger SET status = 'done', result = ?, error = NULL, updated_at = CURRENT_TIMESTAMP(3)
+       WHERE effect_key = ?`,
+      [JSON.stringify(value ?? null), effectKey],
+    );
+  }
+
+  /** It certainly did not happen: the row may be claimed again. */
+  async markFailed(effectKey: string, error: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE effect_ledger SET status = 'failed', error = ?, updated_at = CURRENT_TIMESTAMP(3)
+       WHERE effect_key = ?`,
+      [clip(error), effectKey],
+    );
+  }
+
+  /**
+   * Takes a row from the attempt that holds it (pending or uncertain) when its effect certainly did not
+   * happen: it becomes `failed`, which the next claim takes again. `unstartedOnly` also requires that the
+   * attempt never marked it started. False when the row had moved on meanwhile.
+   */
+  async release(
+    effectKey: string,
+    attempt: number,
+    why: string,
+    options: { unstartedOnly?: boolean } = {},
+  ): Promise<boolean> {
+    const [header] = await this.pool.query<ResultSetHeader>(
+      `UPDATE effect_ledger SET status = 'failed', error = ?, updated_at = CURRENT_TIMESTAMP(3)
+       WHERE effect_key = ? AND status IN ('pending', 'uncertain') AND attempt = ?
+         ${options.unstartedOnly ? 'AND started_at IS NULL' : ''}`,
+      [clip(why), effectKey, attempt],
+    );
+    return header.affectedRows === 1;
+  }
+
+  /** Nothing could tell whether it happened: `uncertain`, never run again by itself. False when it moved on. */
+  async markUncertain(effectKey: string, why: string): Promise<boolean> {
+    const [header] = await this.pool.query<ResultSetHeader>(
+      `UPDATE effect_ledger SET status = 'uncertain', error = ?, updated_at = CURRENT_TIMESTAMP(3)
+       WHERE effect_key = ? AND status IN ('pending', 'uncertain')`,
+      [clip(why), effectKey],
+    );
+    return header.affectedRows === 1;
+  }
+
+  /** Keeps an error on a row that stays pending (the effect may have happened), for whoever investigates. */
+  async noteError(effectKey: string, error: string): Promise<void> {
+    await this.pool.query(
+      `UPDATE effect_ledger SET error = ?, updated_at = CURRENT_TIMESTAMP(3)
+       WHERE effect_key = ? AND status = 'pending'`,
+      [clip(error), effectKey],
+    );
+  }
+
+  /** Effects of a job's tool that count against its cap: done, pending or uncertain. */
+  async countForJob(jobId: string, tool: string, exceptEffectKey?: string): Promise<number> {
+    return this.countOn(this.pool, jobId, tool, exceptEffectKey);
+  }
+
+  async get(effectKey: string): Promise<EffectRow | null> {
+    return this.read(this.pool, effectKey);
+  }
+
+  async listForJob(jobId: string, tool?: string): Promise<EffectRow[]> {
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      `${SELECT_ROW} WHERE job_id = ? ${tool === undefined ? '' : 'AND tool = ?'}
+       ORDER BY created_at, effect_key`,
+      tool === undefined ? [jobId] : [jobId, tool],
+    );
+    return rows.map(toRow);
+  }
+
+  /**
+   * Rows of these tools nobody is settling, unchanged for `olderThanMs` (no live attempt holds a row that
+   * long): pending ones, then uncertain ones of the tools that have a lookup (only it can still settle those,
+   * and many that it cannot must not crowd out the pending), oldest change first.
+   */
+  async listUnsettled(
+    olderThanMs: number,
+    options: { tools: readonly string[]; uncertainOf?: readonly string[]; limit?: number },
+  ): Promise<EffectRow[]> {
+    if (options.tools.length === 0) return [];
+    const uncertainOf = options.uncertainOf?.length ? options.uncertainOf : [''];
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      `${SELECT_ROW}
+       WHERE (status = 'pending' AND tool IN (?) OR status = 'uncertain' AND tool IN (?))
+         AND updated_at <= NOW(3) - INTERVAL ? MICROSECOND
+       ORDER BY status <> 'pending', updated_at LIMIT ?`,
+      [options.tools, uncertainOf, Math.max(0, Math.floor(olderThanMs)) * 1000, options.limit ?? 100],
+    );
+    return rows.map(toRow);
+  }
+
+  /** The rows of these jobs' tool whose effect may be missing: uncertain, pending, or failed after the fact. */
+  async listDoubtful(
+    jobIds: readonly string[],
+    tool: string,
+    notes: readonly string[],
+  ): Promise<EffectRow[]> {
+    if (jobIds.length === 0) return [];
+    const noteMatch = notes.map(() => 'error LIKE ?').join(' OR ') || 'FALSE';
+    const [rows] = await this.pool.query<RowDataPacket[]>(
+      `${SELECT_ROW}
+       WHERE job_id IN (?) AND tool = ?
+         AND (status IN ('pending', 'uncertain') OR (status = 'failed' AND (${noteMatch})))
+       ORDER BY job_id, effect_key`,
+      [jobIds, tool, ...notes.map((note) => `${note}%`)],
+    );
+    return rows.map(toRow);
+  }
+
+  private async claimOn(connection: PoolConnection, claim: EffectRowClaim): Promise<EffectClaimResult> {
+    const ref = (claim.ref ?? claim.effectKey).slice(0, REF_MAX_CHARS);
+    const detail = claim.detail === undefined ? null : JSON.stringify(claim.detail);
+    if (detail !== null && detail.length > TEXT_MAX_CHARS) {
+      throw new StoreError('effect_detail_too_large', `the detail of effect ${claim.effectKey} is too large`);
+    }
+    const started = claim.started ? 'CURRENT_TIMESTAMP(3)' : 'NULL';
+    // Rows are never deleted, so each round either decides or sees a concurrent claim's row; three rounds
+    // cover an insert race followed by a failed row being claimed again by someone else.
+    for (let round = 0; round < 3; round++) {
+      const existing = await this.read(connection, claim.effectKey);
+      if (existing && existing.status !== 'failed') {
+        return existing.status === 'done'
+          ? { kind: 'done', row: existing }
+          : { kind: 'pending', row: existing };
+      }
+      if (claim.maxPerJob !== undefined) {
+        const count = await this.countOn(connection, claim.jobId, claim.tool, claim.effectKey);
+        if (count >= claim.maxPerJob) return { kind: 'cap_reached', count };
+      }
+      if (existing) {
+        // It did not happen earlier: take the row back, for whatever this attempt does.
+        const [header] = await connection.query<ResultSetHeader>(
+          `UPDATE effect_ledger
+           SET status = 'pending', ref = ?, detail = ?, result = NULL, error = NULL, attempt = attempt + 1,
+             started_at = ${started}, updated_at = CURRENT_TIMESTAMP(3)
+           WHERE effect_key = ? AND status = 'failed' AND attempt = ?`,
+          [ref, detail, claim.effectKey, existing.attempt],
+        );
+        if (header.affectedRows === 1) return { kind: 'new', attempt: existing.attempt + 1 };
+        continue;
+      }
+      try {
+        await connection.query(
+          `INSERT INTO effect_ledger (effect_key, job_id, tool, status, ref, detail, started_at)
+           VALUES (?, ?, ?, 'pending', ?, ?, ${started})`,
+          [claim.effectKey, claim.jobId.slice(0, 64), claim.tool.slice(0, 64), ref, detail],
+        );
+        return { kind: 'new', attempt: 1 };
+      } catch (error) {
+        if ((error as { errno?: unknown }).errno !== ER_DUP_ENTRY) throw error;
+      }
+    }
+    throw new StoreError(
+      'effect_ledger_contended',
+      `could not claim effect ${claim.effectKey}: too many races`,
+      {
+        retryable: true,
+      },
+    );
+  }
+
+  private async read(db: Pool | PoolConnection, effectKey: string): Promise<EffectRow | null> {
+    const [rows] = await db.query<RowDataPacket[]>(`${SELECT_ROW} WHERE effect_key = ?`, [effectKey]);
+    return rows[0] ? toRow(rows[0]) : null;
+  }
+
+  private async countOn(
+    db: Pool | PoolConnection,
+    jobId: string,
+    tool: string,
+    exceptEffectKey?: string,
+  ): Promise<number> {
+    const [rows] = await db.query<RowDataPacket[]>(
+      `SELECT COUNT(*) AS n FROM effect_ledger
+       WHERE job_id = ? AND tool = ? AND status IN ('pending', 'done', 'uncertain') AND effect_key <> ?`,
+      [jobId, tool, exceptEffectKey ?? ''],
+    );
+    return Number(rows[0]?.['n'] ?? 0);
+  }
+
+  private async lockJob(connection: PoolConnection, jobId: string, tool: string): Promise<void> {
+    const timeout = this.options.lockTimeoutSeconds ?? 10;
+    const [rows] = await connection.query<RowDataPacket[]>(`SELECT GET_LOCK(${LOCK_NAME}, ?) AS got`, [
+      jobId,
+      tool,
+      timeout,
+    ]);
+    if (Number(rows[0]?.['got']) !== 1) {
+      throw new StoreError(
+        'effect_ledger_lock_timeout',
+        `${tool} lock of job ${jobId} busy for ${timeout}s`,
+        {
+          retryable: true,
+        },
+      );
+    }
+  }
+}
+
+async function releaseConnection(
+  connection: PoolConnection,
+  lock: [string, string] | undefined,
+): Promise<void> {
+  if (lock === undefined) {
+    connection.release();
+    return;
+  }
+  try {
+    await connection.query(`SELECT RELEASE_LOCK(${LOCK_NAME})`, lock);
+    connection.release();
+  } catch {
+    // A lock belongs to its session: closing the connection is the sure way to free it.
+    connection.destroy();
+  }
+}
+
+function toRow(raw: RowDataPacket): EffectRow {
+  const parsed = rowSchema.safeParse(raw);
+  if (!parsed.success) {
+    throw new StoreError('effect_ledger_row', `unexpected effect_ledger row: ${parsed.error.message}`);
+  }
+  const r = parsed.data;
+  return {
+    effectKey: r.effect_key,
+    jobId: r.job_id,
+    tool: r.tool,
+    status: r.status,
+    result: r.result === null ? null : parseJson(r.result),
+    ref: r.ref ?? r.effect_key,
+    detail: r.detail === null ? null : asObject(parseJson(r.detail)),
+    error: r.error,
+    attempt: r.attempt,
+    startedAt: r.started_at,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    ageMs: r.age_ms,
+  };
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new StoreError('effect_ledger_row', 'an effect_ledger row holds JSON that does not parse');
+  }
+}
+
+function asObject(value: unknown): Record<string, unknown> | null {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : null;
+}
+
+function clip(text: string): string {
+  return text.length > TEXT_MAX_CHARS ? text.slice(0, TEXT_MAX_CHARS) : text;
 }

@@ -19,9 +19,21 @@ import { ConfigError, ToolError, TransientToolError } from '../agent/errors.js';
 import type { DeliveryLookup } from './delivery-lookup.js';
 import { parseRecipient } from './email-address.js';
 import { sleep } from '../agent/sleep.js';
-import { NOT_DELIVERED, type ClaimResult, type EmailClaim, type EmailLedgerEntry } from './email-ledger.js';
+import {
+  NOT_DELIVERED,
+  SEND_EMAIL,
+  type ClaimResult,
+  type EmailClaim,
+  type EmailLedgerEntry,
+} from './email-ledger.js';
 import { classifySendError } from './smtp-transport.js';
-import { defineTool, UncertainOutcome, type Tool } from './tool.js';
+import {
+  defineTool,
+  UncertainOutcome,
+  type EffectHooks,
+  type EffectSweepOutcome,
+  type Tool,
+} from './tool.js';
 
 /** What the tool needs of the ledger; EmailLedger is the real one. */
 export interface EmailLedgerPort {
@@ -42,8 +54,12 @@ export interface MailSender {
 }
 
 export interface EmailLogger {
+  info?(fields: Record<string, unknown>, message: string): void;
   warn(fields: Record<string, unknown>, message: string): void;
 }
+
+/** How the sweeper settled an email (the metric's outcome label). */
+export type SweepOutcome = 'sent' | 'not_delivered' | 'uncertain';
 
 export interface SendEmailToolOptions {
   ledger: EmailLedgerPort;
@@ -77,6 +93,8 @@ export interface SendEmailToolOptions {
   pendingGraceMs?: number;
   /** How often a waiting call reads the row again. Default 1,000 ms. */
   pendingPollMs?: number;
+  /** Each email the worker's sweeper settles (for metrics). */
+  onSettled?: (outcome: SweepOutcome) => void;
 }
 
 const DEFAULT_PENDING_GRACE_MS = 120_000;
@@ -85,7 +103,7 @@ const DEFAULT_PENDING_POLL_MS = 1_000;
 /** Rounds of settle-and-claim-again before a call stops: each round is a takeover by this call. */
 const MAX_SETTLE_ROUNDS = 3;
 
-export const SEND_EMAIL = 'send_email';
+export { SEND_EMAIL };
 
 const parameters = z.strictObject({
   to: z.string().describe('One recipient: a bare address like name@example.com, nothing else.'),
@@ -111,6 +129,9 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
 
   return defineTool({
     name: SEND_EMAIL,
+    // The same ledger as ctx.once (this tool reasons about its rows itself, in email-ledger.ts's terms): the
+    // cap, the grace and the lookup the worker's sweeper settles pending emails with.
+    effects: emailEffectHooks(options, graceMs),
     description:
       `Send one plain-text email to one recipient. "to" must be a single bare address at an allowed domain ` +
       `(${allowed}); no names, lists, CC or HTML. At most ${options.maxPerRun} emails per run. Each call ` +
@@ -342,6 +363,38 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
       }
     },
   });
+}
+
+const SWEEP_OUTCOMES: Record<EffectSweepOutcome, SweepOutcome> = {
+  done: 'sent',
+  not_done: 'not_delivered',
+  uncertain: 'uncertain',
+};
+
+function emailEffectHooks(options: SendEmailToolOptions, graceMs: number): EffectHooks {
+  const lookup = options.deliveryLookup;
+  return {
+    maxPerJob: options.maxPerRun,
+    pendingGraceMs: graceMs,
+    ...(lookup
+      ? {
+          // The ref of an email's row is its Message-ID.
+          lookup: async (effect, signal) => ({
+            happened: await lookup.delivered(effect.ref, signal),
+            value: { smtpResponse: 'delivered (confirmed by the sweeper’s lookup)' },
+          }),
+        }
+      : {}),
+    onSwept(outcome, effect) {
+      const settled = SWEEP_OUTCOMES[outcome];
+      options.onSettled?.(settled);
+      const fields = { jobId: effect.jobId, callKey: effect.effectKey, messageId: effect.ref };
+      if (settled === 'sent') options.logger?.info?.(fields, 'email sweep: delivered, recorded as sent');
+      else if (settled === 'not_delivered')
+        options.logger?.warn(fields, 'email sweep: email was not delivered');
+      else options.logger?.warn(fields, 'email sweep: delivery cannot be known');
+    },
+  };
 }
 
 /** `<32 hex characters of sha256(callKey)@domain>`: the same for every attempt of one call. */

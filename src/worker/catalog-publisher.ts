@@ -1,5 +1,6 @@
-// Publishes the catalog this worker serves at start, then keeps its hash alive: when live workers serve more
-// than one catalog, each says so in its log (once per change) and in the catalogs_served gauge.
+// Publishes the catalog this worker serves at start, then keeps its hash (and, while it is the latest, the
+// catalog) alive: when live workers serve more than one catalog, each says so in its log (once per change) and
+// in the catalogs_served gauge. A catalog whose workers are all gone expires (catalog-store.ts).
 import type { Redis } from 'ioredis';
 import { buildCatalog, type Catalog } from '../catalog/catalog.js';
 import { CATALOG_REFRESH_MS, CatalogStore } from '../catalog/catalog-store.js';
@@ -21,12 +22,12 @@ export async function publishCatalog(
   refreshMs = CATALOG_REFRESH_MS,
 ): Promise<CatalogPublisher> {
   const catalog = buildCatalog(runtime.agents.values(), runtime.toolList);
-  const store = new CatalogStore(redis, prefix);
+  const store = new CatalogStore(redis, prefix, { refreshMs });
   await store.publish(catalog);
   logger.info({ hash: catalog.hash, agents: catalog.agents.map((a) => a.name) }, 'catalog published');
   let reported = '';
   const check = async () => {
-    const live = await store.refresh(catalog.hash);
+    const live = await store.refresh(catalog);
     metrics.observeCatalogs(live.length);
     const key = [...live].sort().join(',');
     if (live.length > 1 && key !== reported) {

@@ -34,7 +34,6 @@ export function demoTools(env: Env, options: { dataUrlIsDefault: boolean }) {
       maxPerRun: env.EMAIL_MAX_PER_RUN,
       dryRun: env.EMAIL_DRY_RUN,
       pendingGraceMs: env.EMAIL_PENDING_GRACE_MS,
-      sweepIntervalMs: env.EMAIL_SWEEP_INTERVAL_MS,
       ...(env.SMTP_LOOKUP_URL ? { lookupUrl: env.SMTP_LOOKUP_URL } : {}),
     }),
   ];

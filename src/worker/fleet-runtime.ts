@@ -1,9 +1,17 @@
 // A fleet configuration opened in a worker: its tool sources and MCP servers opened, every agent's tools
-// checked to exist, and each tool with side effects given the effect ledger behind `ctx.once`.
+// checked to exist, each tool with side effects given the effect ledger behind `ctx.once` (with the tool's
+// `effects` hooks), and the sweeper that settles those tools' effects left pending started.
 import { checkFleetTools, toolNamesOf, type Fleet } from '../agent/define-fleet.js';
 import type { AgentDefinition } from '../agent/define-agent.js';
 import { ConfigError } from '../agent/errors.js';
-import { EffectLedger, EffectUncertainError } from '../tools/effect-ledger.js';
+import { EffectLedger } from '../tools/effect-ledger.js';
+import {
+  DEFAULT_PENDING_GRACE_MS,
+  EffectUncertainError,
+  onceOptionsOf,
+  runOnce,
+} from '../tools/effect-once.js';
+import { startEffectSweeper, sweptToolsOf } from '../tools/effect-sweeper.js';
 import { loadMcpTools } from '../tools/mcp/load-mcp-tools.js';
 import { UncertainOutcome, type Tool } from '../tools/tool.js';
 import { StaticToolProvider, type ToolProvider } from './tool-provider.js';
@@ -48,6 +56,16 @@ export async function openFleet(fleet: Fleet, services: WorkerServices): Promise
       fleet.mcpServers.map((server) => server.toolPrefix ?? server.name),
     );
     const ledger = new EffectLedger(services.store);
+    const intervalMs = services.env.EFFECT_SWEEP_INTERVAL_MS ?? services.env.EMAIL_SWEEP_INTERVAL_MS;
+    if (intervalMs > 0) {
+      const sweeper = startEffectSweeper({
+        ledger,
+        tools: sweptToolsOf(tools),
+        logger: services.logger,
+        intervalMs,
+      });
+      closers.push(() => sweeper.close());
+    }
     services.logger.info(
       { agents: [...fleet.agents.keys()], tools: [...names] },
       'fleet configuration ready',
@@ -69,26 +87,32 @@ export function agentToolNames(agent: AgentDefinition, named: readonly string[] 
   return named ? [...named] : toolNamesOf(agent);
 }
 
-/** A tool with side effects gets `ctx.once` on the ledger; an effect an earlier attempt left pending is reported. */
+/** A tool with side effects gets `ctx.once` on the ledger; an effect nothing could settle is reported. */
 function withEffectLedger(tool: Tool, ledger: EffectLedger): Tool {
   if (tool.readOnly === true) return tool;
+  // A call that meets a young pending effect with a lookup waits out the grace: its time limit must outlast it.
+  const grace = tool.effects?.lookup ? (tool.effects.pendingGraceMs ?? DEFAULT_PENDING_GRACE_MS) : undefined;
   return {
     ...tool,
+    ...(tool.timeoutMs === undefined && grace !== undefined ? { timeoutMs: grace + 30_000 } : {}),
     async execute(args, ctx) {
       try {
         return await tool.execute(args, {
           ...ctx,
-          once: (effect, key) =>
-            ledger.once(
-              { callKey: ctx.callKey, jobId: ctx.runId, tool: tool.name, ...(key ? { key } : {}) },
+          once: (effect, options) =>
+            runOnce(
+              ledger,
+              { callKey: ctx.callKey, jobId: ctx.runId, tool: tool.name, signal: ctx.signal },
               effect,
+              onceOptionsOf(options),
+              tool.effects,
             ),
         });
       } catch (error) {
         if (!(error instanceof EffectUncertainError)) throw error;
         return new UncertainOutcome(`${tool.name}: ${error.message}.`, {
           what: `${tool.name} effect ${error.effectKey}`,
-          why: 'an earlier attempt stopped between the effect and its record',
+          why: error.why,
         });
       }
     },

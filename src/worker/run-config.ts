@@ -82,6 +82,9 @@ export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition):
       ...(agent.modelSettings?.reasoning !== undefined
         ? { reasoningModel: agent.modelSettings.reasoning }
         : {}),
+      ...((task.serviceTier ?? agent.modelSettings?.serviceTier)
+        ? { serviceTier: task.serviceTier ?? agent.modelSettings?.serviceTier }
+        : {}),
       toolResultMaxTokens: env.AGENT_TOOL_RESULT_MAX_TOKENS,
       modelTimeoutMs: env.LLM_TIMEOUT_MS,
     },

@@ -37,6 +37,14 @@ import { TraceWriter } from './trace-writer.js';
 import type { BatchTracker } from './batch-tracker.js';
 import { Background } from './background.js';
 import { batchMembership } from './batch-membership.js';
+import { tenantWaitMs, type HeldSlot, type TenantSlots } from '../fleet/tenant-slots.js';
+
+/** What the fleet's shared limits of a job depend on. */
+export interface JobLimits {
+  batchId: string | undefined;
+  tenant: string | undefined;
+  model: string;
+}
 
 /** The abort reason the worker uses when it shuts down: such a job is released, not ended. */
 export const SHUTDOWN_REASON = 'worker-shutdown';
@@ -56,8 +64,13 @@ export interface TaskProcessorDeps {
   /** The agents of the fleet configuration, by name; a task without `agent` runs `default`. */
   agents: ReadonlyMap<string, AgentDefinition>;
   createModel: (model: string) => ChatModel;
-  /** The fleet's shared limits for a job: its batch's budget, the daily caps, the request rate. */
-  gateFor?: (batchId: string | undefined) => CallGate;
+  /**
+   * The fleet's shared limits for a job: its batch's budget, the daily caps (the fleet's, its tenant's), the
+   * request and token rates of its model.
+   */
+  gateFor?: (job: JobLimits) => CallGate;
+  /** Per-tenant concurrency (TENANT_CONCURRENCY): a job of a tenant at its limit waits, delayed. */
+  tenantSlots?: TenantSlots;
   /** Step and result metrics; none when absent. */
   metrics?: FleetMetrics;
   /** Records a batch when its first task starts. */
@@ -69,7 +82,23 @@ const STORE_RETRIES = { attempts: 4, baseDelayMs: 250 };
 
 export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown, AgentResult> {
   const journal = deps.journal;
-  return async (job, token, signal) => {
+  // The tenant slot a job holds is given back however its run ends.
+  const processor = async (job: Job, token: string | undefined, signal: AbortSignal | undefined) => {
+    const held: { slot: HeldSlot | null } = { slot: null };
+    try {
+      return await run(job, token, signal, held);
+    } finally {
+      await held.slot
+        ?.release()
+        .catch((err: unknown) => deps.logger.warn({ err }, 'tenant slot not released'));
+    }
+  };
+  const run = async (
+    job: Job,
+    token: string | undefined,
+    signal: AbortSignal | undefined,
+    held: { slot: HeldSlot | null },
+  ): Promise<AgentResult> => {
     const jobId = String(job.id);
     const log = deps.logger.child({ jobId, attempt: job.attemptsMade + 1 });
 
@@ -118,6 +147,20 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     const [checkpoint, recovered, kept] = firstStart
       ? [null, 0, null]
       : await Promise.all([deps.checkpoints.load(jobId), traces.recover(), deps.outcomes.load(jobId)]);
+    // A tenant at its limit: the job goes back to `delayed` for a short while, holding no worker slot, so the
+    // jobs of other tenants run meanwhile. A kept outcome's run is over: it needs no slot.
+    if (task.tenant !== undefined && deps.tenantSlots && !kept) {
+      held.slot = await deps.tenantSlots.take(task.tenant, jobId, (err: unknown) =>
+        log.warn({ err, tenant: task.tenant }, 'tenant slot not renewed'),
+      );
+      if (!held.slot) {
+        // Every activation counts as started; those that ran nothing are the tenant waits so far.
+        const delayMs = tenantWaitMs(Math.max(1, job.attemptsStarted - job.attemptsMade));
+        log.debug({ tenant: task.tenant, delayMs }, 'tenant at its concurrency limit: delayed');
+        await job.moveToDelayed(Date.now() + delayMs, token);
+        throw new DelayedError();
+      }
+    }
     // A kept outcome's batch was noted when its run started.
     if (batchId && !kept)
       await withRetries(() => deps.batches?.noteTask(batchId) ?? Promise.resolve(), STORE_RETRIES);
@@ -174,7 +217,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
         options: config.options,
         checkpoint: checkpoint ?? undefined,
         signal,
-        gate: deps.gateFor?.(batchId),
+        gate: deps.gateFor?.({ batchId, tenant: task.tenant, model: config.model }),
         logger: log,
         onStep: (trace) => {
           traces.add(trace);
@@ -228,6 +271,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     if (result.status === 'failed') throw new UnrecoverableError(result.error?.message ?? 'run failed');
     return result;
   };
+  return processor;
 }
 
 /** Records the run, publishes its result, forgets its checkpoint: in that order, each step idempotent. */

@@ -11,6 +11,9 @@ import { BatchReportStore } from '../reports/report-store.js';
 import { createBatchAggregator } from './batch-aggregator.js';
 import { BatchTracker } from './batch-tracker.js';
 import { fleetLimitsFromEnv, gateForJob } from '../fleet/fleet-gate.js';
+import { TenantSlots } from '../fleet/tenant-slots.js';
+import { withProviderRateLimits } from '../fleet/provider-rate-limits.js';
+import type { ChatModel } from '../llm/chat-model.js';
 import { FleetMetrics } from '../metrics/fleet-metrics.js';
 import { startMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
 import { assertRedisReachable, createRedis } from '../queue/redis.js';
@@ -21,6 +24,7 @@ import { createStorePool } from '../store/pool.js';
 import { RunsRepository } from '../store/runs-repository.js';
 import { CheckpointStore } from './checkpoint-store.js';
 import { FleetWorker } from './fleet-worker.js';
+import type { JobLimits } from './task-processor.js';
 import { OutcomeStore } from './outcome-store.js';
 import { RunJournal } from './run-journal.js';
 import { startSchedules } from '../schedules/schedules-runtime.js';
@@ -96,7 +100,7 @@ export async function startWorkerProcess(
         logger.warn({ err: error, port: config.METRICS_PORT }, 'metrics server not started');
       }
     }
-    const { ledger, limiter, limitRequests } = fleetLimitsFromEnv(connection, config);
+    const { ledger, limiter, limitRequests, tokens } = fleetLimitsFromEnv(connection, config);
     // After a 429 the whole fleet pauses: the limiter stops model calls, the queue stops handing out jobs.
     const onRateLimited = (ms: number) => {
       logger.warn({ pauseMs: ms }, 'model endpoint answered 429: pausing the fleet');
@@ -104,12 +108,29 @@ export async function startWorkerProcess(
         .rateLimit(ms)
         .catch((err: unknown) => logger.warn({ err }, 'could not rate-limit the queue'));
     };
-    const gateFor = (batchId: string | undefined) =>
+    // The endpoint's x-ratelimit-* headers pause the fleet before it answers 429.
+    const slowedModels = new Map<string, ChatModel>();
+    const createLimitedModel = (model: string): ChatModel => {
+      let chat = slowedModels.get(model);
+      if (!chat) {
+        chat = withProviderRateLimits(createModel(model), {
+          pause: (ms) => limiter.pause(ms),
+          onSlowDown: (ms, state) =>
+            logger.debug({ pauseMs: ms, ...state }, 'endpoint rate-limit headers: pausing the fleet'),
+          onError: (err) => logger.warn({ err }, 'could not pause the fleet'),
+        });
+        slowedModels.set(model, chat);
+      }
+      return chat;
+    };
+    const gateFor = ({ batchId, tenant, model }: JobLimits) =>
       gateForJob({
         ledger,
         limiter,
         limitRequests,
         batchId,
+        tenant,
+        tokens: tokens.for(model),
         onRateLimited,
         onError: (err) => logger.warn({ err }, 'spend ledger'),
       });
@@ -165,8 +186,18 @@ export async function startWorkerProcess(
         }),
         tools: tools.tools,
         agents: tools.agents,
-        createModel,
+        createModel: createLimitedModel,
         gateFor,
+        ...(config.TENANT_CONCURRENCY === undefined
+          ? {}
+          : {
+              tenantSlots: new TenantSlots({
+                redis: connection,
+                prefix: config.QUEUE_PREFIX,
+                limit: config.TENANT_CONCURRENCY,
+                leaseMs: config.WORKER_LOCK_DURATION_MS,
+              }),
+            }),
         metrics,
         batches: new BatchTracker(batchesQueue, batchRecords),
         logger,

@@ -2,7 +2,7 @@
 import type { Pool } from 'mysql2/promise';
 import type { Env } from '../../config/env.js';
 import type { Logger } from '../logging/logger.js';
-import type { SweepOutcome } from '../tools/email-sweeper.js';
+import type { SweepOutcome } from '../tools/send-email.js';
 
 export interface WorkerServices {
   /** The fleet's own store (ledgers, runs). */
