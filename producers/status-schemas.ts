@@ -40,7 +40,16 @@ export const enqueuedBatchSchema = z
   .describe('The batch and the jobs of its tasks, in the order of the tasks.');
 
 type Known<T> = { [K in keyof T as string extends K ? never : K]: T[K] };
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+// Equal types with equal keys: an optional field added to one side only is a difference too.
+type Same<A, B> = [A] extends [B]
+  ? [B] extends [A]
+    ? [keyof A] extends [keyof B]
+      ? [keyof B] extends [keyof A]
+        ? true
+        : false
+      : false
+    : false
+  : false;
 // The schemas and the client's types describe the same JSON: a field added to one alone fails the type check.
 const agree = <T extends true>(): T | undefined => undefined;
 agree<Same<Known<z.infer<typeof taskStatusSchema>>['state'], TaskStatus['state']>>();

@@ -17,6 +17,11 @@ export const usageSchema = z
     cachedPromptTokens: count.describe('part of promptTokens, billed at the cached-input price').optional(),
     reasoningTokens: count.describe('part of completionTokens').optional(),
     estimated: z.literal(true).describe('present when the endpoint reported no usage').optional(),
+    flex: z
+      .object({ promptTokens: count, cachedPromptTokens: count, completionTokens: count })
+      .describe('the part of the tokens above billed at the flex tier')
+      .optional(),
+    flexSavedUsd: z.number().describe('what the flex part saved against the standard prices').optional(),
   })
   .describe('Every model call of the job, summaries and retries included.');
 
@@ -68,7 +73,16 @@ export const agentResultSchema = z
 // The schemas and the kernel's types describe the same JSON: a field added to one and not the other, or typed
 // differently, fails the type check here. (The loose objects' index signatures are left out of the comparison.)
 type Known<T> = { [K in keyof T as string extends K ? never : K]: T[K] };
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+// Equal types with equal keys: an optional field added to one side only is a difference too.
+type Same<A, B> = [A] extends [B]
+  ? [B] extends [A]
+    ? [keyof A] extends [keyof B]
+      ? [keyof B] extends [keyof A]
+        ? true
+        : false
+      : false
+    : false
+  : false;
 const agree = <T extends true>(): T | undefined => undefined;
 agree<Same<Known<z.infer<typeof usageSchema>>, Usage>>();
 agree<Same<Known<z.infer<typeof runErrorSchema>>, RunError>>();

@@ -18,7 +18,16 @@ export const batchSummarySchema = z
   .describe('Counts and usage summed over the results of the tasks of the batch.');
 
 type Known<T> = { [K in keyof T as string extends K ? never : K]: T[K] };
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+// Equal types with equal keys: an optional field added to one side only is a difference too.
+type Same<A, B> = [A] extends [B]
+  ? [B] extends [A]
+    ? [keyof A] extends [keyof B]
+      ? [keyof B] extends [keyof A]
+        ? true
+        : false
+      : false
+    : false
+  : false;
 // A field added to the summary and not here (or the reverse) fails the type check.
 const agree = <T extends true>(): T | undefined => undefined;
 agree<Same<Omit<Known<z.infer<typeof batchSummarySchema>>, 'usage'>, Omit<BatchSummary, 'usage'>>>();
