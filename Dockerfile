@@ -4,6 +4,8 @@
 FROM node:20-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
+# The lock file names the client package as a workspace: npm ci needs its package.json too.
+COPY packages/client/package.json packages/client/
 RUN npm ci --no-audit --no-fund
 COPY . .
 ENV NODE_ENV=production

@@ -8,8 +8,7 @@ import { jobIdForKey, TASK_JOB_OPTIONS } from '../src/queue/job-options.js';
 import { BATCHES_QUEUE, RESULTS_QUEUE, resultJobId, TASKS_QUEUE } from '../src/queue/names.js';
 import { taskJobName } from '../src/queue/task-job-name.js';
 import { assertRedisReachable, createRedis } from '../src/queue/redis.js';
-import type { ErrorEmitter, RedisOutageLog } from '../src/queue/redis-outage-log.js';
-import type { ResultArchive } from './result-archive.js';
+import type { ResultArchive } from './result-archive-port.js';
 import {
   formatFieldIssues,
   validateTask,
@@ -58,6 +57,20 @@ export class TaskValidationError extends InputError {
   }
 }
 
+/** Anything that emits `error`: BullMQ's queues and an ioredis client. */
+interface ErrorEmitter {
+  on(event: 'error', listener: (error: Error) => void): unknown;
+}
+
+/**
+ * Where the client's connection errors go: a RedisOutageLog (src/queue/redis-outage-log.ts) fits. Named by its
+ * shape, so the client's types need no logger.
+ */
+export interface OutageWatch {
+  watch(emitter: ErrorEmitter, source: string): unknown;
+  watchConnection(redis: Redis, source: string): unknown;
+}
+
 export interface FleetClientOptions {
   /** Default: REDIS_URL's default, redis://127.0.0.1:6379. */
   redisUrl?: string;
@@ -68,7 +81,7 @@ export interface FleetClientOptions {
    * process's own, so an outage is one pair of lines however many clients and queues it has). Default: nowhere
    * (a call made meanwhile still rejects with an error that names REDIS_URL).
    */
-  outages?: RedisOutageLog;
+  outages?: OutageWatch;
   /**
    * Asked for a task or batch whose jobs Redis no longer holds (the fleet's retention removed them), e.g. a
    * StoreResultArchive over MYSQL_URL. Default: none, and such a job is unknown.

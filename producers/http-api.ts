@@ -6,7 +6,9 @@
 //                           ?dryRun=true: 200 {"dryRun": true, "forecast"}, nothing enqueued (batch-dry-run.ts)
 //   GET  /v1/batches/:id    200 {state, summary, jobIds} · 404
 //   GET  /metrics           the Prometheus text format, with the token (Prometheus: `authorization: {credentials}`)
-//   GET  /healthz           200 when Redis answers, 503 otherwise; the only route without a token
+//   GET  /healthz           200 when Redis answers, 503 otherwise; no token
+//   GET  /openapi.json      the OpenAPI 3.1 document of all of this (producers/openapi.ts); no token
+// POST /v1/tasks also takes the task's idempotency key as an Idempotency-Key header (idempotency-header.ts).
 // A body's keys and depth are counted on its raw bytes before it is parsed (json-structure.ts); every answer
 // carries the security headers and Cache-Control: no-store.
 import { createHash, timingSafeEqual } from 'node:crypto';
@@ -23,6 +25,8 @@ import {
   type JsonLimits,
 } from '../src/queue/json-structure.js';
 import { TaskValidationError, type FleetClient } from './client.js';
+import { IDEMPOTENCY_HEADER, withIdempotencyHeader } from './idempotency-header.js';
+import { buildOpenApiDocument } from './openapi.js';
 import { API_CSP, securityHeaders } from './security-headers.js';
 import { batchDryRun } from './batch-dry-run.js';
 import { withTimeout } from '../src/util/with-timeout.js';
@@ -161,6 +165,12 @@ export function createApiServer(options: ApiServerOptions): Express {
   if (options.metrics) app.get('/metrics', bearerAuth(token), metricsHandler(options.metrics));
   app.use(requestLog(logger));
 
+  // The document describes routes, never data: served without the token, like the health check.
+  const openApi = buildOpenApiDocument();
+  app.get('/openapi.json', (_req, res) => {
+    res.json(openApi);
+  });
+
   app.get('/healthz', async (_req, res) => {
     try {
       await withTimeout(healthCheck(), HEALTH_TIMEOUT_MS);
@@ -176,8 +186,13 @@ export function createApiServer(options: ApiServerOptions): Express {
   v1.use(bearerAuth(token));
 
   v1.post('/tasks', requireJson, jsonBody(BODY_LIMIT_BYTES, TASK_JSON_LIMITS), async (req, res) => {
+    const keyed = withIdempotencyHeader(req.get(IDEMPOTENCY_HEADER), req.body);
+    if (!keyed.ok) {
+      res.status(400).json({ error: 'invalid_task', issues: keyed.issues });
+      return;
+    }
     try {
-      const { jobId } = await client.enqueue(req.body);
+      const { jobId } = await client.enqueue(keyed.body);
       res.status(202).json({ jobId });
     } catch (error) {
       if (!(error instanceof TaskValidationError)) throw error;
@@ -215,6 +230,13 @@ export function createApiServer(options: ApiServerOptions): Express {
   );
   // A batch of 5,000 tasks of 8,000 characters would not fit the task limit: batches get their own.
   v1.post('/batches', requireJson, jsonBody(BATCH_BODY_LIMIT_BYTES, BATCH_JSON_LIMITS), async (req, res) => {
+    // A batch has no idempotency key yet: ignoring the header would let a retried request enqueue it twice.
+    if (req.get(IDEMPOTENCY_HEADER) !== undefined) {
+      const message =
+        'header: batches take no idempotency key; send the batch once, or per task to /v1/tasks';
+      res.status(400).json({ error: 'invalid_batch', issues: [{ path: IDEMPOTENCY_HEADER, message }] });
+      return;
+    }
     try {
       const { batchId, jobIds } = await client.enqueueBatch(req.body);
       res.status(202).json({ batchId, jobIds });

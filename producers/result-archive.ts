@@ -12,18 +12,9 @@ import { resultOfRun } from '../src/store/run-result.js';
 import { RunsRepository } from '../src/store/runs-repository.js';
 import { RunHistory, type CostHistory } from '../src/store/run-history.js';
 import type { CostHistorySource } from '../src/batch/forecast.js';
+import type { ArchivedBatch, ResultArchive } from './result-archive-port.js';
 
-export interface ArchivedBatch {
-  state: 'running' | 'completed';
-  summary: BatchSummary | null;
-  jobIds: string[];
-}
-
-/** What the client asks when Redis no longer has a job (producers/client.ts). */
-export interface ResultArchive {
-  getResult(jobId: string): Promise<AgentResult | null>;
-  getBatch(batchId: string): Promise<ArchivedBatch | null>;
-}
+export type { ArchivedBatch, ResultArchive } from './result-archive-port.js';
 
 export class StoreResultArchive implements ResultArchive, CostHistorySource {
   private pool: Promise<Pool> | undefined;

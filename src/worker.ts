@@ -8,6 +8,8 @@ export { sqlTools, type SqlToolSourceOptions } from './tools/sql-tool-source.js'
 export { sendEmailTool, type EmailToolSourceOptions } from './tools/email-tool-source.js';
 export { defaultAgent, demoTools, DEFAULT_AGENT } from './worker/demo-fleet.js';
 export type { WorkerProcess } from './worker/worker-process.js';
+// What a fleet configuration is written with, so it may import everything from this one entry.
+export { defineAgent, defineFleet, defineTool, type Fleet } from './kernel.js';
 
 /** Starts a worker serving `fleet` (default: the configuration FLEET_CONFIG names, else the demo's). */
 export function startWorker(options: { fleet?: Fleet; logger?: Logger } = {}): Promise<WorkerProcess> {

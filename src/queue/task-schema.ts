@@ -41,6 +41,10 @@ export const budgetSchema = z
   .strict();
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+/** A task's idempotency key, in the body or as the HTTP API's Idempotency-Key header. */
+export const idempotencyKeySchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'letters, digits and _.:- only, at most 128');
 const BATCH_ID = /^[A-Za-z0-9_.:-]{1,64}$/;
 const metadataValue = z.union([z.string().max(1_000), z.number(), z.boolean(), z.null()]);
 
@@ -99,10 +103,7 @@ export const taskSchema = z
     /** Whom the task runs for: its jobs share TENANT_CONCURRENCY and the tenant's daily caps. */
     tenant: z.string().regex(TENANT_NAME, `must be a tenant name: ${TENANT_NAME_RULE}`).optional(),
     /** The same key enqueued twice gives the same job. */
-    idempotencyKey: z
-      .string()
-      .regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'letters, digits and _.:- only, at most 128')
-      .optional(),
+    idempotencyKey: idempotencyKeySchema.optional(),
   })
   .strict()
   // Run even when a field failed, so a refusal lists every field at once.

@@ -32,6 +32,13 @@ export async function loadFleetConfig(
     module = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   } catch (error) {
     if (error instanceof ConfigError) throw error;
+    // The installed package runs compiled JavaScript: a .ts configuration needs a loader this process lacks.
+    if ((error as { code?: unknown } | null)?.code === 'ERR_UNKNOWN_FILE_EXTENSION') {
+      throw new ConfigError(
+        'bad_fleet_config',
+        `fleet configuration ${file} cannot be loaded without a TypeScript loader: write it as .js (or compile it), or run the worker under one (node --import tsx)`,
+      );
+    }
     const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
     throw new ConfigError('bad_fleet_config', `fleet configuration ${file} could not be loaded: ${reason}`);
   }

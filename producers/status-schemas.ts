@@ -1,0 +1,57 @@
+// What the client and the HTTP API answer about tasks and batches, as zod schemas: the OpenAPI document is
+// generated from them and other services may parse answers with them. Loose objects: fields are only ever added.
+import { z } from 'zod';
+import { agentResultSchema } from '../src/agent/result-schema.js';
+import { batchSummarySchema } from '../src/batch/batch-summary-schema.js';
+import type { BatchStatus, TaskStatus } from './client.js';
+
+/** BullMQ's job states, and `unknown` for a job Redis does not hold (the API answers 404 for it instead). */
+export const JOB_STATES = [
+  'waiting',
+  'waiting-children',
+  'prioritized',
+  'delayed',
+  'active',
+  'completed',
+  'failed',
+  'unknown',
+] as const;
+
+export const taskStatusSchema = z
+  .looseObject({
+    state: z.enum(JOB_STATES),
+    progress: z.unknown().describe('the latest step of the run while it goes (null before the first)'),
+    result: agentResultSchema.nullable(),
+  })
+  .describe('A task: its job state, its progress and its result once published.');
+
+export const batchStatusSchema = z
+  .looseObject({
+    state: z.enum(['running', 'completed', 'failed']),
+    summary: batchSummarySchema,
+    jobIds: z.array(z.string()),
+  })
+  .describe('A batch: running until every task has finished; the summary is over the tasks finished so far.');
+
+export const enqueuedTaskSchema = z.looseObject({ jobId: z.string() }).describe('The job of the task.');
+
+export const enqueuedBatchSchema = z
+  .looseObject({ batchId: z.string(), jobIds: z.array(z.string()) })
+  .describe('The batch and the jobs of its tasks, in the order of the tasks.');
+
+type Known<T> = { [K in keyof T as string extends K ? never : K]: T[K] };
+// Equal types with equal keys: an optional field added to one side only is a difference too.
+type Same<A, B> = [A] extends [B]
+  ? [B] extends [A]
+    ? [keyof A] extends [keyof B]
+      ? [keyof B] extends [keyof A]
+        ? true
+        : false
+      : false
+    : false
+  : false;
+// The schemas and the client's types describe the same JSON: a field added to one alone fails the type check.
+const agree = <T extends true>(): T | undefined => undefined;
+agree<Same<Known<z.infer<typeof taskStatusSchema>>['state'], TaskStatus['state']>>();
+agree<Same<Omit<Known<z.infer<typeof taskStatusSchema>>, 'result'>, Omit<TaskStatus, 'result'>>>();
+agree<Same<Omit<Known<z.infer<typeof batchStatusSchema>>, 'summary'>, Omit<BatchStatus, 'summary'>>>();

@@ -1,0 +1,91 @@
+// The result (CONTRACT §4) as a zod schema, for readers of results in other processes and languages: the client
+// exports it and the HTTP API's OpenAPI document is generated from it. Objects are loose: the contract adds
+// fields and never removes one, so a reader keeps what it knows and ignores the rest.
+import { z } from 'zod';
+import type { RunError } from './errors.js';
+import type { Usage } from './budget.js';
+import type { AgentResult, UncertainEffect } from './types.js';
+
+const count = z.number().int().min(0);
+
+export const usageSchema = z
+  .looseObject({
+    promptTokens: count,
+    completionTokens: count,
+    totalTokens: count.describe('promptTokens + completionTokens'),
+    costUsd: z.number().min(0),
+    cachedPromptTokens: count.describe('part of promptTokens, billed at the cached-input price').optional(),
+    reasoningTokens: count.describe('part of completionTokens').optional(),
+    estimated: z.literal(true).describe('present when the endpoint reported no usage').optional(),
+    flex: z
+      .object({ promptTokens: count, cachedPromptTokens: count, completionTokens: count })
+      .describe('the part of the tokens above billed at the flex tier')
+      .optional(),
+    flexSavedUsd: z.number().describe('what the flex part saved against the standard prices').optional(),
+  })
+  .describe('Every model call of the job, summaries and retries included.');
+
+export const runErrorSchema = z
+  .looseObject({
+    kind: z.enum(['config', 'input', 'model_api', 'model_behavior', 'tool', 'system']),
+    code: z.string(),
+    message: z.string(),
+    retryable: z.boolean(),
+  })
+  .describe('Why a run failed or stopped without an output; branch on kind and code.');
+
+export const uncertainEffectSchema = z
+  .looseObject({
+    tool: z.string(),
+    callKey: z.string(),
+    what: z.string(),
+    why: z.string(),
+  })
+  .describe('A side effect that may or may not have happened.');
+
+export const agentResultSchema = z
+  .looseObject({
+    jobId: z.string(),
+    status: z.enum(['succeeded', 'stopped', 'failed']),
+    stopReason: z.enum([
+      'answer',
+      'max_steps',
+      'token_budget',
+      'cost_budget',
+      'deadline',
+      'cancelled',
+      'error',
+    ]),
+    answer: z.string().nullable(),
+    steps: count,
+    toolCalls: count,
+    usage: usageSchema,
+    error: runErrorSchema.nullable(),
+    uncertainEffects: z.array(uncertainEffectSchema).optional(),
+    output: z.unknown().describe('an agent with an output schema: the validated value, or null').optional(),
+    stopDetail: z
+      .string()
+      .describe('a budget stop: what was left, what the next call needed, what other jobs held reserved')
+      .optional(),
+  })
+  .describe('The result of a task (CONTRACT §4).');
+
+// The schemas and the kernel's types describe the same JSON: a field added to one and not the other, or typed
+// differently, fails the type check here. (The loose objects' index signatures are left out of the comparison.)
+type Known<T> = { [K in keyof T as string extends K ? never : K]: T[K] };
+// Equal types with equal keys: an optional field added to one side only is a difference too.
+type Same<A, B> = [A] extends [B]
+  ? [B] extends [A]
+    ? [keyof A] extends [keyof B]
+      ? [keyof B] extends [keyof A]
+        ? true
+        : false
+      : false
+    : false
+  : false;
+const agree = <T extends true>(): T | undefined => undefined;
+agree<Same<Known<z.infer<typeof usageSchema>>, Usage>>();
+agree<Same<Known<z.infer<typeof runErrorSchema>>, RunError>>();
+agree<Same<Known<z.infer<typeof uncertainEffectSchema>>, UncertainEffect>>();
+type ResultFields = Omit<Known<z.infer<typeof agentResultSchema>>, 'usage' | 'error' | 'uncertainEffects'>;
+agree<Same<ResultFields, Omit<AgentResult, 'usage' | 'error' | 'uncertainEffects'>>>();

@@ -1,0 +1,52 @@
+// The public client entry (the package's main export and the separate client package): enqueue tasks and
+// batches, read results, and the zod schemas of the formats. It reaches bullmq, ioredis and zod only
+// (test/package-client-imports.test.ts checks it); the client itself lives in producers/client.ts.
+export {
+  FleetClient,
+  TaskValidationError,
+  type BatchStatus,
+  type FleetClientOptions,
+  type OutageWatch,
+  type TaskStatus,
+  type WaitOptions,
+} from '../producers/client.js';
+export type { ArchivedBatch, ResultArchive } from '../producers/result-archive-port.js';
+export {
+  batchStatusSchema,
+  enqueuedBatchSchema,
+  enqueuedTaskSchema,
+  JOB_STATES,
+  taskStatusSchema,
+} from '../producers/status-schemas.js';
+export {
+  budgetSchema,
+  MAX_TASK_CHARS,
+  taskSchema,
+  validateTask,
+  type AgentTask,
+  type FieldIssue,
+  type TaskBudget,
+  type TaskValidation,
+} from './queue/task-schema.js';
+export {
+  batchBudgetSchema,
+  batchSchema,
+  MAX_BATCH_TASKS,
+  validateBatch,
+  type BatchBudget,
+  type BatchInput,
+  type BatchValidation,
+} from './batch/batch-schema.js';
+export {
+  agentResultSchema,
+  runErrorSchema,
+  uncertainEffectSchema,
+  usageSchema,
+} from './agent/result-schema.js';
+export { batchSummarySchema } from './batch/batch-summary-schema.js';
+export type { BatchSummary } from './batch/batch-summary.js';
+export type { EnqueuedBatch } from './batch/enqueue-batch.js';
+export type { AgentResult, RunStatus, StopReason, UncertainEffect } from './agent/types.js';
+export type { RunError } from './agent/errors.js';
+export type { Usage } from './agent/budget.js';
+export type { Catalog, CatalogAgent, CatalogTool } from './catalog/catalog.js';

@@ -1,0 +1,11 @@
+// The public testing entry: the scripted OpenAI-compatible model server, for a service's own tests of its agents
+// (point OPENAI_BASE_URL at its baseURL). No queue, store or vendor SDK.
+export {
+  startScriptedModel,
+  type RecordedRequest,
+  type ReplyRule,
+  type ScriptedAction,
+  type ScriptedModelOptions,
+  type ScriptedModelServer,
+  type ScriptedReply,
+} from './testing/scripted-model-server.js';
