@@ -16,6 +16,9 @@ export const API_ERROR_CODES = [
   'unsupported_media_type',
   'unavailable',
   'internal',
+  // POST /v1/batches?dryRun=…: a bad query value; no run history to forecast from (batch-dry-run.ts)
+  'invalid_query',
+  'forecast_unavailable',
 ] as const;
 
 export const fieldIssueSchema = z

@@ -141,15 +141,39 @@ function paths(): JsonObject {
         operationId: 'enqueueBatch',
         summary: 'Enqueue a batch: every task, or none',
         tags: ['batches'],
-        // The cost forecast (POST /v1/batches?dryRun=true) adds its `dryRun` query parameter here and its
-        // answer as a `200` response below, with its schema among COMPONENTS.
-        parameters: [],
+        parameters: [
+          {
+            name: 'dryRun',
+            in: 'query',
+            required: false,
+            description:
+              '`true`: enqueue nothing and answer the batch cost forecast (per task and in total: the worst case ' +
+              'the budgets allow, the expected p50–p90 from recorded runs of the same agent and model); see ' +
+              'docs/batches.md. Anything but `true` or `false` is a 400 naming `dryRun`.',
+            schema: { type: 'string', enum: ['true', 'false'] },
+          },
+        ],
         requestBody: { required: true, content: { 'application/json': { schema: ref('Batch') } } },
         responses: {
+          '200': json(
+            {
+              type: 'object',
+              required: ['dryRun', 'forecast'],
+              properties: {
+                dryRun: { const: true },
+                forecast: {
+                  type: 'object',
+                  description:
+                    'The forecast of each task and of the batch (docs/batches.md). Nothing was enqueued.',
+                },
+              },
+            },
+            'With dryRun=true: the forecast; nothing was enqueued.',
+          ),
           '202': json(ref('EnqueuedBatch'), 'Enqueued: the batch id and the job of each task, in order.'),
           '400': error(
             'A refused batch (`invalid_batch`, naming `tasks.<n>.<field>`), a body that is not JSON or over the ' +
-              'limits, or an Idempotency-Key header (batches take none). Nothing was enqueued.',
+              'limits, an Idempotency-Key header (batches take none), or a bad `dryRun`. Nothing was enqueued.',
           ),
           ...BODY_ERRORS,
           ...V1_ERRORS,

@@ -13,11 +13,15 @@ import type { Express } from 'express';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FleetClient } from '../producers/client.js';
+import { StoreResultArchive } from '../producers/result-archive.js';
+import { forecastDefaultsOf } from '../src/batch/forecast.js';
+import { parseEnv } from '../config/env.js';
 import { createApiServer } from '../producers/http-api.js';
 import { buildOpenApiDocument } from '../producers/openapi.js';
 import { FleetMetrics } from '../src/metrics/fleet-metrics.js';
 import type { RecordedRequest, ScriptedReply } from '../src/testing/scripted-model-server.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
+import { observationsIn } from '../src/agent/memory.js';
 import {
   createNamespace,
   killWorker,
@@ -97,9 +101,10 @@ const get = (path: string, headers: Record<string, string> = auth, url = base) =
 function greeterModel(request: RecordedRequest): ScriptedReply | undefined {
   const name = /Greet ([^.]+)\./.exec(String(request.messages[0]?.content ?? ''))?.[1];
   if (!name) return undefined;
-  const tool = request.messages.find((message) => message.role === 'tool');
-  if (!tool) return { actions: [{ tool: 'shout', args: { text: name } }] };
-  return { output: { greeting: `HELLO ${String(tool.content).trim()}` } };
+  // What the run was told its call returned, as a tool message or as a fact (docs/memory.md).
+  const [seen] = observationsIn(request.messages);
+  if (seen === undefined) return { actions: [{ tool: 'shout', args: { text: name } }] };
+  return { output: { greeting: `HELLO ${seen.trim()}` } };
 }
 
 async function until<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
@@ -255,6 +260,27 @@ describe('real answers of every route, checked against the document', () => {
     const completed = await checked(await get(`/v1/batches/${enqueued.batchId}`), 'get', route);
     expect(completed).toMatchObject({ state: 'completed', summary: { tasks: 2, succeeded: 2 } });
     await checked(await get('/v1/batches/no-such-batch'), 'get', route);
+
+    // ?dryRun=true: the forecast (from the runs just recorded), nothing enqueued; a bad value names dryRun.
+    const forecasting = new FleetClient({
+      redisUrl: REDIS_URL,
+      prefix: ns.prefix,
+      forecast: { history: new StoreResultArchive(ns.mysqlUrl), defaults: forecastDefaultsOf(parseEnv({})) },
+    });
+    clients.push(forecasting);
+    const forecastBase = await listen(createApiServer({ client: forecasting, token: TOKEN, logger: silent }));
+    const dry = await checked(
+      await post('/v1/batches?dryRun=true', batch, {}, forecastBase),
+      'post',
+      '/v1/batches',
+    );
+    expect(dry).toMatchObject({ dryRun: true, forecast: { tasks: [{}, {}] } });
+    const bad = await checked(
+      await post('/v1/batches?dryRun=maybe', batch, {}, forecastBase),
+      'post',
+      '/v1/batches',
+    );
+    expect(bad).toMatchObject({ issues: [{ path: 'dryRun' }] });
   }, 60_000);
 
   it('agents, health, metrics and the document itself; Redis down and a failing client', async () => {

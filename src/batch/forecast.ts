@@ -22,7 +22,7 @@ import {
   type BudgetSource,
 } from '../queue/task-budget.js';
 import type { AgentTask } from '../queue/task-schema.js';
-import { NO_HISTORY, type CostHistory } from '../store/run-history.js';
+import { NO_HISTORY, type CostHistory } from './cost-history.js';
 import { withTimeout } from '../util/with-timeout.js';
 import type { BatchBudget } from './batch-schema.js';
 

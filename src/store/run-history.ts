@@ -3,19 +3,10 @@
 // server over the index (agent, model, finished_at) of migration 008, so a month of runs never crosses the wire.
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { z } from 'zod';
+import { NO_HISTORY, type CostHistory } from '../batch/cost-history.js';
 import { parseRow } from './rows.js';
 
-/** What the runs of one agent and model cost, each run's `cost_usd` counted once. */
-export interface CostHistory {
-  /** Finished runs in the window. */
-  runs: number;
-  /** Nearest-rank quantiles of per-run cost: the ⌈p·n⌉-th smallest cost. Null without runs. */
-  p50Usd: number | null;
-  p90Usd: number | null;
-  meanUsd: number | null;
-}
-
-export const NO_HISTORY: CostHistory = { runs: 0, p50Usd: null, p90Usd: null, meanUsd: null };
+export { NO_HISTORY, type CostHistory };
 
 const rankedRow = z.object({
   n: z.coerce.number().int(),
