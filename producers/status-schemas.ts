@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { agentResultSchema } from '../src/agent/result-schema.js';
 import { batchSummarySchema } from '../src/batch/batch-summary-schema.js';
 import type { BatchStatus, TaskStatus } from './client.js';
+import { agree, type Known, type Same } from '../src/util/schema-agreement.js';
 
 /** BullMQ's job states, and `unknown` for a job Redis does not hold (the API answers 404 for it instead). */
 export const JOB_STATES = [
@@ -39,19 +40,7 @@ export const enqueuedBatchSchema = z
   .looseObject({ batchId: z.string(), jobIds: z.array(z.string()) })
   .describe('The batch and the jobs of its tasks, in the order of the tasks.');
 
-type Known<T> = { [K in keyof T as string extends K ? never : K]: T[K] };
-// Equal types with equal keys: an optional field added to one side only is a difference too.
-type Same<A, B> = [A] extends [B]
-  ? [B] extends [A]
-    ? [keyof A] extends [keyof B]
-      ? [keyof B] extends [keyof A]
-        ? true
-        : false
-      : false
-    : false
-  : false;
 // The schemas and the client's types describe the same JSON: a field added to one alone fails the type check.
-const agree = <T extends true>(): T | undefined => undefined;
 agree<Same<Known<z.infer<typeof taskStatusSchema>>['state'], TaskStatus['state']>>();
 agree<Same<Omit<Known<z.infer<typeof taskStatusSchema>>, 'result'>, Omit<TaskStatus, 'result'>>>();
 agree<Same<Omit<Known<z.infer<typeof batchStatusSchema>>, 'summary'>, Omit<BatchStatus, 'summary'>>>();

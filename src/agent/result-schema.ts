@@ -5,6 +5,7 @@ import { z } from 'zod';
 import type { RunError } from './errors.js';
 import type { Usage } from './budget.js';
 import type { AgentResult, UncertainEffect } from './types.js';
+import { agree, type Known, type Same } from '../util/schema-agreement.js';
 
 const count = z.number().int().min(0);
 
@@ -72,18 +73,6 @@ export const agentResultSchema = z
 
 // The schemas and the kernel's types describe the same JSON: a field added to one and not the other, or typed
 // differently, fails the type check here. (The loose objects' index signatures are left out of the comparison.)
-type Known<T> = { [K in keyof T as string extends K ? never : K]: T[K] };
-// Equal types with equal keys: an optional field added to one side only is a difference too.
-type Same<A, B> = [A] extends [B]
-  ? [B] extends [A]
-    ? [keyof A] extends [keyof B]
-      ? [keyof B] extends [keyof A]
-        ? true
-        : false
-      : false
-    : false
-  : false;
-const agree = <T extends true>(): T | undefined => undefined;
 agree<Same<Known<z.infer<typeof usageSchema>>, Usage>>();
 agree<Same<Known<z.infer<typeof runErrorSchema>>, RunError>>();
 agree<Same<Known<z.infer<typeof uncertainEffectSchema>>, UncertainEffect>>();

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { usageSchema } from '../agent/result-schema.js';
 import type { BatchSummary } from './batch-summary.js';
+import { agree, type Known, type Same } from '../util/schema-agreement.js';
 
 const count = z.number().int().min(0);
 
@@ -17,17 +18,5 @@ export const batchSummarySchema = z
   })
   .describe('Counts and usage summed over the results of the tasks of the batch.');
 
-type Known<T> = { [K in keyof T as string extends K ? never : K]: T[K] };
-// Equal types with equal keys: an optional field added to one side only is a difference too.
-type Same<A, B> = [A] extends [B]
-  ? [B] extends [A]
-    ? [keyof A] extends [keyof B]
-      ? [keyof B] extends [keyof A]
-        ? true
-        : false
-      : false
-    : false
-  : false;
 // A field added to the summary and not here (or the reverse) fails the type check.
-const agree = <T extends true>(): T | undefined => undefined;
 agree<Same<Omit<Known<z.infer<typeof batchSummarySchema>>, 'usage'>, Omit<BatchSummary, 'usage'>>>();
