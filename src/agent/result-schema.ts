@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import type { RunError } from './errors.js';
 import type { Usage } from './budget.js';
-import type { AgentResult, UncertainEffect } from './types.js';
+import { STOP_REASONS, type AgentResult, type UncertainEffect } from './types.js';
 import { agree, type Known, type Same } from '../util/schema-agreement.js';
 
 const count = z.number().int().min(0);
@@ -48,15 +48,7 @@ export const agentResultSchema = z
   .looseObject({
     jobId: z.string(),
     status: z.enum(['succeeded', 'stopped', 'failed']),
-    stopReason: z.enum([
-      'answer',
-      'max_steps',
-      'token_budget',
-      'cost_budget',
-      'deadline',
-      'cancelled',
-      'error',
-    ]),
+    stopReason: z.enum(STOP_REASONS),
     answer: z.string().nullable(),
     steps: count,
     toolCalls: count,

@@ -8,8 +8,17 @@ import type { PromptCalibrationState } from './prompt-calibration.js';
 import type { PlannedCall, ProtocolName } from './protocol.js';
 
 export type RunStatus = 'succeeded' | 'stopped' | 'failed';
-export type StopReason =
-  'answer' | 'max_steps' | 'token_budget' | 'cost_budget' | 'deadline' | 'cancelled' | 'error';
+/** Every stop reason, for the schemas, filters and metric labels that list them. */
+export const STOP_REASONS = [
+  'answer',
+  'max_steps',
+  'token_budget',
+  'cost_budget',
+  'deadline',
+  'cancelled',
+  'error',
+] as const;
+export type StopReason = (typeof STOP_REASONS)[number];
 
 export interface AgentResult {
   jobId: string;

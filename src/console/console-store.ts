@@ -1,21 +1,13 @@
 // What the run console reads from the fleet's store: runs by filter, one run with its steps, one batch. Read
 // only (SELECT), through the board's own small pool; rows are parsed by src/store/rows.ts, as everywhere.
 import type { Pool, RowDataPacket } from 'mysql2/promise';
-import type { StopReason } from '../agent/types.js';
+import { STOP_REASONS, type StopReason } from '../agent/types.js';
 import { BatchReportStore, type LoadedBatch } from '../reports/report-store.js';
 import { toRunRow, toStepRow, type RunRowStatus } from '../store/rows.js';
 import type { ConsoleRun, ConsoleStep } from './timeline.js';
 
 export const RUN_STATUSES: readonly RunRowStatus[] = ['running', 'succeeded', 'stopped', 'failed'];
-export const STOP_REASONS: readonly StopReason[] = [
-  'answer',
-  'max_steps',
-  'token_budget',
-  'cost_budget',
-  'deadline',
-  'cancelled',
-  'error',
-];
+export { STOP_REASONS };
 export const RUN_LIST_LIMIT = 200;
 
 export interface RunFilters {

@@ -9,7 +9,14 @@
 // hangs a scrape; the last values read are kept and agentfleet_scrape_errors_total counts the failure.
 import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { AgentResult, RunStatus, StepTrace, StopReason, TraceKind } from '../agent/types.js';
+import {
+  STOP_REASONS,
+  type AgentResult,
+  type RunStatus,
+  type StepTrace,
+  type StopReason,
+  type TraceKind,
+} from '../agent/types.js';
 import { TOOL_NAMES } from '../queue/tool-names.js';
 import { withTimeout } from '../util/with-timeout.js';
 
@@ -75,15 +82,7 @@ export const QUEUE_STATES = [
 export const DEFAULT_QUEUE_TIMEOUT_MS = 500;
 
 const OUTCOMES: ReadonlySet<string> = new Set<RunStatus>(['succeeded', 'stopped', 'failed']);
-const STOP_REASONS: ReadonlySet<string> = new Set<StopReason>([
-  'answer',
-  'max_steps',
-  'token_budget',
-  'cost_budget',
-  'deadline',
-  'cancelled',
-  'error',
-]);
+const STOP_REASON_LABELS: ReadonlySet<string> = new Set<StopReason>(STOP_REASONS);
 const STEP_KINDS: ReadonlySet<string> = new Set<TraceKind>(['action', 'answer', 'invalid', 'final']);
 
 /** What the queue gauge needs of a BullMQ Queue (a real Queue fits). */
@@ -267,7 +266,7 @@ export class FleetMetrics {
   observeResult(result: AgentResult): void {
     this.jobs.inc({
       outcome: bounded(result.status, OUTCOMES),
-      stop_reason: bounded(result.stopReason, STOP_REASONS),
+      stop_reason: bounded(result.stopReason, STOP_REASON_LABELS),
     });
     if (result.uncertainEffects?.length) this.uncertainEffects.inc(result.uncertainEffects.length);
   }
