@@ -9,3 +9,7 @@ export {
   type ScriptedModelServer,
   type ScriptedReply,
 } from './testing/scripted-model-server.js';
+
+// What a prompt tells the model it has done, for scripted models: the results it was shown (tool messages or the
+// facts of the auto memory, docs/memory.md) and how many turns of calls it has made.
+export { observationsIn, turnsIn } from './agent/memory.js';
