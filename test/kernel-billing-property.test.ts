@@ -234,6 +234,7 @@ describe('bills and limits with caching, reasoning and flex (property)', () => {
 
         // Requests shaped for the model and sent at the tier asked for, falling back only to the default tier.
         for (const { body } of requests) {
+          expect(body.model).toBe(s.model); // nothing of an earlier run reached this one
           if (strict) expect(body).not.toHaveProperty('max_tokens');
           if (s.serviceTier === undefined) expect(body).not.toHaveProperty('service_tier');
           if (s.serviceTier === 'default') expect(body.service_tier).toBe('default');
