@@ -72,6 +72,33 @@ const priceFile = z.string().transform((path, ctx) => {
   return z.NEVER;
 });
 
+/**
+ * MODEL_TPM: one number for every model (`90000`), or limits by model with an optional default for the others
+ * (`gpt-4.1=30000,gpt-4.1-mini=200000,*=60000`).
+ */
+const tokenLimits = z.string().transform((value, ctx) => {
+  const count = (text: string) => (/^\d+$/.test(text) && Number(text) >= 1 ? Number(text) : undefined);
+  const all = count(value);
+  if (all !== undefined && Number.isSafeInteger(all)) return { all };
+  const byModel: Record<string, number> = {};
+  let others: number | undefined;
+  for (const item of value.split(',')) {
+    const at = item.lastIndexOf('=');
+    const model = item.slice(0, at).trim();
+    const limit = count(item.slice(at + 1).trim());
+    if (at < 1 || model === '' || limit === undefined || !Number.isSafeInteger(limit)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be a whole number of tokens, or model=tokens pairs separated by commas (bad: ${JSON.stringify(item.trim())})`,
+      });
+      return z.NEVER;
+    }
+    if (model === '*') others = limit;
+    else byModel[model] = limit;
+  }
+  return others === undefined ? { byModel } : { byModel, others };
+});
+
 /** An address to listen on: an IPv4 or IPv6 address or a host name, never a URL or a port. */
 const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
 const listenHost = z
@@ -99,7 +126,10 @@ export const envSchema = z.object({
     .string()
     .regex(/^\d{4}-\d{2}-\d{2}(-preview)?$/, 'must be an API version such as 2024-10-21')
     .default('2024-10-21'),
-  AZURE_OPENAI_DEPLOYMENT: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be a deployment name').optional(),
+  AZURE_OPENAI_DEPLOYMENT: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be a deployment name')
+    .optional(),
   LLM_MODEL: z.string().min(1).default('gpt-4-turbo-preview'),
   LLM_TEMPERATURE: decimal(z.number().min(0).max(2)).default(D.DEFAULT_TEMPERATURE),
   LLM_MAX_TOKENS: int(16, 128_000).default(D.DEFAULT_COMPLETION_TOKENS),
@@ -112,9 +142,13 @@ export const envSchema = z.object({
   AGENT_MAX_TOKENS: int(100, 10_000_000).default(D.DEFAULT_MAX_TOKENS),
   AGENT_MAX_COST_USD: decimal(z.number().positive().max(1000)).default(D.DEFAULT_MAX_COST_USD),
   AGENT_DEADLINE_MS: int(1000, 86_400_000).default(D.DEFAULT_DEADLINE_MS),
-  AGENT_MEMORY_WINDOW: int(2, 200).default(D.DEFAULT_MEMORY_WINDOW),
+  // `auto` (default): the cache-aware memory; a number forces the sliding window of that many messages.
+  AGENT_MEMORY_WINDOW: z.union([z.literal('auto'), int(2, 200)]).default(D.DEFAULT_MEMORY_WINDOW),
+  // The model's context window in tokens: the auto memory compacts the prompt before it reaches 80 % of it.
+  AGENT_CONTEXT_TOKENS: int(1_000, 10_000_000).default(D.DEFAULT_CONTEXT_TOKENS),
   AGENT_TOOL_RESULT_MAX_TOKENS: int(50, 100_000).default(D.DEFAULT_TOOL_RESULT_MAX_TOKENS),
-  WORKER_CONCURRENCY: int(1, 1000).default(10),
+  // Up to 10,000: a latency-bound worker holds thousands of jobs in flight (docs/benchmarks.md, 2,000 measured).
+  WORKER_CONCURRENCY: int(1, 10_000).default(10),
   WORKER_LOCK_DURATION_MS: int(1_000).default(60_000),
   WORKER_STALLED_INTERVAL_MS: int(500).default(30_000),
   // A job whose worker died under it more often than this is failed (with its record and result), not run again.
@@ -171,8 +205,15 @@ export const envSchema = z.object({
   FLEET_DAILY_MAX_COST_USD: positive().optional(),
   FLEET_DAILY_MAX_TOKENS: int(1).optional(),
   MODEL_RPM: int(1).optional(),
+  MODEL_TPM: tokenLimits.optional(),
+  // Per tenant (a task's `tenant`): jobs running at once, and spend per UTC day, across all workers.
+  TENANT_CONCURRENCY: int(1, 100_000).optional(),
+  TENANT_DAILY_MAX_COST_USD: positive().optional(),
+  TENANT_DAILY_MAX_TOKENS: int(1).optional(),
   METRICS_HOST: listenHost.default('127.0.0.1'),
   METRICS_PORT: int(0, 65535).default(9464),
+  /** Workers on one host sharing METRICS_PORT take the next free port, up to this many from it. */
+  METRICS_PORT_SPAN: int(1, 1000).default(16),
   SCHEDULES_FILE: z.string().min(1).default('config/schedules.json'),
   /** The fleet configuration module (docs/agents-and-tools.md); unset: agent-fleet.config.ts/.js, else the demo. */
   FLEET_CONFIG: z.string().min(1).optional(),

@@ -13,6 +13,8 @@ import { RedisOutageLog } from '../src/queue/redis-outage-log.js';
 import { StoreResultArchive } from './result-archive.js';
 import { FleetClient } from './client.js';
 import { createApiServer } from './http-api.js';
+import { forecastDefaultsOf } from '../src/batch/forecast.js';
+import { startTelemetry } from '../src/telemetry/fleet-telemetry.js';
 
 const logger = createLogger('api');
 logCrashes(logger, 'api');
@@ -39,11 +41,18 @@ if (!token) {
 const archive = new StoreResultArchive(config.MYSQL_URL);
 // One warning per Redis outage and one line when it ends, for every connection and queue of the process.
 const outages = new RedisOutageLog(logger);
+// Each enqueue is a span when an OTLP endpoint is configured; the worker's run continues its trace.
+const telemetry = await startTelemetry({ serviceName: 'agent-fleet-api', logger }).catch((error: unknown) =>
+  fail(logger, error instanceof Error ? error.message : String(error)),
+);
 const client = new FleetClient({
   redisUrl: config.REDIS_URL,
   prefix: config.QUEUE_PREFIX,
   outages,
   archive,
+  // Batches are enqueued with their forecast, and ?dryRun=true answers it: history from the same store.
+  forecast: { history: archive, defaults: forecastDefaultsOf(config) },
+  ...(telemetry ? { telemetry: telemetry.bullmq } : {}),
 });
 // The API reports the depth of every queue of the fleet on /metrics.
 const metricsRedis = createRedis(config.REDIS_URL, 'producer');
@@ -70,5 +79,6 @@ runHttpProcess({
     await archive.close();
     await Promise.all(watched.map((queue) => queue.close()));
     metricsRedis.disconnect();
+    await telemetry?.shutdown();
   },
 });

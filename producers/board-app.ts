@@ -4,13 +4,20 @@
 //   /          the board, read-only: BOARD_USER's login (and the admin's) can look, not act
 //   /admin/    the same board with every action (add, retry, clean, pause, obliterate…), only for the admin
 //              login, and only when one is configured
+//   /console/  the run console (src/console): runs, a run's timeline, batches; read-only, for either login, when
+//              the board is given the store
 // Every answer carries the security headers; a state-changing request from another site is refused.
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import { consoleRouter } from '../src/console/console-router.js';
+import type { ConsoleStore } from '../src/console/console-store.js';
+import { CONSOLE_PATH } from '../src/console/pages/layout.js';
 import { redactValue } from '../src/logging/redact.js';
+import { RESULTS_QUEUE, TASKS_QUEUE } from '../src/queue/names.js';
+import { noExternalResources } from './board-offline.js';
 import { safeEqual } from './http-api.js';
 import { sameOriginGuard } from './same-origin-guard.js';
 import { BOARD_CSP, securityHeaders } from './security-headers.js';
@@ -37,6 +44,8 @@ export interface BoardAppOptions {
   origin?: string;
   /** Shown as the board's title. */
   title?: string;
+  /** The fleet's store, read by the run console at /console; without it there is no console. */
+  console?: ConsoleStore;
 }
 
 /**
@@ -89,10 +98,27 @@ const errorHandler: ErrorRequestHandler = (_error, _req, res, _next) => {
   res.status(500).type('text/plain').send('Internal Server Error');
 };
 
-function adapterFor(queue: Queue, readOnlyMode: boolean): BullMQAdapter {
+/** A task's run page, from its job on agent-tasks or its result job on agent-results (`result-<id>`). */
+export function runPageOf(queueName: string, jobId: string | undefined): string | null {
+  if (jobId === undefined) return null;
+  const id =
+    queueName === RESULTS_QUEUE ? jobId.replace(/^result-/, '') : queueName === TASKS_QUEUE ? jobId : null;
+  return id ? `${CONSOLE_PATH}/runs/${encodeURIComponent(id)}` : null;
+}
+
+function adapterFor(queue: Queue, readOnlyMode: boolean, withConsole: boolean): BullMQAdapter {
   const adapter = new BullMQAdapter(queue, {
     readOnlyMode,
     description: `prefix ${queue.opts.prefix ?? 'bull'}`,
+    // Each task job links to its run's timeline in the console.
+    ...(withConsole && (queue.name === TASKS_QUEUE || queue.name === RESULTS_QUEUE)
+      ? {
+          externalJobUrl: (job: { id?: string | number | null | undefined }) => ({
+            displayText: 'run timeline',
+            href: runPageOf(queue.name, job.id == null ? undefined : String(job.id)) ?? CONSOLE_PATH,
+          }),
+        }
+      : {}),
   });
   // bull-board 9 formatters (FormatterField: 'data' | 'returnValue' | 'name' | 'progress'). 'name' is given
   // the whole job JSON, not the name; job names carry no secrets, so it is left alone.
@@ -107,7 +133,7 @@ function boardRouter(options: BoardAppOptions, basePath: string, readOnlyMode: b
   const serverAdapter = new ExpressAdapter();
   serverAdapter.setBasePath(basePath);
   createBullBoard({
-    queues: options.queues.map((queue) => adapterFor(queue, readOnlyMode)),
+    queues: options.queues.map((queue) => adapterFor(queue, readOnlyMode, options.console !== undefined)),
     serverAdapter,
     options: {
       uiConfig: { boardTitle: `${options.title ?? 'agent-fleet'}${readOnlyMode ? '' : ' (admin)'}` },
@@ -130,11 +156,17 @@ export function createBoardApp(options: BoardAppOptions): Express {
   app.use(securityHeaders(BOARD_CSP));
   app.use(sameOriginGuard({ origin: options.origin }));
   if (admin) {
-    app.use(ADMIN_PATH, basicAuth([admin], BOARD_ADMIN_REALM), boardRouter(options, ADMIN_PATH, false));
+    app.use(
+      ADMIN_PATH,
+      basicAuth([admin], BOARD_ADMIN_REALM),
+      noExternalResources,
+      boardRouter(options, ADMIN_PATH, false),
+    );
   }
   const viewer: BoardLogin = { user, password };
   app.use(basicAuth(admin ? [viewer, admin] : [viewer], BOARD_REALM), readOnly);
-  app.use('/', boardRouter(options, '/', true));
+  if (options.console) app.use(CONSOLE_PATH, consoleRouter(options.console));
+  app.use('/', noExternalResources, boardRouter(options, '/', true));
   app.use(errorHandler);
   return app;
 }

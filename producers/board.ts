@@ -11,6 +11,8 @@ import { fail, loadConfig, runHttpProcess } from './http-process.js';
 import { FLEET_QUEUES } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
 import { RedisOutageLog } from '../src/queue/redis-outage-log.js';
+import { ConsoleStore } from '../src/console/console-store.js';
+import { createStorePool } from '../src/store/pool.js';
 import { ADMIN_PATH, createBoardApp, type BoardLogin } from './board-app.js';
 
 const logger = createLogger('board');
@@ -74,9 +76,12 @@ const queues = FLEET_QUEUES.map((name) => {
   return queue;
 });
 
+// The run console reads the fleet's store (MYSQL_URL) through a pool of its own, made on its first page.
+const consoleStore = new ConsoleStore(() => createStorePool(config.MYSQL_URL, { connectionLimit: 2 }));
+
 runHttpProcess({
   logger,
-  app: createBoardApp({ queues, user, password, admin, origin: config.BOARD_ORIGIN }),
+  app: createBoardApp({ queues, user, password, admin, origin: config.BOARD_ORIGIN, console: consoleStore }),
   host: config.BOARD_HOST,
   port: config.BOARD_PORT,
   hostVariable: 'BOARD_HOST',
@@ -86,7 +91,7 @@ runHttpProcess({
     message: `board listening on ${url}/ (read-only${admin ? `; admin board on ${url}${ADMIN_PATH}/` : ''})`,
   }),
   release: async () => {
-    await Promise.allSettled(queues.map((queue) => queue.close()));
+    await Promise.allSettled([...queues.map((queue) => queue.close()), consoleStore.close()]);
     redis.disconnect();
   },
 });

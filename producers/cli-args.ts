@@ -6,9 +6,9 @@ import { InputError } from '../src/agent/errors.js';
 
 export const CLI_USAGE =
   'usage: npm run enqueue -- --task "…" [--agent NAME] [--input JSON] [--max-steps N] [--max-tokens N] [--max-cost USD] [--tools a,b] ' +
-  '[--model M] [--protocol tools|json] [--metadata k=v]... [--idempotency-key K] [--wait] [--timeout SECONDS]\n' +
-  '       npm run enqueue -- --batch tasks.jsonl [--batch-max-cost USD] [--batch-max-tokens N] [--batch-name NAME] ' +
-  '[--wait] [--timeout SECONDS]\n' +
+  '[--model M] [--protocol tools|json] [--metadata k=v]... [--tenant T] [--idempotency-key K] [--wait] [--timeout SECONDS]\n' +
+  '       npm run enqueue -- --batch tasks.jsonl [--batch-max-cost USD | --max-cost-from-forecast p50|p90 ' +
+  '[--if-no-history refuse|worst-case]] [--batch-max-tokens N] [--batch-name NAME] [--forecast | --wait [--timeout SECONDS]]\n' +
   '       npm run enqueue -- --list-agents';
 
 /** A command line the CLI cannot run: exit 2 with the usage line. */
@@ -28,6 +28,11 @@ export type CliCommand =
       file: string;
       budget: { maxCostUsd?: number; maxTokens?: number };
       name: string | undefined;
+      /** --forecast: print the forecast, enqueue nothing. */
+      forecast: boolean;
+      /** --max-cost-from-forecast: the batch's maxCostUsd from the forecast at this quantile. */
+      maxCostFromForecast: 'p50' | 'p90' | undefined;
+      ifNoHistory: 'refuse' | 'worst-case' | undefined;
       wait: boolean;
       timeoutMs: number | undefined;
     }
@@ -52,6 +57,7 @@ const OPTIONS = {
   model: { type: 'string' },
   protocol: { type: 'string' },
   metadata: { type: 'string', multiple: true },
+  tenant: { type: 'string' },
   'idempotency-key': { type: 'string' },
   wait: { type: 'boolean' },
   timeout: { type: 'string' },
@@ -59,6 +65,9 @@ const OPTIONS = {
   'batch-max-cost': { type: 'string' },
   'batch-max-tokens': { type: 'string' },
   'batch-name': { type: 'string' },
+  forecast: { type: 'boolean' },
+  'max-cost-from-forecast': { type: 'string' },
+  'if-no-history': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -73,9 +82,17 @@ const TASK_ONLY = [
   'model',
   'protocol',
   'metadata',
+  'tenant',
   'idempotency-key',
 ];
-const BATCH_ONLY = ['batch-max-cost', 'batch-max-tokens', 'batch-name'];
+const BATCH_ONLY = [
+  'batch-max-cost',
+  'batch-max-tokens',
+  'batch-name',
+  'forecast',
+  'max-cost-from-forecast',
+  'if-no-history',
+];
 
 /** Task field path → the flag that sets it, so a schema error can name the flag too. */
 export const FLAG_FOR_PATH: Readonly<Record<string, string>> = {
@@ -89,6 +106,7 @@ export const FLAG_FOR_PATH: Readonly<Record<string, string>> = {
   model: '--model',
   protocol: '--protocol',
   metadata: '--metadata',
+  tenant: '--tenant',
   idempotencyKey: '--idempotency-key',
 };
 
@@ -185,7 +203,15 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
     if (values['batch-max-tokens'] !== undefined) {
       budget.maxTokens = integerFlag('--batch-max-tokens', values['batch-max-tokens']);
     }
-    return { mode: 'batch', file: values.batch, budget, name: values['batch-name'], wait, timeoutMs };
+    return {
+      mode: 'batch',
+      file: values.batch,
+      budget,
+      name: values['batch-name'],
+      ...forecastFlags(values, seen),
+      wait,
+      timeoutMs,
+    };
   }
   const batchFlag = BATCH_ONLY.find((name) => seen.has(name));
   if (batchFlag) throw new CliArgsError(`--${batchFlag} needs --batch`);
@@ -212,9 +238,39 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
   if (values.model !== undefined) task['model'] = values.model;
   if (values.protocol !== undefined) task['protocol'] = values.protocol;
   if (values.metadata !== undefined) task['metadata'] = metadataFlag(values.metadata);
+  if (values.tenant !== undefined) task['tenant'] = values.tenant;
   if (values['idempotency-key'] !== undefined) task['idempotencyKey'] = values['idempotency-key'];
 
   return { mode: 'task', task, wait, timeoutMs };
+}
+
+function forecastFlags(
+  values: { forecast?: boolean; 'max-cost-from-forecast'?: string; 'if-no-history'?: string },
+  seen: ReadonlySet<string>,
+): Pick<Extract<CliCommand, { mode: 'batch' }>, 'forecast' | 'maxCostFromForecast' | 'ifNoHistory'> {
+  const forecast = values.forecast === true;
+  if (forecast && seen.has('wait')) {
+    throw new CliArgsError('--wait cannot go with --forecast: a forecast enqueues nothing');
+  }
+  const quantile = values['max-cost-from-forecast'];
+  if (quantile !== undefined && quantile !== 'p50' && quantile !== 'p90') {
+    throw new CliArgsError(`--max-cost-from-forecast must be p50 or p90, got ${JSON.stringify(quantile)}`);
+  }
+  if (quantile !== undefined && seen.has('batch-max-cost')) {
+    throw new CliArgsError(
+      '--max-cost-from-forecast and --batch-max-cost both set the batch budget: give one',
+    );
+  }
+  const ifNoHistory = values['if-no-history'];
+  if (ifNoHistory !== undefined && quantile === undefined) {
+    throw new CliArgsError('--if-no-history needs --max-cost-from-forecast');
+  }
+  if (ifNoHistory !== undefined && ifNoHistory !== 'refuse' && ifNoHistory !== 'worst-case') {
+    throw new CliArgsError(
+      `--if-no-history must be refuse or worst-case, got ${JSON.stringify(ifNoHistory)}`,
+    );
+  }
+  return { forecast, maxCostFromForecast: quantile, ifNoHistory };
 }
 
 function timeoutFlag(value: string | undefined, wait: boolean): number | undefined {

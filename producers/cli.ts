@@ -1,6 +1,7 @@
 // `npm run enqueue -- --task "…" [options]` (CONTRACT §5): validates and enqueues one task, prints
 // `{"jobId": …}`. `--batch tasks.jsonl` (CONTRACT §9) enqueues a batch, all or nothing, and prints
-// `{"batchId", "jobIds"}` (with --wait, the batch summary as the last line). With --wait it follows progress on stderr and prints the result JSON as the last line of
+// `{"batchId", "jobIds"}` (with --wait, the batch summary as the last line); with --forecast it prints the batch's
+// forecast and enqueues nothing (docs/batches.md). With --wait it follows progress on stderr and prints the result JSON as the last line of
 // stdout. stdout carries only JSON; everything for people goes to stderr.
 // Exit codes: 0 enqueued (with --wait: the job succeeded) · 1 failure (Redis down, bad environment, job
 // stopped or failed) · 2 bad arguments or bad task, nothing enqueued · 124 --timeout elapsed.
@@ -19,7 +20,11 @@ import {
 import { readFile } from 'node:fs/promises';
 import type { AgentTask } from '../src/queue/task-schema.js';
 import { parseBatchFile } from './batch-file.js';
-import { FleetClient, TaskValidationError } from './client.js';
+import { FleetClient, ForecastError, TaskValidationError } from './client.js';
+import { StoreResultArchive } from './result-archive.js';
+import { forecastDefaultsOf } from '../src/batch/forecast.js';
+import { forecastLines, totalText } from '../src/reports/forecast-text.js';
+import { startTelemetry } from '../src/telemetry/fleet-telemetry.js';
 
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
@@ -93,7 +98,16 @@ async function run(argv: readonly string[]): Promise<number> {
     }
     batchTasks = parsed.tasks;
   }
-  const client = new FleetClient({ redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX });
+  // A batch reads the run history for its forecast (docs/batches.md); a lone task never touches the store.
+  const history = command.mode === 'batch' ? new StoreResultArchive(config.MYSQL_URL) : undefined;
+  // Each enqueue is a span when an OTLP endpoint is configured; the worker's run continues its trace.
+  const telemetry = await startTelemetry({ serviceName: 'agent-fleet-enqueue' });
+  const client = new FleetClient({
+    redisUrl: config.REDIS_URL,
+    prefix: config.QUEUE_PREFIX,
+    ...(history ? { forecast: { history, defaults: forecastDefaultsOf(config) } } : {}),
+    ...(telemetry ? { telemetry: telemetry.bullmq } : {}),
+  });
   try {
     if (command.mode === 'batch') return await runBatch(client, command, batchTasks);
     if (command.mode === 'list-agents') {
@@ -133,6 +147,8 @@ async function run(argv: readonly string[]): Promise<number> {
     return result.status === 'succeeded' ? EXIT_OK : EXIT_FAILED;
   } finally {
     await client.close();
+    await history?.close();
+    await telemetry?.shutdown();
   }
 }
 
@@ -142,13 +158,24 @@ async function runBatch(
   tasks: AgentTask[],
 ): Promise<number> {
   const budget = Object.keys(command.budget).length > 0 ? command.budget : undefined;
+  const input = {
+    tasks,
+    ...(budget ? { budget } : {}),
+    ...(command.name ? { name: command.name } : {}),
+  };
+  const options = {
+    ...(command.maxCostFromForecast ? { maxCostFromForecast: command.maxCostFromForecast } : {}),
+    ...(command.ifNoHistory ? { ifNoHistory: command.ifNoHistory } : {}),
+  };
   let batch;
   try {
-    batch = await client.enqueueBatch({
-      tasks,
-      ...(budget ? { budget } : {}),
-      ...(command.name ? { name: command.name } : {}),
-    });
+    if (command.forecast) {
+      const forecast = await client.forecastBatch(input, options);
+      for (const line of forecastLines(forecast)) say(line);
+      process.stdout.write(`${JSON.stringify({ forecast })}\n`);
+      return EXIT_OK;
+    }
+    batch = await client.enqueueBatch(input, undefined, options);
   } catch (error) {
     if (error instanceof TaskValidationError) {
       say(
@@ -156,9 +183,23 @@ async function runBatch(
       );
       return EXIT_USAGE;
     }
+    if (error instanceof ForecastError) {
+      say(`error: ${error.message}; nothing enqueued`);
+      return EXIT_USAGE;
+    }
     throw error;
   }
-  process.stdout.write(`${JSON.stringify(batch)}\n`);
+  if (batch.forecast) {
+    if (batch.forecast.budgetFromForecast && batch.forecast.batchBudget?.maxCostUsd !== undefined) {
+      say(
+        `batch budget set from the forecast's ${batch.forecast.budgetFromForecast.quantile}: $${batch.forecast.batchBudget.maxCostUsd}`,
+      );
+    }
+    say(`forecast: ${totalText(batch.forecast)}`);
+  } else if (batch.forecastError) {
+    say(`note: enqueued without a forecast (the run history could not be read: ${batch.forecastError})`);
+  }
+  process.stdout.write(`${JSON.stringify({ batchId: batch.batchId, jobIds: batch.jobIds })}\n`);
   if (!command.wait) return EXIT_OK;
   let status;
   try {

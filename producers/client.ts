@@ -1,11 +1,12 @@
 // The typed client library: the same validated enqueue the CLI and the HTTP API use, for other TypeScript
 // services to import. It never talks to a worker, only to Redis.
-import { FlowProducer, Queue, type Job, type JobState } from 'bullmq';
+import { FlowProducer, Queue, type Job, type JobState, type Telemetry } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { InputError } from '../src/agent/errors.js';
 import type { AgentResult } from '../src/agent/types.js';
 import { jobIdForKey, TASK_JOB_OPTIONS } from '../src/queue/job-options.js';
-import { BATCHES_QUEUE, RESULTS_QUEUE, resultJobId, TASK_JOB_NAME, TASKS_QUEUE } from '../src/queue/names.js';
+import { BATCHES_QUEUE, RESULTS_QUEUE, resultJobId, TASKS_QUEUE } from '../src/queue/names.js';
+import { taskJobName } from '../src/queue/task-job-name.js';
 import { assertRedisReachable, createRedis } from '../src/queue/redis.js';
 import type { ErrorEmitter, RedisOutageLog } from '../src/queue/redis-outage-log.js';
 import type { ResultArchive } from './result-archive.js';
@@ -16,7 +17,24 @@ import {
   type FieldIssue,
 } from '../src/queue/task-schema.js';
 import { sleep } from '../src/agent/sleep.js';
-import { validateBatch, type BatchInput, type BatchJobData } from '../src/batch/batch-schema.js';
+import {
+  batchBudgetSchema,
+  validateBatch,
+  type BatchInput,
+  type BatchJobData,
+} from '../src/batch/batch-schema.js';
+import {
+  buildForecast,
+  ForecastError,
+  forecastForEnqueue,
+  maxCostFromForecast,
+  planForecast,
+  storedForecast,
+  type BatchForecast,
+  type ForecastQuantile,
+  type ForecastSettings,
+  type IfNoHistory,
+} from '../src/batch/forecast.js';
 import { summarizeBatch, type BatchSummary } from '../src/batch/batch-summary.js';
 import { enqueueBatch, type EnqueuedBatch } from '../src/batch/enqueue-batch.js';
 import { SpendLedger } from '../src/fleet/spend-ledger.js';
@@ -25,6 +43,8 @@ import { CatalogStore } from '../src/catalog/catalog-store.js';
 import { checkTaskAgainstCatalog } from '../src/catalog/check-task.js';
 
 export type { AgentTask, AgentResult, FieldIssue, BatchInput, BatchSummary, EnqueuedBatch, Catalog };
+export type { BatchForecast, ForecastQuantile, ForecastSettings, IfNoHistory };
+export { ForecastError };
 
 /** Job states after which a task's result is (or is about to be) recorded in the store. */
 const FINISHED: ReadonlySet<string> = new Set(['completed', 'failed']);
@@ -54,6 +74,31 @@ export interface FleetClientOptions {
    * StoreResultArchive over MYSQL_URL. Default: none, and such a job is unknown.
    */
   archive?: ResultArchive;
+  /**
+   * Run history and the fleet's defaults, for batch forecasts (docs/batches.md): with them every batch is
+   * enqueued with its forecast, and forecastBatch works. Default: none (no forecast is made).
+   */
+  forecast?: ForecastSettings;
+  /**
+   * BullMQ's OpenTelemetry support, e.g. `new BullMQOtel()` from bullmq-otel over the service's own SDK, or
+   * `(await startTelemetry(…))?.bullmq` (src/telemetry/fleet-telemetry.ts): every enqueue is then a span whose
+   * trace the worker's run continues (docs/telemetry.md). Default: none.
+   */
+  telemetry?: Telemetry;
+}
+
+export interface EnqueueBatchOptions {
+  /** Sets the batch's maxCostUsd to the forecast's expected cost at this quantile (needs `forecast`). */
+  maxCostFromForecast?: ForecastQuantile;
+  /** With maxCostFromForecast, a task without history: refused (default) or counted at its worst case. */
+  ifNoHistory?: IfNoHistory;
+}
+
+export interface EnqueuedBatchWithForecast extends EnqueuedBatch {
+  /** The forecast stored with the batch; null when none was made (no `forecast` settings, or the store failed). */
+  forecast: BatchForecast | null;
+  /** Why no forecast was made although the client has `forecast` settings (the store could not be read). */
+  forecastError: string | null;
 }
 
 export interface TaskStatus {
@@ -88,6 +133,7 @@ export class FleetClient {
   private readonly redisUrl: string;
   private readonly archive: ResultArchive | undefined;
   private readonly catalogs: CatalogStore;
+  private readonly forecasts: ForecastSettings | undefined;
   /** The last catalog read, kept while its hash stays the same (its input schemas are converted once). */
   private catalog: Catalog | null = null;
   private ready: Promise<void> | undefined;
@@ -95,12 +141,14 @@ export class FleetClient {
   constructor(options: FleetClientOptions = {}) {
     this.redisUrl = options.redisUrl ?? 'redis://127.0.0.1:6379';
     this.archive = options.archive;
+    this.forecasts = options.forecast;
     this.redis = createRedis(this.redisUrl, 'producer');
     const prefix = options.prefix ?? 'agentfleet';
-    this.tasks = new Queue(TASKS_QUEUE, { connection: this.redis, prefix });
+    const traced = options.telemetry ? { telemetry: options.telemetry } : {};
+    this.tasks = new Queue(TASKS_QUEUE, { connection: this.redis, prefix, ...traced });
     this.results = new Queue(RESULTS_QUEUE, { connection: this.redis, prefix });
-    this.batches = new Queue(BATCHES_QUEUE, { connection: this.redis, prefix });
-    this.flow = new FlowProducer({ connection: this.redis, prefix });
+    this.batches = new Queue(BATCHES_QUEUE, { connection: this.redis, prefix, ...traced });
+    this.flow = new FlowProducer({ connection: this.redis, prefix, ...traced });
     this.ledger = new SpendLedger({ redis: this.redis, prefix });
     this.catalogs = new CatalogStore(this.redis, prefix);
     // Connection errors surface as rejected calls; without listeners BullMQ would also print them raw.
@@ -141,7 +189,7 @@ export class FleetClient {
     await this.refuseBatchClaims(tasks, where);
     const jobs = await this.tasks.addBulk(
       tasks.map((task) => ({
-        name: TASK_JOB_NAME,
+        name: taskJobName(task),
         data: task,
         opts: {
           ...TASK_JOB_OPTIONS,
@@ -228,9 +276,51 @@ export class FleetClient {
 
   /**
    * Validates a batch (CONTRACT §9) and enqueues it: every task, or nothing. Throws TaskValidationError
-   * naming `tasks.<n>.<field>` on a bad task.
+   * naming `tasks.<n>.<field>` on a bad task. With `forecast` settings, the batch is enqueued with its forecast
+   * (docs/batches.md); `maxCostFromForecast` sets its budget from it, or throws ForecastError (nothing
+   * enqueued) when it cannot.
    */
-  async enqueueBatch(input: unknown, batchId?: string): Promise<EnqueuedBatch> {
+  async enqueueBatch(
+    input: unknown,
+    batchId?: string,
+    options: EnqueueBatchOptions = {},
+  ): Promise<EnqueuedBatchWithForecast> {
+    const batch = await this.checkedBatch(input);
+    let forecast: BatchForecast | null = null;
+    let forecastError: string | null = null;
+    if (options.maxCostFromForecast) {
+      forecast = await this.forecastWithBudget(batch, options.maxCostFromForecast, options.ifNoHistory);
+      batch.budget = forecast.batchBudget ?? undefined;
+    } else if (this.forecasts) {
+      ({ forecast, error: forecastError } = await forecastForEnqueue(
+        this.forecasts,
+        batch,
+        await this.getCatalog(),
+      ));
+    }
+    const enqueued = await enqueueBatch(
+      { flow: this.flow, ledger: this.ledger },
+      batch,
+      batchId,
+      forecast ? storedForecast(forecast) : null,
+    );
+    return { ...enqueued, forecast, forecastError };
+  }
+
+  /**
+   * The forecast of a batch (docs/batches.md), validated and checked as enqueueBatch does; enqueues nothing.
+   * Needs the client's `forecast` settings. With `maxCostFromForecast`, the forecast under the budget that
+   * enqueueBatch would set (or ForecastError, as it would throw).
+   */
+  async forecastBatch(input: unknown, options: EnqueueBatchOptions = {}): Promise<BatchForecast> {
+    const batch = await this.checkedBatch(input);
+    if (options.maxCostFromForecast) {
+      return this.forecastWithBudget(batch, options.maxCostFromForecast, options.ifNoHistory);
+    }
+    return buildForecast(await this.plan(batch), batch.budget ?? null);
+  }
+
+  private async checkedBatch(input: unknown): Promise<BatchInput> {
     const validation = validateBatch(input);
     if (!validation.ok) throw new TaskValidationError(validation.issues, ' batch');
     await this.connected();
@@ -244,7 +334,37 @@ export class FleetClient {
       );
       if (issues.length > 0) throw new TaskValidationError(issues, ' batch');
     }
-    return enqueueBatch({ flow: this.flow, ledger: this.ledger }, validation.batch, batchId);
+    return validation.batch;
+  }
+
+  private async plan(batch: BatchInput) {
+    if (!this.forecasts) {
+      throw new ForecastError(
+        'this client reads no run history: give FleetClient the `forecast` option (the CLI and the API read MYSQL_URL)',
+      );
+    }
+    return planForecast(this.forecasts, batch.tasks, await this.getCatalog());
+  }
+
+  private async forecastWithBudget(
+    batch: BatchInput,
+    quantile: ForecastQuantile,
+    ifNoHistory: IfNoHistory = 'refuse',
+  ): Promise<BatchForecast> {
+    if (batch.budget?.maxCostUsd !== undefined) {
+      throw new ForecastError(
+        'budget.maxCostUsd and maxCostFromForecast both set the batch budget in dollars: give one of them',
+      );
+    }
+    const plan = await this.plan(batch);
+    const maxCostUsd = maxCostFromForecast(buildForecast(plan, batch.budget ?? null), quantile, ifNoHistory);
+    const budget = batchBudgetSchema.safeParse({ ...batch.budget, maxCostUsd });
+    if (!budget.success) {
+      throw new ForecastError(
+        `the forecast's ${quantile} ($${maxCostUsd}) cannot be a batch budget: budget.maxCostUsd ${budget.error.issues[0]?.message ?? 'is out of range'}`,
+      );
+    }
+    return buildForecast(plan, budget.data, { quantile, ifNoHistory });
   }
 
   /** The batch's state and its summary so far; null for an unknown batch. */

@@ -3,6 +3,7 @@
 //   POST /v1/tasks          202 {"jobId"} · 400 {"error": "invalid_task", "issues": [{path, message}]}
 //   GET  /v1/tasks/:jobId   200 {state, progress, result} · 404 {"error": "not_found"}
 //   POST /v1/batches        202 {"batchId", "jobIds"} · 400 {"error": "invalid_batch", "issues": [...]}
+//                           ?dryRun=true: 200 {"dryRun": true, "forecast"}, nothing enqueued (batch-dry-run.ts)
 //   GET  /v1/batches/:id    200 {state, summary, jobIds} · 404
 //   GET  /metrics           the Prometheus text format, with the token (Prometheus: `authorization: {credentials}`)
 //   GET  /healthz           200 when Redis answers, 503 otherwise; the only route without a token
@@ -23,6 +24,7 @@ import {
 } from '../src/queue/json-structure.js';
 import { TaskValidationError, type FleetClient } from './client.js';
 import { API_CSP, securityHeaders } from './security-headers.js';
+import { batchDryRun } from './batch-dry-run.js';
 import { withTimeout } from '../src/util/with-timeout.js';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -203,6 +205,14 @@ export function createApiServer(options: ApiServerOptions): Express {
     res.json({ state: status.state, progress: status.progress, result: status.result });
   });
 
+  // ?dryRun=true answers the batch's forecast, enqueuing nothing (batch-dry-run.ts); any other request goes on to
+  // the route below, whose body parser sees the body already read and passes.
+  v1.post(
+    '/batches',
+    requireJson,
+    jsonBody(BATCH_BODY_LIMIT_BYTES, BATCH_JSON_LIMITS),
+    batchDryRun(client, logger),
+  );
   // A batch of 5,000 tasks of 8,000 characters would not fit the task limit: batches get their own.
   v1.post('/batches', requireJson, jsonBody(BATCH_BODY_LIMIT_BYTES, BATCH_JSON_LIMITS), async (req, res) => {
     try {

@@ -1,5 +1,6 @@
 // Results and batch summaries read from MySQL, for readers that outlive the Redis retention: a task or a
-// batch whose jobs are gone from Redis (RESULTS_KEEP_*, TASKS_KEEP_*) is still answered from the store.
+// batch whose jobs are gone from Redis (RESULTS_KEEP_*, TASKS_KEEP_*) is still answered from the store. It also
+// answers the run history a batch forecast reads (src/batch/forecast.ts), over the same pool.
 // The pool is made on first use, so a process that never needs it never connects; a failed attempt is
 // forgotten, so the next read tries again.
 import type { Pool } from 'mysql2/promise';
@@ -9,6 +10,8 @@ import { BatchReportStore } from '../src/reports/report-store.js';
 import { createStorePool } from '../src/store/pool.js';
 import { resultOfRun } from '../src/store/run-result.js';
 import { RunsRepository } from '../src/store/runs-repository.js';
+import { RunHistory, type CostHistory } from '../src/store/run-history.js';
+import type { CostHistorySource } from '../src/batch/forecast.js';
 
 export interface ArchivedBatch {
   state: 'running' | 'completed';
@@ -22,7 +25,7 @@ export interface ResultArchive {
   getBatch(batchId: string): Promise<ArchivedBatch | null>;
 }
 
-export class StoreResultArchive implements ResultArchive {
+export class StoreResultArchive implements ResultArchive, CostHistorySource {
   private pool: Promise<Pool> | undefined;
 
   constructor(private readonly mysqlUrl: string) {}
@@ -41,6 +44,10 @@ export class StoreResultArchive implements ResultArchive {
       summary: (batch.summary as BatchSummary | null) ?? null,
       jobIds: [...batch.jobIds],
     };
+  }
+
+  async costHistory(agent: string, model: string, since: Date): Promise<CostHistory> {
+    return new RunHistory(await this.connect()).costHistory(agent, model, since);
   }
 
   async close(): Promise<void> {

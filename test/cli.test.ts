@@ -12,13 +12,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentResult } from '../src/agent/types.js';
 import { jobIdForKey } from '../src/queue/job-options.js';
-import {
-  RESULT_JOB_NAME,
-  resultJobId,
-  RESULTS_QUEUE,
-  TASK_JOB_NAME,
-  TASKS_QUEUE,
-} from '../src/queue/names.js';
+import { RESULT_JOB_NAME, resultJobId, RESULTS_QUEUE, TASKS_QUEUE } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
 import { deleteKeysWithPrefix } from '../src/queue/delete-prefix.js';
 import { FleetClient } from '../producers/client.js';
@@ -107,7 +101,7 @@ describe('npm run enqueue', () => {
     expect(lines(run.stdout)).toHaveLength(1);
     const { jobId } = JSON.parse(run.stdout) as { jobId: string };
     const job = await tasks.getJob(jobId);
-    expect(job?.name).toBe(TASK_JOB_NAME);
+    expect(job?.name).toBe('default: Find the top 3 customers');
     expect(job?.data).toEqual({
       task: 'Find the top 3 customers',
       budget: { maxSteps: 4 },

@@ -510,6 +510,27 @@ describe('query limits', () => {
       await single.close();
     }
   });
+  it('captures no stack per query (mysql2 `trace`)', async () => {
+    const core = (db as unknown as { pool: { pool: { config: { connectionConfig: { trace: boolean } } } } })
+      .pool.pool;
+    expect(core.config.connectionConfig.trace).toBe(false);
+  });
+
+  it('sets the session up in one round trip: the query runs on its own (autocommit), read-only', async () => {
+    const single = await openDataDatabase(dataUrl(READER, READER_PASSWORD), { connectionLimit: 1 });
+    try {
+      // MariaDB's @@in_transaction is 1 inside START TRANSACTION: the query no longer needs one (nor the
+      // ROLLBACK after it), the READ ONLY session makes the statement a read-only transaction by itself.
+      const probe =
+        single.flavour === 'mariadb'
+          ? '@@in_transaction AS open_tx, @@autocommit AS ac, @@SESSION.tx_read_only AS ro'
+          : '0 AS open_tx, @@autocommit AS ac, @@SESSION.transaction_read_only AS ro';
+      expect((await single.query(`SELECT ${probe}`)).rows).toEqual([[0, 1, 1]]);
+      expect((await failure(single.query('CREATE TABLE af_never (a INT)'))).code).toBe('sql_error');
+    } finally {
+      await single.close();
+    }
+  });
 });
 
 describe('result size (maxBytes)', () => {

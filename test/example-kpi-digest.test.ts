@@ -1,6 +1,7 @@
 // The kpi-digest example end to end, as `npm run example:kpi` runs it: its KPI service, its MCP server over
 // stdio, the SMTP sink, the scripted model over HTTP and a real worker process serving the example's fleet
 // configuration; the batch enqueued through the client only.
+import { observationsIn } from '../src/agent/memory.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Digest, recipientOf } from '../examples/kpi-digest/agent-fleet.config.js';
 import {
@@ -62,8 +63,10 @@ describe('the kpi-digest example', () => {
       const actions = JSON.stringify(steps.filter((s) => s.job_id === jobId).map((s) => s.action));
       for (const tool of ['kpi_fetch', 'targets_lookup', 'send_email']) expect(actions).toContain(tool);
     }
-    // What the model saw back: the service's KPIs and the MCP server's targets, in the tool messages.
-    const toolMessages = run.modelRequests.flatMap((r) => r.messages.filter((m) => m.role === 'tool'));
+    // What the model saw back: the service's KPIs and the MCP server's targets, as tool messages or facts.
+    const toolMessages = run.modelRequests.flatMap((r) =>
+      observationsIn(r.messages).map((content) => ({ content })),
+    );
     for (const region of REGIONS) {
       const { weeklyRevenue } = targetsFor(region);
       expect(

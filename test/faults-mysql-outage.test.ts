@@ -2,6 +2,7 @@
 // TCP proxy that is cut for 60 s mid-batch (FAULT_MYSQL_OUTAGE_MS to try shorter locally), then restored.
 // No task ends failed because of the outage: every one succeeds, with its agent_runs row, its steps and
 // exactly one result.
+import { turnsIn } from '../src/agent/memory.js';
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { afterAll, expect, it } from 'vitest';
@@ -39,7 +40,7 @@ const READER = `af_fr_${suffix}`;
 function sqlTasksModel(request: RecordedRequest): ScriptedReply | undefined {
   const match = /^sql job (\S+)/.exec(String(request.messages[1]?.content ?? ''));
   if (!match) return undefined;
-  const step = request.messages.filter((m) => m.role === 'assistant').length + 1;
+  const step = turnsIn(request.messages) + 1;
   if (step > QUERIES) return { answer: `${match[1]}: ${QUERIES} queries done` };
   return {
     actions: [{ tool: 'sql_query', args: { sql: `SELECT COUNT(*) AS n FROM customers WHERE id > ${step}` } }],

@@ -2,6 +2,7 @@
 // scripted model over HTTP: an agent's structured output in the published result, agent_runs, the catalog and
 // the batch report; an MCP server's tools listed at start, published in the catalog, called by the model and
 // closed with the worker; an agent naming an MCP tool the server lacks stopping the worker at start.
+import { observationsIn, turnsIn } from '../src/agent/memory.js';
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -31,8 +32,7 @@ let tasks: Queue;
 let worker: WorkerHandle;
 const others: WorkerHandle[] = [];
 
-const assistantTurns = (request: RecordedRequest) =>
-  request.messages.filter((m) => m.role === 'assistant').length;
+const assistantTurns = (request: RecordedRequest) => turnsIn(request.messages);
 
 /**
  * The digest agent's model, by region: `north` answers a valid object; `bad` first answers one that fails the
@@ -58,7 +58,7 @@ function echoModel(request: RecordedRequest): ScriptedReply | undefined {
   const done = assistantTurns(request);
   if (done === 0) return { actions: [{ tool: 'local_echo', args: { text: 'hello seams' } }] };
   if (done === 1) return { actions: [{ tool: 'local_whoami', args: {} }] };
-  return { answer: String(request.messages.at(-1)?.content) };
+  return { answer: String(observationsIn(request.messages).at(-1)) };
 }
 
 function start(config: string, env: Record<string, string> = {}): WorkerHandle {

@@ -2,6 +2,7 @@
 // own tools, run end to end by real worker processes (FLEET_CONFIG), the scripted model over HTTP; the tasks
 // that do not fit it refused with the field path; broken configurations stopping the worker at start; and a
 // side effect made once through ctx.once even when the worker is killed between the effect and its record.
+import { observationsIn, turnsIn } from '../src/agent/memory.js';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,7 +37,7 @@ function weatherModel(request: RecordedRequest): ScriptedReply | undefined {
   const system = String(request.messages[0]?.content ?? '');
   const city = /City: ([^.]+)\./.exec(system)?.[1];
   if (!city) return undefined;
-  const done = request.messages.filter((m) => m.role === 'assistant').length;
+  const done = turnsIn(request.messages);
   if (done === 0) return { actions: [{ tool: 'get_forecast', args: { city } }] };
   if (done === 1) return { actions: [{ tool: 'notify_team', args: { message: `weather in ${city}` } }] };
   return { answer: `the team knows the weather in ${city}` };
@@ -220,9 +221,9 @@ describe('startWorker({ fleet })', () => {
       rules: [
         (request) => {
           if (!String(request.messages[0]?.content).startsWith('You shout.\n\n')) return undefined;
-          const shouted = request.messages.find((m) => m.role === 'tool');
-          return shouted
-            ? { answer: String(shouted.content) }
+          const shouted = observationsIn(request.messages)[0];
+          return shouted !== undefined
+            ? { answer: shouted }
             : { actions: [{ tool: 'shout', args: { text: 'hi' } }] };
         },
         weatherModel,

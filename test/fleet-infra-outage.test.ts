@@ -2,6 +2,7 @@
 // cannot connect, which is not the model's mistake. The calls are run again after waits, then by the job's next
 // attempts, and every task ends succeeded once MySQL is back: not `repeated_action`, and without one model call
 // spent on the outage.
+import { observationsIn } from '../src/agent/memory.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AgentResult } from '../src/agent/types.js';
 import {
@@ -28,11 +29,11 @@ let proxy: TcpProxy;
 
 /** Queries; queries again while the query failed (as a model told "try again" would); answers once it worked. */
 function persistentAnalyst(request: RecordedRequest) {
-  const last = request.messages.at(-1) as { role: string; content?: string };
-  if (last.role === 'user' || /error/i.test(last.content ?? '')) {
+  const seen = observationsIn(request.messages);
+  if (seen.length === 0 || /error/i.test(seen.at(-1) ?? '')) {
     return { actions: [{ tool: 'sql_query', args: { sql: QUERY } }] };
   }
-  return { answer: `counted: ${last.content ?? ''}` };
+  return { answer: `counted: ${seen.at(-1) ?? ''}` };
 }
 
 beforeAll(async () => {

@@ -12,6 +12,7 @@ import {
   microUsdDown,
   microUsdUp,
   SpendLedger,
+  tenantDayScope,
   type SpendLedgerOptions,
 } from '../src/fleet/spend-ledger.js';
 import { createRedis } from '../src/queue/redis.js';
@@ -361,17 +362,15 @@ describe('concurrency', () => {
     }
   });
 
-  it('property: concurrent reserve/settle never push used + live reservations above a cap', async () => {
+  it('property: concurrent reserve/settle never push used + live reservations above a cap (batches and a tenant)', async () => {
     const WORKERS = 8;
     const connections = Array.from({ length: WORKERS }, () => createRedis(REDIS_URL, 'producer'));
-    const ledgers = connections.map((c) => new SpendLedger({ redis: c, prefix: PREFIX }));
-    const monitor = ledgerOf();
     let refusals = 0;
     let grants = 0;
     const op = fc.record({
       worker: fc.integer({ min: 0, max: WORKERS - 1 }),
-      /** 0: scope A only, 1: scope B only, 2: both. */
-      scopes: fc.integer({ min: 0, max: 2 }),
+      /** 0: batch A only, 1: batch B only, 2: both, 3: the tenant's day only, 4: the tenant's day and both. */
+      scopes: fc.integer({ min: 0, max: 4 }),
       worstUsd: fc.double({ min: 0, max: 0.01, noNaN: true }),
       worstTokens: fc.integer({ min: 0, max: 2_000 }),
       spentShare: fc.double({ min: 0, max: 1, noNaN: true }),
@@ -382,18 +381,27 @@ describe('concurrency', () => {
       aTokens: fc.integer({ min: 1, max: 100_000 }),
       bUsd: fc.double({ min: 0.001, max: 0.2, noNaN: true }),
       bTokens: fc.integer({ min: 1, max: 100_000 }),
+      // TENANT_DAILY_MAX_*: configured, not stored, as every worker has them.
+      tUsd: fc.double({ min: 0.001, max: 0.2, noNaN: true }),
+      tTokens: fc.integer({ min: 1, max: 100_000 }),
     });
     try {
       await fc.assert(
         fc.asyncProperty(caps, fc.array(op, { minLength: 200, maxLength: 200 }), async (cap, ops) => {
           const a = freshBatch('prop-a');
           const b = freshBatch('prop-b');
+          const t = tenantDayScope(`prop-t-${++scopeSeq}`, Date.UTC(2031, 2, 3));
+          const tenantDailyCaps = { maxCostUsd: cap.tUsd, maxTokens: cap.tTokens };
+          const ledgers = connections.map(
+            (c) => new SpendLedger({ redis: c, prefix: PREFIX, tenantDailyCaps }),
+          );
+          const monitor = ledgerOf({ tenantDailyCaps });
           await monitor.setCaps(a, { maxCostUsd: cap.aUsd, maxTokens: cap.aTokens });
           await monitor.setCaps(b, { maxCostUsd: cap.bUsd, maxTokens: cap.bTokens });
-          const expected = new Map([a, b].map((s) => [s, { micro: 0, tokens: 0 }]));
+          const expected = new Map([a, b, t].map((s) => [s, { micro: 0, tokens: 0 }]));
           const violations: string[] = [];
           const check = async () => {
-            for (const scope of [a, b]) {
+            for (const scope of [a, b, t]) {
               const s = await monitor.getSpend(scope);
               if (s.usedMicroUsd + s.reservedMicroUsd > s.capMicroUsd!)
                 violations.push(`${scope} $ ${JSON.stringify(s)}`);
@@ -409,7 +417,7 @@ describe('concurrency', () => {
             const ledger = ledgers[worker]!;
             const later: (() => Promise<void>)[] = [];
             for (const o of ops.filter((x) => x.worker === worker)) {
-              const scopes = [[a], [b], [a, b]][o.scopes]!;
+              const scopes = [[a], [b], [a, b], [t], [t, a, b]][o.scopes]!;
               const reserved = await ledger.reserve(scopes, { tokens: o.worstTokens, costUsd: o.worstUsd });
               if (!reserved.ok) {
                 refusals++;
@@ -439,7 +447,7 @@ describe('concurrency', () => {
           await watching;
           await check();
           expect(violations).toEqual([]);
-          for (const scope of [a, b]) {
+          for (const scope of [a, b, t]) {
             const s = await monitor.getSpend(scope);
             expect(s).toMatchObject({ reservedMicroUsd: 0, reservedTokens: 0, liveReservations: 0 });
             expect(s.usedMicroUsd).toBe(expected.get(scope)!.micro);

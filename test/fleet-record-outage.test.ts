@@ -1,6 +1,7 @@
 // The store goes down as runs finish and stays down far longer than the jobs' retries would cover: the outcomes
 // wait in Redis (jobs delayed, not failed), nothing is published without its record, and once MySQL is back every
 // task has its agent_runs row, its steps and exactly one result.
+import { turnsIn } from '../src/agent/memory.js';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -33,7 +34,7 @@ beforeAll(async () => {
   server = await startScriptedModel({
     rules: [
       (r) =>
-        r.messages.some((m: { role: string }) => m.role === 'assistant')
+        turnsIn(r.messages) > 0
           ? { answer: 'recorded after the outage' }
           : { actions: [{ tool: 'list_tables', args: {} }], latencyMs: 3_000 },
     ],

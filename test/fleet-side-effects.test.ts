@@ -1,6 +1,7 @@
 // Emails across crashes and shutdowns, end to end: real worker processes, the real MariaDB ledger, the real
 // SMTP sink holding its reply at a chosen stage (so a worker can be killed at a known point of a send), and the
 // scripted model. Each email is delivered exactly once, or the result and the batch report say it may not be.
+import { turnsIn } from '../src/agent/memory.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';
 import { freePort } from '../src/demo/free-port.js';
@@ -28,7 +29,7 @@ const releases: (() => void)[] = [];
 function mailModel(request: RecordedRequest): ScriptedReply {
   const task = String(request.messages[1]?.content ?? '');
   const name = /mail (\w+)/.exec(task)?.[1] ?? 'nobody';
-  const observed = request.messages.filter((m) => m.role === 'assistant').length;
+  const observed = turnsIn(request.messages);
   if (observed === 0) {
     return {
       actions: [

@@ -1,6 +1,7 @@
 // MySQL going away mid-run loses nothing: writes are retried, traces stay parked in Redis, and the finished
 // run's outcome waits there (the job delayed, no attempt spent) until its record can be written; the job never
 // completes without its record.
+import { turnsIn } from '../src/agent/memory.js';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -27,7 +28,7 @@ beforeAll(async () => {
   server = await startScriptedModel({
     rules: [
       (r) => {
-        const done = r.messages.filter((m) => m.role === 'assistant').length;
+        const done = turnsIn(r.messages);
         if (done < 2)
           return {
             actions: [{ tool: 'list_tables', args: { page: done } }],

@@ -11,13 +11,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { FleetClient, TaskValidationError } from '../producers/client.js';
 import { createApiServer } from '../producers/http-api.js';
-import {
-  RESULT_JOB_NAME,
-  resultJobId,
-  RESULTS_QUEUE,
-  TASK_JOB_NAME,
-  TASKS_QUEUE,
-} from '../src/queue/names.js';
+import { RESULT_JOB_NAME, resultJobId, RESULTS_QUEUE, TASKS_QUEUE } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
 import { deleteKeysWithPrefix } from '../src/queue/delete-prefix.js';
 import { FleetMetrics } from '../src/metrics/fleet-metrics.js';
@@ -141,6 +135,7 @@ describe('POST /v1/tasks', () => {
       budget: { maxSteps: 6, maxCostUsd: 0.02 },
       tools: ['sql_query', 'list_tables'],
       metadata: { batch: 'nightly', n: 3 },
+      tenant: 'acme',
     });
     expect(response.status).toBe(202);
     const body = (await response.json()) as { jobId: string };
@@ -148,13 +143,15 @@ describe('POST /v1/tasks', () => {
     expect(typeof body.jobId).toBe('string');
 
     const job = await tasks.getJob(body.jobId);
-    expect(job?.name).toBe(TASK_JOB_NAME);
+    // Named after its agent and first words, so a list of jobs tells them apart.
+    expect(job?.name).toBe('default: Find the top 3 customers by Q1 2024…');
     // The schema trims the task: the queue holds the validated task, not the raw body.
     expect(job?.data).toEqual({
       task: 'Find the top 3 customers by Q1 2024 sales',
       budget: { maxSteps: 6, maxCostUsd: 0.02 },
       tools: ['sql_query', 'list_tables'],
       metadata: { batch: 'nightly', n: 3 },
+      tenant: 'acme',
     });
   });
 
@@ -170,6 +167,7 @@ describe('POST /v1/tasks', () => {
     ['maxSteps 0', { task: 't', budget: { maxSteps: 0 } }, 'budget.maxSteps'],
     ['maxSteps 1000', { task: 't', budget: { maxSteps: 1000 } }, 'budget.maxSteps'],
     ['a negative cost', { task: 't', budget: { maxCostUsd: -0.01 } }, 'budget.maxCostUsd'],
+    ['a tenant with a space', { task: 't', tenant: 'acme corp' }, 'tenant'],
     ['a JSON array', [{ task: 't' }], ''],
   ])('refuses %s with 400 and the field path, enqueuing nothing', async (_label, body, path) => {
     const before = await jobCount();

@@ -2,6 +2,7 @@
 // the model's mistakes: they never reach the model or the repeat detector, they are run again after a wait, and an
 // outage that outlasts the waits ends the attempt retryable with the calls unfinished, so the next attempt runs
 // them again instead of replaying a failure.
+import { observationsIn } from '../src/agent/memory.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { RunState } from '../src/agent/types.js';
 import {
@@ -21,7 +22,9 @@ afterAll(() => server.close());
 const persistent = (request: RecordedRequest) => {
   const last = request.messages.at(-1) as { role: string; content?: string } | undefined;
   const failed = last?.role === 'tool' && /error/i.test(last.content ?? '');
-  const started = request.messages.some((m: { role: string }) => m.role === 'assistant');
+  const started =
+    request.messages.some((m: { role: string }) => m.role === 'assistant') ||
+    observationsIn(request.messages).length > 0;
   if (!started || failed) return { actions: [{ tool: 'flaky', args: {} }] };
   return { answer: 'flaky answered' };
 };

@@ -1,5 +1,6 @@
 // End to end through the kernel: the scripted model over HTTP calls a tool of a real MCP server (stdio),
 // sees the MCP JSON Schema in its function definitions, and reads the tool's observation in the next request.
+import { observationsIn } from '../src/agent/memory.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/logging/logger.js';
 import { loadMcpTools } from '../src/tools/mcp/load-mcp-tools.js';
@@ -35,9 +36,8 @@ describe('an MCP tool in a run', () => {
     const first = model.requests.at(-2)!;
     const spec = first.tools?.find((tool) => tool.function.name === 'local_plan_trip');
     expect(spec?.function.parameters).toMatchObject({ required: ['destination', 'options'] });
-    const observation = model.requests.at(-1)!.messages.at(-1)!;
-    expect(observation).toMatchObject({ role: 'tool' });
-    expect(String(observation.content)).toBe('planned {"destination":"paris","options":{"nights":3}}');
+    const observation = observationsIn(model.requests.at(-1)!.messages).at(-1);
+    expect(observation).toBe('planned {"destination":"paris","options":{"nights":3}}');
   });
 
   it('over the json protocol the prompt lists its parameters, and the call works the same', async () => {

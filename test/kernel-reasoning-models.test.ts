@@ -71,8 +71,11 @@ describe('reasoning models', () => {
 
   it('reserves reasoning in the completion limit: a tight budget is never exceeded', async () => {
     // Each reply would reason 900 tokens: the limit the budget allows cuts it, and the run stops within budget.
+    // A new lookup each step: the compact memory fits more steps in the budget than the repeat detector allows
+    // identical ones.
+    let id = 0;
     server.reset({
-      rules: [() => ({ actions: [{ tool: 'lookup', args: { id: 1 } }], reasoningTokens: 900 })],
+      rules: [() => ({ actions: [{ tool: 'lookup', args: { id: ++id } }], reasoningTokens: 900 })],
     });
     const { result } = await runWith(server, {
       model: modelFor('o4-mini'),

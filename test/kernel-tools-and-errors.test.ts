@@ -1,5 +1,6 @@
 // Tool execution (transient retries, timeouts, result cuts), model API errors (429 with retry-after, 500,
 // garbled bodies, no usage) and observers that throw.
+import { observationsIn } from '../src/agent/memory.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { ToolError } from '../src/agent/errors.js';
@@ -16,7 +17,8 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const lastObservation = () => String(server.requests.at(-1)?.messages.at(-1)?.content);
+// What the model was last told a call returned, as a tool message or as a fact of the auto memory.
+const lastObservation = () => String(observationsIn(server.requests.at(-1)?.messages ?? []).at(-1));
 
 describe('tools', () => {
   it('retries a transient failure inside the call before the model sees it', async () => {

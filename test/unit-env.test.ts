@@ -62,6 +62,10 @@ describe('parseEnv defaults', () => {
       'FLEET_DAILY_MAX_COST_USD',
       'FLEET_DAILY_MAX_TOKENS',
       'MODEL_RPM',
+      'MODEL_TPM',
+      'TENANT_CONCURRENCY',
+      'TENANT_DAILY_MAX_COST_USD',
+      'TENANT_DAILY_MAX_TOKENS',
     ] as const)
       expect(env[key], key).toBeUndefined();
   });
@@ -138,6 +142,7 @@ describe('parseEnv refusals', () => {
     ['LLM_TEMPERATURE', '2.5', /<=2/],
     ['LLM_TIMEOUT_MS', '50', />=100/],
     ['WORKER_CONCURRENCY', '0', />=1/],
+    ['WORKER_CONCURRENCY', '10001', /<=10000/],
     ['API_PORT', '65536', /<=65535/],
     ['BOARD_PORT', '-1', />=0/],
     ['REDIS_URL', 'http://redis:6379', /must be a URL \(redis, rediss\)/],
@@ -155,6 +160,12 @@ describe('parseEnv refusals', () => {
     ['EMAIL_FROM', 'not-an-email', /email/i],
     ['FLEET_DAILY_MAX_COST_USD', '-1', />0/],
     ['MODEL_RPM', '0', />=1/],
+    ['MODEL_TPM', '0', /whole number of tokens, or model=tokens pairs/],
+    ['MODEL_TPM', 'gpt-4.1=lots', /bad: "gpt-4.1=lots"/],
+    ['MODEL_TPM', '=5', /bad: "=5"/],
+    ['TENANT_CONCURRENCY', '0', />=1/],
+    ['TENANT_DAILY_MAX_COST_USD', '0', />0/],
+    ['TENANT_DAILY_MAX_TOKENS', '1.5', /expected int/],
     ['SQL_MAX_RESULT_BYTES', '1000', />=1024/],
     ['SQL_MAX_RESULT_BYTES', '1MB', /number/],
   ];
@@ -165,6 +176,28 @@ describe('parseEnv refusals', () => {
     expect(error.kind).toBe('config');
     expect(error.message.startsWith(`${name}=${JSON.stringify(value)} is invalid: `)).toBe(true);
     expect(error.message).toMatch(reason);
+  });
+
+  it('MODEL_TPM: one limit for every model, or limits by model with a default', () => {
+    expect(parseEnv({ MODEL_TPM: '90000' }).MODEL_TPM).toEqual({ all: 90_000 });
+    expect(parseEnv({ MODEL_TPM: 'gpt-4.1=30000, gpt-4.1-mini=200000' }).MODEL_TPM).toEqual({
+      byModel: { 'gpt-4.1': 30_000, 'gpt-4.1-mini': 200_000 },
+    });
+    expect(parseEnv({ MODEL_TPM: 'gpt-4.1=30000,*=60000' }).MODEL_TPM).toEqual({
+      byModel: { 'gpt-4.1': 30_000 },
+      others: 60_000,
+    });
+    expect(
+      parseEnv({
+        TENANT_CONCURRENCY: '3',
+        TENANT_DAILY_MAX_COST_USD: '2.5',
+        TENANT_DAILY_MAX_TOKENS: '100000',
+      }),
+    ).toMatchObject({
+      TENANT_CONCURRENCY: 3,
+      TENANT_DAILY_MAX_COST_USD: 2.5,
+      TENANT_DAILY_MAX_TOKENS: 100_000,
+    });
   });
 
   it('listen hosts and the board origin: addresses and an origin, nothing else', () => {
@@ -290,5 +323,16 @@ describe('retention variables', () => {
     expect(retentionFrom(env)).toMatchObject({ results: { age: 3600 }, completed: { count: 0 } });
     expect(envError({ RESULTS_KEEP_COUNT: '0' }).message).toMatch(/^RESULTS_KEEP_COUNT="0" is invalid/);
     expect(envError({ TASKS_KEEP_FAILED_AGE_S: '7d' }).message).toMatch(/^TASKS_KEEP_FAILED_AGE_S=/);
+  });
+});
+
+describe('AGENT_MEMORY_WINDOW', () => {
+  it('is auto by default, takes auto or a window of 2 to 200 messages, and names itself when bad', () => {
+    expect(parseEnv({}).AGENT_MEMORY_WINDOW).toBe('auto');
+    expect(parseEnv({ AGENT_MEMORY_WINDOW: 'auto' }).AGENT_MEMORY_WINDOW).toBe('auto');
+    expect(parseEnv({ AGENT_MEMORY_WINDOW: '6' }).AGENT_MEMORY_WINDOW).toBe(6);
+    expect(parseEnv({ AGENT_CONTEXT_TOKENS: '1000000' }).AGENT_CONTEXT_TOKENS).toBe(1_000_000);
+    expect(() => parseEnv({ AGENT_MEMORY_WINDOW: 'big' })).toThrow(/^AGENT_MEMORY_WINDOW="big" is invalid/);
+    expect(() => parseEnv({ AGENT_CONTEXT_TOKENS: '10' })).toThrow(/^AGENT_CONTEXT_TOKENS="10" is invalid/);
   });
 });

@@ -4,7 +4,12 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   deterministicSummary,
+  FACTS_HEADER,
+  factShowing,
   foldCut,
+  foldPays,
+  parseFacts,
+  turnFacts,
   isSummaryRequest,
   renderForSummary,
   SUMMARY_SYSTEM_PROMPT,
@@ -219,5 +224,41 @@ describe('summary requests', () => {
     expect(isSummaryRequest([])).toBe(false);
     expect(isSummaryRequest([{ role: 'system', content: 'You are an agent.' }])).toBe(false);
     expect(isSummaryRequest([{ role: 'user', content: SUMMARY_SYSTEM_PROMPT }])).toBe(false);
+  });
+});
+
+describe('cache-aware facts', () => {
+  const prices = { inputPerMillion: 2, cachedInputPerMillion: 0.5 };
+
+  it('a fact keeps the whole result and names long arguments by their start and end', () => {
+    const sql = `SELECT name FROM people WHERE ${'x = 1 AND '.repeat(30)}name = 'Ada Lovelace'`;
+    const facts = turnFacts(3, [{ tool: 'sql_query', args: { sql }, output: 'name\nAda Lovelace' }]);
+    expect(facts).toMatch(
+      /^#3 sql_query sql="SELECT name FROM people WHERE x = 1 AND .*….*name = 'Ada Lovelace'"\nname\nAda Lovelace$/,
+    );
+    expect(facts.length).toBeLessThan(sql.length);
+    expect(parseFacts(`${FACTS_HEADER}\n${facts}`)).toEqual([
+      { step: 3, tool: 'sql_query', args: expect.any(String), output: 'name\nAda Lovelace' },
+    ]);
+  });
+
+  it('a result an earlier fact shows is named instead of repeated', () => {
+    const output = 'a long result that the model has already seen once';
+    const earlier = turnFacts(1, [{ tool: 'peek', args: { key: 'a' }, output }]);
+    const again = turnFacts(2, [{ tool: 'peek', args: { key: 'b' }, output }], (o) =>
+      factShowing([earlier], o),
+    );
+    expect(again).toBe('#2 peek key=b\n(the same result as #1)');
+  });
+
+  it('folding pays on a prompt too short to be cached, and when later calls repay the lost cache hits', () => {
+    const base = { verbatimTokens: 300, factsTokens: 150, laterCalls: 5 };
+    expect(foldPays({ ...base, prefixTokens: 400, sentBefore: true }, prices)).toBe(true);
+    // Cached, the verbatim part would cost a quarter next call; the facts cost full price once.
+    expect(foldPays({ ...base, prefixTokens: 2_000, sentBefore: true, laterCalls: 0 }, prices)).toBe(false);
+    expect(foldPays({ ...base, prefixTokens: 2_000, sentBefore: true, laterCalls: 3 }, prices)).toBe(true);
+    // Never sent, a turn costs the same either way next call: the smaller form wins.
+    expect(foldPays({ ...base, prefixTokens: 2_000, sentBefore: false, laterCalls: 0 }, prices)).toBe(true);
+    expect(foldPays({ ...base, factsTokens: 300, prefixTokens: 0, sentBefore: false }, prices)).toBe(false);
   });
 });

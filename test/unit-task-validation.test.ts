@@ -215,3 +215,18 @@ describe('a refusal stays small', () => {
     expect(issues.at(-1)).toEqual({ path: '', message: 'and 50 more issues' });
   });
 });
+
+describe('a task may name its tenant', () => {
+  it('accepts a tenant name and refuses anything else, naming `tenant`', () => {
+    expect(validateTask({ task: 'x', tenant: 'acme-corp_1.eu@team' })).toMatchObject({
+      ok: true,
+      task: { tenant: 'acme-corp_1.eu@team' },
+    });
+    for (const tenant of ['', 'has space', 'a:b', 'x'.repeat(65), 42, null]) {
+      const checked = validateTask({ task: 'x', tenant });
+      expect(checked.ok, JSON.stringify(tenant)).toBe(false);
+      if (checked.ok) continue;
+      expect(checked.issues.map((i) => i.path)).toEqual(['tenant']);
+    }
+  });
+});

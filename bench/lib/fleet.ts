@@ -29,10 +29,22 @@ export interface Namespace {
 }
 
 const open = new Set<Namespace>();
+const extraCleanups = new Set<() => Promise<void>>();
 
 /** Cleans every namespace not cleaned yet (for an interrupted run); errors are ignored. */
 export async function cleanupAllNamespaces(): Promise<void> {
   await Promise.allSettled([...open].map((ns) => ns.cleanup()));
+  await Promise.allSettled([...extraCleanups].map((cleanup) => cleanup()));
+}
+
+/** A cleanup an interrupted run must still do; the returned function runs it (once) and unregisters it. */
+export function registerCleanup(cleanup: () => Promise<void>): () => Promise<void> {
+  const once = async () => {
+    if (!extraCleanups.delete(once)) return;
+    await cleanup();
+  };
+  extraCleanups.add(once);
+  return once;
 }
 
 export function createNamespace(label: string, withDatabase: boolean): Namespace {
@@ -74,11 +86,16 @@ export interface ModelServer {
   timeline(from?: number): Promise<{ task: string; receivedAt: number }[]>;
 }
 
-export async function startModelServer(latencyMs: number, tool: string): Promise<ModelServer> {
+/** `script`: which scripted model (bench/model-server.ts); the steps model by default. */
+export async function startModelServer(
+  latencyMs: number,
+  tool: string,
+  script = 'steps',
+): Promise<ModelServer> {
   const child = spawnChild(
     `model-server(${latencyMs} ms)`,
     ['--import', 'tsx', 'bench/model-server.ts'],
-    { BENCH_MODEL_LATENCY_MS: String(latencyMs), BENCH_TOOL: tool },
+    { BENCH_MODEL_LATENCY_MS: String(latencyMs), BENCH_TOOL: tool, BENCH_MODEL: script },
     { ipc: true },
   );
   const ready = await nextMessage<{ type: 'ready'; baseURL: string }>(child, 'ready');
@@ -147,18 +164,26 @@ export function startAgentWorker(ns: Namespace, model: ModelServer, options: Age
 /** Reads a queue's state from its Redis keys: one command per poll, whatever the number of jobs. */
 export class QueueWatch {
   private readonly redis: Redis;
+  /** Commands this watch sent so far, by name (to count them out of a server's INFO commandstats). */
+  readonly sent: Record<string, number> = {};
   constructor(
     private readonly prefix: string,
     private readonly queue: string,
+    redisUrl = REDIS_URL,
   ) {
-    this.redis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    this.redis = new Redis(redisUrl, { maxRetriesPerRequest: null });
   }
 
   private key(name: string): string {
     return `${this.prefix}:${this.queue}:${name}`;
   }
 
+  private count(...names: string[]): void {
+    for (const name of names) this.sent[name] = (this.sent[name] ?? 0) + 1;
+  }
+
   async counts(): Promise<{ completed: number; failed: number; active: number }> {
+    this.count('multi', 'zcard', 'zcard', 'llen', 'exec');
     const [completed, failed, active] = (await this.redis
       .multi()
       .zcard(this.key('completed'))
@@ -170,6 +195,7 @@ export class QueueWatch {
 
   /** The completion time of the job that finished last (the completed set is scored by finishedOn). */
   async lastFinishedOn(): Promise<number> {
+    this.count('zrange');
     const [, score] = await this.redis.zrange(this.key('completed'), -1, -1, 'WITHSCORES');
     return Number(score);
   }
@@ -191,6 +217,7 @@ export class QueueWatch {
     for (;;) {
       const { completed, failed } = await this.counts();
       if (failed > 0) {
+        this.count('zrange', 'hget');
         const [id] = await this.redis.zrange(this.key('failed'), 0, 0);
         const reason = id ? await this.redis.hget(this.key(id), 'failedReason') : null;
         throw new Error(`${failed} job(s) failed on ${this.queue}; first: ${id} ${reason ?? ''}`);

@@ -10,7 +10,7 @@ export const DEFAULT_BENCH_TOOL = 'bench_lookup';
 
 export const taskText = (name: string, steps: number): string => `bench ${name}: ${steps} steps`;
 
-const PAGE = /page\\?"\s*:\s*(\d+)/g;
+const PAGE = /page(?:\\?"\s*:|=)\s*(\d+)/g;
 
 function lastPage(messages: readonly ChatMessage[]): number {
   let last = 0;

@@ -72,7 +72,9 @@ export interface JobBreakdown {
 
 export interface LatencyResult {
   jobs: number;
+  /** Slots of all the workers. */
   concurrency: number;
+  workers: number;
   stepsPerTask: number;
   latencyMs: number;
   idealJobsPerSecond: number;
@@ -160,39 +162,46 @@ export async function latency(options: {
   repetitions: number;
   /** Extra node flags for the worker (BENCH_WORKER_NODE_ARGS). */
   workerNodeArgs: string[];
+  /** Worker processes, each with `concurrency` slots (default 1); the ideal counts all their slots. */
+  workers?: number;
 }): Promise<LatencyResult> {
   const ns = createNamespace('latency', true);
   const client = new FleetClient({ redisUrl: REDIS_URL, prefix: ns.prefix });
   const watch = new QueueWatch(ns.prefix, TASKS_QUEUE);
   const probeFile = join(tmpdir(), `${ns.prefix}-probe.jsonl`);
   const model = await startModelServer(options.latencyMs, options.tool);
-  // The probe only reads (every 250 ms): memory and the event loop's utilization and delay.
-  const worker = startAgentWorker(ns, model, {
-    concurrency: options.concurrency,
-    probeFile,
-    nodeArgs: options.workerNodeArgs,
-  });
+  // The probe only reads (every 250 ms): memory and the event loop's utilization and delay (the first worker's).
+  const workers = Array.from({ length: options.workers ?? 1 }, (_, i) =>
+    startAgentWorker(ns, model, {
+      concurrency: options.concurrency,
+      ...(i === 0 ? { probeFile } : {}),
+      nodeArgs: options.workerNodeArgs,
+    }),
+  );
+  const worker = workers[0]!;
+  const slots = options.concurrency * workers.length;
+  const cpuOfWorkers = () => workers.reduce((sum, w) => sum + cpuMsOf(w.pid), 0);
   try {
     log(`latency: warm-up ${options.warmupJobs} jobs at ${options.latencyMs} ms a call`);
     await enqueueTasks(client, 'warm', options.warmupJobs, options.steps);
     await watch.waitForCompleted(options.warmupJobs, worker, 90_000);
 
-    const idealJobsPerSecond = options.concurrency / ((options.steps * options.latencyMs) / 1000);
+    const idealJobsPerSecond = slots / ((options.steps * options.latencyMs) / 1000);
     const idealJobMs = options.steps * options.latencyMs;
     const batches: LatencyBatch[] = [];
     let done = options.warmupJobs;
     for (let rep = 1; rep <= options.repetitions; rep++) {
       log(
-        `latency: batch ${rep}, ${options.jobs} jobs, ${options.concurrency} in flight, ${options.latencyMs} ms a call`,
+        `latency: batch ${rep}, ${options.jobs} jobs, ${slots} in flight (${workers.length} worker(s)), ${options.latencyMs} ms a call`,
       );
       const before = (await model.requests(Number.MAX_SAFE_INTEGER)).total;
-      const cpu0 = cpuMsOf(worker.pid);
+      const cpu0 = cpuOfWorkers();
       const t0 = Date.now();
       const jobIds = await enqueueTasks(client, `run${rep}`, options.jobs, options.steps);
       done += options.jobs;
       await watch.waitForCompleted(done, worker, 120_000);
       const t1 = await watch.lastFinishedOn();
-      const cpu1 = cpuMsOf(worker.pid);
+      const cpu1 = cpuOfWorkers();
 
       const check = await checkResults(client, jobIds, options.steps);
       const timings = await watch.timings(jobIds);
@@ -202,16 +211,16 @@ export async function latency(options: {
       // Read before the replay below, which sends the same tasks again.
       const calls = jobsOf((await model.requests(before)).bodies);
       // The loop's first replay warms its client up (the worker had a warm-up wave of its own).
-      if (rep === 1) await replayJobs(model.baseURL, calls, options.concurrency);
-      log(`latency: the same ${calls.length} jobs by a bare openai loop, ${options.concurrency} in flight`);
+      if (rep === 1) await replayJobs(model.baseURL, calls, slots);
+      log(`latency: the same ${calls.length} jobs by a bare openai loop, ${slots} in flight`);
       const beforeReplay = (await model.requests(Number.MAX_SAFE_INTEGER)).total;
-      const replay = await replayJobs(model.baseURL, calls, options.concurrency);
+      const replay = await replayJobs(model.baseURL, calls, slots);
       const replayTimeline = await model.timeline(beforeReplay);
       const elapsedMs = t1 - t0;
       const jobsPerSecond = options.jobs / (elapsedMs / 1000);
       const meanJobMs = timings.reduce((sum, t) => sum + (t.finishedOn - t.processedOn), 0) / timings.length;
       batches.push({
-        sustained: sustainedOf(timeline, options.concurrency, options.latencyMs),
+        sustained: sustainedOf(timeline, slots, options.latencyMs),
         elapsedMs,
         jobsPerSecond,
         achievedOverIdeal: jobsPerSecond / idealJobsPerSecond,
@@ -224,7 +233,7 @@ export async function latency(options: {
         bare: {
           elapsedMs: replay.elapsedMs,
           achievedOverIdeal: calls.length / (replay.elapsedMs / 1000) / idealJobsPerSecond,
-          sustained: sustainedOf(replayTimeline, options.concurrency, options.latencyMs),
+          sustained: sustainedOf(replayTimeline, slots, options.latencyMs),
           errors: replay.errors,
         },
         loop: loopStats(readProbe(probeFile), t0, t1),
@@ -233,7 +242,8 @@ export async function latency(options: {
     }
     return {
       jobs: options.jobs,
-      concurrency: options.concurrency,
+      concurrency: slots,
+      workers: workers.length,
       stepsPerTask: options.steps,
       latencyMs: options.latencyMs,
       idealJobsPerSecond,
@@ -270,7 +280,7 @@ export async function latency(options: {
       batches,
     };
   } finally {
-    await worker.stop(10_000);
+    await Promise.all(workers.map((w) => w.stop(10_000)));
     await model.child.stop();
     await client.close();
     watch.close();

@@ -24,6 +24,7 @@ import { measurePrompt, type PromptCalibration } from './prompt-calibration.js';
 import type { ChatCompletion, ChatModel, ChatRequest, ServiceTier } from '../llm/chat-model.js';
 import type { ModelPrice } from '../llm/pricing.js';
 import { countCompletionTokens, countResponseFormatTokens, type TokenCounter } from '../llm/tokens.js';
+import type { ModelCallWatch } from './run-observer.js';
 
 export interface ModelCallEnv {
   model: ChatModel;
@@ -33,6 +34,8 @@ export interface ModelCallEnv {
   /** The run's prompt estimate; learns from the usage this call reports. */
   calibration: PromptCalibration;
   temperature: number;
+  /** Sent as the provider's prompt cache key (`ChatRequest.cacheKey`). */
+  cacheKey?: string;
   /** Set for a reasoning model (no temperature, `max_completion_tokens`, the effort asked for). */
   reasoning?: ChatRequest['reasoning'];
   /** `flex`: calls go at the flex tier, and at the default tier near the deadline or once flex stayed unavailable. */
@@ -53,6 +56,8 @@ export interface ModelCallEnv {
    * Absent, every settlement is awaited.
    */
   defer?: (settle: Promise<void>) => void;
+  /** Told of each attempt sent and each that failed (run-observer.ts). */
+  watch?: ModelCallWatch;
 }
 
 export interface ModelCallRequest {
@@ -156,6 +161,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
       return { ok: false, stop: 'deadline', ...cost(attempt - 1) };
     }
 
+    env.watch?.attempt(attempt, plan.maxTokens);
     try {
       const completion = await env.model.complete(
         {
@@ -163,6 +169,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
           tools: request.tools,
           maxTokens: plan.maxTokens,
           temperature: env.temperature,
+          ...(env.cacheKey ? { cacheKey: env.cacheKey } : {}),
           ...(env.reasoning ? { reasoning: env.reasoning } : {}),
           ...(env.serviceTier ? { serviceTier: tierOf(env, request, flexGaveUp) } : {}),
           ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
@@ -180,6 +187,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
         error instanceof ModelApiError
           ? error
           : new ModelApiError('unknown', String(error), { retryable: false, cause: error });
+      env.watch?.attemptFailed(attempt, apiError);
       if (CHARGED_WHEN_UNANSWERED.has(apiError.code)) {
         charged = addUsage(charged, { promptTokens: promptEstimate, completionTokens: plan.maxTokens });
       }

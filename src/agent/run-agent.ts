@@ -9,11 +9,23 @@
 // before the loop goes on.
 //
 // It knows nothing of queues or databases: the worker adapts it to BullMQ, the store to MySQL.
+import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import { ModelApiError, toRunError, type RunError } from './errors.js';
-import { addUsage, usageOf, type Budget, type TokenUsage } from './budget.js';
+import { addUsage, planCall, usageOf, type Budget, type TokenUsage } from './budget.js';
 import * as D from './defaults.js';
-import { deterministicSummary, foldCut, summaryRequestMessages } from './memory.js';
+import {
+  deterministicSummary,
+  factShowing,
+  factsMessage,
+  foldCut,
+  foldPays,
+  invalidTurnFact,
+  renderForSummary,
+  summaryRequestMessages,
+  turnFacts,
+} from './memory.js';
+import { parseJsonReply } from './json-action-parser.js';
 import type { CallGate } from './call-gate.js';
 import { CheckpointQueue } from './checkpoint-queue.js';
 import { deadlineSignal, type DeadlineSignal } from './deadline-signal.js';
@@ -24,6 +36,7 @@ import type { AgentProtocol, PlannedCall, ProtocolName } from './protocol.js';
 import { jsonProtocol } from './protocol-json.js';
 import { toolsProtocol } from './protocol-tools.js';
 import { observeRepeat, REPEAT_NUDGE, turnSignature } from './repeat-detector.js';
+import type { ModelCallStart, RunObserver } from './run-observer.js';
 import { sleep as defaultSleep } from './sleep.js';
 import { invalidOutputObservation, StructuredOutput } from './structured-output.js';
 import {
@@ -43,6 +56,7 @@ import type {
   StepTrace,
   StopReason,
   ToolCallRecord,
+  TraceEvent,
   TraceKind,
   UncertainEffect,
 } from './types.js';
@@ -59,8 +73,17 @@ import type { ToolRegistry } from '../tools/registry.js';
 import { runToolCall } from '../tools/run-tool-call.js';
 
 export interface AgentRunOptions {
-  /** Recent messages kept verbatim (AGENT_MEMORY_WINDOW). Default 6. */
-  memoryWindow?: number;
+  /**
+   * `auto` (the default): the cache-aware memory (memory.ts, docs/memory.md): every finished turn becomes
+   * facts appended to the prompt when that pays at the model's prices, and the prompt is only cut down near
+   * the context limit or the budget. A number: the sliding window of that many recent messages, older ones
+   * folded into a rolling summary (AGENT_MEMORY_WINDOW set to a number).
+   */
+  memoryWindow?: number | 'auto';
+  /** The model's context window, in tokens: the auto memory compacts the prompt before it reaches 80 % of it. */
+  contextTokens?: number;
+  /** The provider's prompt cache key; default, one per agent (a hash of its system prompt and tools). */
+  cacheKey?: string;
   /** Default 0.2. */
   temperature?: number;
   /** max_tokens of a normal step (LLM_MAX_TOKENS). Default 512. */
@@ -137,6 +160,8 @@ export interface AgentRunInput {
   beforeSideEffects?: () => Promise<void>;
   /** Limits shared with the rest of the fleet (batch and daily budgets, rate limits). */
   gate?: CallGate;
+  /** Told of every model and tool call as it starts and ends (the worker's tracing); see run-observer.ts. */
+  observer?: RunObserver;
   logger?: KernelLogger;
   now?: () => number;
   sleep?: (ms: number, signal: AbortSignal) => Promise<void>;
@@ -161,10 +186,14 @@ class AgentRun {
   private readonly count: TokenCounter;
   private readonly calibration: PromptCalibration;
   private readonly opts: Required<
-    Omit<AgentRunOptions, 'systemPrompt' | 'reasoningModel' | 'reasoningEffort' | 'serviceTier'>
+    Omit<AgentRunOptions, 'systemPrompt' | 'reasoningModel' | 'reasoningEffort' | 'serviceTier' | 'cacheKey'>
   >;
   /** Set for a reasoning model: its requests carry no temperature and the effort asked for. */
   private readonly reasoning: ChatRequest['reasoning'];
+  /** Sent with every call, so the provider's cache groups the runs of one agent. */
+  private readonly cacheKey: string;
+  /** Fact messages by their text: a block's message is made (and its tokens counted) once. */
+  private readonly factMessages = new Map<string, ChatMessage>();
   private readonly signal: AbortSignal;
   /** The tools' signal: the run's, cut at the soft deadline; made at the first tool call. */
   private toolDeadline: DeadlineSignal | null = null;
@@ -184,6 +213,8 @@ class AgentRun {
   private readonly checkpoints: CheckpointQueue | null;
   /** Settlements of the fleet gate still in flight: not awaited between steps, but before the run ends. */
   private readonly settles = new Set<Promise<void>>();
+  /** Folds and decisions since the last step's trace, reported with the next one. */
+  private events: TraceEvent[] = [];
 
   constructor(private readonly input: AgentRunInput) {
     this.now = input.now ?? Date.now;
@@ -193,6 +224,7 @@ class AgentRun {
     const o = input.options ?? {};
     this.opts = {
       memoryWindow: o.memoryWindow ?? D.DEFAULT_MEMORY_WINDOW,
+      contextTokens: o.contextTokens ?? D.DEFAULT_CONTEXT_TOKENS,
       temperature: o.temperature ?? D.DEFAULT_TEMPERATURE,
       completionTokens: o.completionTokens ?? D.DEFAULT_COMPLETION_TOKENS,
       toolResultMaxTokens: o.toolResultMaxTokens ?? D.DEFAULT_TOOL_RESULT_MAX_TOKENS,
@@ -234,6 +266,18 @@ class AgentRun {
       { role: 'system', content: system },
       { role: 'user', content: this.state.task },
     ];
+    // The task is not part of it: jobs of one agent share the system prompt and the tools, the cached prefix.
+    this.cacheKey =
+      o.cacheKey ??
+      `agent-${createHash('sha256')
+        .update(system)
+        .update(JSON.stringify(this.protocol.requestTools(input.tools) ?? []))
+        .digest('hex')
+        .slice(0, 24)}`;
+  }
+
+  private get autoMemory(): boolean {
+    return this.opts.memoryWindow === 'auto';
   }
 
   private initialState(): RunState {
@@ -344,6 +388,7 @@ class AgentRun {
       if (turn.kind === 'invalid') {
         // Bad JSON, an empty reply: the model is told what was wrong and tries again next step.
         this.state.history.push(asMemory(reply), { role: 'user', content: turn.observation });
+        if (this.autoMemory) this.noteHistoryFact(invalidTurnFact(step, turn.observation));
         this.checkpoint();
         await this.emitStep(step, 'invalid', [], [turn.observation], call, turn.observation);
         continue;
@@ -407,6 +452,12 @@ class AgentRun {
     await Promise.all(
       pending.calls.map(async (call, i) => {
         if (pending.results[i]) return;
+        const watch = this.input.observer?.toolCall({
+          name: call.name,
+          callId: call.id,
+          step,
+          args: call.args.ok ? call.args.value : undefined,
+        });
         const outcome = await runToolCall(
           this.input.tools,
           call,
@@ -423,6 +474,7 @@ class AgentRun {
           },
           this.now,
         );
+        watch?.ended(outcome);
         // A call cut short by cancellation is left unfinished, so the resumed run makes it again.
         if (this.signal.aborted && outcome.errorCode === 'aborted') return;
         if (outcome.infrastructure) {
@@ -488,7 +540,21 @@ class AgentRun {
     this.state.repeat = repeat.state;
     if (repeat.verdict === 'nudge' && outputs.length > 0) outputs[outputs.length - 1] += REPEAT_NUDGE;
 
-    this.state.history.push(pending.assistant, ...this.protocol.observationMessages(pending.calls, outputs));
+    const turn = [pending.assistant, ...this.protocol.observationMessages(pending.calls, outputs)];
+    if (this.autoMemory) {
+      const facts = turnFacts(
+        step,
+        results.map((r, i) => ({ tool: r.tool, args: r.args, output: outputs[i] ?? '' })),
+        (output) => factShowing(this.state.facts ?? [], output),
+      );
+      this.appendTurn(
+        turn,
+        facts,
+        results.some((r) => !r.ok),
+      );
+    } else {
+      this.state.history.push(...turn);
+    }
     this.state.pending = null;
     this.checkpoint();
     const failed = results.filter((r) => !r.ok).map((r) => `${r.tool}: ${r.errorCode}`);
@@ -527,6 +593,7 @@ class AgentRun {
   private async finalTurn(reason: FinalReason): Promise<AgentResult> {
     if (this.state.steps >= this.budget.maxSteps) return this.finish('stopped', reason, null, null);
     const why = finalTurnWhy(reason);
+    this.events.push({ type: 'final_turn', reason, why });
     const instruction: ChatMessage = {
       role: 'user',
       content: this.structured
@@ -534,14 +601,17 @@ class AgentRun {
         : this.protocol.finalTurnInstruction(why),
     };
     const ask = (messages: ChatMessage[]) =>
-      this.callModel({
-        messages,
-        tools: undefined,
-        responseFormat: this.responseFormat(),
-        desiredMaxTokens: this.opts.completionTokens,
-        minCompletionTokens: D.MIN_FINAL_COMPLETION_TOKENS,
-        answerBy: deadlineAt(this.budget, this.state.startedAt),
-      });
+      this.callModel(
+        {
+          messages,
+          tools: undefined,
+          responseFormat: this.responseFormat(),
+          desiredMaxTokens: this.opts.completionTokens,
+          minCompletionTokens: D.MIN_FINAL_COMPLETION_TOKENS,
+          answerBy: deadlineAt(this.budget, this.state.startedAt),
+        },
+        'final',
+      );
     // Cheaper prompts when the whole conversation no longer fits: all but the latest turn folded into the
     // summary, then everything folded.
     const prompts = [this.prompt(), this.compactPrompt(true)?.messages, this.compactPrompt(false)?.messages];
@@ -560,11 +630,16 @@ class AgentRun {
           ? `${this.stopDetail}; a final answer did not fit either (${call.message})`
           : call.message;
       }
-      return this.finish('stopped', reason, null, error, call);
+      const unaffordable = call.stop === 'token_budget' || call.stop === 'cost_budget';
+      const fallback = unaffordable && !this.structured ? this.deterministicAnswer(reason) : null;
+      return this.finish('stopped', reason, fallback, error, call);
     }
     const step = ++this.state.steps;
     if (this.structured) return this.finalOutput(this.structured, step, reason, call);
-    const answer = this.protocol.parseFinalAnswer(call.completion.message);
+    let answer = this.protocol.parseFinalAnswer(call.completion.message);
+    // A tool call written as text is not an answer, whatever protocol: no tool runs now, so what the run did
+    // stands in for it.
+    if (answer !== null && isToolCallText(answer)) answer = this.deterministicAnswer(reason);
     await this.emitStep(
       step,
       'final',
@@ -635,6 +710,17 @@ class AgentRun {
   private compactPrompt(keepLatestTurn: boolean): { messages: ChatMessage[]; summary: ChatMessage } | null {
     const cut = keepLatestTurn ? foldCut(this.state.history, 0) : this.state.history.length;
     if (cut === null || cut === 0) return null;
+    if (this.autoMemory) {
+      // Every result stays: the turns folded become one more facts block.
+      const turnsFolded = this.state.history.slice(0, cut).filter((m) => m.role === 'assistant').length;
+      const noted = this.state.historyFacts ?? [];
+      const text =
+        noted.length === this.state.history.filter((m) => m.role === 'assistant').length
+          ? noted.slice(0, turnsFolded).join('\n')
+          : renderForSummary(this.state.history.slice(0, cut));
+      const summary = factsMessage([text]);
+      return { messages: [...this.stablePart(), summary, ...this.state.history.slice(cut)], summary };
+    }
     const text = deterministicSummary(this.state.summary, this.state.history.slice(0, cut));
     const summary: ChatMessage = { role: 'user', content: `Summary of earlier steps:\n${text}` };
     return { messages: [...this.pinned, summary, ...this.state.history.slice(cut)], summary };
@@ -642,26 +728,92 @@ class AgentRun {
 
   /** Folds messages older than the window into the rolling summary, by the model when that is worth it. */
   private async foldMemory(): Promise<void> {
+    if (this.opts.memoryWindow === 'auto') return this.fitAutoMemory();
     const cut = foldCut(this.state.history, this.opts.memoryWindow);
     if (cut === null) return;
     const folded = this.state.history.slice(0, cut);
     let summary: string | null = null;
+    let spent: { usage: TokenUsage; attempts: number } = {
+      usage: { promptTokens: 0, completionTokens: 0 },
+      attempts: 0,
+    };
     const madeCall = this.worthModelSummary(folded);
     if (madeCall) {
-      const call = await this.callModel({
-        messages: summaryRequestMessages(this.state.task, this.state.summary, folded),
-        tools: undefined,
-        desiredMaxTokens: D.SUMMARY_MAX_TOKENS,
-        minCompletionTokens: D.SUMMARY_MAX_TOKENS,
-        answerBy: this.softDeadline(),
-      });
+      const call = await this.callModel(
+        {
+          messages: summaryRequestMessages(this.state.task, this.state.summary, folded),
+          tools: undefined,
+          desiredMaxTokens: D.SUMMARY_MAX_TOKENS,
+          minCompletionTokens: D.SUMMARY_MAX_TOKENS,
+          answerBy: this.softDeadline(),
+        },
+        'summary',
+      );
       this.carryOver(call);
+      spent = call;
       if (call.ok) summary = call.completion.message.content?.trim() || null;
     }
     this.state.summary = summary ?? deterministicSummary(this.state.summary, folded);
     this.state.history = this.state.history.slice(cut);
+    this.events.push({
+      type: 'fold',
+      messages: folded.length,
+      summary: truncateChars(this.state.summary, D.TRACE_OBSERVATION_MAX_CHARS),
+      byModel: summary !== null,
+      modelCalls: spent.attempts,
+      promptTokens: spent.usage.promptTokens,
+      completionTokens: spent.usage.completionTokens,
+      costUsd: usageOf(spent.usage, this.input.price).costUsd,
+    });
     // A fold without a model call is redone identically on resume: only a paid summary needs saving now.
     if (madeCall) this.checkpoint();
+  }
+
+  /**
+   * The auto memory's limits: the turns still verbatim become facts when the next step cannot be paid or
+   * would pass 80 % of the context window with them; past that window with everything folded, the facts
+   * themselves are summarized (the newest kept), the only case where results are given up.
+   */
+  private fitAutoMemory(): void {
+    const tools = this.protocol.requestTools(this.input.tools);
+    const limit = this.opts.contextTokens * D.CONTEXT_FOLD_SHARE;
+    const tooBig = () => this.estimatePrompt(this.prompt(), tools) + this.opts.completionTokens > limit;
+    if (this.state.history.length > 0 && (tooBig() || !this.stepAffordable())) {
+      this.foldHistoryIntoFacts();
+    }
+    if (tooBig() && (this.state.facts?.length ?? 0) > 0) {
+      const blocks = (this.state.facts ?? []).map((block) => factsMessage([block]));
+      this.state.summary = deterministicSummary(this.state.summary, blocks);
+      this.state.facts = [];
+    }
+  }
+
+  /** Whether the budget can pay the next step on the prompt as it is, and a final turn after it. */
+  private stepAffordable(): boolean {
+    const prompt = this.estimatePrompt(this.prompt(), this.protocol.requestTools(this.input.tools));
+    return planCall(this.state.usage, this.budget, this.input.price, {
+      promptTokens: prompt,
+      desiredMaxTokens: this.opts.completionTokens,
+      minCompletionTokens: D.MIN_STEP_COMPLETION_TOKENS,
+      reserveAfter: this.finalTurnReserve(),
+    }).ok;
+  }
+
+  /**
+   * The answer of a run that cannot pay for a model-written one: what it did, from its own records (the tools
+   * it ran and what they returned), so the work the budget paid for is not lost.
+   */
+  private deterministicAnswer(reason: FinalReason): string | null {
+    if (this.state.toolCalls === 0) return null;
+    const facts = [
+      ...(this.state.facts ?? []),
+      ...(this.state.history.length ? [this.historyFactsText()] : []),
+    ];
+    const done = facts.length > 0 ? facts.join('\n') : (this.state.summary ?? '');
+    return truncateChars(
+      `No final answer was written (the run stopped: ${reason}). What it did:\n${done}`,
+      D.DETERMINISTIC_ANSWER_MAX_CHARS,
+    );
   }
 
   /** A model summary only pays when there is much to fold and the budget can afford it and a step after. */
@@ -683,18 +835,117 @@ class AgentRun {
   }
 
   private prompt(): ChatMessage[] {
+    return [...this.stablePart(), ...this.state.history];
+  }
+
+  /** What stays byte-identical from step to step: pinned messages, the summary, the facts blocks in order. */
+  private stablePart(): ChatMessage[] {
     const summary: ChatMessage[] = this.state.summary
       ? [{ role: 'user', content: `Summary of earlier steps:\n${this.state.summary}` }]
       : [];
-    return [...this.pinned, ...summary, ...this.state.history];
+    return [...this.pinned, ...summary, ...(this.state.facts ?? []).map((block) => this.factMessage(block))];
+  }
+
+  private factMessage(block: string): ChatMessage {
+    let message = this.factMessages.get(block);
+    if (!message) {
+      message = factsMessage([block]);
+      this.factMessages.set(block, message);
+    }
+    return message;
+  }
+
+  /** The facts of a turn kept verbatim in the history, in order: one per turn (per assistant message). */
+  private noteHistoryFact(fact: string): void {
+    (this.state.historyFacts ??= []).push(fact);
+  }
+
+  /** The facts of the turns now in the history (rendered from the messages for a state saved without them). */
+  private historyFactsText(): string {
+    const turns = this.state.history.filter((m) => m.role === 'assistant').length;
+    const noted = this.state.historyFacts ?? [];
+    if (noted.length === turns) return noted.join('\n');
+    return renderForSummary(this.state.history);
+  }
+
+  /**
+   * Moves every turn of the history into the facts, at the end of the last block: the facts are the last part
+   * of the stable prefix, so what is appended to them starts where the history did, and the provider keeps
+   * serving from its cache everything before (one message, one header, however many turns).
+   */
+  private foldHistoryIntoFacts(extra?: string): void {
+    const parts = [
+      ...(this.state.history.length > 0 ? [this.historyFactsText()] : []),
+      ...(extra ? [extra] : []),
+    ];
+    if (parts.length === 0) return;
+    const facts = (this.state.facts ??= []);
+    const text = parts.join('\n');
+    if (facts.length === 0) facts.push(text);
+    else {
+      this.factMessages.clear();
+      facts[facts.length - 1] = `${facts[facts.length - 1]}\n${text}`;
+    }
+    this.state.history = [];
+    delete this.state.historyFacts;
+  }
+
+  /**
+   * A finished turn under the auto memory. The turns kept verbatim so far are folded into facts when that
+   * pays; the new turn becomes facts at once (it was never sent, so no cache hit is lost), unless a call of it
+   * failed: the model then sees exactly what it sent, to fix it.
+   */
+  private appendTurn(turn: ChatMessage[], facts: string, failed: boolean): void {
+    const tokens = (messages: readonly ChatMessage[]) => this.estimatePrompt(messages, undefined);
+    const tools = this.protocol.requestTools(this.input.tools);
+    const prefixTokens = this.estimatePrompt(this.stablePart(), tools);
+    const laterCalls = Math.min(this.budget.maxSteps - this.state.steps, Math.max(1, this.state.steps));
+    const prices = foldPrices(this.input.price);
+    let foldOld = false;
+    if (this.state.history.length > 0) {
+      foldOld = foldPays(
+        {
+          verbatimTokens: tokens(this.state.history),
+          factsTokens: tokens([factsMessage([this.historyFactsText()])]),
+          prefixTokens,
+          sentBefore: true,
+          laterCalls,
+        },
+        prices,
+      );
+    }
+    // Folded, the old turns stop being the tail: the new one cannot stay verbatim after them and be cached.
+    const foldNew =
+      !failed &&
+      (foldOld || this.state.history.length === 0) &&
+      foldPays(
+        {
+          verbatimTokens: tokens(turn),
+          factsTokens: tokens([factsMessage([facts])]),
+          prefixTokens,
+          sentBefore: false,
+          laterCalls,
+        },
+        prices,
+      );
+    if (foldOld) this.foldHistoryIntoFacts(foldNew ? facts : undefined);
+    if (!foldNew) {
+      this.state.history.push(...turn);
+      this.noteHistoryFact(facts);
+    } else if (!foldOld) {
+      this.foldHistoryIntoFacts(facts);
+    }
   }
 
   private estimatePrompt(messages: readonly ChatMessage[], tools: readonly ToolSpec[] | undefined): number {
     return this.calibration.estimate(measurePrompt(messages, tools, this.count));
   }
 
-  private async callModel(request: ModelCallRequest): Promise<ModelCallResult> {
-    const result = await this.callModelOnce(request);
+  private async callModel(
+    request: ModelCallRequest,
+    purpose: ModelCallStart['purpose'] = 'step',
+  ): Promise<ModelCallResult> {
+    const result = await this.callModelOnce(request, purpose);
     if (!request.responseFormat || !refusesResponseFormat(result)) return result;
     // The endpoint does not take `response_format` (or this schema in it): the prompt's schema and the check
     // stay, the field goes, for the rest of the run.
@@ -706,7 +957,7 @@ class AgentRun {
       },
       'the model endpoint refused response_format: asking without it for the rest of the run',
     );
-    const again = await this.callModelOnce({ ...request, responseFormat: undefined });
+    const again = await this.callModelOnce({ ...request, responseFormat: undefined }, purpose);
     return {
       ...again,
       usage: addUsage(result.usage, again.usage),
@@ -715,7 +966,17 @@ class AgentRun {
     };
   }
 
-  private async callModelOnce(request: ModelCallRequest): Promise<ModelCallResult> {
+  private async callModelOnce(
+    request: ModelCallRequest,
+    purpose: ModelCallStart['purpose'],
+  ): Promise<ModelCallResult> {
+    const watch = this.input.observer?.modelCall({
+      model: this.input.model.model,
+      temperature: this.opts.temperature,
+      messages: request.messages,
+      tools: request.tools,
+      purpose,
+    });
     const result = await callModel(
       {
         model: this.input.model,
@@ -724,6 +985,7 @@ class AgentRun {
         count: this.count,
         calibration: this.calibration,
         temperature: this.opts.temperature,
+        cacheKey: this.cacheKey,
         reasoning: this.reasoning,
         serviceTier: this.input.options?.serviceTier,
         timeoutMs: this.opts.modelTimeoutMs,
@@ -738,9 +1000,11 @@ class AgentRun {
           this.settles.add(settle);
           void settle.finally(() => this.settles.delete(settle));
         },
+        watch,
       },
       request,
     );
+    watch?.ended(result, usageOf(result.usage, this.input.price).costUsd);
     this.state.usage = addUsage(this.state.usage, result.usage);
     this.state.modelCalls += result.attempts;
     this.state.promptCalibration = this.calibration.state;
@@ -799,6 +1063,8 @@ class AgentRun {
     const latencyMs = call.latencyMs + carried.latencyMs;
     const modelLatencyMs = (call.modelLatencyMs ?? call.latencyMs) + carried.latencyMs;
     if (kind !== 'action') this.carry = emptyCarry();
+    const events = this.events;
+    this.events = [];
     if (!onStep) return;
     const totals = usageOf(this.state.usage, this.price);
     const priced = usageOf(usage, this.price);
@@ -817,6 +1083,7 @@ class AgentRun {
       modelLatencyMs,
       modelCalls,
       error,
+      ...(events.length > 0 ? { events } : {}),
       totals: {
         ...totals,
         steps: this.state.steps,
@@ -908,6 +1175,20 @@ function outputMissing(stopReason: StopReason, issues: string | undefined): RunE
 function refusesResponseFormat(result: ModelCallResult): boolean {
   if (result.ok || result.stop !== 'error' || !(result.error instanceof ModelApiError)) return false;
   return result.error.status === 400 && /response_format|json_schema/i.test(result.error.message);
+}
+
+/** Text that is a tool call the model wrote instead of calling it: `{"tool": …}` or `{"tools": […]}`. */
+function isToolCallText(text: string): boolean {
+  if (!/^\s*(\{|```)/.test(text)) return false;
+  return parseJsonReply(text).kind === 'actions';
+}
+
+/** The prices the auto memory weighs a fold with; a model without a cached price has no discount to lose. */
+function foldPrices(price: ModelPrice): { inputPerMillion: number; cachedInputPerMillion: number } {
+  return {
+    inputPerMillion: price.inputPerMillion,
+    cachedInputPerMillion: price.cachedInputPerMillion ?? price.inputPerMillion,
+  };
 }
 
 function statusOf(reason: StopReason): RunStatus {

@@ -84,6 +84,13 @@ export interface RunState {
   /** Messages after the pinned system prompt and task (and the summary, when there is one). */
   history: ChatMessage[];
   summary: string | null;
+  /**
+   * The auto memory's facts blocks (memory.ts), in order, each sent as one message after the summary and never
+   * changed once written; absent in states saved before them or under a sliding window.
+   */
+  facts?: string[];
+  /** The facts of each turn still verbatim in `history`, one per assistant message; absent when none. */
+  historyFacts?: string[];
   usage: TokenUsage;
   steps: number;
   toolCalls: number;
@@ -118,6 +125,27 @@ export interface Checkpoint {
 
 export type TraceKind = 'action' | 'answer' | 'invalid' | 'final';
 
+/**
+ * What the loop decided around a step, beyond its model and tool calls: older messages folded into the memory
+ * summary before the step's call, or a final tool-less turn because a limit was near. For the run console.
+ */
+export type TraceEvent =
+  | {
+      type: 'fold';
+      /** Messages folded into the summary. */
+      messages: number;
+      /** The summary the following prompts carry (cut for storage). */
+      summary: string;
+      /** Whether the model wrote the summary (else it is the deterministic one). */
+      byModel: boolean;
+      /** Model calls the summary cost (attempts included), and their usage: part of the step's figures. */
+      modelCalls: number;
+      promptTokens: number;
+      completionTokens: number;
+      costUsd: number;
+    }
+  | { type: 'final_turn'; reason: 'max_steps' | 'token_budget' | 'cost_budget' | 'deadline'; why: string };
+
 /** One event per step, for the trace store and the job's progress. */
 export interface StepTrace {
   runId: string;
@@ -147,6 +175,8 @@ export interface StepTrace {
   modelLatencyMs: number;
   modelCalls: number;
   error: string | null;
+  /** Folds and budget decisions that led to this step; absent when there were none (and in older traces). */
+  events?: TraceEvent[];
   /** The run's totals after this step, for progress displays. */
   totals: Usage & { steps: number; maxSteps: number; toolCalls: number };
 }

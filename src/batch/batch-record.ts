@@ -9,8 +9,9 @@ export class BatchRecords {
 
   async ensure(batch: BatchJobData): Promise<void> {
     await this.pool.query(
-      `INSERT IGNORE INTO agent_batches (batch_id, name, tasks, job_ids, max_cost_usd, max_tokens, state, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, 'running', ?)`,
+      `INSERT IGNORE INTO agent_batches (batch_id, name, tasks, job_ids, max_cost_usd, max_tokens, state, created_at,
+         forecast)
+       VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)`,
       [
         batch.batchId,
         batch.name,
@@ -19,6 +20,7 @@ export class BatchRecords {
         batch.budget?.maxCostUsd ?? null,
         batch.budget?.maxTokens ?? null,
         new Date(batch.createdAt),
+        batch.forecast ? JSON.stringify(batch.forecast) : null,
       ],
     );
   }

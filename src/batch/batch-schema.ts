@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { MAX_OBJECT_KEYS, snapshotJson, type JsonLimits } from '../queue/json-structure.js';
 import { safeParse, taskSchema, toFieldIssues, type FieldIssue } from '../queue/task-schema.js';
+import type { StoredForecast } from './forecast.js';
 
 export const MAX_BATCH_TASKS = 5_000;
 
@@ -51,4 +52,6 @@ export interface BatchJobData {
   jobIds: string[];
   budget: BatchBudget | null;
   createdAt: string;
+  /** The forecast made at enqueue (src/batch/forecast.ts), stored with the batch; absent when none was made. */
+  forecast?: StoredForecast | null;
 }

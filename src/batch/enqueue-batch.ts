@@ -6,8 +6,10 @@ import { randomBytes } from 'node:crypto';
 import type { FlowProducer } from 'bullmq';
 import { batchScope, type SpendLedger } from '../fleet/spend-ledger.js';
 import { TASK_JOB_OPTIONS } from '../queue/job-options.js';
-import { BATCH_JOB_NAME, BATCHES_QUEUE, TASK_JOB_NAME, TASKS_QUEUE } from '../queue/names.js';
+import { BATCH_JOB_NAME, BATCHES_QUEUE, TASKS_QUEUE } from '../queue/names.js';
+import { taskJobName } from '../queue/task-job-name.js';
 import type { BatchInput, BatchJobData } from './batch-schema.js';
+import type { StoredForecast } from './forecast.js';
 
 export interface EnqueuedBatch {
   batchId: string;
@@ -27,6 +29,7 @@ export async function enqueueBatch(
   deps: { flow: FlowProducer; ledger: SpendLedger },
   batch: BatchInput,
   batchId: string = newBatchId(),
+  forecast: StoredForecast | null = null,
 ): Promise<EnqueuedBatch> {
   const jobIds = batch.tasks.map((_, i) => `${batchId}-${i + 1}`);
   if (batch.budget && (batch.budget.maxCostUsd !== undefined || batch.budget.maxTokens !== undefined)) {
@@ -38,6 +41,7 @@ export async function enqueueBatch(
     jobIds,
     budget: batch.budget ?? null,
     createdAt: new Date().toISOString(),
+    ...(forecast ? { forecast } : {}),
   };
   await deps.flow.add({
     name: BATCH_JOB_NAME,
@@ -54,7 +58,7 @@ export async function enqueueBatch(
       // another job, so the position in the batch is the task's identity instead.
       const { idempotencyKey: _ignored, ...rest } = task;
       return {
-        name: TASK_JOB_NAME,
+        name: taskJobName(task),
         queueName: TASKS_QUEUE,
         data: {
           ...rest,

@@ -6,7 +6,8 @@ import { createWriteStream } from 'node:fs';
 export interface FleetProcess {
   name: string;
   logFile: string;
-  waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  /** Resolves with the match once the output has a line matching `pattern`. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
   stop(timeoutMs?: number): Promise<number | null>;
 }
 
@@ -39,9 +40,10 @@ export function startFleetProcess(
     waitFor(pattern, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
-          if (pattern.test(output)) {
+          const match = output.match(pattern);
+          if (match) {
             cleanup();
-            resolve();
+            resolve(match);
           } else if (child.exitCode !== null) {
             cleanup();
             reject(

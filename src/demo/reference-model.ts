@@ -7,7 +7,7 @@
 // Report tasks get one query and an answer built from its result. It speaks both protocols, because the
 // scripted server renders each reply for the protocol of the request.
 import type { ChatMessage } from '../agent/messages.js';
-import { isSummaryRequest } from '../agent/memory.js';
+import { isSummaryRequest, observationsIn } from '../agent/memory.js';
 import type { RecordedRequest, ReplyRule, ScriptedReply } from '../testing/scripted-model-server.js';
 
 export const REFERENCE_TASK = 'Find the top 3 customers by Q1 2024 sales and email each a thank-you note';
@@ -33,13 +33,8 @@ export const REPORT_TASKS: readonly { task: string; sql: string }[] = [
   },
 ];
 
-/** The results the model has seen so far, oldest first: tool messages, or JSON-protocol observations. */
-function observations(messages: readonly ChatMessage[]): string[] {
-  return messages
-    .slice(2)
-    .filter((m) => m.role === 'tool' || (m.role === 'user' && m.content.startsWith('Result')))
-    .map((m) => String(m.content));
-}
+/** The results the model has seen so far, oldest first: tool messages, JSON-protocol results, facts. */
+const observations = (messages: readonly ChatMessage[]): string[] => observationsIn(messages);
 
 interface Customer {
   name: string;

@@ -10,6 +10,7 @@ import { parseEnv, redactUrl } from '../../config/env.js';
 import { FleetClient } from '../../producers/client.js';
 import type { AgentResult } from '../agent/types.js';
 import { scrubText } from '../logging/redact.js';
+import { startTelemetry, type FleetTelemetry } from '../telemetry/fleet-telemetry.js';
 import { migrate } from '../store/migrate.js';
 import { createStorePool } from '../store/pool.js';
 import { startScriptedModel, type ScriptedModelServer } from '../testing/scripted-model-server.js';
@@ -32,10 +33,12 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
   let model: ScriptedModelServer | undefined;
   let sink: SmtpSink | undefined;
   let client: FleetClient | undefined;
+  let telemetry: FleetTelemetry | undefined;
 
   const shutdown = async () => {
     await Promise.allSettled(processes.map((p) => p.stop()));
     await Promise.allSettled([model?.close(), sink?.close(), client?.close()]);
+    await telemetry?.shutdown();
   };
   let interrupted = false;
   const onSignal = () => {
@@ -109,7 +112,11 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
     }
     processes.push(startFleetProcess('api', 'producers/api.ts', fleetEnv, join(logDir, 'api.log')));
     processes.push(startFleetProcess('board', 'producers/board.ts', fleetEnv, join(logDir, 'board.log')));
-    await Promise.all([
+    // Both workers start with the same METRICS_PORT: each takes the next free port (METRICS_PORT_SPAN).
+    const metricsUrl = (p: FleetProcess) =>
+      config.METRICS_PORT > 0 ? p.waitFor(/metrics on (http:\/\/[^\s"]+)/).then((m) => m[1]!) : null;
+    const [metricsUrls] = await Promise.all([
+      Promise.all([metricsUrl(processes[0]!), metricsUrl(processes[1]!)]),
       processes[0]!.waitFor(/worker started/),
       processes[1]!.waitFor(/worker started/),
       processes[2]!.waitFor(/API listening/),
@@ -118,10 +125,20 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
     say(
       `fleet      2 workers (concurrency ${config.WORKER_CONCURRENCY} each), API on :${apiPort}, board on :${boardPort}; logs in ${logDir}/`,
     );
+    if (config.METRICS_PORT > 0) say(`metrics    ${metricsUrls.join('  ')} (one per worker)`);
+    const otlp =
+      process.env['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'] || process.env['OTEL_EXPORTER_OTLP_ENDPOINT'];
+    if (otlp) say(`traces     OpenTelemetry GenAI spans to ${redactUrl(otlp)} (docs/telemetry.md)`);
     say();
 
     // 4. The work: the reference task through the HTTP API, the report batch through the library.
-    client = new FleetClient({ redisUrl: config.REDIS_URL, prefix: config.QUEUE_PREFIX });
+    // With OTEL_EXPORTER_OTLP_ENDPOINT set, the batch's enqueue starts its tasks' traces (docs/telemetry.md).
+    telemetry = await startTelemetry({ serviceName: 'agent-fleet-demo' });
+    client = new FleetClient({
+      redisUrl: config.REDIS_URL,
+      prefix: config.QUEUE_PREFIX,
+      ...(telemetry ? { telemetry: telemetry.bullmq } : {}),
+    });
     const apiUrl = `http://127.0.0.1:${apiPort}`;
     const posted = await fetch(`${apiUrl}/v1/tasks`, {
       method: 'POST',
@@ -193,6 +210,9 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
     say();
     say(
       `Bull Board  http://127.0.0.1:${boardPort}/   user ${boardUser}, password ${boardPassword} (read-only)`,
+    );
+    say(
+      `Run console http://127.0.0.1:${boardPort}/console/runs   the same login; in a terminal: npm run trace -- --job ID`,
     );
     say(`HTTP API    ${apiUrl}/v1/tasks   Authorization: Bearer ${apiToken}`);
     say(

@@ -27,9 +27,11 @@ import {
   dayScope,
   decodeTicket,
   SpendLedger,
+  tenantDayScope,
   type BookOptions,
   type Booking,
 } from './spend-ledger.js';
+import { TokenRateLimiters, type TokenLimits, type TokenRateLimiter } from './token-rate-limiter.js';
 
 export const DEFAULT_LEDGER_TIMEOUT_MS = 10_000;
 export const DEFAULT_RATE_LIMIT_PAUSE_MS = 1_000;
@@ -51,6 +53,8 @@ export interface FleetGateOptions {
   onError?: (error: unknown) => void;
   /** False: the limiter only carries the pause after a 429, no request limit (MODEL_RPM unset). */
   limitRequests?: boolean;
+  /** The model's tokens per minute (MODEL_TPM): each call's worst case waits for room in the window. */
+  tokens?: TokenRateLimiter;
 }
 
 interface PendingSettle {
@@ -84,6 +88,8 @@ export class FleetGate implements CallGate {
    */
   private readonly inFlight = new Map<string, Promise<boolean>>();
   private unanswered = 0;
+  /** The token window's grant of each ticket, settled to the call's actual tokens with it. */
+  private readonly tokenGrants = new Map<string, string>();
 
   constructor(options: FleetGateOptions) {
     this.ledger = options.ledger;
@@ -94,6 +100,28 @@ export class FleetGate implements CallGate {
   }
 
   async acquire(worstCase: CallCost, signal: AbortSignal): Promise<GateDecision> {
+    const tokens = this.options.tokens;
+    if (!tokens) return this.acquireBooking(worstCase, signal);
+    if (!tokens.fits(worstCase.tokens)) {
+      const message =
+        `MODEL_TPM allows ${tokens.limit.toLocaleString('en-US')} tokens per minute for ${tokens.model}: ` +
+        `a call that may need ${Math.ceil(worstCase.tokens).toLocaleString('en-US')} tokens never fits`;
+      return { ok: false, reason: 'token_budget', message };
+    }
+    const { grant } = await tokens.acquire(worstCase.tokens, signal);
+    let decision: GateDecision;
+    try {
+      decision = await this.acquireBooking(worstCase, signal);
+    } catch (error) {
+      void tokens.settle(grant, 0).catch(() => undefined);
+      throw error;
+    }
+    if (decision.ok) this.tokenGrants.set(decision.ticket, grant);
+    else void tokens.settle(grant, 0).catch(() => undefined);
+    return decision;
+  }
+
+  private async acquireBooking(worstCase: CallCost, signal: AbortSignal): Promise<GateDecision> {
     const pauseOnly = this.options.limitRequests === false;
     // With MODEL_RPM the limiter's own script respects the pause; without, the booking checks it.
     if (this.limiter && !pauseOnly) await this.limiter.acquire(signal);
@@ -179,6 +207,16 @@ export class FleetGate implements CallGate {
 
   /** Resolves once the settle is in the ledger: with the next booking if one comes in this turn, else alone. */
   release(ticket: string, actual: CallCost): Promise<void> {
+    const grant = this.tokenGrants.get(ticket);
+    if (grant === undefined || !this.options.tokens) return this.releaseBooking(ticket, actual);
+    this.tokenGrants.delete(ticket);
+    return Promise.all([
+      this.options.tokens.settle(grant, actual.tokens),
+      this.releaseBooking(ticket, actual),
+    ]).then(() => undefined);
+  }
+
+  private releaseBooking(ticket: string, actual: CallCost): Promise<void> {
     const answered = this.inFlight.get(ticket);
     if (answered) {
       this.inFlight.delete(ticket);
@@ -271,6 +309,10 @@ export interface JobGateOptions {
   limitRequests?: boolean;
   /** The job's batch (`metadata.batch`), if any: its budget applies too. */
   batchId?: string;
+  /** The job's tenant (the task's `tenant`), if any: its daily caps apply too. */
+  tenant?: string;
+  /** The job's model's tokens per minute (MODEL_TPM), if it has a limit. */
+  tokens?: TokenRateLimiter;
   /** The clock that picks the UTC day of each call. */
   now?: () => number;
   onRateLimited?: (ms: number) => void;
@@ -280,15 +322,24 @@ export interface JobGateOptions {
 
 /**
  * The gate of one job: every call is booked in the day of the call (always, so the fleet's daily spend is
- * known even without a daily cap) and in the job's batch, if any.
+ * known even without a daily cap), in its tenant's day if the job has a tenant (always, likewise), and in the
+ * job's batch, if any.
  */
 export function gateForJob(options: JobGateOptions): FleetGate {
   const now = options.now ?? Date.now;
   const batch = options.batchId === undefined ? [] : [batchScope(options.batchId)];
+  const tenant = options.tenant;
+  if (tenant !== undefined) tenantDayScope(tenant, 0); // a bad name throws here, not at the first call
   return new FleetGate({
     ledger: options.ledger,
     limiter: options.limiter,
-    scopes: () => [dayScope(now()), ...batch],
+    tokens: options.tokens,
+    scopes: () => {
+      const at = now();
+      return tenant === undefined
+        ? [dayScope(at), ...batch]
+        : [dayScope(at), tenantDayScope(tenant, at), ...batch];
+    },
     onRateLimited: options.onRateLimited,
     ledgerTimeoutMs: options.ledgerTimeoutMs,
     onError: options.onError,
@@ -298,7 +349,13 @@ export function gateForJob(options: JobGateOptions): FleetGate {
 
 export type FleetLimitsEnv = Pick<
   Env,
-  'QUEUE_PREFIX' | 'FLEET_DAILY_MAX_COST_USD' | 'FLEET_DAILY_MAX_TOKENS' | 'MODEL_RPM'
+  | 'QUEUE_PREFIX'
+  | 'FLEET_DAILY_MAX_COST_USD'
+  | 'FLEET_DAILY_MAX_TOKENS'
+  | 'MODEL_RPM'
+  | 'MODEL_TPM'
+  | 'TENANT_DAILY_MAX_COST_USD'
+  | 'TENANT_DAILY_MAX_TOKENS'
 >;
 
 /**
@@ -308,12 +365,21 @@ export type FleetLimitsEnv = Pick<
 export function fleetLimitsFromEnv(
   redis: Redis,
   env: FleetLimitsEnv,
-): { ledger: SpendLedger; limiter: RateLimiter; limitRequests: boolean } {
+): { ledger: SpendLedger; limiter: RateLimiter; limitRequests: boolean; tokens: TokenRateLimiters } {
   const ledger = new SpendLedger({
     redis,
     prefix: env.QUEUE_PREFIX,
     dailyCaps: { maxCostUsd: env.FLEET_DAILY_MAX_COST_USD, maxTokens: env.FLEET_DAILY_MAX_TOKENS },
+    tenantDailyCaps: { maxCostUsd: env.TENANT_DAILY_MAX_COST_USD, maxTokens: env.TENANT_DAILY_MAX_TOKENS },
   });
   const limiter = new RateLimiter({ redis, prefix: env.QUEUE_PREFIX, limit: env.MODEL_RPM ?? 1 });
-  return { ledger, limiter, limitRequests: env.MODEL_RPM !== undefined };
+  const limits: TokenLimits | undefined = env.MODEL_TPM;
+  // A pause of the fleet (after a 429, or asked by the endpoint's headers) holds token grants too.
+  const tokens = new TokenRateLimiters({
+    redis,
+    prefix: env.QUEUE_PREFIX,
+    limits,
+    pauseKey: limiter.pauseKey,
+  });
+  return { ledger, limiter, limitRequests: env.MODEL_RPM !== undefined, tokens };
 }

@@ -3,6 +3,9 @@
 //                     configuration, `dailyCaps`), absent = unlimited; kept ~3 days
 //   batch:<id>        a batch (CONTRACT §9); caps stored in Redis by `setCaps` when the batch is created; kept
 //                     ~30 days after its last use
+//   tenant-day:<YYYY-MM-DD>:<tenant>
+//                     one tenant's UTC day (a task's `tenant`); caps from TENANT_DAILY_MAX_COST_USD /
+//                     TENANT_DAILY_MAX_TOKENS (`tenantDailyCaps`), the same for every tenant; kept like a day
 // Before a model call, `reserve` books the call's worst case in every scope of the call, in ONE Lua script: either
 // every scope can cover it (used + live reservations + worst case within each cap) and it is booked in all of
 // them, or nothing is booked. After the call, `settle` (one Lua script) moves the reservation out and adds what
@@ -25,6 +28,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { BudgetStopReason } from '../agent/budget.js';
 import type { CallCost } from '../agent/call-gate.js';
+import { TENANT_NAME } from '../queue/tenant-name.js';
 import { LuaScript } from './lua-script.js';
 
 export const MICRO_USD_PER_USD = 1_000_000;
@@ -43,9 +47,22 @@ export interface SpendCaps {
   maxTokens?: number;
 }
 
+/** Why a scope refused a call, in the unit of the cap that binds (micro-dollars or tokens). */
+export interface RefusalDetail {
+  unit: 'micro_usd' | 'tokens';
+  cap: number;
+  spent: number;
+  /** Held by the live reservations of other calls in flight (other jobs, other workers). */
+  reservedByOthers: number;
+  /** What the cap has left for this call: cap − spent − reserved by others (never below 0). */
+  left: number;
+  /** This call's worst case. */
+  needed: number;
+}
+
 export type ReserveResult =
   | { ok: true; ticket: string; expiresAt: number }
-  | { ok: false; reason: BudgetStopReason; scope: string; message: string };
+  | { ok: false; reason: BudgetStopReason; scope: string; message: string; detail: RefusalDetail };
 
 /**
  * Per scope of the ticket: `settled` now, `late` (settled after it expired), `none` (already settled, or never
@@ -102,6 +119,8 @@ export interface SpendLedgerOptions {
   prefix?: string;
   /** FLEET_DAILY_MAX_COST_USD / FLEET_DAILY_MAX_TOKENS, applied to every `day:` scope. */
   dailyCaps?: SpendCaps;
+  /** TENANT_DAILY_MAX_COST_USD / TENANT_DAILY_MAX_TOKENS, applied to every `tenant-day:` scope. */
+  tenantDailyCaps?: SpendCaps;
   reservationTtlMs?: number;
   dayScopeTtlMs?: number;
   batchScopeTtlMs?: number;
@@ -148,7 +167,14 @@ export function batchScope(batchId: string): string {
   return scope;
 }
 
-const SCOPE = /^(day:\d{4}-\d{2}-\d{2}|batch:[^\p{Cc}]{1,256})$/u;
+/** The scope of one tenant's UTC day: `tenant-day:YYYY-MM-DD:<tenant>`. */
+export function tenantDayScope(tenant: string, at: number | Date): string {
+  if (!TENANT_NAME.test(tenant)) throw new RangeError(`bad tenant ${JSON.stringify(tenant)}`);
+  return `tenant-day:${new Date(at).toISOString().slice(0, 10)}:${tenant}`;
+}
+
+const SCOPE =
+  /^(day:\d{4}-\d{2}-\d{2}|batch:[^\p{Cc}]{1,256}|tenant-day:\d{4}-\d{2}-\d{2}:[A-Za-z0-9_.@-]{1,64})$/u;
 
 export function assertScope(scope: string): void {
   if (!SCOPE.test(scope)) throw new RangeError(`bad spend scope ${JSON.stringify(scope)}`);
@@ -378,6 +404,8 @@ export class SpendLedger {
   private readonly prefix: string;
   private readonly dailyCapMicroUsd: number | undefined;
   private readonly dailyCapTokens: number | undefined;
+  private readonly tenantCapMicroUsd: number | undefined;
+  private readonly tenantCapTokens: number | undefined;
   private readonly reservationTtlMs: number;
   private readonly dayScopeTtlMs: number;
   private readonly batchScopeTtlMs: number;
@@ -389,6 +417,9 @@ export class SpendLedger {
     const daily = options.dailyCaps ?? {};
     this.dailyCapMicroUsd = daily.maxCostUsd === undefined ? undefined : microUsdDown(daily.maxCostUsd);
     this.dailyCapTokens = daily.maxTokens === undefined ? undefined : capTokens(daily.maxTokens);
+    const tenant = options.tenantDailyCaps ?? {};
+    this.tenantCapMicroUsd = tenant.maxCostUsd === undefined ? undefined : microUsdDown(tenant.maxCostUsd);
+    this.tenantCapTokens = tenant.maxTokens === undefined ? undefined : capTokens(tenant.maxTokens);
     this.reservationTtlMs = positiveMs(options.reservationTtlMs ?? DEFAULT_RESERVATION_TTL_MS, 'reservation');
     this.dayScopeTtlMs = positiveMs(options.dayScopeTtlMs ?? DEFAULT_DAY_SCOPE_TTL_MS, 'day scope');
     this.batchScopeTtlMs = positiveMs(options.batchScopeTtlMs ?? DEFAULT_BATCH_SCOPE_TTL_MS, 'batch scope');
@@ -497,8 +528,14 @@ export class SpendLedger {
       ];
       const scope = unique[index - 1] ?? '?';
       const needed = reason === 'cost_budget' ? usd : tokens;
-      const message = refusalMessage(scope, reason, Number(used), Number(reserved), needed, Number(cap));
-      return { reservation: { ok: false, reason, scope, message }, pausedMs: 0, settled, capped: true };
+      const detail = refusalDetail(reason, Number(used), Number(reserved), needed, Number(cap));
+      const message = refusalMessage(scope, reason, detail);
+      return {
+        reservation: { ok: false, reason, scope, message, detail },
+        pausedMs: 0,
+        settled,
+        capped: true,
+      };
     });
     return { ticket, booking };
   }
@@ -583,12 +620,13 @@ export class SpendLedger {
   }
 
   private scopeTtlMs(scope: string): number {
-    return scope.startsWith('day:') ? this.dayScopeTtlMs : this.batchScopeTtlMs;
+    return scope.startsWith('batch:') ? this.batchScopeTtlMs : this.dayScopeTtlMs;
   }
 
   private configuredCaps(scope: string): { usd?: number; tokens?: number } {
-    if (!scope.startsWith('day:')) return {};
-    return { usd: this.dailyCapMicroUsd, tokens: this.dailyCapTokens };
+    if (scope.startsWith('day:')) return { usd: this.dailyCapMicroUsd, tokens: this.dailyCapTokens };
+    if (scope.startsWith('tenant-day:')) return { usd: this.tenantCapMicroUsd, tokens: this.tenantCapTokens };
+    return {};
   }
 }
 
@@ -614,21 +652,45 @@ function tighter(stored: string | undefined, configured: number | undefined): nu
 const formatUsd = (micro: number) => `$${(micro / MICRO_USD_PER_USD).toFixed(6).replace(/0{1,4}$/, '')}`;
 const formatTokens = (tokens: number) => `${tokens.toLocaleString('en-US')} tokens`;
 
-function refusalMessage(
-  scope: string,
+/** Whose cap a scope is, for people: "the fleet's daily cost cap for 2026-12-01". */
+function ownerOf(scope: string, reason: BudgetStopReason): string {
+  const what = reason === 'cost_budget' ? 'cost' : 'token';
+  if (scope.startsWith('day:')) return `the fleet's daily ${what} cap for ${scope.slice(4)}`;
+  if (scope.startsWith('tenant-day:')) {
+    const [date, ...tenant] = scope.slice('tenant-day:'.length).split(':');
+    return `the daily ${what} cap of tenant ${tenant.join(':')} for ${date}`;
+  }
+  return `the ${what} budget of batch ${scope.slice(6)}`;
+}
+
+/**
+ * What a refusal says (why a run stopped before calling the model): what the cap had left, what the call
+ * needed, and how much of the cap other calls in flight held reserved at that moment, which is why a batch
+ * whose report shows 37% spent can still refuse a call.
+ */
+export function refusalDetail(
   reason: BudgetStopReason,
-  used: number,
-  reserved: number,
+  spent: number,
+  reservedByOthers: number,
   needed: number,
   cap: number,
-): string {
-  const what = reason === 'cost_budget' ? 'cost' : 'token';
-  const owner = scope.startsWith('day:')
-    ? `the fleet's daily ${what} cap for ${scope.slice(4)}`
-    : `the ${what} budget of batch ${scope.slice(6)}`;
+): RefusalDetail {
+  return {
+    unit: reason === 'cost_budget' ? 'micro_usd' : 'tokens',
+    cap,
+    spent,
+    reservedByOthers,
+    left: Math.max(0, cap - spent - reservedByOthers),
+    needed,
+  };
+}
+
+function refusalMessage(scope: string, reason: BudgetStopReason, d: RefusalDetail): string {
+  const owner = ownerOf(scope, reason);
   const f = reason === 'cost_budget' ? formatUsd : formatTokens;
   return (
-    `${owner[0]?.toUpperCase()}${owner.slice(1)} cannot cover this call: ${f(used)} spent + ` +
-    `${f(reserved)} reserved by calls in flight + ${f(needed)} for this call > ${f(cap)}`
+    `${owner[0]?.toUpperCase()}${owner.slice(1)} cannot cover this call: ${f(d.left)} of ${f(d.cap)} left, ` +
+    `the call needs up to ${f(d.needed)} (${f(d.spent)} spent, ${f(d.reservedByOthers)} reserved by other ` +
+    `calls in flight at that moment)`
   );
 }

@@ -1,6 +1,7 @@
 // The one thing the kernel needs from an LLM: a single chat completion. Kept tiny so the kernel never
 // depends on a vendor SDK; the OpenAI adapter implements it over HTTP.
 import type { AssistantMessage, ChatMessage, ResponseFormat, ToolSpec } from '../agent/messages.js';
+import type { RateLimitState } from './rate-limit-headers.js';
 
 export interface ChatRequest {
   messages: readonly ChatMessage[];
@@ -19,6 +20,8 @@ export interface ChatRequest {
   serviceTier?: ServiceTier;
   /** Asks for a reply of this shape (an agent's structured output); absent, any text. */
   responseFormat?: ResponseFormat;
+  /** Groups requests sharing a prefix in the provider's prompt cache (`prompt_cache_key`); one per agent. */
+  cacheKey?: string;
 }
 
 export type ReasoningEffort = 'minimal' | 'low' | 'medium' | 'high';
@@ -40,6 +43,11 @@ export interface ChatCompletion {
   /** As the endpoint reported it; null when it reported none. */
   usage: ChatUsage | null;
   finishReason: string | null;
+  /** What the endpoint's `x-ratelimit-*` headers said after the call; absent when it sent none. */
+  rateLimit?: RateLimitState;
+  /** The endpoint's id of the response and the model that answered, when it said (for traces). */
+  responseId?: string;
+  responseModel?: string;
   /** The tier the provider says it served the call at (`default`, `flex`, …), when it says. */
   serviceTier?: string | null;
 }

@@ -6,6 +6,7 @@ import { ModelApiError } from '../agent/errors.js';
 import { scrubText } from '../logging/redact.js';
 import type { ChatCallOptions, ChatCompletion, ChatModel, ChatRequest, ChatUsage } from './chat-model.js';
 import { createNodeHttpFetch, ResponseBodyError, type Fetch } from './node-http-fetch.js';
+import { rateLimitStateOf, type RateLimitState } from './rate-limit-headers.js';
 
 export interface OpenAIChatModelOptions {
   model: string;
@@ -50,6 +51,7 @@ export class OpenAIChatModel implements ChatModel {
   async complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletion> {
     const hasTools = request.tools !== undefined && request.tools.length > 0;
     let response: OpenAI.Chat.Completions.ChatCompletion;
+    let rateLimit: RateLimitState | undefined;
     // The client adds an abort listener to the signal it is given and never removes it; a run's signal
     // lives for dozens of calls, so each call gets its own, linked to the run's for the call's duration.
     const call = new AbortController();
@@ -57,7 +59,7 @@ export class OpenAIChatModel implements ChatModel {
     if (options.signal.aborted) forward();
     else options.signal.addEventListener('abort', forward, { once: true });
     try {
-      response = await this.client.chat.completions.create(
+      const pending = this.client.chat.completions.create(
         {
           model: this.model,
           messages: request.messages as OpenAI.Chat.Completions.ChatCompletionMessageParam[],
@@ -68,6 +70,7 @@ export class OpenAIChatModel implements ChatModel {
               }
             : { max_tokens: request.maxTokens, temperature: request.temperature }),
           ...(request.serviceTier ? { service_tier: request.serviceTier } : {}),
+          ...(request.cacheKey ? { prompt_cache_key: request.cacheKey } : {}),
           ...(hasTools
             ? {
                 tools: request.tools as OpenAI.Chat.Completions.ChatCompletionTool[],
@@ -83,6 +86,10 @@ export class OpenAIChatModel implements ChatModel {
         },
         { signal: call.signal, timeout: options.timeoutMs, maxRetries: 0 },
       );
+      // With the HTTP response, for its rate-limit headers.
+      const answer = await pending.withResponse();
+      response = answer.data;
+      rateLimit = rateLimitStateOf(answer.response.headers);
     } catch (error) {
       const classified = classifyApiError(error);
       throw request.serviceTier === 'flex' && isFlexUnavailable(error, classified)
@@ -115,7 +122,10 @@ export class OpenAIChatModel implements ChatModel {
       message,
       usage,
       finishReason: choice.finish_reason ?? null,
+      ...(typeof response.id === 'string' ? { responseId: response.id } : {}),
+      ...(typeof response.model === 'string' ? { responseModel: response.model } : {}),
       ...(typeof response.service_tier === 'string' ? { serviceTier: response.service_tier } : {}),
+      ...(rateLimit ? { rateLimit } : {}),
     };
   }
 }

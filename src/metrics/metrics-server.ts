@@ -14,6 +14,11 @@ export const DEFAULT_METRICS_PORT = 9464;
 export interface MetricsServerOptions {
   /** 0 picks a free port (see `port` on the result). */
   port: number;
+  /**
+   * How many ports from `port` on may be tried, in order, when one is taken: several workers on one host share
+   * one METRICS_PORT and each gets the next free one (METRICS_PORT_SPAN). Default 1: `port` or nothing.
+   */
+  span?: number;
   /** Default: 127.0.0.1, this machine only; METRICS_HOST=0.0.0.0 lets Prometheus reach it from elsewhere. */
   host?: string;
 }
@@ -26,7 +31,23 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-/** Listens on `port`; rejects when it cannot (EADDRINUSE…). */
+/** The error of a worker whose every metrics port is taken; it names the variables to change. */
+export class MetricsPortsTakenError extends Error {
+  constructor(first: number, last: number) {
+    const ports = first === last ? `port ${first} is` : `ports ${first}-${last} are all`;
+    super(
+      `METRICS_PORT: ${ports} in use on this host (EADDRINUSE); raise METRICS_PORT_SPAN, choose another METRICS_PORT, or set METRICS_PORT=0 to run without metrics`,
+    );
+    this.name = 'MetricsPortsTakenError';
+  }
+
+  readonly code = 'EADDRINUSE';
+}
+
+/**
+ * Listens on `port`, or on the first free one of the `span` ports from it; rejects with MetricsPortsTakenError
+ * when all are in use, with the listen error for anything else (EACCES…).
+ */
 export async function startMetricsServer(
   metrics: FleetMetrics,
   options: MetricsServerOptions,
@@ -49,14 +70,17 @@ export async function startMetricsServer(
   });
   server.keepAliveTimeout = 5_000;
 
-  await new Promise<void>((resolve, reject) => {
-    const onError = (error: Error) => reject(error);
-    server.once('error', onError);
-    server.listen(options.port, options.host ?? '127.0.0.1', () => {
-      server.off('error', onError);
-      resolve();
-    });
-  });
+  const span = options.port === 0 ? 1 : Math.max(1, Math.min(options.span ?? 1, 65_536 - options.port));
+  for (let i = 0; ; i++) {
+    try {
+      await listen(server, options.port + i, options.host ?? '127.0.0.1');
+      break;
+    } catch (error) {
+      const inUse = (error as NodeJS.ErrnoException).code === 'EADDRINUSE';
+      if (!inUse) throw error;
+      if (i + 1 >= span) throw new MetricsPortsTakenError(options.port, options.port + i);
+    }
+  }
 
   let closing: Promise<void> | undefined;
   return {
@@ -68,6 +92,17 @@ export async function startMetricsServer(
         server.closeAllConnections();
       })),
   };
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const onError = (error: Error) => reject(error);
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
 }
 
 /**

@@ -4,7 +4,10 @@ export const TASKS_QUEUE = 'agent-tasks';
 export const RESULTS_QUEUE = 'agent-results';
 /** The name of every job on the results queue. */
 export const RESULT_JOB_NAME = 'result';
-/** The name of every job on the tasks queue. */
+/**
+ * The name tasks' jobs had before they were named after their agent and first words (src/queue/task-job-name.ts):
+ * still a valid name for a job added by hand, which workers process like any other.
+ */
 export const TASK_JOB_NAME = 'agent-task';
 
 /** Parent jobs of batches (CONTRACT §9): each completes when all its tasks have finished. */

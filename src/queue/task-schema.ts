@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { snapshotJson, TASK_JSON_LIMITS } from './json-structure.js';
 import { AGENT_NAME } from '../agent/define-agent.js';
 import { TOOL_NAMES } from './tool-names.js';
+import { TENANT_NAME, TENANT_NAME_RULE } from './tenant-name.js';
 
 export const MAX_TASK_CHARS = 8_000;
 const MAX_METADATA_KEYS = 50;
@@ -95,6 +96,8 @@ export const taskSchema = z
         }
       })
       .optional(),
+    /** Whom the task runs for: its jobs share TENANT_CONCURRENCY and the tenant's daily caps. */
+    tenant: z.string().regex(TENANT_NAME, `must be a tenant name: ${TENANT_NAME_RULE}`).optional(),
     /** The same key enqueued twice gives the same job. */
     idempotencyKey: z
       .string()

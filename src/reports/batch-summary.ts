@@ -9,6 +9,7 @@ import type { RunError } from '../agent/errors.js';
 import type { StopReason } from '../agent/types.js';
 import { BatchTally, type BatchSummary } from '../batch/batch-summary.js';
 import type { RunRowStatus } from '../store/rows.js';
+import { forecastAgainstActual, type ForecastReport } from './forecast-report.js';
 
 /** CONTRACT §9, key for key: the one the batch aggregator stores, computed here from the runs. */
 export type { BatchSummary };
@@ -29,6 +30,8 @@ export interface BatchRecord {
   summary: unknown;
   createdAt: Date;
   completedAt: Date | null;
+  /** The `forecast` column (migration 010): the forecast it was enqueued with, or null. */
+  forecast?: unknown;
 }
 
 /** What the report reads of an agent_runs row; a RunRow of src/store/rows.ts is one. */
@@ -54,6 +57,9 @@ export interface BatchRunInput {
   stopDetail?: string | null;
   /** Present for a run whose agent has an output schema (null: it ended without a value). */
   output?: unknown;
+  /** The run's agent and model, for the forecast's groups. */
+  agent?: string | null;
+  model?: string;
 }
 
 /**
@@ -115,6 +121,8 @@ export interface BatchReport {
   warnings: string[];
   /** Emails of the batch's tasks not known to have been delivered, in task order (1-based `index`). */
   emails: (EmailDoubt & { index: number })[];
+  /** The forecast it was enqueued with against what it cost; null when it has none. */
+  forecast: ForecastReport | null;
 }
 
 export interface BuildReportOptions {
@@ -218,6 +226,7 @@ export function buildBatchReport(
     rows,
     warnings,
     emails,
+    forecast: forecastAgainstActual(batch.forecast, [...runsByJob.values()], summary.usage.costUsd, warnings),
   };
 }
 

@@ -3,6 +3,7 @@
 // through escapeHtml, and a Content-Security-Policy forbids scripts anyway, as a second line of defence.
 import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summary.js';
 import { outputTable } from './output-columns.js';
+import { forecastHtml } from './forecast-section.js';
 import { renderBatchChart, STATUS_COLORS } from './render-chart.js';
 import { ANSWER_MAX_CHARS } from './render-markdown.js';
 import {
@@ -108,6 +109,7 @@ ${emailsHtml(report)}
 <h2>Totals</h2>
 ${totalsHtml(report)}
 </section>
+${forecastHtml(report)}
 <section>
 <h2>Cost and steps per task</h2>
 <figure class="chart">

@@ -3,6 +3,7 @@
 // are repeated in full (up to ANSWER_MAX_CHARS) in fenced blocks, which render their content as plain text.
 import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summary.js';
 import { outputTable } from './output-columns.js';
+import { forecastMarkdown } from './forecast-section.js';
 import { describeBudget, formatInt, formatTime, formatUsd, label, oneLine, truncate } from './text.js';
 
 export interface MarkdownOptions {
@@ -46,6 +47,7 @@ export function renderMarkdown(report: BatchReport, options: MarkdownOptions = {
   if (report.running + report.pending > 0) {
     out.push(`Running and pending tasks are not in the totals yet: they count when their run finishes.`, '');
   }
+  out.push(...forecastMarkdown(report));
 
   if (report.warnings.length > 0) {
     out.push('## Warnings', '');

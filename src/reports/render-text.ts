@@ -2,6 +2,7 @@
 // one line and stripped of control characters, so an answer cannot move the cursor or recolour the terminal.
 import type { BatchReport, TaskReportRow } from './batch-summary.js';
 import { outputTable } from './output-columns.js';
+import { forecastTextLines } from './forecast-section.js';
 import { formatInt, formatPercent, formatTime, formatUsd, label, terminalSafe } from './text.js';
 
 const TASK_CHARS = 48;
@@ -52,6 +53,7 @@ export function renderText(report: BatchReport): string {
   if (report.running + report.pending > 0) {
     out.push('           (running and pending tasks are not in the totals yet)');
   }
+  out.push(...forecastTextLines(report));
   for (const warning of report.warnings) out.push(`Warning:   ${terminalSafe(warning)}`);
   for (const email of report.emails) {
     const note = email.note === null ? '' : `: ${cell(email.note, 120)}`;

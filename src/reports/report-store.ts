@@ -49,6 +49,7 @@ const batchColumns = z.object({
   summary: jsonColumn(z.unknown()).nullable(),
   created_at: z.date(),
   completed_at: z.date().nullable(),
+  forecast: jsonColumn(z.unknown()).nullable(),
 });
 
 const summarySchema = z.object({
@@ -85,7 +86,8 @@ export class BatchReportStore {
   async loadBatch(batchId: string): Promise<LoadedBatch | null> {
     if (!BATCH_ID_PATTERN.test(batchId)) return null;
     const [batchRows] = await this.pool.query<RowDataPacket[]>(
-      `SELECT batch_id, name, tasks, job_ids, max_cost_usd, max_tokens, state, summary, created_at, completed_at
+      `SELECT batch_id, name, tasks, job_ids, max_cost_usd, max_tokens, state, summary, created_at, completed_at,
+         forecast
        FROM agent_batches WHERE batch_id = ?`,
       [batchId],
     );
@@ -103,6 +105,7 @@ export class BatchReportStore {
       summary: row.summary,
       createdAt: row.created_at,
       completedAt: row.completed_at,
+      forecast: row.forecast,
     };
     // One statement, so every run is read at the same moment. mysql2 expands the array into a list.
     const [runRows] =

@@ -2,7 +2,8 @@
 // the fire time, so a retried firing enqueues the same batch (BullMQ ignores a second job with the same id)
 // instead of a second one.
 import { UnrecoverableError, type FlowProducer, type Job, type Processor } from 'bullmq';
-import { validateBatch } from '../batch/batch-schema.js';
+import { validateBatch, type BatchInput } from '../batch/batch-schema.js';
+import type { StoredForecast } from '../batch/forecast.js';
 import { enqueueBatch, type EnqueuedBatch } from '../batch/enqueue-batch.js';
 import type { SpendLedger } from '../fleet/spend-ledger.js';
 import { formatFieldIssues } from '../queue/task-schema.js';
@@ -25,6 +26,8 @@ export function firingBatchId(schedule: string, firedAt: number): string {
 export function createScheduleProcessor(deps: {
   flow: FlowProducer;
   ledger: SpendLedger;
+  /** The forecast a firing's batch is stored with (docs/batches.md); none when absent or null. */
+  forecast?: (batch: BatchInput) => Promise<StoredForecast | null>;
 }): Processor<ScheduledBatchData, EnqueuedBatch> {
   return async (job: Job<ScheduledBatchData>) => {
     const validation = validateBatch(job.data.batch);
@@ -32,10 +35,7 @@ export function createScheduleProcessor(deps: {
       throw new UnrecoverableError(`schedule ${job.data.schedule}: ${formatFieldIssues(validation.issues)}`);
     const batchId = firingBatchId(job.data.schedule, firedAt(job));
     // Enqueuing the same firing twice (a retried job) adds nothing: the parent and its children have fixed ids.
-    return enqueueBatch(
-      deps,
-      { ...validation.batch, name: validation.batch.name ?? job.data.schedule },
-      batchId,
-    );
+    const batch = { ...validation.batch, name: validation.batch.name ?? job.data.schedule };
+    return enqueueBatch(deps, batch, batchId, (await deps.forecast?.(batch)) ?? null);
   };
 }

@@ -8,6 +8,9 @@ import { RedisOutageLog } from '../queue/redis-outage-log.js';
 import { SCHEDULES_QUEUE } from '../queue/names.js';
 import { loadSchedules } from './schedule-config.js';
 import { createScheduleProcessor } from './schedule-processor.js';
+import type { BatchInput } from '../batch/batch-schema.js';
+import { forecastForEnqueue, storedForecast, type ForecastSettings } from '../batch/forecast.js';
+import { CatalogStore } from '../catalog/catalog-store.js';
 import { syncSchedules } from './sync-schedules.js';
 
 export interface SchedulesRuntime {
@@ -24,6 +27,8 @@ export async function startSchedules(options: {
   retention?: { completed: KeepJobs; failed: KeepJobs };
   /** Where Redis errors go (one line per outage); default: a log of its own over `connection`. */
   outages?: RedisOutageLog;
+  /** Run history and defaults: each firing's batch is stored with its forecast (docs/batches.md). */
+  forecast?: ForecastSettings;
 }): Promise<SchedulesRuntime> {
   const { connection, prefix, logger } = options;
   const outages = options.outages ?? new RedisOutageLog(logger).watchConnection(connection);
@@ -37,7 +42,21 @@ export async function startSchedules(options: {
   );
   const flow = new FlowProducer({ connection, prefix });
   outages.watch(flow, 'schedules flow');
-  const worker = new Worker(SCHEDULES_QUEUE, createScheduleProcessor({ flow, ledger: options.ledger }), {
+  const settings = options.forecast;
+  const catalogs = new CatalogStore(connection, prefix);
+  const forecast = settings
+    ? async (batch: BatchInput) => {
+        const made = await forecastForEnqueue(settings, batch, await catalogs.latest());
+        if (made.error !== null) logger.warn({ reason: made.error }, 'schedule fires without a forecast');
+        return made.forecast ? storedForecast(made.forecast) : null;
+      }
+    : undefined;
+  const processor = createScheduleProcessor({
+    flow,
+    ledger: options.ledger,
+    ...(forecast ? { forecast } : {}),
+  });
+  const worker = new Worker(SCHEDULES_QUEUE, processor, {
     connection,
     prefix,
     concurrency: 1,

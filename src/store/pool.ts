@@ -54,6 +54,9 @@ export async function createStorePool(url: string, options: StorePoolOptions = {
     decimalNumbers: true,
     // MySQL sends JSON as a JSON type and MariaDB as text: strings from both, parsed in one place (rows.ts).
     jsonStrings: true,
+    // No stack captured per query (mysql2's `trace`): a few % of a worker's CPU; errors keep the server's
+    // message and code, and the store's callers wrap them in errors of their own.
+    trace: false,
   });
   pool.on('connection', (connection) => {
     // mysql2 hands this event the callback-style connection whatever its typings say; the SET is queued

@@ -5,7 +5,7 @@ import type { RowDataPacket } from 'mysql2/promise';
 import { z } from 'zod';
 import type { ErrorKind, RunError } from '../agent/errors.js';
 import type { ProtocolName } from '../agent/protocol.js';
-import type { RunStatus, StepTrace, StopReason, TraceKind } from '../agent/types.js';
+import type { RunStatus, StepTrace, StopReason, TraceEvent, TraceKind } from '../agent/types.js';
 import { modelPriceSchema, type ModelPrice } from '../../config/prices.js';
 import { StoreError } from './errors.js';
 
@@ -64,6 +64,12 @@ export interface StepRow {
   latencyMs: number;
   modelCalls: number;
   error: string | null;
+  /** Each tool call's observation apart (migration 013); null in rows written before. */
+  observations: string[] | null;
+  /** The step's model calls alone; null in rows written before migration 013. */
+  modelLatencyMs: number | null;
+  /** Folds and budget decisions before the step (StepTrace.events); empty when none. */
+  events: TraceEvent[];
   createdAt: Date;
 }
 
@@ -164,6 +170,25 @@ const runColumns = z.object({
   updated_at: z.date(),
 });
 
+// An event of a type (or shape) this code does not know, written by a newer worker, is left out, not an error.
+const traceEventSchema: z.ZodType<TraceEvent> = z.discriminatedUnion('type', [
+  z.object({
+    type: z.literal('fold'),
+    messages: z.number(),
+    summary: z.string(),
+    byModel: z.boolean(),
+    modelCalls: z.number(),
+    promptTokens: z.number(),
+    completionTokens: z.number(),
+    costUsd: z.number(),
+  }),
+  z.object({
+    type: z.literal('final_turn'),
+    reason: z.enum(['max_steps', 'token_budget', 'cost_budget', 'deadline']),
+    why: z.string(),
+  }),
+]);
+
 const stepColumns = z.object({
   // BIGINT: a number while it is a safe integer (supportBigNumbers), which an auto-increment id stays.
   id: z.coerce.number(),
@@ -180,6 +205,10 @@ const stepColumns = z.object({
   latency_ms: z.number(),
   model_calls: z.number(),
   error: z.string().nullable(),
+  // Optional: rows read by a process whose store is older than migration 013.
+  observations: jsonColumn(z.array(z.string())).nullable().optional(),
+  model_latency_ms: z.number().nullable().optional(),
+  events: jsonColumn(z.array(z.unknown())).nullable().optional(),
   created_at: z.date(),
 });
 
@@ -235,6 +264,9 @@ export function toStepRow(raw: RowDataPacket): StepRow {
     latencyMs: row.latency_ms,
     modelCalls: row.model_calls,
     error: row.error,
+    observations: row.observations ?? null,
+    modelLatencyMs: row.model_latency_ms ?? null,
+    events: knownEvents(row.events ?? []),
     createdAt: row.created_at,
   };
 }
@@ -257,4 +289,11 @@ export function parseRow<T extends z.ZodType>(schema: T, raw: RowDataPacket, tab
   const issue = parsed.error.issues[0];
   const column = issue?.path.join('.') || 'shape';
   throw new StoreError('store_bad_row', `${table} row has an unexpected ${column}: ${issue?.message ?? ''}`);
+}
+
+function knownEvents(events: readonly unknown[]): TraceEvent[] {
+  return events.flatMap((event) => {
+    const parsed = traceEventSchema.safeParse(event);
+    return parsed.success ? [parsed.data] : [];
+  });
 }

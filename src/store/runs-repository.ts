@@ -157,14 +157,16 @@ function startRunsStatement(inputs: readonly StartRunInput[]): { sql: string; va
 function stepRowsStatement(rows: readonly StepRowInput[]): { sql: string; values: unknown[] } {
   return {
     sql: `INSERT INTO agent_steps (job_id, step, kind, action, observation, prompt_tokens, completion_tokens,
-         cached_prompt_tokens, reasoning_tokens, cost_usd, latency_ms, model_calls, error)
-       VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
+         cached_prompt_tokens, reasoning_tokens, cost_usd, latency_ms, model_calls, error, observations,
+         model_latency_ms, events)
+       VALUES ${rows.map(() => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
        ON DUPLICATE KEY UPDATE
          kind = VALUES(kind), action = VALUES(action), observation = VALUES(observation),
          prompt_tokens = VALUES(prompt_tokens), completion_tokens = VALUES(completion_tokens),
          cached_prompt_tokens = VALUES(cached_prompt_tokens), reasoning_tokens = VALUES(reasoning_tokens),
          cost_usd = VALUES(cost_usd), latency_ms = VALUES(latency_ms), model_calls = VALUES(model_calls),
-         error = VALUES(error)`,
+         error = VALUES(error), observations = VALUES(observations),
+         model_latency_ms = VALUES(model_latency_ms), events = VALUES(events)`,
     values: rows.flatMap(({ jobId, trace }) => [
       jobId,
       trace.step,
@@ -179,6 +181,10 @@ function stepRowsStatement(rows: readonly StepRowInput[]): { sql: string; values
       Math.round(trace.latencyMs),
       trace.modelCalls,
       trace.error === null ? null : trace.error.slice(0, STEP_ERROR_MAX_CHARS),
+      // Each observation apart, for the run console (the column above joins them).
+      JSON.stringify(trace.observations),
+      Math.round(trace.modelLatencyMs),
+      trace.events && trace.events.length > 0 ? JSON.stringify(trace.events) : null,
     ]),
   };
 }

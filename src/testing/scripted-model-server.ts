@@ -8,7 +8,9 @@ import type { ChatMessage, ResponseFormat, ToolSpec } from '../agent/messages.js
 import { countResponseFormatTokens, tokenCounterFor } from '../llm/tokens.js';
 import { fitCompletion } from './completion-budget.js';
 import { endpointPromptTokens, type EndpointPromptCounting } from './endpoint-prompt-count.js';
+import { PromptCacheEmulator, type PromptCacheOptions } from './prompt-cache-emulator.js';
 import { isFault, renderReply } from './scripted-reply.js';
+import { ProviderRateLimits, type ScriptedRateLimits } from './scripted-rate-limits.js';
 import type { Protocol, ScriptedFault, ScriptedReply } from './scripted-reply.js';
 
 export type { Protocol, ScriptedAction, ScriptedReply } from './scripted-reply.js';
@@ -51,6 +53,13 @@ export interface ScriptedModelOptions {
    * outputs do (the request is recorded, no reply of the script is used).
    */
   refuseResponseFormat?: boolean;
+  /** The provider's rate limits, with their `x-ratelimit-*` headers and 429s (scripted-rate-limits.ts). */
+  rateLimits?: ScriptedRateLimits;
+  /**
+   * Emulate the provider's prompt caching (prompt-cache-emulator.ts) and report
+   * `usage.prompt_tokens_details.cached_tokens`; off by default (no such field is reported).
+   */
+  promptCache?: boolean | PromptCacheOptions;
   /**
    * Behave as OpenAI's reasoning models (gpt-5 family, o3, o4-mini) do: `max_tokens` and a temperature other than 1
    * are refused with a 400 naming the parameter; `max_completion_tokens` bounds reasoning and output together.
@@ -67,6 +76,10 @@ export interface ScriptedModelServer {
   readonly baseURL: string;
   readonly requests: RecordedRequest[];
   readonly failures: string[];
+  /** The emulated rate limits, when `rateLimits` was given (`refused` counts their 429s). */
+  readonly rateLimits: ProviderRateLimits | undefined;
+  /** The emulated prompt cache, when `promptCache` is on. */
+  readonly promptCache: PromptCacheEmulator | null;
   /** Replace the script, rules and prompt counting (resets the script cursor, keeps recorded requests). */
   reset(options?: Pick<ScriptedModelOptions, 'script' | 'rules' | 'promptCounting'>): void;
   close(): Promise<void>;
@@ -209,6 +222,10 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
   let rules = options.rules ?? [];
   let promptCounting = options.promptCounting;
   let cursor = 0;
+  const limits = options.rateLimits ? new ProviderRateLimits(options.rateLimits) : undefined;
+  const promptCache = options.promptCache
+    ? new PromptCacheEmulator(options.promptCache === true ? {} : options.promptCache)
+    : null;
   const requests: RecordedRequest[] = [];
   const failures: string[] = [];
   // Pending latency timers and hanging replies; close() cancels them so nothing outlives the server.
@@ -387,6 +404,21 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       return;
     }
 
+    let need = 0;
+    if (limits) {
+      const counter = tokenCounterFor(typeof body.model === 'string' ? body.model : '');
+      need = endpointPromptTokens(messages, tools, counter, promptCounting) + (maxTokensOf(body) ?? 0);
+      const admitted = limits.admit(need);
+      if (!admitted.ok) {
+        sendJson(
+          res,
+          429,
+          errorBody('scripted model: rate limit reached', 'rate_limit_error', 'rate_limit_exceeded'),
+          { 'retry-after-ms': String(admitted.retryAfterMs), ...limits.headers() },
+        );
+        return;
+      }
+    }
     const reply = nextReply(request);
     if (reply === undefined) {
       return failLoudly(
@@ -418,15 +450,22 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     const promptTokens =
       endpointPromptTokens(messages, tools, counter, promptCounting) +
       countResponseFormatTokens(responseFormat, counter);
-    const cachedTokens = Math.min(promptTokens, reply.cachedTokens ?? 0);
+    const cacheKey = typeof body.prompt_cache_key === 'string' ? body.prompt_cache_key : undefined;
+    const emulated = promptCache?.serve(
+      { tools, responseFormat, messages, model, ...(cacheKey === undefined ? {} : { cacheKey }) },
+      promptTokens,
+    );
+    // A scripted figure wins over the emulation's.
+    const cachedTokens = Math.min(promptTokens, reply.cachedTokens ?? emulated ?? 0);
     if (reply.usage !== false && !res.destroyed) {
       request.usage = {
         promptTokens,
         completionTokens,
-        ...(cachedTokens > 0 ? { cachedPromptTokens: cachedTokens } : {}),
+        ...(cachedTokens > 0 || promptCache ? { cachedPromptTokens: cachedTokens } : {}),
         ...(reasoningTokens > 0 ? { reasoningTokens } : {}),
       };
     }
+    limits?.settle(need, promptTokens + completionTokens);
     const message = {
       role: 'assistant',
       content: fitted.content,
@@ -449,14 +488,16 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
                 prompt_tokens: promptTokens,
                 completion_tokens: completionTokens,
                 total_tokens: promptTokens + completionTokens,
-                ...(cachedTokens > 0 ? { prompt_tokens_details: { cached_tokens: cachedTokens } } : {}),
+                ...(cachedTokens > 0 || promptCache
+                  ? { prompt_tokens_details: { cached_tokens: cachedTokens } }
+                  : {}),
                 ...(reasoningTokens > 0
                   ? { completion_tokens_details: { reasoning_tokens: reasoningTokens } }
                   : {}),
               },
             }),
       },
-      { 'x-request-id': `req_scripted_${request.index}` },
+      { 'x-request-id': `req_scripted_${request.index}`, ...limits?.headers() },
     );
   }
 
@@ -484,6 +525,8 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     baseURL: `http://${HOST}:${port}/v1`,
     requests,
     failures,
+    rateLimits: limits,
+    promptCache,
     reset(next = {}) {
       script = next.script ?? [];
       rules = next.rules ?? [];

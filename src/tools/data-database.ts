@@ -2,10 +2,11 @@
 // SQL guard (sql-guard.ts, layer a):
 // b. the account: assertReadOnly() refuses to start with one that holds anything beyond SELECT / SHOW VIEW /
 //    USAGE, at any level, or SELECT on every database (mysql.user's password hashes) — root is refused;
-// c. the session: every query runs in a READ ONLY transaction of a READ ONLY session (the session setting
-//    also covers statements that commit implicitly: a SELECT-only MariaDB account may otherwise change its
-//    own password with SET PASSWORD), on a connection reset when it goes back to the pool (no variable,
-//    charset or temporary state survives into the next query), without multi-statements or LOCAL INFILE;
+// c. the session: every query runs in a READ ONLY session, so with autocommit it is a read-only transaction
+//    of its own (the session setting also covers statements that commit implicitly: a SELECT-only MariaDB
+//    account may otherwise change its own password with SET PASSWORD), set in the same round trip as the
+//    charset and time zone, on a connection reset when it goes back to the pool (no variable, charset or
+//    temporary state survives into the next query), without multi-statements or LOCAL INFILE;
 // d. limits: a server-side statement time limit, a client timeout that kills the query, the caller's
 //    AbortSignal (KILL QUERY from another connection, then the connection is dropped), at most
 //    maxRows + 1 rows fetched and at most maxBytes of values read (stream-rows.ts: the same KILL QUERY).
@@ -119,7 +120,7 @@ const MAX_LISTED_COLUMNS = 40;
 const MAX_DESCRIBED_COLUMNS = 300;
 /** The client waits this long past the server-side limit, so the server's clearer error normally wins. */
 const CLIENT_GRACE_MS = 1_000;
-/** Bookkeeping statements (SET, START TRANSACTION, ROLLBACK, information_schema) get this long. */
+/** Bookkeeping statements (the session SET, information_schema) get this long. */
 const ADMIN_TIMEOUT_MS = 5_000;
 /** Every use of a connection starts with this: UTF-8 both ways, and UTC (see the pool's timezone option). */
 const SESSION_BASICS = "SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci, SESSION time_zone = '+00:00'";
@@ -167,6 +168,8 @@ export async function openDataDatabase(
     supportBigNumbers: true,
     bigNumberStrings: false,
     jsonStrings: true,
+    // No stack captured per query (mysql2's `trace`): errors are mapped to the model's messages anyway.
+    trace: false,
   } satisfies PoolOptions);
   let version: string;
   try {
@@ -445,8 +448,6 @@ export class DataDatabase {
       if (outcome.stopped) {
         reusable = false;
         await this.killQuery(threadId);
-      } else {
-        await connection.query({ sql: 'ROLLBACK', timeout: ADMIN_TIMEOUT_MS });
       }
       return outcome;
     } catch (error) {
@@ -472,17 +473,17 @@ export class DataDatabase {
     }
   }
 
-  /** SET … then START TRANSACTION READ ONLY; on MySQL also the session limits MariaDB puts on the statement. */
+  /**
+   * One round trip: UTF-8, UTC and a READ ONLY session (on MySQL also the session limits MariaDB puts on the
+   * statement). With autocommit, the query is then a read-only transaction of its own; the session setting also
+   * covers what a transaction cannot: statements that commit implicitly (DDL, SET PASSWORD) fail too.
+   */
   private async prepareSession(connection: PoolConnection, timeoutMs: number, fetch: number): Promise<void> {
-    const statements =
+    const sql =
       this.flavour === 'mariadb'
-        ? [SESSION_BASICS]
-        : [
-            `${SESSION_BASICS}, SESSION MAX_EXECUTION_TIME = ${timeoutMs}, SESSION sql_select_limit = ${fetch}`,
-          ];
-    // The session setting covers what the transaction cannot: statements that commit implicitly first.
-    statements.push('SET SESSION TRANSACTION READ ONLY', 'START TRANSACTION READ ONLY');
-    for (const sql of statements) await connection.query({ sql, timeout: ADMIN_TIMEOUT_MS });
+        ? `${SESSION_BASICS}, SESSION tx_read_only = 1`
+        : `${SESSION_BASICS}, SESSION transaction_read_only = 1, SESSION MAX_EXECUTION_TIME = ${timeoutMs}, SESSION sql_select_limit = ${fetch}`;
+    await connection.query({ sql, timeout: ADMIN_TIMEOUT_MS });
   }
 
   /** COUNT(*) of the query under what is left of its time limit; null when too little is left or it fails. */

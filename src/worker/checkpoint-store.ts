@@ -6,6 +6,9 @@ import type { RunState } from '../agent/types.js';
 
 const TTL_SECONDS = 7 * 24 * 3600;
 
+/** The Redis key of a job's checkpoint. */
+export const checkpointKey = (prefix: string, jobId: string): string => `${prefix}:agent-checkpoint:${jobId}`;
+
 export class CheckpointStore {
   constructor(
     private readonly redis: Redis,
@@ -13,7 +16,7 @@ export class CheckpointStore {
   ) {}
 
   private key(jobId: string): string {
-    return `${this.prefix}:agent-checkpoint:${jobId}`;
+    return checkpointKey(this.prefix, jobId);
   }
 
   async load(jobId: string): Promise<RunState | null> {

@@ -1,7 +1,7 @@
 // A BullMQ Worker running agent tasks, with the lifecycle of bullmq's production guide: concurrency per
 // process, locks that survive minute-long jobs, stalled jobs resumed elsewhere, a final failure that still
 // publishes a result, and a graceful close that is safe to call twice.
-import type { KeepJobs, Queue } from 'bullmq';
+import type { KeepJobs, Queue, Telemetry } from 'bullmq';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AgentResult } from '../agent/types.js';
@@ -45,6 +45,8 @@ export interface FleetWorkerOptions {
   retry: RetrySchedule;
   /** Finished task jobs kept in Redis (the fleet's retention); jobs enqueued with their own keep theirs. */
   retention?: { completed: KeepJobs; failed: KeepJobs };
+  /** BullMQ's OpenTelemetry (bullmq-otel): each job's `process` span continues its producer's trace. */
+  telemetry?: Telemetry;
 }
 
 export class FleetWorker {
@@ -72,6 +74,7 @@ export class FleetWorker {
       autorun: false,
       removeOnComplete: options.retention?.completed,
       removeOnFail: options.retention?.failed,
+      ...(options.telemetry ? { telemetry: options.telemetry } : {}),
     });
     this.recorder = new FinalRecorder(deps);
     this.worker.on('failed', (job, error) => {

@@ -9,6 +9,10 @@ import type { StartRunInput } from '../store/runs-repository.js';
 /** As long as checkpoints and parked traces: an outage shorter than this loses nothing. */
 export const OUTCOME_TTL_SECONDS = 7 * 24 * 3600;
 
+/** The Redis key of a job's kept outcome, and of the set of jobs the sweeper has to record. */
+export const outcomeKey = (prefix: string, jobId: string): string => `${prefix}:agent-outcome:${jobId}`;
+export const unrecordedKey = (prefix: string): string => `${prefix}:agent-unrecorded`;
+
 export interface KeptOutcome {
   result: AgentResult;
   /** Whether the run's start is in agent_runs already (then it is not written again: attempts stay right). */
@@ -26,11 +30,11 @@ export class OutcomeStore {
   ) {}
 
   private key(jobId: string): string {
-    return `${this.prefix}:agent-outcome:${jobId}`;
+    return outcomeKey(this.prefix, jobId);
   }
 
   private get unrecordedKey(): string {
-    return `${this.prefix}:agent-unrecorded`;
+    return unrecordedKey(this.prefix);
   }
 
   async load(jobId: string): Promise<KeptOutcome | null> {

@@ -10,6 +10,7 @@ import type { ProtocolName } from '../agent/protocol.js';
 import type { Env } from '../../config/env.js';
 import { configuredPrices, priceOf, type ModelPrice } from '../llm/pricing.js';
 import { formatFieldIssues, safeParse, toFieldIssues, type AgentTask } from '../queue/task-schema.js';
+import { fleetBudgetDefaults, resolveTaskBudget, resolveTaskModel } from '../queue/task-budget.js';
 
 export interface RunConfig {
   model: string;
@@ -23,8 +24,6 @@ export interface RunConfig {
   instructions: string | undefined;
   options: AgentRunOptions;
 }
-
-const BUDGET_FIELDS = ['maxSteps', 'maxTokens', 'maxCostUsd', 'deadlineMs'] as const;
 
 /**
  * Throws InputError naming the field when the task does not fit its agent (input, tools, a budget above the
@@ -41,27 +40,8 @@ export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition):
       );
     }
   });
-  const model = task.model ?? agent.model ?? env.LLM_MODEL;
-  const defaults: Budget = {
-    maxSteps: env.AGENT_MAX_STEPS,
-    maxTokens: env.AGENT_MAX_TOKENS,
-    maxCostUsd: env.AGENT_MAX_COST_USD,
-    deadlineMs: env.AGENT_DEADLINE_MS,
-  };
-  const budget = { ...defaults };
-  for (const field of BUDGET_FIELDS) {
-    const ceiling = agent.budgetCeiling?.[field];
-    const asked = task.budget?.[field];
-    if (asked !== undefined && ceiling !== undefined && asked > ceiling) {
-      throw new InputError(
-        'invalid_task',
-        `Invalid task: budget.${field}: must be at most ${ceiling} (agent "${agent.name}"'s budgetCeiling)`,
-      );
-    }
-    const value = asked ?? agent.budget?.[field] ?? defaults[field];
-    // A default above the ceiling is cut to it: only what a task asks for is refused.
-    budget[field] = ceiling !== undefined ? Math.min(value, ceiling) : value;
-  }
+  const model = resolveTaskModel(task, agent, env.LLM_MODEL);
+  const budget = resolveTaskBudget(task, agent, fleetBudgetDefaults(env));
   const instructions =
     typeof agent.instructions === 'function' ? agent.instructions(input) : agent.instructions;
   return {
@@ -74,6 +54,7 @@ export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition):
     instructions,
     options: {
       memoryWindow: agent.memory?.window ?? env.AGENT_MEMORY_WINDOW,
+      contextTokens: env.AGENT_CONTEXT_TOKENS,
       temperature: env.LLM_TEMPERATURE,
       completionTokens: agent.modelSettings?.maxCompletionTokens ?? env.LLM_MAX_TOKENS,
       ...(agent.modelSettings?.reasoningEffort

@@ -25,6 +25,7 @@ import { formatFieldIssues, MAX_TASK_CHARS, validateTask } from '../queue/task-s
 import type { RunsRepository } from '../store/runs-repository.js';
 import { isConnectionFailure } from '../store/connection-errors.js';
 import type { CheckpointStore } from './checkpoint-store.js';
+import { forgetJobState } from './job-state.js';
 import type { OutcomeStore } from './outcome-store.js';
 import { retryDelayMs } from '../queue/retry-schedule.js';
 import { progressOf, stepLogLine } from './progress.js';
@@ -37,6 +38,15 @@ import { TraceWriter } from './trace-writer.js';
 import type { BatchTracker } from './batch-tracker.js';
 import { Background } from './background.js';
 import { batchMembership } from './batch-membership.js';
+import { tenantWaitMs, type HeldSlot, type TenantSlots } from '../fleet/tenant-slots.js';
+
+/** What the fleet's shared limits of a job depend on. */
+export interface JobLimits {
+  batchId: string | undefined;
+  tenant: string | undefined;
+  model: string;
+}
+import type { FleetTelemetry } from '../telemetry/fleet-telemetry.js';
 
 /** The abort reason the worker uses when it shuts down: such a job is released, not ended. */
 export const SHUTDOWN_REASON = 'worker-shutdown';
@@ -56,10 +66,17 @@ export interface TaskProcessorDeps {
   /** The agents of the fleet configuration, by name; a task without `agent` runs `default`. */
   agents: ReadonlyMap<string, AgentDefinition>;
   createModel: (model: string) => ChatModel;
-  /** The fleet's shared limits for a job: its batch's budget, the daily caps, the request rate. */
-  gateFor?: (batchId: string | undefined) => CallGate;
+  /**
+   * The fleet's shared limits for a job: its batch's budget, the daily caps (the fleet's, its tenant's), the
+   * request and token rates of its model.
+   */
+  gateFor?: (job: JobLimits) => CallGate;
+  /** Per-tenant concurrency (TENANT_CONCURRENCY): a job of a tenant at its limit waits, delayed. */
+  tenantSlots?: TenantSlots;
   /** Step and result metrics; none when absent. */
   metrics?: FleetMetrics;
+  /** The run's GenAI spans (docs/telemetry.md); none when absent. */
+  tracing?: Pick<FleetTelemetry, 'startRun'>;
   /** Records a batch when its first task starts. */
   batches?: BatchTracker;
   logger: Logger;
@@ -69,7 +86,23 @@ const STORE_RETRIES = { attempts: 4, baseDelayMs: 250 };
 
 export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown, AgentResult> {
   const journal = deps.journal;
-  return async (job, token, signal) => {
+  // The tenant slot a job holds is given back however its run ends.
+  const processor = async (job: Job, token: string | undefined, signal: AbortSignal | undefined) => {
+    const held: { slot: HeldSlot | null } = { slot: null };
+    try {
+      return await run(job, token, signal, held);
+    } finally {
+      await held.slot
+        ?.release()
+        .catch((err: unknown) => deps.logger.warn({ err }, 'tenant slot not released'));
+    }
+  };
+  const run = async (
+    job: Job,
+    token: string | undefined,
+    signal: AbortSignal | undefined,
+    held: { slot: HeldSlot | null },
+  ): Promise<AgentResult> => {
     const jobId = String(job.id);
     const log = deps.logger.child({ jobId, attempt: job.attemptsMade + 1 });
 
@@ -110,14 +143,25 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     // an earlier job of the same id (a reused idempotency key) may have left is dropped, unread, before this job
     // writes any. Otherwise both reads go together.
     const firstStart = job.attemptsStarted <= 1;
-    if (firstStart) {
-      void deps.checkpoints.delete(jobId).catch(() => undefined);
-      void deps.outcomes.forget(jobId).catch(() => undefined);
-      traces.forget();
-    }
+    // Not waited for: sent before this job parks any trace, on the same connection.
+    if (firstStart) void forgetJobState(deps.redis, deps.env.QUEUE_PREFIX, jobId).catch(() => undefined);
     const [checkpoint, recovered, kept] = firstStart
       ? [null, 0, null]
       : await Promise.all([deps.checkpoints.load(jobId), traces.recover(), deps.outcomes.load(jobId)]);
+    // A tenant at its limit: the job goes back to `delayed` for a short while, holding no worker slot, so the
+    // jobs of other tenants run meanwhile. A kept outcome's run is over: it needs no slot.
+    if (task.tenant !== undefined && deps.tenantSlots && !kept) {
+      held.slot = await deps.tenantSlots.take(task.tenant, jobId, (err: unknown) =>
+        log.warn({ err, tenant: task.tenant }, 'tenant slot not renewed'),
+      );
+      if (!held.slot) {
+        // Every activation counts as started; those that ran nothing are the tenant waits so far.
+        const delayMs = tenantWaitMs(Math.max(1, job.attemptsStarted - job.attemptsMade));
+        log.debug({ tenant: task.tenant, delayMs }, 'tenant at its concurrency limit: delayed');
+        await job.moveToDelayed(Date.now() + delayMs, token);
+        throw new DelayedError();
+      }
+    }
     // A kept outcome's batch was noted when its run started.
     if (batchId && !kept)
       await withRetries(() => deps.batches?.noteTask(batchId) ?? Promise.resolve(), STORE_RETRIES);
@@ -156,9 +200,19 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
       });
     if (kept) log.info({ tries: kept.recordTries }, 'recording an outcome MySQL could not take earlier');
     else if (checkpoint) log.info({ step: checkpoint.steps }, 'resuming from checkpoint');
-    if (recovered > 0) log.info({ traces: recovered }, 'writing traces an earlier attempt left unwritten');
+    if (recovered > 0) log.info({ traces: recovered }, 'writing again the traces an earlier attempt parked');
 
     const shown = new Background(log);
+    const runTrace = kept
+      ? undefined
+      : deps.tracing?.startRun({
+          jobId,
+          agent: agentName,
+          model: config.model,
+          attempt: job.attemptsMade + 1,
+          task: config.taskText,
+          ...(batchId ? { batchId } : {}),
+        });
     const result =
       kept?.result ??
       (await runAgent({
@@ -174,7 +228,8 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
         options: config.options,
         checkpoint: checkpoint ?? undefined,
         signal,
-        gate: deps.gateFor?.(batchId),
+        gate: deps.gateFor?.({ batchId, tenant: task.tenant, model: config.model }),
+        ...(runTrace ? { observer: runTrace } : {}),
         logger: log,
         onStep: (trace) => {
           traces.add(trace);
@@ -185,7 +240,11 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
         },
         onCheckpoint: (checkpoint) => deps.checkpoints.save(jobId, checkpoint.json),
         beforeSideEffects: recorded,
+      }).catch((error: unknown) => {
+        runTrace?.fail(error);
+        throw error;
       }));
+    runTrace?.end(result);
 
     await shown.settled();
     if (result.stopReason === 'cancelled' && signal?.reason === SHUTDOWN_REASON) {
@@ -228,6 +287,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     if (result.status === 'failed') throw new UnrecoverableError(result.error?.message ?? 'run failed');
     return result;
   };
+  return processor;
 }
 
 /** Records the run, publishes its result, forgets its checkpoint: in that order, each step idempotent. */
@@ -241,8 +301,7 @@ async function publish(deps: TaskProcessorDeps, result: AgentResult): Promise<vo
   await withRetries(() => deps.publisher.publish(result), STORE_RETRIES);
   deps.metrics?.observeResult(result);
   // Not waited for: with the result out nothing reads them again, and one left behind expires.
-  void deps.checkpoints.delete(result.jobId).catch(() => undefined);
-  void deps.outcomes.forget(result.jobId).catch(() => undefined);
+  void forgetJobState(deps.redis, deps.env.QUEUE_PREFIX, result.jobId).catch(() => undefined);
 }
 
 /**

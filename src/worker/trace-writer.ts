@@ -1,8 +1,8 @@
 // Writes a job's step traces to MySQL while the run goes, in the background and in batches shared with the other
 // jobs of the process (run-journal), so a slow database never slows the loop. Each trace is parked in Redis the
-// moment it is added, until MySQL has it: a trace that could not be written (the store down, the worker killed)
-// is written by the job's next attempt, even when that attempt only replays a finished run. MySQL upserts on
-// (job, step), so writing a step twice is harmless.
+// moment it is added, until the job's result is out (src/worker/job-state.ts): a trace that could not be written
+// (the store down, the worker killed) is written by the job's next attempt, even when that attempt only replays a
+// finished run. MySQL upserts on (job, step), so writing a step twice is harmless.
 import type { Redis } from 'ioredis';
 import type { StepTrace } from '../agent/types.js';
 import { LuaScript } from '../fleet/lua-script.js';
@@ -49,11 +49,6 @@ export class TraceWriter {
     return traces.length;
   }
 
-  /** Drops what an earlier job of the same id may have parked (not waited for: sent before this job parks any). */
-  forget(): void {
-    void this.redis.del(this.parkedKey).catch(() => 0);
-  }
-
   add(trace: StepTrace): void {
     // Parked now, not after the job's earlier MySQL writes: the HDEL that follows this trace's write is sent
     // later on the same connection, so Redis sees the park first (but for a script reloaded after a Redis
@@ -88,9 +83,9 @@ export class TraceWriter {
         baseDelayMs: 200,
         onRetry: (err, attempt) => this.logger.warn({ err, attempt }, 'trace write failed, retrying'),
       });
+      // Left parked: the job's state goes in one command once its result is out (job-state.ts); until then a
+      // retry writes it again, an upsert.
       this.lastError = null;
-      // Not waited for: a trace left parked is only written again (an upsert) by a retry, or expires.
-      void this.redis.hdel(this.parkedKey, ...batch.map((trace) => String(trace.step))).catch(() => 0);
     } catch (error) {
       // Keep the batch for the final flush; if it never lands, the job's next attempt writes it.
       this.buffer = [...batch, ...this.buffer];

@@ -11,6 +11,9 @@ import { BatchReportStore } from '../reports/report-store.js';
 import { createBatchAggregator } from './batch-aggregator.js';
 import { BatchTracker } from './batch-tracker.js';
 import { fleetLimitsFromEnv, gateForJob } from '../fleet/fleet-gate.js';
+import { TenantSlots } from '../fleet/tenant-slots.js';
+import { withProviderRateLimits } from '../fleet/provider-rate-limits.js';
+import type { ChatModel } from '../llm/chat-model.js';
 import { FleetMetrics } from '../metrics/fleet-metrics.js';
 import { startMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
 import { assertRedisReachable, createRedis } from '../queue/redis.js';
@@ -21,9 +24,12 @@ import { createStorePool } from '../store/pool.js';
 import { RunsRepository } from '../store/runs-repository.js';
 import { CheckpointStore } from './checkpoint-store.js';
 import { FleetWorker } from './fleet-worker.js';
+import type { JobLimits } from './task-processor.js';
 import { OutcomeStore } from './outcome-store.js';
 import { RunJournal } from './run-journal.js';
 import { startSchedules } from '../schedules/schedules-runtime.js';
+import { forecastDefaultsOf } from '../batch/forecast.js';
+import { RunHistory } from '../store/run-history.js';
 import { modelFactoryFrom } from './model-factory.js';
 import { ResultPublisher } from './result-publisher.js';
 import { ResultsRetention } from './results-retention.js';
@@ -34,6 +40,7 @@ import { openFleet } from './fleet-runtime.js';
 import { publishCatalog } from './catalog-publisher.js';
 import { effectsInFlight } from '../tools/effects-in-flight.js';
 import { settlesWithin } from '../util/with-timeout.js';
+import { startTelemetry } from '../telemetry/fleet-telemetry.js';
 
 export interface WorkerProcess {
   worker: FleetWorker;
@@ -58,6 +65,12 @@ export async function startWorkerProcess(
     return fatal(logger, error);
   }
   try {
+    // Undefined, and no exporter loaded, unless an OTLP endpoint is configured (docs/telemetry.md).
+    const telemetry = await startTelemetry({
+      serviceName: 'agent-fleet-worker',
+      modelBaseUrl: config.OPENAI_BASE_URL,
+      logger,
+    });
     const createModel = modelFactoryFrom(config);
     const dataUrlIsDefault = !process.env['DATA_MYSQL_URL'];
     const loaded = options.fleet
@@ -71,8 +84,9 @@ export async function startWorkerProcess(
     const outages = new RedisOutageLog(logger).watchConnection(connection);
     await assertRedisReachable(connection, config.REDIS_URL);
     const retention = retentionFrom(config);
-    const results = new Queue(RESULTS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
-    const tasksQueue = new Queue(TASKS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
+    const traced = telemetry ? { telemetry: telemetry.bullmq } : {};
+    const results = new Queue(RESULTS_QUEUE, { connection, prefix: config.QUEUE_PREFIX, ...traced });
+    const tasksQueue = new Queue(TASKS_QUEUE, { connection, prefix: config.QUEUE_PREFIX, ...traced });
     outages.watch(results, 'results queue').watch(tasksQueue, 'tasks queue');
     // Redis being away is reported by the outage log; the next publish trims again.
     const resultsRetention = new ResultsRetention(results, retention.results, (err) =>
@@ -85,18 +99,19 @@ export async function startWorkerProcess(
     metrics.watchQueues([tasksQueue, results]);
     let metricsServer: MetricsServer | undefined;
     if (config.METRICS_PORT > 0) {
-      try {
-        metricsServer = await startMetricsServer(metrics, {
-          host: config.METRICS_HOST,
-          port: config.METRICS_PORT,
-        });
-        logger.info({ host: config.METRICS_HOST, port: metricsServer.port }, 'metrics on /metrics');
-      } catch (error) {
-        // Another worker on this host has the port: run without it rather than not at all.
-        logger.warn({ err: error, port: config.METRICS_PORT }, 'metrics server not started');
-      }
+      // Several workers on one host share METRICS_PORT: each takes the next free port of the span. A worker
+      // with none left does not start: its metrics would be missing with nothing but a log line to say so.
+      metricsServer = await startMetricsServer(metrics, {
+        host: config.METRICS_HOST,
+        port: config.METRICS_PORT,
+        span: config.METRICS_PORT_SPAN,
+      });
+      logger.info(
+        { host: config.METRICS_HOST, port: metricsServer.port },
+        `metrics on http://${config.METRICS_HOST}:${metricsServer.port}/metrics`,
+      );
     }
-    const { ledger, limiter, limitRequests } = fleetLimitsFromEnv(connection, config);
+    const { ledger, limiter, limitRequests, tokens } = fleetLimitsFromEnv(connection, config);
     // After a 429 the whole fleet pauses: the limiter stops model calls, the queue stops handing out jobs.
     const onRateLimited = (ms: number) => {
       logger.warn({ pauseMs: ms }, 'model endpoint answered 429: pausing the fleet');
@@ -104,12 +119,29 @@ export async function startWorkerProcess(
         .rateLimit(ms)
         .catch((err: unknown) => logger.warn({ err }, 'could not rate-limit the queue'));
     };
-    const gateFor = (batchId: string | undefined) =>
+    // The endpoint's x-ratelimit-* headers pause the fleet before it answers 429.
+    const slowedModels = new Map<string, ChatModel>();
+    const createLimitedModel = (model: string): ChatModel => {
+      let chat = slowedModels.get(model);
+      if (!chat) {
+        chat = withProviderRateLimits(createModel(model), {
+          pause: (ms) => limiter.pause(ms),
+          onSlowDown: (ms, state) =>
+            logger.debug({ pauseMs: ms, ...state }, 'endpoint rate-limit headers: pausing the fleet'),
+          onError: (err) => logger.warn({ err }, 'could not pause the fleet'),
+        });
+        slowedModels.set(model, chat);
+      }
+      return chat;
+    };
+    const gateFor = ({ batchId, tenant, model }: JobLimits) =>
       gateForJob({
         ledger,
         limiter,
         limitRequests,
         batchId,
+        tenant,
+        tokens: tokens.for(model),
         onRateLimited,
         onError: (err) => logger.warn({ err }, 'spend ledger'),
       });
@@ -165,9 +197,20 @@ export async function startWorkerProcess(
         }),
         tools: tools.tools,
         agents: tools.agents,
-        createModel,
+        createModel: createLimitedModel,
         gateFor,
+        ...(config.TENANT_CONCURRENCY === undefined
+          ? {}
+          : {
+              tenantSlots: new TenantSlots({
+                redis: connection,
+                prefix: config.QUEUE_PREFIX,
+                limit: config.TENANT_CONCURRENCY,
+                leaseMs: config.WORKER_LOCK_DURATION_MS,
+              }),
+            }),
         metrics,
+        tracing: telemetry,
         batches: new BatchTracker(batchesQueue, batchRecords),
         logger,
         results,
@@ -182,6 +225,7 @@ export async function startWorkerProcess(
         shutdownGraceMs: config.WORKER_SHUTDOWN_GRACE_MS,
         retry: { baseMs: config.WORKER_RETRY_BASE_MS, maxMs: config.WORKER_RETRY_MAX_MS },
         retention,
+        telemetry: telemetry?.bullmq,
       },
     );
     outages.watch(worker.worker, 'worker');
@@ -193,6 +237,8 @@ export async function startWorkerProcess(
       logger,
       retention,
       outages,
+      // Firings are stored with their forecast, from this store's run history.
+      forecast: { history: new RunHistory(pool), defaults: forecastDefaultsOf(config) },
     });
     worker.start();
 
@@ -229,6 +275,7 @@ export async function startWorkerProcess(
           STOP_MARGIN_MS,
         );
         if (!(await closed)) logger.warn('connections not closed in time: leaving them');
+        await telemetry?.shutdown();
         connection.disconnect();
         logger.info('worker stopped');
       })());

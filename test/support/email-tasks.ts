@@ -1,6 +1,7 @@
 // Email tasks for the fault suite. A task says how many emails it sends: "email job <name>: <n> emails". The
 // model sends them one per step (a distinct subject and recipient each), then answers; it reads where it is
 // from the conversation, so any worker can serve any request of any job, also after a resume.
+import { turnsIn } from '../../src/agent/memory.js';
 import type { CapturedMessage } from '../../src/demo/smtp-sink.js';
 import type { RecordedRequest, ScriptedReply } from '../../src/testing/scripted-model-server.js';
 
@@ -25,8 +26,7 @@ export function emailTaskOf(request: RecordedRequest): { name: string; emails: n
 }
 
 /** The step a request asks for: one more than the assistant turns it carries. */
-export const emailStepOf = (request: RecordedRequest): number =>
-  request.messages.filter((m) => m.role === 'assistant').length + 1;
+export const emailStepOf = (request: RecordedRequest): number => turnsIn(request.messages) + 1;
 
 export function emailTasksModel(request: RecordedRequest): ScriptedReply | undefined {
   const task = emailTaskOf(request);

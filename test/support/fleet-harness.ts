@@ -75,6 +75,9 @@ export function startWorker(
       QUEUE_PREFIX: ns.prefix,
       MYSQL_URL: ns.mysqlUrl,
       OPENAI_API_KEY: 'test-key',
+      // No metrics server unless a test asks for one: test workers of every file (and every engineer on a
+      // shared host) would otherwise compete for the METRICS_PORT span, and a worker without a port exits.
+      METRICS_PORT: '0',
       LOG_LEVEL: 'info',
       NODE_ENV: 'production',
       ...env,

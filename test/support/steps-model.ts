@@ -1,6 +1,7 @@
 // A scripted model for fleet tests. Tasks say how long they take: "job <name>: <n> steps". The model makes
 // n-1 tool calls (each a new one, so no loop detection), then answers; it reads where it is from the
 // conversation, so any worker can serve any request of any job.
+import { turnsIn } from '../../src/agent/memory.js';
 import type {
   RecordedRequest,
   ScriptedModelServer,
@@ -9,7 +10,7 @@ import type {
 
 /** The step a request asks for: the turns in the window plus the ones folded into the summary, plus one. */
 export function stepOf(request: RecordedRequest): number {
-  const done = request.messages.filter((m) => m.role === 'assistant').length;
+  const done = turnsIn(request.messages);
   const summary = String(request.messages[2]?.content ?? '');
   const folded = (summary.match(/call list_tables|Result of list_tables/g) ?? []).length;
   return done + folded + 1;

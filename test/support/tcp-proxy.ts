@@ -8,16 +8,20 @@ export interface TcpProxy {
   cut(): Promise<void>;
   restore(): Promise<void>;
   close(): Promise<void>;
+  /** Client connections accepted so far. */
+  accepted(): number;
 }
 
 export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   let server: net.Server | undefined;
   let port = 0;
+  let accepted = 0;
 
   const listen = () =>
     new Promise<void>((resolve) => {
       server = net.createServer((client) => {
+        accepted++;
         const upstream = net.connect(targetPort, targetHost);
         for (const socket of [client, upstream]) {
           sockets.add(socket);
@@ -48,5 +52,6 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     cut: stop,
     restore: listen,
     close: stop,
+    accepted: () => accepted,
   };
 }

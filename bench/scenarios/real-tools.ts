@@ -1,0 +1,448 @@
+// Scenario 7: the worker with the real tools. The reference task's shape (list_tables, a query the database
+// refuses, the corrected query, three emails in parallel, the answer: 5 model calls) through ONE worker
+// process (native tool calls) with the SQL tools on a private copy of the demo data database (its own read-only
+// account), send_email to the demo SMTP sink, traces in MySQL and a Redis server of its own (so INFO
+// commandstats counts this worker alone). Each measured batch is followed by the baseline: a bare loop on the
+// `openai` package in a process of its own (bench/real-tools-floor.ts) making the very calls that batch made
+// (the recorded bodies) and the tool calls their replies ask for, through mysql2 and nodemailer. CPU of both
+// from /proc/<pid>/stat (utime + stime, all threads). The ratio is per pair, the median judged.
+// With `profile`, a last batch runs on a worker under --cpu-prof, and the profile's samples of that batch's
+// window are split by component (bench/lib/cpu-profile.ts).
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import mysql from 'mysql2/promise';
+import { FleetClient } from '../../producers/client.js';
+import { seedDemoDatabase } from '../../src/demo/seed-demo-database.js';
+import { startSmtpSink, type SmtpSink } from '../../src/demo/smtp-sink.js';
+import { TASKS_QUEUE } from '../../src/queue/names.js';
+import { nextMessage, spawnChild, type Child } from '../lib/children.js';
+import { summarizeProfile, type ProfileSummary } from '../lib/cpu-profile.js';
+import {
+  createNamespace,
+  log,
+  MYSQL_SERVER,
+  QueueWatch,
+  registerCleanup,
+  sleep,
+  startAgentWorker,
+  startModelServer,
+  type ModelServer,
+  type Namespace,
+} from '../lib/fleet.js';
+import { startPrivateRedis, type CommandMonitor, type PrivateRedis } from '../lib/private-redis.js';
+import { cpuMsOf, pidsByComm, cpuMsOfAll, syscallsOf } from '../lib/proc.js';
+import { jobsOf, type Body } from '../lib/replay.js';
+import { realToolsTask, REAL_TOOLS_MODEL } from '../lib/real-tools-model.js';
+import { median, spread } from '../lib/stats.js';
+
+export interface RealToolsOptions {
+  tasks: number;
+  warmupTasks: number;
+  concurrency: number;
+  repetitions: number;
+  profile: boolean;
+  workerNodeArgs: string[];
+}
+
+export interface RealToolsBatch {
+  tasks: number;
+  modelCalls: number;
+  elapsedMs: number;
+  workerCpuMsPerCall: number;
+  workerCpuMsPerRun: number;
+  workerWritesPerCall: number;
+  /**
+   * From the scenario's own Redis server (MONITOR): commands the worker sent (round trips or pipelined), per
+   * model call, and by name; and the commands its Lua scripts ran (the producer's adds' scripts counted out).
+   */
+  redisCommandsPerCall: number;
+  redisCommands: Record<string, number>;
+  redisScriptCommandsPerCall: number;
+  redisScriptCommands: Record<string, number>;
+  /** INFO commandstats: every command Redis executed in the window (scripts' included), per model call. */
+  redisExecutedPerCall: number;
+  /** SHOW GLOBAL STATUS Questions: the shared MariaDB, so other clients meanwhile count too. */
+  mysqlQueriesPerCall: number;
+  mysqlCpuMsPerCall: number | null;
+  emails: number;
+  floor: {
+    calls: number;
+    toolCalls: number;
+    elapsedMs: number;
+    /** /proc/<pid>/stat of the loop's process around the replay. */
+    cpuMsPerCall: number;
+    /** process.cpuUsage() inside it: the same window from inside. */
+    selfCpuMsPerCall: number;
+    errors: number;
+  };
+  ratio: number;
+  unexpected: Record<string, number>;
+}
+
+export interface RealToolsResult {
+  concurrency: number;
+  tasksPerBatch: number;
+  workerCpuMsPerCall: number;
+  workerCpuMsPerRun: number;
+  floorCpuMsPerCall: number;
+  /** Median of the per-pair ratios. */
+  ratio: number;
+  pairRatios: number[];
+  cpuSpread: number;
+  redisCommandsPerCall: number;
+  redisScriptCommandsPerCall: number;
+  mysqlQueriesPerCall: number;
+  batches: RealToolsBatch[];
+  /** An example answer of each kind of run that did not take the planned 5 steps. */
+  unexpectedSamples: Record<string, string>;
+  profile?: {
+    tasks: number;
+    modelCalls: number;
+    cpuMsPerCall: number;
+    summary: ProfileSummary;
+    threads: ProfileSummary[];
+  };
+}
+
+const REAL_TOOLS_STEPS = 5;
+
+async function mysqlQuestions(connection: mysql.Connection): Promise<number> {
+  const [rows] = await connection.query("SHOW GLOBAL STATUS LIKE 'Questions'");
+  return Number((rows as { Value: string }[])[0]?.Value);
+}
+
+/** A private copy of the demo data database and its read-only account, removed at the end. */
+async function seedPrivateData(label: string): Promise<{ url: string; cleanup: () => Promise<void> }> {
+  const id = randomBytes(4).toString('hex');
+  const database = `af_bench_${label}_data_${id}`;
+  const user = `afb_${label}_${id}`;
+  const password = randomBytes(9).toString('hex');
+  const cleanup = registerCleanup(async () => {
+    const connection = await mysql.createConnection(MYSQL_SERVER);
+    try {
+      await connection.query(`DROP DATABASE IF EXISTS \`${database}\``);
+      await connection.query(`DROP USER IF EXISTS '${user}'@'%'`);
+    } finally {
+      await connection.end();
+    }
+  });
+  await seedDemoDatabase({ adminUrl: MYSQL_SERVER, database, readerUser: user, readerPassword: password });
+  return { url: `mysql://${user}:${password}@127.0.0.1:3306/${database}`, cleanup };
+}
+
+class Floor {
+  private constructor(
+    readonly child: Child,
+    private readonly model: ModelServer,
+  ) {}
+
+  static async start(dataUrl: string, smtpUrl: string): Promise<Floor> {
+    const model = await startModelServer(0, 'none', REAL_TOOLS_MODEL);
+    const child = spawnChild(
+      'real-tools-floor',
+      ['--import', 'tsx', 'bench/real-tools-floor.ts'],
+      {
+        BENCH_MODEL_URL: model.baseURL,
+        BENCH_DATA_URL: dataUrl,
+        BENCH_SMTP_URL: smtpUrl,
+        NODE_ENV: 'production',
+      },
+      { ipc: true },
+    );
+    try {
+      await nextMessage(child, 'ready');
+    } catch (error) {
+      await child.stop();
+      await model.child.stop();
+      throw error;
+    }
+    return new Floor(child, model);
+  }
+
+  async replay(jobs: Body[][], concurrency: number): Promise<RealToolsBatch['floor']> {
+    const loaded = nextMessage(this.child, 'loaded', 60_000);
+    this.child.process.send({ type: 'load', jobs });
+    await loaded;
+    const done = nextMessage<{
+      type: 'replayed';
+      elapsedMs: number;
+      cpuMs: number;
+      calls: number;
+      toolCalls: number;
+      errors: number;
+    }>(this.child, 'replayed', 180_000);
+    const cpu0 = cpuMsOf(this.child.pid);
+    this.child.process.send({ type: 'replay', concurrency });
+    const r = await done;
+    const cpu1 = cpuMsOf(this.child.pid);
+    return {
+      calls: r.calls,
+      toolCalls: r.toolCalls,
+      elapsedMs: r.elapsedMs,
+      cpuMsPerCall: (cpu1 - cpu0) / r.calls,
+      selfCpuMsPerCall: r.cpuMs / r.calls,
+      errors: r.errors,
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.child.stop();
+    await this.model.child.stop();
+  }
+}
+
+interface Rig {
+  ns: Namespace;
+  redis: PrivateRedis;
+  client: FleetClient;
+  watch: QueueWatch;
+  model: ModelServer;
+  sink: SmtpSink;
+  dataUrl: string;
+  completed: number;
+  label: number;
+  monitor: CommandMonitor;
+  /** Addresses of the benchmark's own Redis connections. */
+  benchClients: Set<string>;
+}
+
+type Counts = Record<string, number>;
+const add = (into: Counts, from: Counts, factor = 1) => {
+  for (const [name, n] of Object.entries(from)) into[name] = (into[name] ?? 0) + n * factor;
+  return into;
+};
+const total = (counts: Counts) => Object.values(counts).reduce((a, b) => a + b, 0);
+const rounded = (counts: Counts) =>
+  Object.fromEntries(
+    Object.entries(counts)
+      .map(([name, n]) => [name, Math.round(n)] as const)
+      .filter(([, n]) => n > 0)
+      .sort((a, b) => b[1] - a[1]),
+  );
+
+/** The worker's commands (every client but the benchmark's) and the scripts' since `since`. */
+function snapshot(rig: Rig): { worker: Counts; scripts: Counts } {
+  const worker: Counts = {};
+  for (const [source, counts] of rig.monitor.byClient) if (!rig.benchClients.has(source)) add(worker, counts);
+  return { worker, scripts: { ...rig.monitor.inScripts } };
+}
+
+function startWorker(rig: Rig, concurrency: number, nodeArgs: string[]): Child {
+  return startAgentWorker(rig.ns, rig.model, {
+    concurrency,
+    nodeArgs,
+    env: {
+      REDIS_URL: rig.redis.url,
+      DATA_MYSQL_URL: rig.dataUrl,
+      SMTP_URL: rig.sink.url,
+      AGENT_PROTOCOL: 'tools',
+      // The whole conversation stays verbatim: 5 model calls a run, no summary call.
+      AGENT_MEMORY_WINDOW: '20',
+    },
+  });
+}
+
+async function enqueue(rig: Rig, count: number): Promise<string[]> {
+  const label = `r${++rig.label}`;
+  const tasks = Array.from({ length: count }, (_, i) => ({
+    task: realToolsTask(`${label}-${i}`),
+    budget: { maxSteps: 8, maxTokens: 200_000, maxCostUsd: 5 },
+  }));
+  return (await rig.client.enqueueMany(tasks)).map((job) => job.jobId);
+}
+
+/** What the first run of each unexpected kind answered. */
+export const samples = new Map<string, string>();
+
+async function check(rig: Rig, jobIds: readonly string[]): Promise<Record<string, number>> {
+  const unexpected: Record<string, number> = {};
+  for (let i = 0; i < jobIds.length; i += 50) {
+    const results = await Promise.all(jobIds.slice(i, i + 50).map((id) => rig.client.getResult(id)));
+    for (const result of results) {
+      const key = !result
+        ? 'no result'
+        : result.status !== 'succeeded' || result.steps !== REAL_TOOLS_STEPS
+          ? `${result.status}/${result.stopReason}/${result.steps} steps`
+          : undefined;
+      if (key) {
+        unexpected[key] = (unexpected[key] ?? 0) + 1;
+        // One example of what such a run answered (a query the guard refused under load, for instance).
+        if (!samples.has(key))
+          samples.set(key, String(result?.answer ?? result?.error?.message ?? '').slice(0, 300));
+      }
+    }
+  }
+  return unexpected;
+}
+
+/** Runs `tasks` tasks on the worker and waits for them, reading the counters around them. */
+async function workerBatch(rig: Rig, worker: Child, tasks: number) {
+  const before = (await rig.model.requests(Number.MAX_SAFE_INTEGER)).total;
+  const mysqlPids = pidsByComm(['mariadbd', 'mysqld']);
+  const admin = await mysql.createConnection(MYSQL_SERVER);
+  try {
+    const emails0 = rig.sink.messages.length;
+    await rig.redis.resetStats();
+    const seen0 = snapshot(rig);
+    const questions0 = await mysqlQuestions(admin);
+    const mysqlCpu0 = cpuMsOfAll(mysqlPids);
+    const cpu0 = cpuMsOf(worker.pid);
+    const io0 = syscallsOf(worker.pid);
+    const hr0 = process.hrtime.bigint();
+    const t0 = Date.now();
+    const jobIds = await enqueue(rig, tasks);
+    rig.completed += tasks;
+    await rig.watch.waitForCompleted(rig.completed, worker, 300_000);
+    const t1 = await rig.watch.lastFinishedOn();
+    const hr1 = process.hrtime.bigint();
+    const cpu1 = cpuMsOf(worker.pid);
+    const io1 = syscallsOf(worker.pid);
+    const mysqlCpu1 = cpuMsOfAll(mysqlPids);
+    const questions1 = await mysqlQuestions(admin);
+    const executed = total(await rig.redis.commandCalls());
+    await sleep(100); // MONITOR's feed catches up
+    const seen1 = snapshot(rig);
+    // The reads of the counters themselves: INFO (1) and CONFIG RESETSTAT are the benchmark's; so are the
+    // QueueWatch polls (MULTI, 2 × ZCARD, LLEN, EXEC every 20 ms and one ZRANGE) and the client's adds.
+    const recorded = await rig.model.requests(before);
+    if (recorded.failures.length > 0) throw new Error(`scripted model failures: ${recorded.failures[0]}`);
+    return {
+      jobIds,
+      bodies: recorded.bodies,
+      elapsedMs: t1 - t0,
+      cpuMs: cpu1 - cpu0,
+      writes: io1.writes - io0.writes,
+      hrWindowUs: [Number(hr0 / 1000n), Number(hr1 / 1000n)] as const,
+      commands: add({ ...seen1.worker }, seen0.worker, -1),
+      scripts: add({ ...seen1.scripts }, seen0.scripts, -1),
+      executed,
+      questions: questions1 - questions0 - 1,
+      mysqlCpuMs: mysqlPids.length ? mysqlCpu1 - mysqlCpu0 : null,
+      emails: rig.sink.messages.length - emails0,
+    };
+  } finally {
+    await admin.end();
+  }
+}
+
+export async function realTools(options: RealToolsOptions): Promise<RealToolsResult> {
+  const ns = createNamespace('real', true);
+  const redis = await startPrivateRedis();
+  const sink = await startSmtpSink();
+  const data = await seedPrivateData('real');
+  const client = new FleetClient({ redisUrl: redis.url, prefix: ns.prefix });
+  const watch = new QueueWatch(ns.prefix, TASKS_QUEUE, redis.url);
+  const model = await startModelServer(0, 'none', REAL_TOOLS_MODEL);
+  const monitor = await redis.monitor();
+  const rig: Rig = {
+    ...{ ns, redis, client, watch, model, sink, dataUrl: data.url, completed: 0, label: 0 },
+    monitor,
+    benchClients: new Set(),
+  };
+  let worker: Child | undefined;
+  let floor: Floor | undefined;
+  const profileDir = mkdtempSync(join(tmpdir(), 'af-bench-prof-'));
+  try {
+    // Before any worker runs: the benchmark's own connections (its client's adds, its watch), and what the adds'
+    // scripts run per task, counted out of each batch.
+    const calibration = 20;
+    await enqueue(rig, calibration);
+    await watch.counts();
+    await redis.usedMemory();
+    await sleep(200);
+    rig.benchClients = new Set(rig.monitor.byClient.keys());
+    const addScriptsPerTask = add({}, rig.monitor.inScripts, 1 / calibration);
+    rig.completed += calibration;
+    worker = startWorker(rig, options.concurrency, options.workerNodeArgs);
+    floor = await Floor.start(data.url, sink.url);
+    log(`real tools: warm-up ${options.warmupTasks} tasks`);
+    const warm = await workerBatch(rig, worker, options.warmupTasks);
+    const warmUnexpected = await check(rig, warm.jobIds);
+    if (Object.keys(warmUnexpected).length > 0)
+      log(
+        `real tools: unexpected results in the warm-up: ${JSON.stringify(warmUnexpected)} ${JSON.stringify([...samples])}`,
+      );
+    await floor.replay(jobsOf(warm.bodies), options.concurrency);
+    const batches: RealToolsBatch[] = [];
+    for (let rep = 0; rep < options.repetitions; rep++) {
+      log(`real tools: pair ${rep + 1}, ${options.tasks} tasks on the worker, then the bare loop`);
+      const w = await workerBatch(rig, worker, options.tasks);
+      const unexpected = await check(rig, w.jobIds);
+      const f = await floor.replay(jobsOf(w.bodies), options.concurrency);
+      const calls = w.bodies.length;
+      const scripts = add({ ...w.scripts }, addScriptsPerTask, -options.tasks);
+      batches.push({
+        tasks: options.tasks,
+        modelCalls: calls,
+        elapsedMs: w.elapsedMs,
+        workerCpuMsPerCall: w.cpuMs / calls,
+        workerCpuMsPerRun: w.cpuMs / options.tasks,
+        workerWritesPerCall: w.writes / calls,
+        redisCommandsPerCall: total(w.commands) / calls,
+        redisCommands: rounded(w.commands),
+        redisScriptCommandsPerCall: total(scripts) / calls,
+        redisScriptCommands: rounded(scripts),
+        redisExecutedPerCall: w.executed / calls,
+        mysqlQueriesPerCall: w.questions / calls,
+        mysqlCpuMsPerCall: w.mysqlCpuMs === null ? null : w.mysqlCpuMs / calls,
+        emails: w.emails,
+        floor: f,
+        ratio: w.cpuMs / calls / f.cpuMsPerCall,
+        unexpected,
+      });
+    }
+    const result: RealToolsResult = {
+      concurrency: options.concurrency,
+      tasksPerBatch: options.tasks,
+      workerCpuMsPerCall: median(batches.map((b) => b.workerCpuMsPerCall)),
+      workerCpuMsPerRun: median(batches.map((b) => b.workerCpuMsPerRun)),
+      floorCpuMsPerCall: median(batches.map((b) => b.floor.cpuMsPerCall)),
+      ratio: median(batches.map((b) => b.ratio)),
+      pairRatios: batches.map((b) => b.ratio),
+      cpuSpread: spread(batches.map((b) => b.workerCpuMsPerCall)),
+      redisCommandsPerCall: median(batches.map((b) => b.redisCommandsPerCall)),
+      redisScriptCommandsPerCall: median(batches.map((b) => b.redisScriptCommandsPerCall)),
+      mysqlQueriesPerCall: median(batches.map((b) => b.mysqlQueriesPerCall)),
+      batches,
+      unexpectedSamples: Object.fromEntries(samples),
+    };
+    await worker.stop(10_000);
+    if (options.profile) {
+      log(`real tools: profile, ${options.tasks} tasks on a worker under --cpu-prof`);
+      worker = startWorker(rig, options.concurrency, [
+        ...options.workerNodeArgs,
+        '--cpu-prof',
+        `--cpu-prof-dir=${profileDir}`,
+      ]);
+      await workerBatch(rig, worker, options.warmupTasks);
+      const p = await workerBatch(rig, worker, options.tasks);
+      await worker.stop(20_000);
+      const files = readdirSync(profileDir).filter((f) => f.endsWith('.cpuprofile'));
+      const [from, to] = p.hrWindowUs;
+      const summaries = files.map((f) => summarizeProfile(join(profileDir, f), from, to));
+      summaries.sort((a, b) => b.totalMs - a.totalMs);
+      result.profile = {
+        tasks: options.tasks,
+        modelCalls: p.bodies.length,
+        cpuMsPerCall: p.cpuMs / p.bodies.length,
+        summary: summaries[0]!,
+        threads: summaries.slice(1).filter((s) => s.totalMs > 0),
+      };
+    }
+    return result;
+  } finally {
+    await worker?.stop(10_000);
+    await floor?.close();
+    await model.child.stop();
+    await client.close();
+    watch.close();
+    await sink.close();
+    await monitor.stop();
+    await redis.close();
+    await data.cleanup();
+    await ns.cleanup();
+    rmSync(profileDir, { recursive: true, force: true });
+  }
+}

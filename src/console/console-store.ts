@@ -1,0 +1,104 @@
+// What the run console reads from the fleet's store: runs by filter, one run with its steps, one batch. Read
+// only (SELECT), through the board's own small pool; rows are parsed by src/store/rows.ts, as everywhere.
+import type { Pool, RowDataPacket } from 'mysql2/promise';
+import type { StopReason } from '../agent/types.js';
+import { BatchReportStore, type LoadedBatch } from '../reports/report-store.js';
+import { toRunRow, toStepRow, type RunRowStatus } from '../store/rows.js';
+import type { ConsoleRun, ConsoleStep } from './timeline.js';
+
+export const RUN_STATUSES: readonly RunRowStatus[] = ['running', 'succeeded', 'stopped', 'failed'];
+export const STOP_REASONS: readonly StopReason[] = [
+  'answer',
+  'max_steps',
+  'token_budget',
+  'cost_budget',
+  'deadline',
+  'cancelled',
+  'error',
+];
+export const RUN_LIST_LIMIT = 200;
+
+export interface RunFilters {
+  batch?: string;
+  agent?: string;
+  status?: RunRowStatus;
+  stopReason?: StopReason;
+  /** Runs started on or after this instant. */
+  from?: Date;
+  /** Runs started before this instant. */
+  to?: Date;
+}
+
+/** A pool, or how to get one: the board makes its pool on the first console request, so a store that is down
+ * when the board starts costs the console only, and a failed attempt is made again on the next request. */
+export type PoolSource = Pool | (() => Promise<Pool>);
+
+export class ConsoleStore {
+  private pending: Promise<Pool> | null = null;
+
+  constructor(private readonly source: PoolSource) {}
+
+  private pool(): Promise<Pool> {
+    if (typeof this.source !== 'function') return Promise.resolve(this.source);
+    const source = this.source;
+    this.pending ??= source().catch((error: unknown) => {
+      this.pending = null;
+      throw error;
+    });
+    return this.pending;
+  }
+
+  /** The newest runs (at most RUN_LIST_LIMIT) matching every filter given. */
+  async listRuns(filters: RunFilters): Promise<ConsoleRun[]> {
+    const where: string[] = [];
+    const values: unknown[] = [];
+    const add = (sql: string, value: unknown) => {
+      where.push(sql);
+      values.push(value);
+    };
+    if (filters.batch !== undefined) add('batch_id = ?', filters.batch);
+    if (filters.agent !== undefined) {
+      // Runs recorded before agents were stored served the default agent.
+      if (filters.agent === 'default') add("COALESCE(agent, 'default') = ?", filters.agent);
+      else add('agent = ?', filters.agent);
+    }
+    if (filters.status !== undefined) add('status = ?', filters.status);
+    if (filters.stopReason !== undefined) add('stop_reason = ?', filters.stopReason);
+    if (filters.from !== undefined) add('started_at >= ?', filters.from);
+    if (filters.to !== undefined) add('started_at < ?', filters.to);
+    const pool = await this.pool();
+    const [rows] = await pool.query<RowDataPacket[]>(
+      `SELECT * FROM agent_runs ${where.length ? `WHERE ${where.join(' AND ')}` : ''}
+       ORDER BY started_at DESC, job_id DESC LIMIT ${RUN_LIST_LIMIT}`,
+      values,
+    );
+    return rows.map(toRunRow);
+  }
+
+  /** One run and its steps, or null when there is no such run. */
+  async loadRun(jobId: string): Promise<{ run: ConsoleRun; steps: ConsoleStep[] } | null> {
+    const pool = await this.pool();
+    const [runs] = await pool.query<RowDataPacket[]>('SELECT * FROM agent_runs WHERE job_id = ?', [jobId]);
+    const raw = runs[0];
+    if (raw === undefined) return null;
+    const [steps] = await pool.query<RowDataPacket[]>(
+      'SELECT * FROM agent_steps WHERE job_id = ? ORDER BY step',
+      [jobId],
+    );
+    return {
+      run: toRunRow(raw),
+      steps: steps.map(toStepRow),
+    };
+  }
+
+  /** A batch and its tasks' runs (the batch report's reading of them), or null. */
+  async loadBatch(batchId: string): Promise<LoadedBatch | null> {
+    return new BatchReportStore(await this.pool()).loadBatch(batchId);
+  }
+
+  /** Ends the pool, if one was made. */
+  async close(): Promise<void> {
+    const pool = await this.pending?.catch(() => null);
+    await pool?.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,56 @@
+// A batch's page: the batch report's figures and chart (src/reports: the same report `npm run report` makes,
+// built from the same rows, its SVG chart embedded as it renders it) and a link per task to its run.
+import type { BatchReport, TaskReportRow } from '../../reports/batch-summary.js';
+import { renderBatchChart } from '../../reports/render-chart.js';
+import { describeBudget, formatInt, formatTime, formatUsd, label } from '../../reports/text.js';
+import { badge, cards, h, href, NONE, page } from './layout.js';
+
+function taskRow(row: TaskReportRow): string {
+  const num = (value: number | null) => (value === null ? NONE : h(formatInt(value)));
+  const task = row.task === null ? NONE : h(label(row.task, 120));
+  return `<tr>
+<td class="num">${row.index}</td>
+<td><a href="${href('runs', row.jobId)}">${h(row.jobId)}</a></td>
+<td><a href="${href('runs', row.jobId)}">${task}</a></td>
+<td>${badge(row.status)}</td>
+<td>${row.stopReason === null ? NONE : h(row.stopReason)}</td>
+<td class="num">${num(row.steps)}</td>
+<td class="num">${num(row.totalTokens)}</td>
+<td class="num">${row.costUsd === null ? NONE : h(formatUsd(row.costUsd))}</td>
+<td>${row.error === null ? '' : `<span class="error">${h(label(row.error, 160))}</span>`}${row.stopDetail ? `<span class="why">${h(label(row.stopDetail, 300))}</span>` : ''}</td>
+</tr>`;
+}
+
+export function batchPage(report: BatchReport): string {
+  const { summary } = report;
+  const figures: [string, string][] = [
+    ['Cost (USD)', formatUsd(summary.usage.costUsd)],
+    ['Total tokens', formatInt(summary.usage.totalTokens)],
+    ['Tasks', formatInt(summary.tasks)],
+    ['Succeeded', formatInt(summary.succeeded)],
+    ['Stopped', formatInt(summary.stopped)],
+    ['Failed', formatInt(summary.failed)],
+  ];
+  if (report.running > 0) figures.push(['Running', formatInt(report.running)]);
+  if (report.pending > 0) figures.push(['Pending', formatInt(report.pending)]);
+  const warnings =
+    report.warnings.length === 0
+      ? ''
+      : `<ul class="problem">${report.warnings.map((warning) => `<li>${h(warning)}</li>`).join('')}</ul>`;
+  const body = `<h1>Batch ${h(report.batchId)} <span class="badge ${report.state === 'completed' ? 'succeeded' : 'running'}">${h(report.state)}</span></h1>
+<p class="meta">${report.name === null ? '' : `${h(label(report.name, 200))} · `}created ${h(formatTime(report.createdAt))}${report.completedAt ? ` · completed ${h(formatTime(report.completedAt))}` : ''} · budget: ${h(describeBudget(report))} · <a href="${h(`/console/runs?batch=${encodeURIComponent(report.batchId)}`)}">its runs in the list</a></p>
+${cards(figures)}
+${warnings}
+<h2>Cost and steps per task</h2>
+<figure class="chart">
+${renderBatchChart(report).trim()}
+</figure>
+<h2>Tasks</h2>
+<table class="runs">
+<thead><tr><th class="num">#</th><th>Job</th><th>Task</th><th>Status</th><th>Stop reason</th><th class="num">Steps</th><th class="num">Tokens</th><th class="num">Cost</th><th>Error, or why it stopped</th></tr></thead>
+<tbody>
+${report.rows.map(taskRow).join('\n')}
+</tbody>
+</table>`;
+  return page(`Batch ${report.batchId}`, body);
+}

@@ -1,0 +1,258 @@
+// The kernel's run observer (src/agent/run-observer.ts) as OpenTelemetry spans after the GenAI semantic
+// conventions (docs/telemetry.md): `invoke_agent {agent}` per run, as a child of the active context (BullMQ's
+// `process` span of the job), and under it `chat {model}` per model call (its retries included, one event per
+// failed attempt) and `execute_tool {tool}` per tool call. Attributes of the fleet's own are under
+// `agent_fleet.`. Content (prompts, replies, tool arguments and results) only when capture is on, scrubbed.
+import {
+  context,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
+import type { ModelApiError } from '../agent/errors.js';
+import type { ModelCallResult } from '../agent/model-call.js';
+import type { ModelCallStart, ModelCallWatch, ToolCallStart, ToolCallWatch } from '../agent/run-observer.js';
+import type { AgentResult } from '../agent/types.js';
+import type { ToolCallOutcome } from '../tools/run-tool-call.js';
+import { inputContent, outputContent, safeJson, safeText } from './genai-content.js';
+import type { RunTrace, RunTraceStart } from './fleet-telemetry.js';
+
+export const PROVIDER = 'openai';
+
+export interface GenAiTracingOptions {
+  captureContent: boolean;
+  /** The model endpoint's host and port (server.address / server.port of `chat` spans). */
+  server?: { address: string; port: number };
+}
+
+/** The host and port of a Chat Completions base URL; OpenAI's when none is given. */
+export function serverOf(baseUrl: string | undefined): { address: string; port: number } | undefined {
+  try {
+    const url = new URL(baseUrl ?? 'https://api.openai.com/v1');
+    const port = url.port ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+    return { address: url.hostname, port };
+  } catch {
+    return undefined;
+  }
+}
+
+export class GenAiTracing {
+  constructor(
+    private readonly tracer: Tracer,
+    private readonly options: GenAiTracingOptions,
+  ) {}
+
+  startRun(start: RunTraceStart): RunTrace {
+    const attributes: Attributes = {
+      'gen_ai.operation.name': 'invoke_agent',
+      'gen_ai.agent.name': start.agent,
+      'gen_ai.provider.name': PROVIDER,
+      'gen_ai.request.model': start.model,
+      'gen_ai.conversation.id': start.jobId,
+      'agent_fleet.job.id': start.jobId,
+      'agent_fleet.job.attempt': start.attempt,
+    };
+    if (start.batchId) attributes['agent_fleet.batch.id'] = start.batchId;
+    if (this.options.captureContent) {
+      attributes['gen_ai.input.messages'] = safeJson([
+        { role: 'user', parts: [{ type: 'text', content: start.task }] },
+      ]);
+    }
+    const span = this.tracer.startSpan(
+      `invoke_agent ${start.agent}`,
+      { kind: SpanKind.INTERNAL, attributes },
+      context.active(),
+    );
+    return new AgentRunTrace(this.tracer, span, this.options);
+  }
+}
+
+class AgentRunTrace implements RunTrace {
+  private readonly parent: Context;
+  private ended = false;
+
+  constructor(
+    private readonly tracer: Tracer,
+    private readonly span: Span,
+    private readonly options: GenAiTracingOptions,
+  ) {
+    this.parent = trace.setSpan(context.active(), span);
+  }
+
+  modelCall(call: ModelCallStart): ModelCallWatch {
+    return new ChatSpan(this.tracer, this.parent, call, this.options);
+  }
+
+  toolCall(call: ToolCallStart): ToolCallWatch {
+    const attributes: Attributes = {
+      'gen_ai.operation.name': 'execute_tool',
+      'gen_ai.tool.name': call.name,
+      'gen_ai.tool.call.id': call.callId,
+      'gen_ai.tool.type': 'function',
+      'agent_fleet.step': call.step,
+    };
+    if (this.options.captureContent && call.args !== undefined) {
+      attributes['gen_ai.tool.call.arguments'] = safeJson(call.args);
+    }
+    const span = this.tracer.startSpan(
+      `execute_tool ${call.name}`,
+      { kind: SpanKind.INTERNAL, attributes },
+      this.parent,
+    );
+    const capture = this.options.captureContent;
+    return {
+      ended(outcome: ToolCallOutcome) {
+        span.setAttribute('agent_fleet.tool.attempts', outcome.attempts);
+        span.setAttribute('agent_fleet.tool.duration_ms', outcome.latencyMs);
+        span.setAttribute('agent_fleet.tool.outcome', toolOutcome(outcome));
+        if (capture) span.setAttribute('gen_ai.tool.call.result', safeText(outcome.output));
+        if (!outcome.ok) {
+          const type = outcome.errorCode ?? 'tool_error';
+          span.setAttribute('error.type', type);
+          span.setStatus({ code: SpanStatusCode.ERROR, message: type });
+        }
+        span.end();
+      },
+    };
+  }
+
+  end(result: AgentResult): void {
+    if (this.ended) return;
+    this.ended = true;
+    const span = this.span;
+    span.setAttributes({
+      'gen_ai.usage.input_tokens': result.usage.promptTokens,
+      'gen_ai.usage.output_tokens': result.usage.completionTokens,
+      'agent_fleet.cost_usd': result.usage.costUsd,
+      'agent_fleet.run.status': result.status,
+      'agent_fleet.run.stop_reason': result.stopReason,
+      'agent_fleet.run.steps': result.steps,
+      'agent_fleet.run.tool_calls': result.toolCalls,
+    });
+    setDetailedUsage(span, result.usage);
+    if (this.options.captureContent && result.answer !== null) {
+      span.setAttribute(
+        'gen_ai.output.messages',
+        safeJson([{ role: 'assistant', parts: [{ type: 'text', content: result.answer }] }]),
+      );
+    }
+    if (result.error) {
+      span.setAttribute('error.type', result.error.code);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: safeText(result.error.message, 500) });
+    }
+    span.end();
+  }
+
+  fail(error: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    const err = error instanceof Error ? error : new Error(String(error));
+    this.span.setAttribute('error.type', err.name || 'Error');
+    this.span.setStatus({ code: SpanStatusCode.ERROR, message: safeText(err.message, 500) });
+    this.span.end();
+  }
+}
+
+/** A `chat` span, started when the first attempt is sent: a call the budget refused sends nothing and has none. */
+class ChatSpan implements ModelCallWatch {
+  private span: Span | undefined;
+
+  constructor(
+    private readonly tracer: Tracer,
+    private readonly parent: Context,
+    private readonly call: ModelCallStart,
+    private readonly options: GenAiTracingOptions,
+  ) {}
+
+  attempt(attempt: number, maxTokens: number): void {
+    if (!this.span) {
+      const attributes: Attributes = {
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.provider.name': PROVIDER,
+        // The name before gen_ai.provider.name, still read by many backends.
+        'gen_ai.system': PROVIDER,
+        'gen_ai.request.model': this.call.model,
+        'gen_ai.request.temperature': this.call.temperature,
+        'agent_fleet.model.purpose': this.call.purpose,
+      };
+      if (this.options.server) {
+        attributes['server.address'] = this.options.server.address;
+        attributes['server.port'] = this.options.server.port;
+      }
+      if (this.options.captureContent) {
+        const content = inputContent(this.call.messages);
+        if (content.system) attributes['gen_ai.system_instructions'] = content.system;
+        attributes['gen_ai.input.messages'] = content.input;
+      }
+      this.span = this.tracer.startSpan(
+        `chat ${this.call.model}`,
+        { kind: SpanKind.CLIENT, attributes },
+        this.parent,
+      );
+    }
+    // A retry may ask for fewer tokens (less budget left): the span shows what the last attempt asked.
+    this.span.setAttribute('gen_ai.request.max_tokens', maxTokens);
+    if (attempt > 1) this.span.setAttribute('agent_fleet.model.retries', attempt - 1);
+  }
+
+  attemptFailed(attempt: number, error: ModelApiError): void {
+    const attributes: Attributes = { 'agent_fleet.attempt': attempt, 'error.type': error.code };
+    if (error.status !== undefined) attributes['http.response.status_code'] = error.status;
+    this.span?.addEvent('agent_fleet.model.attempt_failed', attributes);
+  }
+
+  ended(result: ModelCallResult, costUsd: number): void {
+    const span = this.span;
+    if (!span) return;
+    span.setAttributes({
+      'gen_ai.usage.input_tokens': result.usage.promptTokens,
+      'gen_ai.usage.output_tokens': result.usage.completionTokens,
+      'agent_fleet.cost_usd': costUsd,
+      'agent_fleet.model.attempts': result.attempts,
+    });
+    if (result.ok) {
+      const completion = result.completion;
+      if (completion.responseId) span.setAttribute('gen_ai.response.id', completion.responseId);
+      span.setAttribute('gen_ai.response.model', completion.responseModel ?? this.call.model);
+      if (completion.finishReason)
+        span.setAttribute('gen_ai.response.finish_reasons', [completion.finishReason]);
+      setDetailedUsage(span, result.usage);
+      if (!completion.usage) span.setAttribute('agent_fleet.usage.estimated', true);
+      if (completion.serviceTier) span.setAttribute('openai.response.service_tier', completion.serviceTier);
+      if (this.options.captureContent) {
+        span.setAttribute(
+          'gen_ai.output.messages',
+          outputContent(completion.message, completion.finishReason),
+        );
+      }
+    } else if (result.stop === 'error') {
+      span.setAttribute('error.type', result.error.code);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: safeText(result.error.message, 500) });
+    } else {
+      // Stopped between attempts (budget, deadline, cancellation): not the endpoint's error.
+      span.setAttribute('agent_fleet.model.stopped', result.stop);
+    }
+    span.end();
+  }
+}
+
+/** Cached prompt and reasoning tokens, when the endpoint reported them. */
+function setDetailedUsage(
+  span: Span,
+  usage: { cachedPromptTokens?: number; reasoningTokens?: number },
+): void {
+  if (usage.cachedPromptTokens !== undefined)
+    span.setAttribute('gen_ai.usage.cache_read.input_tokens', usage.cachedPromptTokens);
+  if (usage.reasoningTokens !== undefined)
+    span.setAttribute('gen_ai.usage.reasoning.output_tokens', usage.reasoningTokens);
+}
+
+function toolOutcome(outcome: ToolCallOutcome): string {
+  if (outcome.uncertain) return 'uncertain';
+  if (outcome.ok) return 'ok';
+  return outcome.infrastructure ? 'unavailable' : 'error';
+}

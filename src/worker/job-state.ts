@@ -1,0 +1,27 @@
+// What the fleet keeps in Redis for a job besides BullMQ's own keys: its checkpoint, its parked traces and a kept
+// outcome (with its entry in the set of unrecorded jobs). All of it goes in one command, when a job starts for
+// the first time (an earlier job of the same id may have left some) and once its result is out: one round trip
+// a job instead of one per store, and one per trace written (parked traces stay until the result is out; a
+// retry that finds them writes them again, an upsert).
+import type { Redis } from 'ioredis';
+import { LuaScript } from '../fleet/lua-script.js';
+import { checkpointKey } from './checkpoint-store.js';
+import { outcomeKey, unrecordedKey } from './outcome-store.js';
+import { parkedTracesKey } from './trace-writer.js';
+
+// KEYS: checkpoint, parked traces, kept outcome, the unrecorded set. ARGV: the job id.
+const FORGET = new LuaScript(`
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+redis.call('SREM', KEYS[4], ARGV[1])
+return 1
+`);
+
+export async function forgetJobState(redis: Redis, prefix: string, jobId: string): Promise<void> {
+  const keys = [
+    checkpointKey(prefix, jobId),
+    parkedTracesKey(prefix, jobId),
+    outcomeKey(prefix, jobId),
+    unrecordedKey(prefix),
+  ];
+  await FORGET.run(redis, keys, [jobId]);
+}
