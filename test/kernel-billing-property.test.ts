@@ -114,7 +114,8 @@ const scenario = fc.record({
     { weight: 1, arbitrary: fc.double({ min: 0.0002, max: 0.005, noNaN: true }) },
     { weight: 3, arbitrary: fc.double({ min: 0.005, max: 0.1, noNaN: true }) },
   ),
-  memoryWindow: fc.integer({ min: 2, max: 8 }),
+  // The default memory (a facts message in place of old turns) and the sliding window.
+  memoryWindow: fc.oneof(fc.constant('auto' as const), fc.integer({ min: 2, max: 8 })),
   completionTokens: fc.integer({ min: 16, max: 600 }),
   script: fc.array(replies, { maxLength: 10 }).map((items) => items.flat()),
   /** A short deadline and slow replies on a share of runs: flex falls back to the default tier near it. */
