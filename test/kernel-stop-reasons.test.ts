@@ -129,6 +129,14 @@ describe('stop reasons', () => {
     expect(result.usage.totalTokens).toBeLessThanOrEqual(50_000);
   });
 
+  it('a deadline that is no multiple of 20 ms still gives each call a whole-millisecond timeout', async () => {
+    // 15% of 1,001 ms is kept for the final turn: a fractional timeout, which the openai client refuses.
+    server.reset({ script: [lookup(7), { answer: 'done' }] });
+    const { result } = await runWith(server, { budget: { deadlineMs: 1_001 } });
+    expect(result.error).toBeNull();
+    expect(result).toMatchObject({ status: 'succeeded', stopReason: 'answer', answer: 'done' });
+  });
+
   it('cancelled: aborting the signal ends the run and leaves the unfinished tool call to a resume', async () => {
     server.reset({ script: [{ actions: [{ tool: 'slow', args: { ms: 150 } }] }] });
     const controller = new AbortController();

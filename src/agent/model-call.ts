@@ -140,8 +140,9 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
         return { ok: false, stop: decision.reason, message: decision.message, ...cost(attempt - 1) };
       ticket = decision.ticket;
     }
-    // Waiting at the gate took time: what is left of it bounds the call.
-    const timeoutMs = Math.min(env.timeoutMs, request.answerBy - env.now());
+    // Waiting at the gate took time: what is left of it bounds the call. Whole milliseconds: a deadline's reserve
+    // (a share of it) can be fractional, and HTTP clients refuse a fractional timeout.
+    const timeoutMs = Math.floor(Math.min(env.timeoutMs, request.answerBy - env.now()));
     const chargedBefore = charged;
     const settle = async () => {
       if (!env.gate || ticket === undefined) return;
