@@ -23,7 +23,36 @@ export const modelPriceSchema = tierPriceSchema
     /** The most tokens a prompt and its completion may hold together. */
     contextWindow: z.number().int().positive().optional(),
   })
-  .strict();
+  .strict()
+  // Every call is planned at the standard, uncached prices: no other price may be higher, or a bill could
+  // pass the budget that planned it.
+  .superRefine((price, ctx) => {
+    const above = (path: string[], value: number | undefined, limit: number, name: string) => {
+      if (value !== undefined && value > limit)
+        ctx.addIssue({ code: 'custom', path, message: `must be at most ${name} (${limit})` });
+    };
+    above(['cachedInputPerMillion'], price.cachedInputPerMillion, price.inputPerMillion, 'inputPerMillion');
+    if (price.flex) {
+      above(
+        ['flex', 'inputPerMillion'],
+        price.flex.inputPerMillion,
+        price.inputPerMillion,
+        'inputPerMillion',
+      );
+      above(
+        ['flex', 'outputPerMillion'],
+        price.flex.outputPerMillion,
+        price.outputPerMillion,
+        'outputPerMillion',
+      );
+      above(
+        ['flex', 'cachedInputPerMillion'],
+        price.flex.cachedInputPerMillion,
+        price.inputPerMillion,
+        'inputPerMillion',
+      );
+    }
+  });
 
 export type TierPrice = z.infer<typeof tierPriceSchema>;
 export type ModelPrice = z.infer<typeof modelPriceSchema>;

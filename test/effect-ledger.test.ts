@@ -78,6 +78,17 @@ describe('ctx.once on the effect ledger', () => {
     expect(await statusOf('job-1:1:0')).toMatchObject({ status: 'done', attempt: 1 });
   });
 
+  it('a late failure of a taken-over attempt never frees an effect another attempt made', async () => {
+    let runs = 0;
+    await once('job-late:1:0', async () => ++runs);
+    expect(await statusOf('job-late:1:0')).toMatchObject({ status: 'done' });
+    // The first attempt's send failed long after the takeover made the effect: it must not undo the record.
+    await ledger.markFailed('job-late:1:0', 'SMTP 451 try again later');
+    expect(await statusOf('job-late:1:0')).toMatchObject({ status: 'done' });
+    expect(await once('job-late:1:0', async () => ++runs)).toBe(1);
+    expect(runs).toBe(1);
+  });
+
   it('frees the key when the effect throws, so a later attempt may make it', async () => {
     await expect(once('job-1:2:0', () => Promise.reject(new Error('refused')))).rejects.toThrow('refused');
     expect(await statusOf('job-1:2:0')).toMatchObject({ status: 'failed' });

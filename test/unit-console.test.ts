@@ -9,7 +9,7 @@ import express from 'express';
 import { describe, expect, it } from 'vitest';
 import { runPageOf } from '../producers/board-app.js';
 import { noExternalResources, withoutExternalLinks } from '../producers/board-offline.js';
-import { parseRunFilters } from '../src/console/pages/runs-page.js';
+import { parseRunFilters, runsPage } from '../src/console/pages/runs-page.js';
 import { renderTimelineText } from '../src/console/render-timeline-text.js';
 import { renderSafeMarkdown } from '../src/console/safe-markdown.js';
 import { buildTimeline, type ConsoleRun, type ConsoleStep } from '../src/console/timeline.js';
@@ -201,6 +201,13 @@ describe('the timeline', () => {
     ]);
     expect(one.entries[1]).toMatchObject({ observation: 'a\nb' });
     expect(one.entries[0]).toMatchObject({ latencyMs: null, stepLatencyMs: 900 });
+  });
+
+  it('masks a secret in the task on the runs list too', () => {
+    const secret = 'sk-abcdefghijklmnopqrstuvwx';
+    const html = runsPage([run({ task: `use ${secret} for the report` })], {});
+    expect(html).toContain('for the report');
+    expect(html).not.toContain(secret);
   });
 
   it('masks secrets in the task, arguments, observations, summaries, answers and errors', () => {

@@ -106,6 +106,18 @@ describe('LLM_PRICES_FILE', () => {
     expect(priceOf('o3', prices)).toEqual(MODEL_PRICES['o3']);
   });
 
+  it('refuses a cached or flex price above the standard one: the budget plans every call at the standard price', () => {
+    const entry = (extra: object) =>
+      JSON.stringify({ m: { inputPerMillion: 1, outputPerMillion: 2, ...extra } });
+    expect(() => parseEnv({ LLM_PRICES: entry({ cachedInputPerMillion: 1.5 }) })).toThrow(
+      /LLM_PRICES=.*m\.cachedInputPerMillion: must be at most inputPerMillion/,
+    );
+    expect(() =>
+      parseEnv({ LLM_PRICES: entry({ flex: { inputPerMillion: 0.5, outputPerMillion: 3 } }) }),
+    ).toThrow(/m\.flex\.outputPerMillion: must be at most outputPerMillion/);
+    expect(() => parseEnv({ LLM_PRICES: entry({ cachedInputPerMillion: 0.1 }) })).not.toThrow();
+  });
+
   it('refuses a missing file, bad JSON and a bad entry, naming the variable and the field', () => {
     expect(() => parseEnv({ LLM_PRICES_FILE: join(dir, 'nope.json') })).toThrow(
       /LLM_PRICES_FILE=.*cannot be read/,

@@ -143,11 +143,14 @@ export class EffectLedger {
     );
   }
 
-  /** It certainly did not happen: the row may be claimed again. */
+  /**
+   * It certainly did not happen: the row may be claimed again. Never over a row another attempt has since settled
+   * done (a late failure of a taken-over attempt must not free a made effect for a second one).
+   */
   async markFailed(effectKey: string, error: string): Promise<void> {
     await this.pool.query(
       `UPDATE effect_ledger SET status = 'failed', error = ?, updated_at = CURRENT_TIMESTAMP(3)
-       WHERE effect_key = ?`,
+       WHERE effect_key = ? AND status <> 'done'`,
       [clip(error), effectKey],
     );
   }

@@ -1,12 +1,9 @@
 // The SMTP side of send_email: a nodemailer transport built from SMTP_URL, and the reading of its errors that
-// at-most-once depends on. Connections are pooled (a new TCP connection, greeting and EHLO per message cost
-// more CPU than the message): the pool never re-queues a message whose connection closed mid-send (nodemailer
-// would send it again on another connection; here that send fails and reads as `unknown`, so at most once
-// holds), and it closes idle connections itself well before a server would (RFC 5321 asks servers to wait
-// 5 minutes), so a connection the server dropped while idle is rarely the one a message is handed to.
+// at-most-once depends on. One connection per message (no pool): emails are rare, and a pooled connection that
+// the server dropped while idle is one more way for a send to fail halfway.
 import nodemailer from 'nodemailer';
 import type { SMTPSentMessageInfo, SMTPTransportOptions, Transporter } from 'nodemailer';
-import SMTPPool from 'nodemailer/lib/smtp-pool';
+import SMTPTransport from 'nodemailer/lib/smtp-transport';
 import { redactUrl } from '../../config/env.js';
 import { ConfigError } from '../agent/errors.js';
 import { NOT_CONNECTED_CODES } from '../util/socket-errors.js';
@@ -18,10 +15,6 @@ export interface SmtpTransportOptions {
   greetingTimeoutMs?: number;
   /** Milliseconds of silence mid-session before giving up. Default 20,000. */
   socketTimeoutMs?: number;
-  /** SMTP connections kept open to the server at most (sends beyond wait for one). Default 5. */
-  maxConnections?: number;
-  /** An idle pooled connection is closed after this many milliseconds. Default 30,000. */
-  idleTimeoutMs?: number;
 }
 
 export type SmtpTransport = Transporter<SMTPSentMessageInfo, SMTPTransportOptions>;
@@ -30,8 +23,8 @@ const LOCAL_HOSTS = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
 
 /**
  * A transport for `smtp://` or `smtps://` URLs, credentials in the URL's user info. Query parameters of the
- * URL (nodemailer's own, like `?tls.rejectUnauthorized=false`) override the defaults here; the pool's
- * re-queueing cannot be turned back on that way (it is set after them).
+ * URL (nodemailer's own, like `?tls.rejectUnauthorized=false`) override the defaults here; pooling cannot be
+ * turned on that way because the transport is built directly rather than chosen from the options.
  */
 export function createSmtpTransport(smtpUrl: string, options: SmtpTransportOptions = {}): SmtpTransport {
   let url: URL;
@@ -46,21 +39,17 @@ export function createSmtpTransport(smtpUrl: string, options: SmtpTransportOptio
       `SMTP_URL=${JSON.stringify(redactUrl(smtpUrl))} must be smtp:// or smtps://`,
     );
   }
-  const pool = new SMTPPool({
+  const transport = new SMTPTransport({
     url: smtpUrl,
     connectionTimeout: options.connectionTimeoutMs ?? 10_000,
     greetingTimeout: options.greetingTimeoutMs ?? 10_000,
     socketTimeout: options.socketTimeoutMs ?? 20_000,
-    maxConnections: options.maxConnections ?? 5,
-    idleTimeout: options.idleTimeoutMs ?? 30_000,
     // A local sink (the demo's, a developer's MailHog) has no certificate worth checking; plain smtp:// to any
     // other host still upgrades with STARTTLS when the server offers it.
     ignoreTLS: url.protocol === 'smtp:' && isLocalHost(url.hostname),
     logger: false,
   });
-  // After the URL's options were merged in: a message is never sent twice by the pool itself.
-  pool.options.maxRequeues = 0;
-  return nodemailer.createTransport(pool) as unknown as SmtpTransport;
+  return nodemailer.createTransport(transport);
 }
 
 function isLocalHost(hostname: string): boolean {

@@ -1,5 +1,6 @@
 // A batch's page: the batch report's figures and chart (src/reports: the same report `npm run report` makes,
 // built from the same rows, its SVG chart embedded as it renders it) and a link per task to its run.
+import { scrubText } from '../../logging/redact.js';
 import type { BatchReport, TaskReportRow } from '../../reports/batch-summary.js';
 import { renderBatchChart } from '../../reports/render-chart.js';
 import { describeBudget, formatInt, formatTime, formatUsd, label } from '../../reports/text.js';
@@ -7,7 +8,8 @@ import { badge, cards, h, href, NONE, page } from './layout.js';
 
 function taskRow(row: TaskReportRow): string {
   const num = (value: number | null) => (value === null ? NONE : h(formatInt(value)));
-  const task = row.task === null ? NONE : h(label(row.task, 120));
+  // Masked as on the run's page: a task's words may hold a credential.
+  const task = row.task === null ? NONE : h(label(scrubText(row.task), 120));
   return `<tr>
 <td class="num">${row.index}</td>
 <td><a href="${href('runs', row.jobId)}">${h(row.jobId)}</a></td>

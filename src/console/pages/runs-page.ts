@@ -1,6 +1,7 @@
 // The console's list of runs, newest first, filtered by batch, agent, status, stop reason and start date (the
 // query string of a plain GET form, so a filtered list is a link one can share).
 import type { StopReason } from '../../agent/types.js';
+import { scrubText } from '../../logging/redact.js';
 import { formatInt, formatTime, formatUsd, label } from '../../reports/text.js';
 import type { RunRowStatus } from '../../store/rows.js';
 import { RUN_LIST_LIMIT, RUN_STATUSES, STOP_REASONS, type RunFilters } from '../console-store.js';
@@ -97,7 +98,7 @@ function runRow(run: ConsoleRun): string {
   return `<tr>
 <td><a href="${href('runs', run.jobId)}">${h(run.jobId)}</a></td>
 <td>${h(run.agent ?? 'default')}</td>
-<td><a href="${href('runs', run.jobId)}">${h(label(run.task, 90))}</a></td>
+<td><a href="${href('runs', run.jobId)}">${h(label(scrubText(run.task), 90))}</a></td>
 <td>${badge(run.status)}</td>
 <td>${run.stopReason === null ? NONE : h(run.stopReason)}</td>
 <td class="num">${run.steps}</td>
