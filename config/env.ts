@@ -43,34 +43,28 @@ const firstIssue = (error: z.ZodError): string => {
   const path = issue?.path.join('.') ?? '';
   return `${path ? `${path}: ` : ''}${issue?.message ?? 'bad value'}`;
 };
-const priceTable = z.string().transform((value, ctx) => {
-  let json: unknown;
-  try {
-    json = JSON.parse(value);
-  } catch {
-    ctx.addIssue({ code: 'custom', message: 'must be JSON' });
+/** JSON read from a variable (or the file it names) and checked against `schema`, the first issue named. */
+const checkedJson = <T extends z.ZodType>(schema: T, read: (value: string) => string, what: string) =>
+  z.string().transform((value, ctx): z.output<T> => {
+    let json: unknown;
+    try {
+      json = JSON.parse(read(value));
+    } catch (error) {
+      const why = error instanceof SyntaxError ? 'is not JSON' : 'cannot be read';
+      ctx.addIssue({
+        code: 'custom',
+        message: what === 'value' ? 'must be JSON' : `the ${what} ${why} (${(error as Error).message})`,
+      });
+      return z.NEVER;
+    }
+    const parsed = schema.safeParse(json);
+    if (parsed.success) return parsed.data;
+    ctx.addIssue({ code: 'custom', message: firstIssue(parsed.error) });
     return z.NEVER;
-  }
-  const parsed = priceMapSchema.safeParse(json);
-  if (parsed.success) return parsed.data;
-  ctx.addIssue({ code: 'custom', message: firstIssue(parsed.error) });
-  return z.NEVER;
-});
+  });
+const priceTable = checkedJson(priceMapSchema, (value) => value, 'value');
 // Read once at start, like every other variable: a price file that cannot be read stops the process naming it.
-const priceFile = z.string().transform((path, ctx) => {
-  let json: unknown;
-  try {
-    json = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (error) {
-    const why = error instanceof SyntaxError ? 'is not JSON' : 'cannot be read';
-    ctx.addIssue({ code: 'custom', message: `the file ${why} (${(error as Error).message})` });
-    return z.NEVER;
-  }
-  const parsed = priceFileSchema.safeParse(json);
-  if (parsed.success) return parsed.data;
-  ctx.addIssue({ code: 'custom', message: firstIssue(parsed.error) });
-  return z.NEVER;
-});
+const priceFile = checkedJson(priceFileSchema, (path) => readFileSync(path, 'utf8'), 'file');
 
 /**
  * MODEL_TPM: one number for every model (`90000`), or limits by model with an optional default for the others

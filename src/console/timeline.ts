@@ -3,7 +3,7 @@
 // Every text and value in it has been through the redaction rules (src/logging/redact.ts): the renderers may
 // show it as it is, after escaping for their medium.
 import type { RunError } from '../agent/errors.js';
-import type { StopReason, TraceKind } from '../agent/types.js';
+import type { StopReason, TraceEvent, TraceKind } from '../agent/types.js';
 import { redactValue, scrubText } from '../logging/redact.js';
 import type { RunRow, RunRowStatus, StepRow } from '../store/rows.js';
 
@@ -88,18 +88,8 @@ export type TimelineEntry =
       /** The call's result as the model saw it (cut for storage), or null when not recorded apart. */
       observation: string | null;
     }
-  | {
-      type: 'fold';
-      step: number;
-      messages: number;
-      summary: string;
-      byModel: boolean;
-      /** The summary's own model calls and what they cost (0 for a deterministic summary). */
-      modelCalls: number;
-      promptTokens: number;
-      completionTokens: number;
-      costUsd: number;
-    }
+  /** A memory fold as the step trace recorded it, with its step. */
+  | (Extract<TraceEvent, { type: 'fold' }> & { step: number })
   | { type: 'decision'; step: number | null; text: string }
   | { type: 'feedback'; step: number; text: string }
   | { type: 'answer'; step: number; text: string; final: boolean };
