@@ -3,7 +3,7 @@
 // report estimated and flagged, and a resumed run billed at the prices it started with.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OpenAIChatModel } from '../src/llm/openai-chat-model.js';
-import { costUsd, priceOf, type ModelPrice } from '../src/llm/pricing.js';
+import { costUsd, priceOf, type ModelPrice } from '../src/kernel/pricing.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import { runWith } from './support/kernel-harness.js';
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { describe, it, expect, beforeAll, afterAll, beforeEach } from 'vitest';
-import type { AgentResult, StepTrace } from '../src/agent/types.js';
+import type { AgentResult, StepTrace } from '../src/kernel/types.js';
 import { StoreError } from '../src/store/errors.js';
 import { loadMigrations, MIGRATIONS_DIRECTORY, splitStatements } from '../src/store/migration-files.js';
 import { migrate } from '../src/store/migrate.js';

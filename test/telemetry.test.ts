@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentResult } from '../src/agent/types.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import { REFERENCE_TASK, referenceModelRules } from '../src/demo/reference-model.js';
 import { seedDemoDatabase } from '../src/demo/seed-demo-database.js';
 import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';

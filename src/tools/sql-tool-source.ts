@@ -1,7 +1,7 @@
 // `sqlTools(...)`: the three data tools of CONTRACT §7 as a tool source a fleet configuration wires with its own
 // data database and caps. The database is opened (and refused if its account can write) at worker start.
-import { ConfigError } from '../agent/errors.js';
-import type { ToolSource } from '../agent/define-fleet.js';
+import { ConfigError } from '../kernel/errors.js';
+import type { ToolSource } from '../kernel/define-fleet.js';
 import { seedDemoDatabase } from '../demo/seed-demo-database.js';
 import type { WorkerServices } from '../worker/worker-services.js';
 import { openDataDatabase, type DataDatabase } from './data-database.js';

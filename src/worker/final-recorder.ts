@@ -4,7 +4,7 @@
 // record: a published result always has its agent_runs row and its steps.
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { AgentResult, StepTrace } from '../agent/types.js';
+import type { AgentResult, StepTrace } from '../kernel/types.js';
 import type { Env } from '../../config/env.js';
 import type { Logger } from '../logging/logger.js';
 import type { FleetMetrics } from '../metrics/fleet-metrics.js';

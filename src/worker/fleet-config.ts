@@ -4,10 +4,10 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { defineFleet, type Fleet, type FleetDefinition } from '../agent/define-fleet.js';
-import { ConfigError } from '../agent/errors.js';
+import { defineFleet, type Fleet, type FleetDefinition } from '../kernel/define-fleet.js';
+import { ConfigError } from '../kernel/errors.js';
 import type { Env } from '../../config/env.js';
-import { demoFleet } from './demo-fleet.js';
+import { demoFleet } from '../demo/demo-fleet.js';
 
 const DEFAULT_FILES = ['agent-fleet.config.ts', 'agent-fleet.config.js'];
 

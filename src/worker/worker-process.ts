@@ -2,7 +2,7 @@
 // its signals. Kept apart from the entry file so the demo can start workers in-process.
 import { Queue, Worker } from 'bullmq';
 import { env as readEnv, type Env } from '../../config/env.js';
-import { configuredPrices, priceOf } from '../llm/pricing.js';
+import { configuredPrices, priceOf } from '../kernel/pricing.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import { scrubText } from '../logging/redact.js';
 import { BATCHES_QUEUE, RESULTS_QUEUE, TASKS_QUEUE } from '../queue/names.js';
@@ -13,7 +13,7 @@ import { BatchTracker } from './batch-tracker.js';
 import { fleetLimitsFromEnv, gateForJob } from '../fleet/fleet-gate.js';
 import { TenantSlots } from '../fleet/tenant-slots.js';
 import { withProviderRateLimits } from '../fleet/provider-rate-limits.js';
-import type { ChatModel } from '../llm/chat-model.js';
+import type { ChatModel } from '../kernel/chat-model.js';
 import { FleetMetrics } from '../metrics/fleet-metrics.js';
 import { startMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
 import { assertRedisReachable, createRedis } from '../queue/redis.js';
@@ -34,11 +34,11 @@ import { modelFactoryFrom } from './model-factory.js';
 import { ResultPublisher } from './result-publisher.js';
 import { ResultsRetention } from './results-retention.js';
 import { handleShutdownSignals } from './shutdown-signals.js';
-import type { Fleet } from '../agent/define-fleet.js';
+import type { Fleet } from '../kernel/define-fleet.js';
 import { loadFleetConfig } from './fleet-config.js';
 import { openFleet } from './fleet-runtime.js';
 import { publishCatalog } from './catalog-publisher.js';
-import { effectsInFlight } from '../tools/effects-in-flight.js';
+import { effectsInFlight } from '../kernel/effects-in-flight.js';
 import { settlesWithin } from '../util/with-timeout.js';
 import { startTelemetry } from '../telemetry/fleet-telemetry.js';
 

@@ -1,8 +1,8 @@
 // The built-in fleet configuration, used when there is no FLEET_CONFIG and no agent-fleet.config.* at the root:
 // the `default` agent (exactly the fleet's behaviour before agents: the protocol's system prompt, the four
 // tools of CONTRACT §7, the environment's model and budgets) with its tools wired from the environment.
-import { DEFAULT_AGENT, defineAgent } from '../agent/define-agent.js';
-import { defineFleet, type Fleet } from '../agent/define-fleet.js';
+import { DEFAULT_AGENT, defineAgent } from '../kernel/define-agent.js';
+import { defineFleet, type Fleet } from '../kernel/define-fleet.js';
 import type { Env } from '../../config/env.js';
 import { TOOL_NAMES } from '../queue/tool-names.js';
 import { sendEmailTool } from '../tools/email-tool-source.js';

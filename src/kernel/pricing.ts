@@ -1,8 +1,8 @@
 // What token counts cost under a model's price. One function does it for checks and for reports, so the pre-call
 // check and the reported cost can never disagree by a rounding.
 import { MODEL_PRICES, type ModelPrice, type PriceFile, type TierPrice } from '../../config/prices.js';
-import type { TokenUsage } from '../agent/budget.js';
-import { ConfigError } from '../agent/errors.js';
+import type { TokenUsage } from './budget.js';
+import { ConfigError } from './errors.js';
 
 export type { ModelPrice, TierPrice };
 

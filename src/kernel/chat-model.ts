@@ -1,7 +1,7 @@
 // The one thing the kernel needs from an LLM: a single chat completion. Kept tiny so the kernel never
 // depends on a vendor SDK; the OpenAI adapter implements it over HTTP.
-import type { AssistantMessage, ChatMessage, ResponseFormat, ToolSpec } from '../agent/messages.js';
-import type { RateLimitState } from './rate-limit-headers.js';
+import type { AssistantMessage, ChatMessage, ResponseFormat, ToolSpec } from './messages.js';
+import type { RateLimitState } from '../llm/rate-limit-headers.js';
 
 export interface ChatRequest {
   messages: readonly ChatMessage[];
