@@ -5,7 +5,8 @@
 import { afterAll, expect, it } from 'vitest';
 import type { AgentResult } from '../src/kernel/types.js';
 import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';
-import { costUsd, priceOf } from '../src/kernel/pricing.js';
+import { costUsd } from '../src/kernel/pricing.js';
+import { priceOf } from '../src/llm/price-table.js';
 import { tokenCounterFor } from '../src/kernel/tokens.js';
 import { endpointPromptTokens } from '../src/testing/endpoint-prompt-count.js';
 import {

@@ -6,7 +6,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OpenAIChatModel } from '../src/llm/openai-chat-model.js';
-import { costUsd, priceOf, type ModelPrice } from '../src/kernel/pricing.js';
+import { costUsd, type ModelPrice } from '../src/kernel/pricing.js';
+import { priceOf } from '../src/llm/price-table.js';
 import {
   startScriptedModel,
   type RecordedRequest,

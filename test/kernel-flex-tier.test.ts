@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CallGate } from '../src/kernel/call-gate.js';
 import { OpenAIChatModel } from '../src/llm/openai-chat-model.js';
-import { costUsd, priceOf } from '../src/kernel/pricing.js';
+import { costUsd } from '../src/kernel/pricing.js';
+import { priceOf } from '../src/llm/price-table.js';
 import { validateTask } from '../src/queue/task-schema.js';
 import { validateBatch } from '../src/batch/batch-schema.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';

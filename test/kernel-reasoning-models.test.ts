@@ -3,7 +3,8 @@
 // (`max_completion_tokens`) covering reasoning and output together, reasoning tokens reported in the usage details.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OpenAIChatModel } from '../src/llm/openai-chat-model.js';
-import { costUsd, priceOf } from '../src/kernel/pricing.js';
+import { costUsd } from '../src/kernel/pricing.js';
+import { priceOf } from '../src/llm/price-table.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import { runWith } from './support/kernel-harness.js';
 import { runConfigFor } from '../src/worker/run-config.js';

@@ -2,7 +2,7 @@
 // from there and ends with the same result, repeating no finished model call and no finished tool call.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunState } from '../src/kernel/types.js';
-import { StoreError } from '../src/store/errors.js';
+import { StoreError } from '../src/kernel/errors.js';
 import {
   startScriptedModel,
   type ScriptedModelServer,

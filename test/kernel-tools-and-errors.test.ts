@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { ToolError } from '../src/kernel/errors.js';
 import { countCompletionTokens, countPromptTokens, tokenCounterFor } from '../src/kernel/tokens.js';
-import { priceOf } from '../src/kernel/pricing.js';
+import { priceOf } from '../src/llm/price-table.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import { ToolRegistry } from '../src/kernel/tool-registry.js';
 import { defineTool } from '../src/kernel/tool.js';

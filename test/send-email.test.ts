@@ -8,7 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runAgent } from '../src/kernel/run-agent.js';
 import type { AgentResult, RunState } from '../src/kernel/types.js';
 import { OpenAIChatModel } from '../src/llm/openai-chat-model.js';
-import { priceOf } from '../src/kernel/pricing.js';
+import { priceOf } from '../src/llm/price-table.js';
 import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';
 import { migrate } from '../src/store/migrate.js';
 import { createStorePool, quoteIdentifier } from '../src/store/pool.js';

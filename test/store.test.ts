@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { describe, it, expect, beforeAll, afterAll, beforeEach } from 'vitest';
 import type { AgentResult, StepTrace } from '../src/kernel/types.js';
-import { StoreError } from '../src/store/errors.js';
+import { StoreError } from '../src/kernel/errors.js';
 import { loadMigrations, MIGRATIONS_DIRECTORY, splitStatements } from '../src/store/migration-files.js';
 import { migrate } from '../src/store/migrate.js';
 import { createStorePool, quoteIdentifier, SESSION_SETUP } from '../src/store/pool.js';

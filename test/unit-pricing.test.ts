@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { MODEL_PRICES, PRICES_AS_OF, PRICES_SOURCE } from '../config/prices.js';
 import { ConfigError } from '../src/kernel/errors.js';
-import { configuredPrices, costUsd, priceOf } from '../src/kernel/pricing.js';
+import { costUsd } from '../src/kernel/pricing.js';
+import { configuredPrices, priceOf } from '../src/llm/price-table.js';
 import { parseEnv } from '../config/env.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -14,7 +14,8 @@ import type { Env } from '../../config/env.js';
 import type { Budget } from '../kernel/budget.js';
 import { InputError } from '../kernel/errors.js';
 import type { Catalog } from '../catalog/catalog.js';
-import { configuredPrices, priceOf, type ModelPrice } from '../kernel/pricing.js';
+import { type ModelPrice } from '../kernel/pricing.js';
+import { configuredPrices, priceOf } from '../llm/price-table.js';
 import {
   fleetBudgetDefaults,
   resolveTaskBudget,

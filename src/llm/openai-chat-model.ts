@@ -4,9 +4,16 @@ import OpenAI, { AzureOpenAI } from 'openai';
 import type { AssistantMessage, ToolCallRequest } from '../kernel/messages.js';
 import { ModelApiError } from '../kernel/errors.js';
 import { scrubText } from '../logging/redact.js';
-import type { ChatCallOptions, ChatCompletion, ChatModel, ChatRequest, ChatUsage } from '../kernel/chat-model.js';
+import type {
+  ChatCallOptions,
+  ChatCompletion,
+  ChatModel,
+  ChatRequest,
+  ChatUsage,
+  RateLimitState,
+} from '../kernel/chat-model.js';
 import { createNodeHttpFetch, ResponseBodyError, type Fetch } from './node-http-fetch.js';
-import { rateLimitStateOf, type RateLimitState } from './rate-limit-headers.js';
+import { rateLimitStateOf } from './rate-limit-headers.js';
 
 export interface OpenAIChatModelOptions {
   model: string;

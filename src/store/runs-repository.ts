@@ -8,7 +8,7 @@ import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { ProtocolName } from '../kernel/protocol.js';
 import type { ModelPrice } from '../kernel/pricing.js';
 import type { AgentResult, StepTrace } from '../kernel/types.js';
-import { StoreError } from './errors.js';
+import { StoreError } from '../kernel/errors.js';
 import { toRunRow, toStepRow, type RunRow, type StepRow } from './rows.js';
 
 export interface StartRunInput {

@@ -10,7 +10,7 @@ import type { Logger } from '../logging/logger.js';
 import type { FleetMetrics } from '../metrics/fleet-metrics.js';
 import { isConnectionFailure } from '../store/connection-errors.js';
 import { batchMembership } from './batch-membership.js';
-import { StoreError } from '../store/errors.js';
+import { StoreError } from '../kernel/errors.js';
 import type { RunsRepository, StartRunInput } from '../store/runs-repository.js';
 import type { CheckpointStore } from './checkpoint-store.js';
 import type { OutcomeStore } from './outcome-store.js';

@@ -8,7 +8,8 @@ import { InputError } from '../kernel/errors.js';
 import type { AgentRunOptions } from '../kernel/run-agent.js';
 import type { ProtocolName } from '../kernel/protocol.js';
 import type { Env } from '../../config/env.js';
-import { configuredPrices, priceOf, type ModelPrice } from '../kernel/pricing.js';
+import { type ModelPrice } from '../kernel/pricing.js';
+import { configuredPrices, priceOf } from '../llm/price-table.js';
 import { formatFieldIssues, safeParse, toFieldIssues, type AgentTask } from '../queue/task-schema.js';
 import { fleetBudgetDefaults, resolveTaskBudget, resolveTaskModel } from '../queue/task-budget.js';
 

@@ -11,8 +11,7 @@
 import { DelayedError, UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DEFAULT_AGENT, type AgentDefinition } from '../kernel/define-agent.js';
-import { ConfigError, InputError, type RunError } from '../kernel/errors.js';
-import { StoreError } from '../store/errors.js';
+import { ConfigError, InputError, type RunError, StoreError } from '../kernel/errors.js';
 import { usageOf } from '../kernel/budget.js';
 import { runAgent } from '../kernel/run-agent.js';
 import type { AgentResult } from '../kernel/types.js';

@@ -2,7 +2,7 @@
 // its signals. Kept apart from the entry file so the demo can start workers in-process.
 import { Queue, Worker } from 'bullmq';
 import { env as readEnv, type Env } from '../../config/env.js';
-import { configuredPrices, priceOf } from '../kernel/pricing.js';
+import { configuredPrices, priceOf } from '../llm/price-table.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import { scrubText } from '../logging/redact.js';
 import { BATCHES_QUEUE, RESULTS_QUEUE, TASKS_QUEUE } from '../queue/names.js';

@@ -7,7 +7,7 @@ import { TransientToolError } from '../../src/kernel/errors.js';
 import { runAgent, type AgentRunInput } from '../../src/kernel/run-agent.js';
 import type { AgentResult, RunState, StepTrace } from '../../src/kernel/types.js';
 import { OpenAIChatModel } from '../../src/llm/openai-chat-model.js';
-import { priceOf } from '../../src/kernel/pricing.js';
+import { priceOf } from '../../src/llm/price-table.js';
 import { ToolRegistry } from '../../src/kernel/tool-registry.js';
 import { defineTool } from '../../src/kernel/tool.js';
 import type { ScriptedModelServer } from '../../src/testing/scripted-model-server.js';
