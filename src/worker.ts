@@ -6,7 +6,7 @@ import { startWorkerProcess, type WorkerProcess } from './worker/worker-process.
 
 export { sqlTools, type SqlToolSourceOptions } from './tools/sql-tool-source.js';
 export { sendEmailTool, type EmailToolSourceOptions } from './tools/email-tool-source.js';
-export { defaultAgent, demoTools, DEFAULT_AGENT } from './demo/demo-fleet.js';
+export { defaultAgent, defaultTools, demoTools, DEFAULT_AGENT } from './worker/default-fleet.js';
 export type { WorkerProcess } from './worker/worker-process.js';
 // What a fleet configuration is written with, so it may import everything from this one entry.
 export { defineAgent, defineFleet, defineTool, type Fleet } from './kernel.js';

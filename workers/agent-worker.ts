@@ -3,8 +3,17 @@
 import { logCrashes } from '../src/logging/log-crashes.js';
 import { createLogger } from '../src/logging/logger.js';
 import { startWorkerProcess } from '../src/worker/worker-process.js';
+import { seedDemoDatabase } from '../src/demo/seed-demo-database.js';
 
 const logger = createLogger('worker');
 logCrashes(logger, 'worker');
 
-await startWorkerProcess({ logger });
+// With DATA_MYSQL_URL unset the built-in tools read the demo's sales database: seeded here when absent, so a
+// fresh machine works. The worker library itself never touches the demo.
+const seedDemo = process.env['DATA_MYSQL_URL']
+  ? undefined
+  : async (env: { MYSQL_URL: string }) => {
+      logger.info('the demo sales database is missing: seeding it (DATA_MYSQL_URL is unset)');
+      await seedDemoDatabase({ adminUrl: env.MYSQL_URL });
+    };
+await startWorkerProcess({ logger, ...(seedDemo ? { whenDataDatabaseMissing: seedDemo } : {}) });

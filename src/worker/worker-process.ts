@@ -54,6 +54,11 @@ export async function startWorkerProcess(
     handleSignals?: boolean;
     /** The fleet to serve; default the configuration FLEET_CONFIG names (fleet-config.ts). */
     fleet?: Fleet;
+    /**
+     * For the built-in configuration: called once when its data database is absent, then opened again. The
+     * repository's `npm run worker` seeds the demo's there when DATA_MYSQL_URL is unset.
+     */
+    whenDataDatabaseMissing?: (env: Env) => Promise<void>;
   } = {},
 ): Promise<WorkerProcess> {
   const logger = options.logger ?? createLogger('worker');
@@ -72,11 +77,13 @@ export async function startWorkerProcess(
       logger,
     });
     const createModel = modelFactoryFrom(config);
-    const dataUrlIsDefault = !process.env['DATA_MYSQL_URL'];
+    const whenMissing = options.whenDataDatabaseMissing;
     const loaded = options.fleet
       ? { fleet: options.fleet, source: 'startWorker' }
-      : await loadFleetConfig(config, { dataUrlIsDefault });
-    logger.info({ source: loaded.source ?? 'built-in demo configuration' }, 'fleet configuration loaded');
+      : await loadFleetConfig(config, {
+          whenDataDatabaseMissing: whenMissing ? () => whenMissing(config) : undefined,
+        });
+    logger.info({ source: loaded.source ?? 'built-in configuration' }, 'fleet configuration loaded');
     const pool = await createStorePool(config.MYSQL_URL);
     await migrate(pool, { logger });
     const connection = createRedis(config.REDIS_URL, 'worker');

@@ -16,15 +16,22 @@ export const defaultAgent = defineAgent({
   tools: [...TOOL_NAMES],
 });
 
+export interface DefaultToolsOptions {
+  /** Called once when the data database cannot be opened for being absent, then opened again (the demo seeds it). */
+  whenDataDatabaseMissing?: (() => Promise<void>) | undefined;
+  /** Read by earlier versions, which seeded the demo's database themselves; ignored. */
+  dataUrlIsDefault?: boolean;
+}
+
 /** The SQL tools and send_email as the environment configures them (SQL_*, SMTP_*, EMAIL_*). */
-export function demoTools(env: Env, options: { dataUrlIsDefault: boolean }) {
+export function defaultTools(env: Env, options: DefaultToolsOptions = {}) {
   return [
     sqlTools({
       database: env.DATA_MYSQL_URL,
       maxRows: env.SQL_MAX_ROWS,
       timeoutMs: env.SQL_TIMEOUT_MS,
       maxResultBytes: env.SQL_MAX_RESULT_BYTES,
-      seedDemoWhenMissing: options.dataUrlIsDefault,
+      ...(options.whenDataDatabaseMissing ? { whenMissing: options.whenDataDatabaseMissing } : {}),
       ...(env.SQL_ALLOWED_TABLES ? { allowedTables: env.SQL_ALLOWED_TABLES } : {}),
     }),
     sendEmailTool({
@@ -39,6 +46,9 @@ export function demoTools(env: Env, options: { dataUrlIsDefault: boolean }) {
   ];
 }
 
-export function demoFleet(env: Env, options: { dataUrlIsDefault: boolean }): Fleet {
-  return defineFleet({ agents: [defaultAgent], tools: demoTools(env, options) });
+/** The name the built-in tools had when the built-in configuration was the demo's. */
+export const demoTools = defaultTools;
+
+export function defaultFleet(env: Env, options: DefaultToolsOptions = {}): Fleet {
+  return defineFleet({ agents: [defaultAgent], tools: defaultTools(env, options) });
 }
