@@ -24,9 +24,7 @@ export function sqlTools(options: SqlToolSourceOptions): ToolSource<WorkerServic
     async open(services) {
       const { database, maxResultBytes, whenMissing, ...toolOptions } = options;
       const owned = typeof database === 'string';
-      const db = owned
-        ? await openData(database, services, { maxResultBytes, whenMissing })
-        : database;
+      const db = owned ? await openData(database, services, { maxResultBytes, whenMissing }) : database;
       return {
         tools: createSqlTools(db, toolOptions),
         close: async () => {
