@@ -442,6 +442,9 @@ describe('without an endpoint', () => {
       'bullmq-otel',
       '/src/telemetry/otel-export.ts',
       '/src/telemetry/genai-tracing.ts',
+      // Nor, in production, the demo or the test kit (docs/architecture.md).
+      '/src/demo/',
+      '/src/testing/',
     ]) {
       expect(loaded.filter((url) => url.includes(name))).toEqual([]);
     }
