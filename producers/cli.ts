@@ -6,9 +6,9 @@
 // Exit codes: 0 enqueued (with --wait: the job succeeded) · 1 failure (Redis down, bad environment, job
 // stopped or failed) · 2 bad arguments or bad task, nothing enqueued · 124 --timeout elapsed.
 import { env } from '../config/env.js';
-import { AgentFleetError } from '../src/agent/errors.js';
+import { AgentFleetError } from '../src/kernel/errors.js';
 import { scrubText } from '../src/logging/redact.js';
-import type { AgentResult } from '../src/agent/types.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import {
   CLI_USAGE,
   CliArgsError,

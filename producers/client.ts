@@ -2,8 +2,8 @@
 // services to import. It never talks to a worker, only to Redis.
 import { FlowProducer, Queue, type Job, type JobState, type Telemetry } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { InputError } from '../src/agent/errors.js';
-import type { AgentResult } from '../src/agent/types.js';
+import { InputError } from '../src/kernel/errors.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import { jobIdForKey, TASK_JOB_OPTIONS } from '../src/queue/job-options.js';
 import { BATCHES_QUEUE, RESULTS_QUEUE, resultJobId, TASKS_QUEUE } from '../src/queue/names.js';
 import { taskJobName } from '../src/queue/task-job-name.js';
@@ -15,7 +15,7 @@ import {
   type AgentTask,
   type FieldIssue,
 } from '../src/queue/task-schema.js';
-import { sleep } from '../src/agent/sleep.js';
+import { sleep } from '../src/kernel/sleep.js';
 import {
   batchBudgetSchema,
   validateBatch,

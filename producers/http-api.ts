@@ -13,7 +13,7 @@
 // carries the security headers and Cache-Control: no-store.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
-import { ConfigError } from '../src/agent/errors.js';
+import { ConfigError } from '../src/kernel/errors.js';
 import type { Logger } from '../src/logging/logger.js';
 import type { FleetMetrics } from '../src/metrics/fleet-metrics.js';
 import { metricsHandler } from '../src/metrics/metrics-server.js';

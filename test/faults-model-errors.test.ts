@@ -3,10 +3,11 @@
 // requests whichever worker sends them. Every task still succeeds, every email goes out once, and each
 // task's usage and cost are exactly what the server reported for the calls it answered.
 import { afterAll, expect, it } from 'vitest';
-import type { AgentResult } from '../src/agent/types.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';
-import { costUsd, priceOf } from '../src/llm/pricing.js';
-import { tokenCounterFor } from '../src/llm/tokens.js';
+import { costUsd } from '../src/kernel/pricing.js';
+import { priceOf } from '../src/llm/price-table.js';
+import { tokenCounterFor } from '../src/kernel/tokens.js';
 import { endpointPromptTokens } from '../src/testing/endpoint-prompt-count.js';
 import {
   startScriptedModel,

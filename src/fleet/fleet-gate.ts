@@ -20,7 +20,7 @@
 // other writes at the end of the event loop's turn) leaves that call out of the day's spend.
 import type { Redis } from 'ioredis';
 import type { Env } from '../../config/env.js';
-import type { CallCost, CallGate, GateDecision } from '../agent/call-gate.js';
+import type { CallCost, CallGate, GateDecision } from '../kernel/call-gate.js';
 import { RateLimiter } from './rate-limiter.js';
 import {
   batchScope,

@@ -26,8 +26,8 @@
 // All keys of the ledger share one hash tag, so the multi-scope scripts also run on a Redis Cluster.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { BudgetStopReason } from '../agent/budget.js';
-import type { CallCost } from '../agent/call-gate.js';
+import type { BudgetStopReason } from '../kernel/budget.js';
+import type { CallCost } from '../kernel/call-gate.js';
 import { TENANT_NAME } from '../queue/tenant-name.js';
 import { LuaScript } from './lua-script.js';
 

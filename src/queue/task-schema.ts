@@ -2,7 +2,7 @@
 // an invalid job without retrying. Errors name the field's path.
 import { z } from 'zod';
 import { snapshotJson, TASK_JSON_LIMITS } from './json-structure.js';
-import { AGENT_NAME } from '../agent/define-agent.js';
+import { AGENT_NAME } from '../kernel/define-agent.js';
 import { TOOL_NAMES } from './tool-names.js';
 import { TENANT_NAME, TENANT_NAME_RULE } from './tenant-name.js';
 

@@ -5,8 +5,8 @@
 // shown but counted in none of succeeded/stopped/failed nor in the usage, so the summary stays "the sum over its
 // tasks' results". The batch is completed only when every task has a finished run.
 // The sums are the batch tally's (src/batch/batch-summary.ts): exact, whatever the order of the runs.
-import type { RunError } from '../agent/errors.js';
-import type { StopReason } from '../agent/types.js';
+import type { RunError } from '../kernel/errors.js';
+import type { StopReason } from '../kernel/types.js';
 import { BatchTally, type BatchSummary } from '../batch/batch-summary.js';
 import type { RunRowStatus } from '../store/rows.js';
 import { forecastAgainstActual, type ForecastReport } from './forecast-report.js';

@@ -3,8 +3,7 @@
 // columns come back the same way on MySQL and MariaDB.
 import { createConnection, createPool } from 'mysql2/promise';
 import type { ConnectionOptions, Pool } from 'mysql2/promise';
-import { ConfigError } from '../agent/errors.js';
-import { StoreError } from './errors.js';
+import { ConfigError, StoreError } from '../kernel/errors.js';
 import { parseMysqlUrl, type MysqlTarget } from './mysql-url.js';
 
 export interface StorePoolOptions {

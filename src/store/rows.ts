@@ -3,11 +3,10 @@
 // expects fails loudly at the read instead of surfacing later as a wrong type.
 import type { RowDataPacket } from 'mysql2/promise';
 import { z } from 'zod';
-import type { ErrorKind, RunError } from '../agent/errors.js';
-import type { ProtocolName } from '../agent/protocol.js';
-import type { RunStatus, StepTrace, StopReason, TraceEvent, TraceKind } from '../agent/types.js';
+import { type ErrorKind, type RunError, StoreError } from '../kernel/errors.js';
+import type { ProtocolName } from '../kernel/protocol.js';
+import type { RunStatus, StepTrace, StopReason, TraceEvent, TraceKind } from '../kernel/types.js';
 import { modelPriceSchema, type ModelPrice } from '../../config/prices.js';
-import { StoreError } from './errors.js';
 
 export type RunRowStatus = 'running' | RunStatus;
 

@@ -5,10 +5,10 @@
 // `VALUES(col)` in ON DUPLICATE KEY UPDATE is deprecated on MySQL 8 but still works there, and the row-alias
 // form that replaces it does not exist on MariaDB.
 import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
-import type { ProtocolName } from '../agent/protocol.js';
-import type { ModelPrice } from '../llm/pricing.js';
-import type { AgentResult, StepTrace } from '../agent/types.js';
-import { StoreError } from './errors.js';
+import type { ProtocolName } from '../kernel/protocol.js';
+import type { ModelPrice } from '../kernel/pricing.js';
+import type { AgentResult, StepTrace } from '../kernel/types.js';
+import { StoreError } from '../kernel/errors.js';
 import { toRunRow, toStepRow, type RunRow, type StepRow } from './rows.js';
 
 export interface StartRunInput {

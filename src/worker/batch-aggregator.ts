@@ -4,7 +4,7 @@ import { DelayedError, type Processor, type Queue } from 'bullmq';
 import type { BatchRecords } from '../batch/batch-record.js';
 import type { BatchJobData } from '../batch/batch-schema.js';
 import { summarizeBatch, type BatchSummary } from '../batch/batch-summary.js';
-import type { AgentResult } from '../agent/types.js';
+import type { AgentResult } from '../kernel/types.js';
 import type { Logger } from '../logging/logger.js';
 import { resultJobId } from '../queue/names.js';
 import { buildBatchReport } from '../reports/batch-summary.js';
