@@ -13,7 +13,11 @@ const READS = new RegExp(String.raw`\benv(?:\.(${NAME})\b|\[\s*['"\`](${NAME})['
 /** In a file that reads the raw environment, names it looks up indirectly (`flag(env, 'X')`, lists of names). */
 const QUOTED = new RegExp(String.raw`['"\`](${NAME})['"\`]`, 'g');
 /** Read by the OpenTelemetry exporter itself, not by our code, and documented for operators. */
-const READ_BY_LIBRARIES = new Set(['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_SERVICE_NAME', 'OTEL_RESOURCE_ATTRIBUTES']);
+const READ_BY_LIBRARIES = new Set([
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_SERVICE_NAME',
+  'OTEL_RESOURCE_ATTRIBUTES',
+]);
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((entry) => {
@@ -41,14 +45,21 @@ const documented = new Set(
   page
     .split('\n')
     .filter((line) => line.startsWith('| `'))
-    .flatMap((line) => [...(line.split('|')[1] ?? '').matchAll(new RegExp(`\`(${NAME})\``, 'g'))].map((m) => m[1]!)),
+    .flatMap((line) =>
+      [...(line.split('|')[1] ?? '').matchAll(new RegExp(`\`(${NAME})\``, 'g'))].map((m) => m[1]!),
+    ),
 );
 
 describe('docs/configuration.md', () => {
   const read = variablesReadInCode();
 
   it('finds the variables read outside the schema (the scan works)', () => {
-    for (const name of ['OTEL_SDK_DISABLED', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'AGENT_FLEET_DEMO', 'NODE_ENV']) {
+    for (const name of [
+      'OTEL_SDK_DISABLED',
+      'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+      'AGENT_FLEET_DEMO',
+      'NODE_ENV',
+    ]) {
       expect(read.has(name), name).toBe(true);
     }
     expect(read.size).toBeGreaterThan(80);
@@ -72,7 +83,9 @@ describe('docs/configuration.md', () => {
         .map((line) => [line.split('|')[1]!.trim(), line.split('|')[2]!.trim()] as const),
     );
     for (const [name, schema] of Object.entries(envSchema.shape)) {
-      const value = (schema as { safeParse(v: unknown): { success: boolean; data?: unknown } }).safeParse(undefined);
+      const value = (schema as { safeParse(v: unknown): { success: boolean; data?: unknown } }).safeParse(
+        undefined,
+      );
       if (!value.success || value.data === undefined) continue;
       const shown = Array.isArray(value.data) ? value.data.join(',') : String(value.data);
       const cell = rows.get(`\`${name}\``);

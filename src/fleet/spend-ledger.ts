@@ -1,7 +1,7 @@
 // The fleet's spend ledger: budgets shared by every worker, kept in Redis. A scope is what a budget covers:
 //   day:<YYYY-MM-DD>  the UTC day; caps from FLEET_DAILY_MAX_COST_USD / FLEET_DAILY_MAX_TOKENS (the process's
 //                     configuration, `dailyCaps`), absent = unlimited; kept ~3 days
-//   batch:<id>        a batch (CONTRACT §9); caps stored in Redis by `setCaps` when the batch is created; kept
+//   batch:<id>        a batch; caps stored in Redis by `setCaps` when the batch is created; kept
 //                     ~30 days after its last use
 //   tenant-day:<YYYY-MM-DD>:<tenant>
 //                     one tenant's UTC day (a task's `tenant`); caps from TENANT_DAILY_MAX_COST_USD /
