@@ -14,9 +14,13 @@ const PAGES = [
 ];
 const LOCAL_HOSTS = /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\]|0\.0\.0\.0)([:/]|$)/;
 
+function withoutFences(markdown: string): string {
+  return markdown.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '');
+}
+
 /** The text a reader sees as prose: fenced blocks and code spans removed (they show commands, not links). */
 function prose(markdown: string): string {
-  return markdown.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[^\n]*$/gm, '').replace(/`[^`\n]*`/g, '');
+  return withoutFences(markdown).replace(/`[^`\n]*`/g, '');
 }
 
 /** Targets of inline links and images `[text](target)` and of reference definitions `[id]: target`. */
@@ -29,7 +33,8 @@ function linkTargets(markdown: string): string[] {
 
 /** `#Some heading` → the anchor GitHub gives it. */
 function anchorsOf(markdown: string): Set<string> {
-  const headings = prose(markdown.replace(/`([^`\n]*)`/g, '$1'))
+  const headings = withoutFences(markdown)
+    .replace(/`([^`\n]*)`/g, '$1')
     .split('\n')
     .filter((line) => /^#{1,6} /.test(line));
   return new Set(
