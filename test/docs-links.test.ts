@@ -12,6 +12,20 @@ const PAGES = [
     .filter((name) => name.endsWith('.md'))
     .map((name) => join(ROOT, 'docs', name)),
 ];
+/** Paths a page may name in its text (`src/store/migrate.ts`): checked, so a move or rename cannot leave them stale. */
+const TOP_FOLDERS = [
+  'src',
+  'producers',
+  'workers',
+  'scripts',
+  'bin',
+  'config',
+  'test',
+  'bench',
+  'examples',
+  'packages',
+  'docs',
+];
 const LOCAL_HOSTS = /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\]|0\.0\.0\.0)([:/]|$)/;
 
 function withoutFences(markdown: string): string {
@@ -87,6 +101,20 @@ describe('README.md and docs/*.md', () => {
       }
     }
     expect([...new Set(outside)]).toEqual([]);
+  });
+
+  it('name only files and folders of the repository that exist', () => {
+    const missing: string[] = [];
+    const path = new RegExp(
+      String.raw`(?<![\w/.-])((?:${TOP_FOLDERS.join('|')})/[\w./-]*[\w/])(?![\w*<{-])`,
+      'g',
+    );
+    for (const page of PAGES) {
+      for (const match of withoutFences(readFileSync(page, 'utf8')).matchAll(path)) {
+        if (!existsSync(join(ROOT, match[1]!))) missing.push(`${relative(ROOT, page)}: ${match[1]}`);
+      }
+    }
+    expect([...new Set(missing)]).toEqual([]);
   });
 
   it('keep the README a user page, well under 10 KB', () => {
