@@ -117,6 +117,16 @@ describe('README.md and docs/*.md', () => {
     expect([...new Set(missing)]).toEqual([]);
   });
 
+  it('are all listed in the index, docs/README.md', () => {
+    const index = new Set(
+      linkTargets(readFileSync(join(ROOT, 'docs', 'README.md'), 'utf8')).map((t) => t.split('#')[0]),
+    );
+    const pages = PAGES.filter((page) => page.startsWith(join(ROOT, 'docs') + '/')).map((page) =>
+      relative(join(ROOT, 'docs'), page),
+    );
+    expect(pages.filter((page) => page !== 'README.md' && !index.has(page))).toEqual([]);
+  });
+
   it('keep the README a user page, well under 10 KB', () => {
     const bytes = statSync(join(ROOT, 'README.md')).size;
     expect(bytes, `README.md is ${bytes} bytes`).toBeLessThan(10_000);
