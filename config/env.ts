@@ -1,4 +1,4 @@
-// The environment, parsed once with zod. Every variable is optional (CONTRACT §2); a bad value stops the
+// The environment, parsed once with zod. Every variable is optional (docs/configuration.md); a bad value stops the
 // process at start with one line that names the variable.
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';

@@ -1,5 +1,5 @@
-// `npm run enqueue -- --task "…" [options]` (CONTRACT §5): validates and enqueues one task, prints
-// `{"jobId": …}`. `--batch tasks.jsonl` (CONTRACT §9) enqueues a batch, all or nothing, and prints
+// `npm run enqueue -- --task "…" [options]` (docs/commands.md): validates and enqueues one task, prints
+// `{"jobId": …}`. `--batch tasks.jsonl` enqueues a batch, all or nothing, and prints
 // `{"batchId", "jobIds"}` (with --wait, the batch summary as the last line); with --forecast it prints the batch's
 // forecast and enqueues nothing (docs/batches.md). With --wait it follows progress on stderr and prints the result JSON as the last line of
 // stdout. stdout carries only JSON; everything for people goes to stderr.

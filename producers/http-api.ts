@@ -1,4 +1,4 @@
-// The HTTP producer API (CONTRACT §5) as an express app, so tests mount it on an ephemeral port and
+// The HTTP producer API (docs/http-api.md) as an express app, so tests mount it on an ephemeral port and
 // producers/api.ts on API_PORT. Every answer is JSON; no error ever carries a stack trace.
 //   POST /v1/tasks          202 {"jobId"} · 400 {"error": "invalid_task", "issues": [{path, message}]}
 //   GET  /v1/tasks/:jobId   200 {state, progress, result} · 404 {"error": "not_found"}

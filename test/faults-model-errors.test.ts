@@ -129,7 +129,7 @@ it('20% of model requests failing: every task succeeds, usage and cost exact, no
   const mail = emailCounts(tasks, sink.messages);
 
   // The server's accounting, per task: what it reported for the completions it sent. A hung call reported
-  // nothing but may have been billed: the fleet charges it its whole reservation (README, budgets), which for
+  // nothing but may have been billed: the fleet charges it its whole reservation (docs/runs.md), which for
   // completion tokens is the max_tokens it asked for and for the prompt at least what the endpoint counts.
   const served = new Map<string, Accounting>();
   for (const request of model.requests) {

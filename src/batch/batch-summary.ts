@@ -1,4 +1,4 @@
-// The batch summary of CONTRACT §9: counts and usage summed over the finished tasks of a batch. One tally makes it,
+// The batch summary: counts and usage summed over the finished tasks of a batch. One tally makes it,
 // for the aggregator and the client (from results) and for the report (from run rows), so they always agree.
 //
 // Sums are exact: tokens are integers, and dollars are added as integers of 10^-12 USD, then rounded (half up) to

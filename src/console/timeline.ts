@@ -14,7 +14,7 @@ export interface TimelineUsage {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
-  /** Parts of the two above (CONTRACT §11): shown when non-zero. */
+  /** Parts of the two above: shown when non-zero. */
   cachedPromptTokens: number;
   reasoningTokens: number;
   costUsd: number;

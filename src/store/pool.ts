@@ -1,4 +1,4 @@
-// The pool of the fleet's own store. The database is created on first use (CONTRACT §2), every session runs
+// The pool of the fleet's own store. The database is created on first use, every session runs
 // in UTC so CURRENT_TIMESTAMP defaults and NOW() agree with the UTC dates the driver writes, and DECIMAL/JSON
 // columns come back the same way on MySQL and MariaDB.
 import { createConnection, createPool } from 'mysql2/promise';

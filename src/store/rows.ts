@@ -30,7 +30,7 @@ export interface RunRow {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
-  /** Parts of the tokens above (CONTRACT §11); 0 when the endpoint reported none. */
+  /** Parts of the tokens above; 0 when the endpoint reported none. */
   cachedPromptTokens: number;
   reasoningTokens: number;
   /** The endpoint reported no usage for some call: the counts are our estimate. */

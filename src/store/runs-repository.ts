@@ -1,4 +1,4 @@
-// Runs and their step traces in MySQL (CONTRACT §8). Every write is an upsert keyed by the job id (and step),
+// Runs and their step traces in MySQL (docs/store.md). Every write is an upsert keyed by the job id (and step),
 // because BullMQ may run a job again after a crash or a stall: the retry must update the run it started, and a
 // resumed run that reports a step again must replace that step rather than add a second one.
 //
@@ -64,7 +64,7 @@ export class RunsRepository {
     await this.pool.query(sql, values);
   }
 
-  /** Stores the result (CONTRACT §4) of a started run. */
+  /** Stores the result of a started run. */
   async finishRun(result: AgentResult, finishedAt: Date = new Date()): Promise<void> {
     const { sql, values } = finishRunStatement({ result, finishedAt });
     const [header] = await this.pool.query<ResultSetHeader>(sql, values);

@@ -1,5 +1,5 @@
 // The parent job of a batch runs once every task of the batch has finished. It sums the tasks' published
-// results into the batch summary (CONTRACT §9), completes the batch's row and stores its report.
+// results into the batch summary (docs/tasks-and-results.md), completes the batch's row and stores its report.
 import { DelayedError, type Processor, type Queue } from 'bullmq';
 import type { BatchRecords } from '../batch/batch-record.js';
 import type { BatchJobData } from '../batch/batch-schema.js';

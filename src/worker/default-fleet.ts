@@ -1,6 +1,6 @@
 // The built-in fleet configuration, used when there is no FLEET_CONFIG and no agent-fleet.config.* at the root:
-// the `default` agent (exactly the fleet's behaviour before agents: the protocol's system prompt, the four
-// tools of CONTRACT §7, the environment's model and budgets) with its tools wired from the environment.
+// the `default` agent (exactly the fleet's behaviour before agents: the protocol's system prompt, the
+// four built-in tools, the environment's model and budgets) with its tools wired from the environment.
 import { DEFAULT_AGENT, defineAgent } from '../kernel/define-agent.js';
 import { defineFleet, type Fleet } from '../kernel/define-fleet.js';
 import type { Env } from '../../config/env.js';

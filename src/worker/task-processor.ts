@@ -305,7 +305,7 @@ async function publish(deps: TaskProcessorDeps, result: AgentResult): Promise<vo
 
 /**
  * A job that ends before any run starts (a bad task, an unknown model) still gets its record and result; that of
- * an agent with an output schema carries `output: null`, as every result of such an agent does (CONTRACT §10).
+ * an agent with an output schema carries `output: null`, as every result of such an agent does.
  */
 export async function finishWithoutRun(
   deps: TaskProcessorDeps,
