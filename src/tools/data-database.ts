@@ -28,8 +28,17 @@ import type {
   RowDataPacket,
 } from 'mysql2/promise';
 import { ConfigError, ToolError, TransientToolError } from '../agent/errors.js';
-import { CONNECTION_ERROR_CODES } from '../store/connection-errors.js';
 import { StoreError } from '../store/errors.js';
+import {
+  isAccountRefusal,
+  isClientTimeout,
+  isConnectionFailure,
+  isStatementError,
+  isStatementTimeout,
+  leavesConnectionUnusable,
+  mysqlErrorCode,
+  sqlMessage,
+} from '../store/mysql-errors.js';
 import { parseMysqlUrl, type MysqlTarget } from '../store/mysql-url.js';
 import { QueryStopped, streamRows } from './stream-rows.js';
 import { withoutTrailingSemicolons } from './sql-guard-lexer.js';
@@ -129,11 +138,6 @@ const MIN_COUNT_MS = 200;
 
 /** Privileges a read-only account may hold. */
 const ALLOWED_PRIVILEGES = new Set(['SELECT', 'SHOW VIEW', 'USAGE']);
-
-/** Driver and server codes of a connection that broke (not of a query that failed): worth one more try. */
-const TRANSIENT_CODES = CONNECTION_ERROR_CODES;
-/** Server errors of a statement stopped by its time limit: MariaDB max_statement_time, MySQL MAX_EXECUTION_TIME. */
-const TIMEOUT_ERRNOS = new Set([1969, 3024]);
 
 export async function openDataDatabase(
   url: string,
@@ -403,7 +407,7 @@ export class DataDatabase {
       await connection.query({ sql: SESSION_BASICS, timeout: ADMIN_TIMEOUT_MS });
       return await work(connection);
     } catch (error) {
-      if (!isServerSqlError(error) || isTransient(error)) reusable = false;
+      if (leavesConnectionUnusable(error)) reusable = false;
       throw error;
     } finally {
       if (reusable) connection.release();
@@ -454,13 +458,13 @@ export class DataDatabase {
       // A server error about the SQL leaves the connection fine (the reset on release rolls back); anything
       // else (abort, client timeout, broken connection) may leave the query running or the protocol mid-way.
       const stoppedEarly = error instanceof QueryStopped && !sent;
-      if ((!isServerSqlError(error) || isTransient(error)) && !stoppedEarly) reusable = false;
-      if (sent && (error instanceof QueryStopped || errorCode(error) === 'PROTOCOL_SEQUENCE_TIMEOUT')) {
+      if (leavesConnectionUnusable(error) && !stoppedEarly) reusable = false;
+      if (sent && (error instanceof QueryStopped || isClientTimeout(error))) {
         await this.killQuery(threadId);
       }
       // The session set-up got no answer: the server stopped answering (a partition, a frozen server), the
       // model's SQL was never sent. An outage, not a slow query.
-      if (!sent && errorCode(error) === 'PROTOCOL_SEQUENCE_TIMEOUT') {
+      if (!sent && isClientTimeout(error)) {
         throw new TransientToolError('The data database did not answer; try again.', {
           code: 'data_db_unavailable',
           cause: error,
@@ -556,8 +560,8 @@ export class DataDatabase {
         cause: error,
       });
     }
-    const code = errorCode(error);
-    if (isTimeoutError(error)) {
+    const code = mysqlErrorCode(error);
+    if (isStatementTimeout(error)) {
       return new ToolError(
         'query_timeout',
         `The query ran longer than ${formatSeconds(timeoutMs)} and was stopped; filter with WHERE, aggregate, or add LIMIT.`,
@@ -566,23 +570,18 @@ export class DataDatabase {
     }
     const raw = error instanceof Error ? error.message : String(error);
     const message = this.redact(sqlMessage(error) ?? raw);
-    if (isTransient(error)) {
+    if (isConnectionFailure(error)) {
       return new TransientToolError(`The data database connection failed (${code ?? message}); try again.`, {
         code: 'data_db_unavailable',
         cause: error,
       });
     }
-    return new ToolError(isServerSqlError(error) ? 'sql_error' : 'sql_failed', message, { cause: error });
+    return new ToolError(isStatementError(error) ? 'sql_error' : 'sql_failed', message, { cause: error });
   }
 
   /** A new connection failed: the server is away (transient) or refuses the account (it will keep doing so). */
   private connectFailure(error: unknown): ToolError {
-    const code = errorCode(error);
-    if (
-      code === 'ER_ACCESS_DENIED_ERROR' ||
-      code === 'ER_DBACCESS_DENIED_ERROR' ||
-      code === 'ER_BAD_DB_ERROR'
-    ) {
+    if (isAccountRefusal(error)) {
       const message = this.redact(sqlMessage(error) ?? String(error));
       return new ToolError('data_db_access', `The data database refused the connection: ${message}`, {
         cause: error,
@@ -703,45 +702,11 @@ function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new QueryStopped('aborted');
 }
 
-function isTimeoutError(error: unknown): boolean {
-  const errno = (error as { errno?: unknown } | null)?.errno;
-  return (
-    errorCode(error) === 'PROTOCOL_SEQUENCE_TIMEOUT' ||
-    (typeof errno === 'number' && TIMEOUT_ERRNOS.has(errno))
-  );
-}
-
-/** An error the server sent about a statement (it has an SQLSTATE), as opposed to a broken connection. */
-function isServerSqlError(error: unknown): boolean {
-  const state = (error as { sqlState?: unknown } | null)?.sqlState;
-  return typeof state === 'string' && state !== '' && !isFatal(error);
-}
-
-/** A broken connection rather than a failed statement: worth trying again on another connection. */
 /** No pooled connection came free in time. */
 class AcquireTimeout extends Error {
   constructor(limitMs: number) {
     super(`no connection free within ${formatSeconds(limitMs)}`);
   }
-}
-
-function isTransient(error: unknown): boolean {
-  const code = errorCode(error);
-  return (code !== undefined && TRANSIENT_CODES.has(code)) || (isFatal(error) && !isServerSqlError(error));
-}
-
-function sqlMessage(error: unknown): string | undefined {
-  const message = (error as { sqlMessage?: unknown } | null)?.sqlMessage;
-  return typeof message === 'string' ? message : undefined;
-}
-
-function isFatal(error: unknown): boolean {
-  return (error as { fatal?: unknown } | null)?.fatal === true;
-}
-
-function errorCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
 }
 
 function formatSeconds(ms: number): string {
@@ -761,18 +726,14 @@ function parseDataUrl(url: string): MysqlTarget {
 }
 
 function connectError(target: MysqlTarget, error: unknown): Error {
-  const code = errorCode(error);
+  const code = mysqlErrorCode(error);
   let reason = [code, error instanceof Error ? error.message : String(error)].filter(Boolean).join(': ');
   if (target.password !== '') reason = reason.replaceAll(target.password, '***');
   const message = `DATA_MYSQL_URL=${target.redacted}: cannot use the data database (${reason})`;
-  if (
-    code === 'ER_ACCESS_DENIED_ERROR' ||
-    code === 'ER_DBACCESS_DENIED_ERROR' ||
-    code === 'ER_BAD_DB_ERROR'
-  ) {
+  if (isAccountRefusal(error)) {
     return new ConfigError('data_mysql_access', message);
   }
   // Unreachable now may be reachable in a moment (a server still starting): retryable, like the store's.
-  const retryable = code !== undefined && TRANSIENT_CODES.has(code);
+  const retryable = isConnectionFailure(error);
   return new StoreError(retryable ? 'data_db_unreachable' : 'data_db_connect_failed', message, { retryable });
 }
