@@ -32,6 +32,7 @@ import {
   type Booking,
 } from './spend-ledger.js';
 import { TokenRateLimiters, type TokenLimits, type TokenRateLimiter } from './token-rate-limiter.js';
+import { withTimeout } from '../util/with-timeout.js';
 
 export const DEFAULT_LEDGER_TIMEOUT_MS = 10_000;
 export const DEFAULT_RATE_LIMIT_PAUSE_MS = 1_000;
@@ -273,24 +274,14 @@ export class FleetGate implements CallGate {
    */
   private async answered(pending: Promise<Booking>, signal: AbortSignal): Promise<Booking> {
     const timeoutMs = this.options.ledgerTimeoutMs ?? DEFAULT_LEDGER_TIMEOUT_MS;
-    let timer: NodeJS.Timeout | undefined;
-    let onAbort: (() => void) | undefined;
-    const givenUp = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`the spend ledger did not answer within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-      onAbort = () => reject(signal.reason);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
     try {
-      return await Promise.race([pending, givenUp]);
+      return await withTimeout(pending, timeoutMs, {
+        signal,
+        timedOut: () => new Error(`the spend ledger did not answer within ${timeoutMs} ms`),
+      });
     } catch (error) {
       this.giveBack(pending);
       throw error;
-    } finally {
-      clearTimeout(timer);
-      if (onAbort) signal.removeEventListener('abort', onAbort);
     }
   }
 

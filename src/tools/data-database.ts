@@ -524,7 +524,7 @@ export class DataDatabase {
     const pending = this.pool.getConnection();
     const limitMs = (this.server.connectTimeout ?? 10_000) + queryTimeoutMs + CLIENT_GRACE_MS;
     try {
-      return await withTimeout(pending, limitMs, () => new AcquireTimeout(limitMs));
+      return await withTimeout(pending, limitMs, { timedOut: () => new AcquireTimeout(limitMs) });
     } catch (error) {
       // The request stays queued in the pool: a connection it gets later goes straight back.
       if (error instanceof AcquireTimeout)

@@ -96,7 +96,7 @@ async function settle(
   const timeoutMs = options.lookupTimeoutMs ?? 30_000;
   let answer;
   try {
-    answer = await withTimeout(lookup(pendingEffectOf(row), AbortSignal.timeout(timeoutMs)), timeoutMs);
+    answer = await withTimeout((signal) => lookup(pendingEffectOf(row), signal), timeoutMs);
   } catch (error) {
     if (row.status === 'uncertain') return null;
     const why = `outcome unknown: the lookup failed (${messageOf(error)})`;
