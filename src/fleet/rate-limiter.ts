@@ -33,35 +33,14 @@ export interface RateLimiterOptions {
 export type TryAcquireResult =
   { ok: true; grantedAt: number } | { ok: false; waitMs: number; paused: boolean };
 
-const NOW = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-`;
-
 // KEYS: window log, pause key. ARGV: limit, window ms, member. Reply: {1, now} | {0, wait ms, paused 0|1}.
-const TRY_ACQUIRE = new LuaScript(`${NOW}
-local paused = redis.call('PTTL', KEYS[2])
-if paused > 0 then return {0, paused, 1} end
-local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-if redis.call('ZCARD', KEYS[1]) < limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], window + 1000)
-  return {1, now}
-end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local wait = tonumber(oldest[2]) + window - now
-if wait < 1 then wait = 1 end
-return {0, wait, 0}
-`);
+const TRY_ACQUIRE = LuaScript.fromFiles(
+  new URL('./redis-now.lua', import.meta.url),
+  new URL('./rate-acquire.lua', import.meta.url),
+);
 
 // KEYS: pause key. ARGV: ms. Never shortens a longer pause already running.
-const PAUSE = `
-local left = redis.call('PTTL', KEYS[1])
-if left < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], '1', 'PX', ARGV[1]) end
-return redis.call('PTTL', KEYS[1])
-`;
-const PAUSE_SCRIPT = new LuaScript(PAUSE);
+const PAUSE_SCRIPT = LuaScript.fromFiles(new URL('./rate-pause.lua', import.meta.url));
 
 export class RateLimiter {
   readonly limit: number;
