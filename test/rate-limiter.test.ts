@@ -5,7 +5,8 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FleetGate } from '../src/fleet/fleet-gate.js';
 import { RateLimiter, type RateLimiterOptions } from '../src/fleet/rate-limiter.js';
-import { batchScope, SpendLedger } from '../src/fleet/spend-ledger.js';
+import { batchScope } from '../src/fleet/ledger-scopes.js';
+import { SpendLedger } from '../src/fleet/spend-ledger.js';
 import { createRedis } from '../src/queue/redis.js';
 
 const REDIS_URL = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';

@@ -22,15 +22,9 @@ import type { Redis } from 'ioredis';
 import type { Env } from '../../config/env.js';
 import type { CallCost, CallGate, GateDecision } from '../agent/call-gate.js';
 import { RateLimiter } from './rate-limiter.js';
-import {
-  batchScope,
-  dayScope,
-  decodeTicket,
-  SpendLedger,
-  tenantDayScope,
-  type BookOptions,
-  type Booking,
-} from './spend-ledger.js';
+import { batchScope, dayScope, tenantDayScope } from './ledger-scopes.js';
+import { decodeTicket } from './ledger-tickets.js';
+import { SpendLedger, type BookOptions, type Booking } from './spend-ledger.js';
 import { TokenRateLimiters, type TokenLimits, type TokenRateLimiter } from './token-rate-limiter.js';
 import { withTimeout } from '../util/with-timeout.js';
 
