@@ -1,5 +1,5 @@
 // What the spend ledger says when a scope refuses a call (why a run stopped before calling the model).
-import type { BudgetStopReason } from '../agent/budget.js';
+import type { BudgetStopReason } from '../kernel/budget.js';
 import { formatMicroUsd } from './ledger-money.js';
 
 /** Why a scope refused a call, in the unit of the cap that binds (micro-dollars or tokens). */

@@ -28,7 +28,7 @@ import type {
   PoolOptions,
   RowDataPacket,
 } from 'mysql2/promise';
-import { ConfigError, TransientToolError } from '../agent/errors.js';
+import { ConfigError, TransientToolError } from '../kernel/errors.js';
 import { isClientTimeout, leavesConnectionUnusable } from '../store/mysql-errors.js';
 import type { MysqlTarget } from '../store/mysql-url.js';
 import { QueryStopped, streamRows } from './stream-rows.js';

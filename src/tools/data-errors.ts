@@ -1,8 +1,7 @@
 // The data database's failures as their readers should see them: the model reads its SQL's error verbatim, a
 // transient outage as one to retry, never the URL or the password; the operator reads a start-up failure naming
 // DATA_MYSQL_URL.
-import { ConfigError, ToolError, TransientToolError } from '../agent/errors.js';
-import { StoreError } from '../store/errors.js';
+import { ConfigError, StoreError, ToolError, TransientToolError } from '../kernel/errors.js';
 import {
   isAccountRefusal,
   isConnectionFailure,
