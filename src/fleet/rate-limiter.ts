@@ -30,6 +30,17 @@ export interface RateLimiterOptions {
   sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
 }
 
+/** A wait that cannot end before the caller's deadline: given up at once rather than slept through. */
+export class WaitPastDeadline extends Error {
+  constructor(
+    /** What makes the caller wait, for the message: "MODEL_RPM", "the fleet's pause after a 429". */
+    readonly what: string,
+    readonly waitMs: number,
+  ) {
+    super(`${what} would make the call wait ${Math.ceil(waitMs)} ms, past its deadline`);
+  }
+}
+
 export type TryAcquireResult =
   { ok: true; grantedAt: number } | { ok: false; waitMs: number; paused: boolean };
 
@@ -41,6 +52,8 @@ const TRY_ACQUIRE = LuaScript.fromFiles(
 
 // KEYS: pause key. ARGV: ms. Never shortens a longer pause already running.
 const PAUSE_SCRIPT = LuaScript.fromFiles(new URL('./rate-pause.lua', import.meta.url));
+
+const PAUSE_NAME = "the fleet's pause after a 429";
 
 export class RateLimiter {
   readonly limit: number;
@@ -87,7 +100,12 @@ export class RateLimiter {
    * Waits until a request is granted; rejects with the signal's reason when it aborts first.
    * Returns the grant time (Redis clock) and how long it waited.
    */
-  async acquire(signal?: AbortSignal): Promise<{ grantedAt: number; waitedMs: number }> {
+  /**
+   * Waits for a request slot. With a `deadline` (ms since epoch, this process's clock), a wait the window or
+   * the pause says cannot end before it throws WaitPastDeadline at once (the script's wait is exact: the oldest
+   * grant leaves the window then, the pause ends then).
+   */
+  async acquire(signal?: AbortSignal, deadline?: number): Promise<{ grantedAt: number; waitedMs: number }> {
     const started = Date.now();
     for (;;) {
       signal?.throwIfAborted();
@@ -95,17 +113,22 @@ export class RateLimiter {
       // A grant that arrives after the abort is still a grant: the caller gave up, so it is not used.
       signal?.throwIfAborted();
       if (answer.ok) return { grantedAt: answer.grantedAt, waitedMs: Date.now() - started };
+      if (deadline !== undefined && Date.now() + answer.waitMs > deadline) {
+        throw new WaitPastDeadline(answer.paused ? PAUSE_NAME : 'MODEL_RPM', answer.waitMs);
+      }
       const wait = Math.min(answer.waitMs, this.maxPollMs) + Math.floor(Math.random() * (this.jitterMs + 1));
       await this.sleep(wait, signal);
     }
   }
 
   /** Without a request limit, only the fleet-wide pause after a 429 applies: wait it out. */
-  async waitWhilePaused(signal?: AbortSignal): Promise<void> {
+  async waitWhilePaused(signal?: AbortSignal, deadline?: number): Promise<void> {
     for (;;) {
       signal?.throwIfAborted();
       const left = await this.pausedFor();
       if (left === 0) return;
+      if (deadline !== undefined && Date.now() + left > deadline)
+        throw new WaitPastDeadline(PAUSE_NAME, left);
       await this.sleep(
         Math.min(left, this.maxPollMs) + Math.floor(Math.random() * (this.jitterMs + 1)),
         signal,

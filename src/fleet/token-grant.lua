@@ -1,5 +1,5 @@
 local paused = redis.call('PTTL', KEYS[3])
-if paused > 0 then return {0, paused} end
+if paused > 0 then return {0, paused, 1} end
 local limit, window, tokens = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
 local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
 if #gone > 0 then

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { sleep as abortableSleep } from '../kernel/sleep.js';
 import { LuaScript } from './lua-script.js';
-import { DEFAULT_RATE_WINDOW_MS } from './rate-limiter.js';
+import { DEFAULT_RATE_WINDOW_MS, WaitPastDeadline } from './rate-limiter.js';
 
 export interface TokenRateLimiterOptions {
   redis: Redis;
@@ -38,10 +38,11 @@ export interface TokenRateLimiterOptions {
 /** Longer than any model call (LLM_TIMEOUT_MS defaults to 60 s). */
 export const DEFAULT_MAX_CALL_MS = 120_000;
 
-export type TokenGrant = { ok: true; grant: string } | { ok: false; waitMs: number };
+/** `paused`: the wait is the fleet's pause (its end is known), not tokens that may stop counting sooner. */
+export type TokenGrant = { ok: true; grant: string } | { ok: false; waitMs: number; paused: boolean };
 
 // KEYS: log (id -> when it stops counting, ms), amounts (id -> tokens), the fleet's pause key. ARGV: limit,
-// window ms, id, tokens, longest call ms. Reply: {1} granted | {0, wait ms}: the pause left, or the time until
+// window ms, id, tokens, longest call ms. Reply: {1} granted | {0, wait ms, 1}: the pause left | {0, wait ms}: until
 // enough tokens stop counting (an entry in flight: until its longest possible end; callers poll sooner).
 const TRY_GRANT = LuaScript.fromFiles(
   new URL('./redis-now.lua', import.meta.url),
@@ -105,11 +106,22 @@ export class TokenRateLimiter {
       [this.limit, this.windowMs, grant, amount, this.maxCallMs],
     );
     if (!Array.isArray(reply)) throw new Error(`token limiter: unexpected reply ${JSON.stringify(reply)}`);
-    return reply[0] === 1 ? { ok: true, grant } : { ok: false, waitMs: Number(reply[1]) };
+    return reply[0] === 1
+      ? { ok: true, grant }
+      : { ok: false, waitMs: Number(reply[1]), paused: reply[2] === 1 };
   }
 
-  /** Waits until `tokens` are granted; rejects with the signal's reason when it aborts first. */
-  async acquire(tokens: number, signal?: AbortSignal): Promise<{ grant: string; waitedMs: number }> {
+  /**
+   * Waits until `tokens` fit in the window; rejects with the signal's reason when it aborts first. With a `deadline` (ms since epoch, this process's clock), never
+   * sleeps past it: a call still not granted then throws WaitPastDeadline. (The script's wait for an entry in
+   * flight is only an upper bound, since the call may settle sooner, so a long one is not given up up front,
+   * except for the fleet's pause, whose end is known.)
+   */
+  async acquire(
+    tokens: number,
+    signal?: AbortSignal,
+    deadline?: number,
+  ): Promise<{ grant: string; waitedMs: number }> {
     const started = Date.now();
     for (;;) {
       signal?.throwIfAborted();
@@ -122,7 +134,17 @@ export class TokenRateLimiter {
         }
         return { grant: answer.grant, waitedMs: Date.now() - started };
       }
-      const wait = Math.min(answer.waitMs, this.maxPollMs) + Math.floor(Math.random() * (this.jitterMs + 1));
+      let wait = Math.min(answer.waitMs, this.maxPollMs) + Math.floor(Math.random() * (this.jitterMs + 1));
+      if (deadline !== undefined) {
+        const left = deadline - Date.now();
+        if (left <= 0 || (answer.paused && answer.waitMs > left)) {
+          throw new WaitPastDeadline(
+            answer.paused ? "the fleet's pause after a 429" : 'MODEL_TPM',
+            answer.waitMs,
+          );
+        }
+        wait = Math.min(wait, left);
+      }
       await this.sleep(wait, signal);
     }
   }
