@@ -51,6 +51,11 @@ net.Socket.prototype.connect = function guardedConnect(this: net.Socket, ...args
   return (connect as (...a: unknown[]) => net.Socket).apply(this, args);
 } as typeof net.Socket.prototype.connect;
 
+/** The connections refused since the last call, forgotten: for the guard's own test. */
+export function takeRefusedConnections(): string[] {
+  return reached.splice(0);
+}
+
 afterEach(() => {
   if (reached.length === 0) return;
   const messages = reached.splice(0);
