@@ -16,7 +16,8 @@ import { ConfigError, ToolError, StoreError } from '../../../src/kernel/errors.j
 import { generateSalesData } from '../../../src/demo/sales-data.js';
 import { seedDemoDatabase } from '../../../src/demo/seed-demo-database.js';
 import { quoteIdentifier } from '../../../src/store/pool.js';
-import { grantLineProblem, openDataDatabase, type DataDatabase } from '../../../src/tools/data-database.js';
+import { openDataDatabase, type DataDatabase } from '../../../src/tools/data-database.js';
+import { grantLineProblem } from '../../../src/tools/data-grants.js';
 import { join } from 'node:path';
 import { CORPORA_DIR } from '../../support/repo-paths.js';
 
