@@ -9,7 +9,7 @@ import {
   isStatementError,
   isStatementTimeout,
   leavesConnectionUnusable,
-} from '../src/store/mysql-errors.js';
+} from '../../../src/store/mysql-errors.js';
 
 interface Row {
   error: Record<string, unknown>;

@@ -1,7 +1,7 @@
 // withTimeout: the outcome, or a rejection on the time limit or the caller's abort; work given a signal
 // learns of it through that signal.
 import { describe, expect, it } from 'vitest';
-import { settlesWithin, withTimeout } from '../src/util/with-timeout.js';
+import { settlesWithin, withTimeout } from '../../../src/util/with-timeout.js';
 
 const never = () => new Promise<never>(() => {});
 
