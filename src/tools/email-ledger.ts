@@ -45,6 +45,8 @@ export interface EmailClaim {
    * pending or recorded as a dry run, not counting this call's own row.
    */
   maxForJob?: number;
+  /** Claim it handed off (the caller holds a free SMTP connection and sends at once): one write, not two. */
+  handedOff?: boolean;
 }
 
 export type ClaimResult =
@@ -84,6 +86,7 @@ export class EmailLedger {
       ref: claim.messageId,
       detail: { recipient: claim.recipient, subject: claim.subject },
       ...(claim.maxForJob !== undefined ? { maxPerJob: claim.maxForJob } : {}),
+      ...(claim.handedOff ? { started: true } : {}),
     });
     return toClaimResult(result);
   }

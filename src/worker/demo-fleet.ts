@@ -29,6 +29,8 @@ export function demoTools(env: Env, options: { dataUrlIsDefault: boolean }) {
     }),
     sendEmailTool({
       smtpUrl: env.SMTP_URL,
+      maxConnections: env.SMTP_MAX_CONNECTIONS,
+      maxQueued: env.SMTP_MAX_QUEUED,
       from: env.EMAIL_FROM,
       allowedDomains: env.EMAIL_ALLOWED_DOMAINS,
       maxPerRun: env.EMAIL_MAX_PER_RUN,
