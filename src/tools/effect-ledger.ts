@@ -86,6 +86,10 @@ const rowSchema = z.object({
   age_ms: z.union([z.number(), z.string().regex(/^-?\d+$/)]).transform(Number),
 });
 
+/** Effects of a job's tool that count against its cap (done, pending or uncertain), one effect key excepted. */
+const COUNT_FOR_CAP = `SELECT COUNT(*) FROM effect_ledger
+  WHERE job_id = ? AND tool = ? AND status IN ('pending', 'done', 'uncertain') AND effect_key <> ?`;
+
 /** Every column, and the row's age by the server's clock. */
 const SELECT_ROW =
   'SELECT *, TIMESTAMPDIFF(MICROSECOND, updated_at, NOW(3)) DIV 1000 AS age_ms FROM effect_ledger';
@@ -261,16 +265,17 @@ export class EffectLedger {
     // Rows are never deleted, so each round either decides or sees a concurrent claim's row; three rounds
     // cover an insert race followed by a failed row being claimed again by someone else.
     for (let round = 0; round < 3; round++) {
-      const existing = await this.read(connection, claim.effectKey);
+      // Under a cap, the row and the job's count in one round trip (both under the job's lock).
+      const { existing, count } =
+        claim.maxPerJob === undefined
+          ? { existing: await this.read(connection, claim.effectKey), count: 0 }
+          : await this.readCounting(connection, claim);
       if (existing && existing.status !== 'failed') {
         return existing.status === 'done'
           ? { kind: 'done', row: existing }
           : { kind: 'pending', row: existing };
       }
-      if (claim.maxPerJob !== undefined) {
-        const count = await this.countOn(connection, claim.jobId, claim.tool, claim.effectKey);
-        if (count >= claim.maxPerJob) return { kind: 'cap_reached', count };
-      }
+      if (claim.maxPerJob !== undefined && count >= claim.maxPerJob) return { kind: 'cap_reached', count };
       if (existing) {
         // It did not happen earlier: take the row back, for whatever this attempt does.
         const [header] = await connection.query<ResultSetHeader>(
@@ -308,17 +313,34 @@ export class EffectLedger {
     return rows[0] ? toRow(rows[0]) : null;
   }
 
+  /** The effect's row, if any, and how many effects of the job's tool count against its cap besides it. */
+  private async readCounting(
+    connection: PoolConnection,
+    claim: EffectRowClaim,
+  ): Promise<{ existing: EffectRow | null; count: number }> {
+    const [rows] = await connection.query<RowDataPacket[]>(
+      `SELECT e.*, TIMESTAMPDIFF(MICROSECOND, e.updated_at, NOW(3)) DIV 1000 AS age_ms,
+         (${COUNT_FOR_CAP}) AS cap_count
+       FROM (SELECT 1) AS one LEFT JOIN effect_ledger e ON e.effect_key = ?`,
+      [claim.jobId, claim.tool, claim.effectKey, claim.effectKey],
+    );
+    const raw = rows[0];
+    const count = Number(raw?.['cap_count'] ?? 0);
+    if (!raw || raw['effect_key'] === null) return { existing: null, count };
+    return { existing: toRow(raw), count };
+  }
+
   private async countOn(
     db: Pool | PoolConnection,
     jobId: string,
     tool: string,
     exceptEffectKey?: string,
   ): Promise<number> {
-    const [rows] = await db.query<RowDataPacket[]>(
-      `SELECT COUNT(*) AS n FROM effect_ledger
-       WHERE job_id = ? AND tool = ? AND status IN ('pending', 'done', 'uncertain') AND effect_key <> ?`,
-      [jobId, tool, exceptEffectKey ?? ''],
-    );
+    const [rows] = await db.query<RowDataPacket[]>(`SELECT (${COUNT_FOR_CAP}) AS n`, [
+      jobId,
+      tool,
+      exceptEffectKey ?? '',
+    ]);
     return Number(rows[0]?.['n'] ?? 0);
   }
 
