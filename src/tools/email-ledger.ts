@@ -9,7 +9,13 @@
 //   uncertain  nothing could tell whether a send that stopped midway reached the server
 // Until migration 011 these rows lived in their own table, email_ledger; that table is no longer written.
 import type { Pool } from 'mysql2/promise';
-import { EffectLedger, NOT_DONE, type EffectClaimResult, type EffectRow } from './effect-ledger.js';
+import {
+  EffectLedger,
+  NOT_DONE,
+  type EffectClaimResult,
+  type EffectLedgerOptions,
+  type EffectRow,
+} from './effect-ledger.js';
 
 export const SEND_EMAIL = 'send_email';
 
@@ -70,7 +76,7 @@ export function isNotDelivered(entry: Pick<EmailLedgerEntry, 'status' | 'error'>
 export class EmailLedger {
   private readonly effects: EffectLedger;
 
-  constructor(pool: Pool, options: { lockTimeoutSeconds?: number } = {}) {
+  constructor(pool: Pool, options: EffectLedgerOptions = {}) {
     this.effects = new EffectLedger(pool, options);
   }
 

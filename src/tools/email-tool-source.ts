@@ -2,7 +2,7 @@
 // SMTP server, sender, allowed domains and caps. Its rows live in the fleet's effect ledger; pending emails of
 // attempts that stopped for good are settled by the worker's effect sweeper, with the tool's delivery lookup.
 import type { ToolSource } from '../agent/define-fleet.js';
-import type { WorkerServices } from '../worker/worker-services.js';
+import { effectLedgerPool, type WorkerServices } from '../worker/worker-services.js';
 import { httpDeliveryLookup } from './delivery-lookup.js';
 import { EmailLedger } from './email-ledger.js';
 import { createSendEmailTool, SEND_EMAIL } from './send-email.js';
@@ -40,7 +40,7 @@ export function sendEmailTool(options: EmailToolSourceOptions): ToolSource<Worke
       });
       const deliveryLookup = options.lookupUrl ? httpDeliveryLookup(options.lookupUrl) : undefined;
       const tool = createSendEmailTool({
-        ledger: new EmailLedger(services.store),
+        ledger: emailLedgerOf(services),
         transport,
         from: options.from,
         allowedDomains: options.allowedDomains,
@@ -59,4 +59,9 @@ export function sendEmailTool(options: EmailToolSourceOptions): ToolSource<Worke
       };
     },
   };
+}
+
+function emailLedgerOf(services: WorkerServices): EmailLedger {
+  const { pool, options } = effectLedgerPool(services);
+  return new EmailLedger(pool, options);
 }
