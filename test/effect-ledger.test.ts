@@ -17,7 +17,7 @@ import {
   type EffectHooks,
   type EffectSweepOutcome,
   type OnceOptions,
-} from '../src/tools/tool.js';
+} from '../src/kernel/tool.js';
 import { z } from 'zod';
 
 const database = `af_test_effects_${randomBytes(4).toString('hex')}`;

@@ -14,8 +14,8 @@ import {
   renderForSummary,
   SUMMARY_SYSTEM_PROMPT,
   summaryRequestMessages,
-} from '../src/agent/memory.js';
-import type { AssistantMessage, ChatMessage, ToolMessage } from '../src/agent/messages.js';
+} from '../src/kernel/memory.js';
+import type { AssistantMessage, ChatMessage, ToolMessage } from '../src/kernel/messages.js';
 
 const GOAL_LINE = 'Current goal: finish the task above without repeating completed actions.';
 

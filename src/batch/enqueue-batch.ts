@@ -54,7 +54,7 @@ export async function enqueueBatch(
       backoff: { type: 'fixed', delay: 1_000 },
     },
     children: batch.tasks.map((task, i) => {
-      // Every task of a batch carries the batch id (CONTRACT §9); its own idempotency key would name
+      // Every task of a batch carries the batch id; its own idempotency key would name
       // another job, so the position in the batch is the task's identity instead.
       const { idempotencyKey: _ignored, ...rest } = task;
       return {

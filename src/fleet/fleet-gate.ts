@@ -1,26 +1,9 @@
-// The kernel's call gate backed by the fleet's Redis: before each model call, wait for a request slot (MODEL_RPM)
-// and book the call's worst case in the spend ledger over the job's scopes (the UTC day, and its batch if it
-// belongs to one); after the call, settle with what it cost; on a 429, pause the whole fleet.
-//
-// One round trip per step, not three: a settle waits for the end of the event loop's turn, and when the run asks
-// for its next call before then (a step whose tools did no I/O), the settle, the check of the fleet's pause and
-// the next booking go in one ledger script. Otherwise the settle leaves alone at the end of the turn.
-//
-// And no waiting for it when the answer is known: once a booking has shown that none of the job's scopes has a
-// cap (no daily cap configured, a batch without a budget, or no batch), only a pause of the fleet could refuse a
-// booking. The job's next call then goes out at once, booked in the same script without waiting for the answer
-// (`bookInFlight`: booked whatever the answer, since the call is made), as long as this process knows of no pause
-// and the job's previous booking of that kind was answered. The answer still comes: a pause it reports makes every
-// job of the process wait for its bookings until the pause ends; a cap it reports (one set after the job's first
-// booking) makes this job wait for its bookings from then on; an error makes the job wait for its bookings, which
-// then fail (or time out) as they did before, and the call's settle records its cost even if the booking never
-// ran. A settle never overtakes its booking. The cost: a 429 pause set by another process is seen here one
-// booking later; a cap set on a batch while it runs can be passed by one call per running job; and a worker
-// killed in the instant between sending a call and sending its booking (the booking leaves with the connection's
-// other writes at the end of the event loop's turn) leaves that call out of the day's spend.
+// The kernel's call gate backed by the fleet's Redis: a request slot (MODEL_RPM) and a booking in the spend
+// ledger before each model call, a settle after, a fleet-wide pause on a 429; one round trip per step, and no
+// waiting for bookings no cap can refuse. The trade-offs: docs/limits.md (one round trip per step).
 import type { Redis } from 'ioredis';
 import type { Env } from '../../config/env.js';
-import type { CallCost, CallGate, GateDecision } from '../agent/call-gate.js';
+import type { CallCost, CallGate, GateDecision } from '../kernel/call-gate.js';
 import { RateLimiter } from './rate-limiter.js';
 import {
   batchScope,

@@ -8,7 +8,7 @@
 // Times are the Redis server's clock, one clock for the whole fleet.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { sleep as abortableSleep } from '../agent/sleep.js';
+import { sleep as abortableSleep } from '../kernel/sleep.js';
 import { LuaScript } from './lua-script.js';
 
 export const DEFAULT_RATE_WINDOW_MS = 60_000;

@@ -1,33 +1,10 @@
-// The fleet's spend ledger: budgets shared by every worker, kept in Redis. A scope is what a budget covers:
-//   day:<YYYY-MM-DD>  the UTC day; caps from FLEET_DAILY_MAX_COST_USD / FLEET_DAILY_MAX_TOKENS (the process's
-//                     configuration, `dailyCaps`), absent = unlimited; kept ~3 days
-//   batch:<id>        a batch (CONTRACT §9); caps stored in Redis by `setCaps` when the batch is created; kept
-//                     ~30 days after its last use
-//   tenant-day:<YYYY-MM-DD>:<tenant>
-//                     one tenant's UTC day (a task's `tenant`); caps from TENANT_DAILY_MAX_COST_USD /
-//                     TENANT_DAILY_MAX_TOKENS (`tenantDailyCaps`), the same for every tenant; kept like a day
-// Before a model call, `reserve` books the call's worst case in every scope of the call, in ONE Lua script: either
-// every scope can cover it (used + live reservations + worst case within each cap) and it is booked in all of
-// them, or nothing is booked. After the call, `settle` (one Lua script) moves the reservation out and adds what
-// the call really cost; settling a ticket twice counts once.
-//
-// Money is counted in integer micro-dollars: worst cases and actuals are rounded UP, caps DOWN, so float drift
-// can never let the ledger pass a cap (the price is an overcount below $0.000001 per call). The conversion works
-// on the amount's decimal digits, so a round amount such as $0.57 is exactly 570000 micro-dollars.
-//
-// Crashed workers: every reservation expires (10 minutes by default, longer than any model call), and every
-// reserve first sweeps the expired reservations of the scopes it touches. An expired reservation is counted as
-// SPENT AT ITS WORST CASE: the worker may have called the model before it died, and the ledger cannot know, so
-// it errs on the side of "never overspent" (a crashed call costs the budget its worst case, never more). If the
-// worker was only slow and settles after the expiry, the settle replaces the worst case with the actual.
-//
-// Clock: expiries use the Redis server's clock (one clock for the whole fleet) unless `now` is injected (tests);
-// every ledger over the same keys must use the same clock.
-// All keys of the ledger share one hash tag, so the multi-scope scripts also run on a Redis Cluster.
+// The fleet's spend ledger in Redis: budgets per UTC day, batch and tenant day, shared by every worker. A call's
+// worst case is reserved in all its scopes in one Lua script, in integer micro-dollars, and settled after; a
+// crashed worker's reservation expires as spent. Why each choice: docs/limits.md (the spend ledger).
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { BudgetStopReason } from '../agent/budget.js';
-import type { CallCost } from '../agent/call-gate.js';
+import type { BudgetStopReason } from '../kernel/budget.js';
+import type { CallCost } from '../kernel/call-gate.js';
 import { TENANT_NAME } from '../queue/tenant-name.js';
 import { LuaScript } from './lua-script.js';
 
@@ -124,7 +101,10 @@ export interface SpendLedgerOptions {
   reservationTtlMs?: number;
   dayScopeTtlMs?: number;
   batchScopeTtlMs?: number;
-  /** Clock for reservation expiries (ms since epoch); absent, the Redis server's clock. */
+  /**
+   * Clock for reservation expiries (ms since epoch); absent, the Redis server's clock. Every ledger over the same
+   * keys must use the same clock.
+   */
   now?: () => number;
 }
 

@@ -1,10 +1,9 @@
-// The pool of the fleet's own store. The database is created on first use (CONTRACT §2), every session runs
+// The pool of the fleet's own store. The database is created on first use, every session runs
 // in UTC so CURRENT_TIMESTAMP defaults and NOW() agree with the UTC dates the driver writes, and DECIMAL/JSON
 // columns come back the same way on MySQL and MariaDB.
 import { createConnection, createPool } from 'mysql2/promise';
 import type { ConnectionOptions, Pool } from 'mysql2/promise';
-import { ConfigError } from '../agent/errors.js';
-import { StoreError } from './errors.js';
+import { ConfigError, StoreError } from '../kernel/errors.js';
 import { parseMysqlUrl, type MysqlTarget } from './mysql-url.js';
 
 export interface StorePoolOptions {

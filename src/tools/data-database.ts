@@ -27,9 +27,8 @@ import type {
   PoolOptions,
   RowDataPacket,
 } from 'mysql2/promise';
-import { ConfigError, ToolError, TransientToolError } from '../agent/errors.js';
+import { ConfigError, ToolError, TransientToolError, StoreError } from '../kernel/errors.js';
 import { CONNECTION_ERROR_CODES } from '../store/connection-errors.js';
-import { StoreError } from '../store/errors.js';
 import { parseMysqlUrl, type MysqlTarget } from '../store/mysql-url.js';
 import { QueryStopped, streamRows } from './stream-rows.js';
 import { withoutTrailingSemicolons } from './sql-guard-lexer.js';

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { z } from 'zod';
-import { StoreError } from '../store/errors.js';
+import { StoreError } from '../kernel/errors.js';
 
 export type EffectStatus = 'pending' | 'done' | 'failed' | 'uncertain';
 

@@ -8,7 +8,7 @@
 import { withTimeout } from '../util/with-timeout.js';
 import { NOT_DONE, type EffectLedger, type EffectRow } from './effect-ledger.js';
 import { DEFAULT_PENDING_GRACE_MS, pendingEffectOf } from './effect-once.js';
-import type { EffectHooks, EffectSweepOutcome, Tool } from './tool.js';
+import type { EffectHooks, EffectSweepOutcome, Tool } from '../kernel/tool.js';
 
 export interface SweeperLogger {
   info(fields: Record<string, unknown>, message: string): void;

@@ -4,13 +4,13 @@
 // record: a published result always has its agent_runs row and its steps.
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { AgentResult, StepTrace } from '../agent/types.js';
+import type { AgentResult, StepTrace } from '../kernel/types.js';
 import type { Env } from '../../config/env.js';
 import type { Logger } from '../logging/logger.js';
 import type { FleetMetrics } from '../metrics/fleet-metrics.js';
 import { isConnectionFailure } from '../store/connection-errors.js';
 import { batchMembership } from './batch-membership.js';
-import { StoreError } from '../store/errors.js';
+import { StoreError } from '../kernel/errors.js';
 import type { RunsRepository, StartRunInput } from '../store/runs-repository.js';
 import type { CheckpointStore } from './checkpoint-store.js';
 import type { OutcomeStore } from './outcome-store.js';

@@ -3,7 +3,7 @@
 // (roughly) their JSON. The kernel budgets from a bound on it (tool calls framed as endpoints frame them),
 // calibrated and with a margin, BEFORE a call; the scripted model server reports this count as usage.
 import { createRequire } from 'node:module';
-import type { ChatMessage, ResponseFormat, ToolSpec } from '../agent/messages.js';
+import type { ChatMessage, ResponseFormat, ToolSpec } from './messages.js';
 
 const TOKENS_PER_MESSAGE = 3;
 const TOKENS_PER_REPLY_PRIMING = 3;

@@ -1,14 +1,14 @@
 // Runs one tool call the model asked for and turns every outcome, including refusals and failures, into an
 // observation the model can act on. Nothing here throws: a failing tool never crashes the run.
 import type { z } from 'zod';
-import { TOOL_OUTPUT_MAX_CHARS } from '../agent/defaults.js';
-import { ToolError } from '../agent/errors.js';
-import { sleep } from '../agent/sleep.js';
-import type { UncertainEffect } from '../agent/types.js';
+import { TOOL_OUTPUT_MAX_CHARS } from './defaults.js';
+import { ToolError } from './errors.js';
+import { sleep } from './sleep.js';
+import type { UncertainEffect } from './types.js';
 import { effectsInFlight, type EffectsInFlight } from './effects-in-flight.js';
-import { truncateChars } from '../agent/truncate.js';
+import { truncateChars } from './truncate.js';
 import { boundedJson } from './bounded-json.js';
-import type { ToolRegistry } from './registry.js';
+import type { ToolRegistry } from './tool-registry.js';
 import { UncertainOutcome, type ToolContext } from './tool.js';
 
 export interface ToolRunOptions {

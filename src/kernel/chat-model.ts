@@ -1,7 +1,6 @@
 // The one thing the kernel needs from an LLM: a single chat completion. Kept tiny so the kernel never
 // depends on a vendor SDK; the OpenAI adapter implements it over HTTP.
-import type { AssistantMessage, ChatMessage, ResponseFormat, ToolSpec } from '../agent/messages.js';
-import type { RateLimitState } from './rate-limit-headers.js';
+import type { AssistantMessage, ChatMessage, ResponseFormat, ToolSpec } from './messages.js';
 
 export interface ChatRequest {
   messages: readonly ChatMessage[];
@@ -66,4 +65,15 @@ export interface ChatModel {
    * Throws ModelApiError (classified retryable or not) on failure.
    */
   complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletion>;
+}
+
+/** What an endpoint's rate-limit headers said after a call: what is left of its current window. */
+export interface RateLimitState {
+  limitRequests?: number;
+  limitTokens?: number;
+  remainingRequests?: number;
+  remainingTokens?: number;
+  /** How long until the request limit is whole again, in ms. */
+  resetRequestsMs?: number;
+  resetTokensMs?: number;
 }

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { AGENT_NAME, type AgentDefinition } from './define-agent.js';
 import { ConfigError } from './errors.js';
-import type { Tool } from '../tools/tool.js';
+import type { Tool } from './tool.js';
 
 /**
  * Tools that need what the worker holds (the store, its logger) or a connection of their own: opened once at

@@ -1,6 +1,6 @@
 // Cutting text to a token or character limit, with a marker that tells the reader (model or human) how
 // much was cut, so a truncated SQL result is never mistaken for the whole one.
-import type { TokenCounter } from '../llm/tokens.js';
+import type { TokenCounter } from './tokens.js';
 
 /**
  * No token of the encodings in use covers more characters than this (runs of `=`, `-` or `_` come closest):

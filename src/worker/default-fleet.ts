@@ -1,8 +1,8 @@
 // The built-in fleet configuration, used when there is no FLEET_CONFIG and no agent-fleet.config.* at the root:
-// the `default` agent (exactly the fleet's behaviour before agents: the protocol's system prompt, the four
-// tools of CONTRACT §7, the environment's model and budgets) with its tools wired from the environment.
-import { DEFAULT_AGENT, defineAgent } from '../agent/define-agent.js';
-import { defineFleet, type Fleet } from '../agent/define-fleet.js';
+// the `default` agent (exactly the fleet's behaviour before agents: the protocol's system prompt, the
+// four built-in tools, the environment's model and budgets) with its tools wired from the environment.
+import { DEFAULT_AGENT, defineAgent } from '../kernel/define-agent.js';
+import { defineFleet, type Fleet } from '../kernel/define-fleet.js';
 import type { Env } from '../../config/env.js';
 import { TOOL_NAMES } from '../queue/tool-names.js';
 import { sendEmailTool } from '../tools/email-tool-source.js';
@@ -16,15 +16,22 @@ export const defaultAgent = defineAgent({
   tools: [...TOOL_NAMES],
 });
 
+export interface DefaultToolsOptions {
+  /** Called once when the data database cannot be opened for being absent, then opened again (the demo seeds it). */
+  whenDataDatabaseMissing?: (() => Promise<void>) | undefined;
+  /** Read by earlier versions, which seeded the demo's database themselves; ignored. */
+  dataUrlIsDefault?: boolean;
+}
+
 /** The SQL tools and send_email as the environment configures them (SQL_*, SMTP_*, EMAIL_*). */
-export function demoTools(env: Env, options: { dataUrlIsDefault: boolean }) {
+export function defaultTools(env: Env, options: DefaultToolsOptions = {}) {
   return [
     sqlTools({
       database: env.DATA_MYSQL_URL,
       maxRows: env.SQL_MAX_ROWS,
       timeoutMs: env.SQL_TIMEOUT_MS,
       maxResultBytes: env.SQL_MAX_RESULT_BYTES,
-      seedDemoWhenMissing: options.dataUrlIsDefault,
+      ...(options.whenDataDatabaseMissing ? { whenMissing: options.whenDataDatabaseMissing } : {}),
       ...(env.SQL_ALLOWED_TABLES ? { allowedTables: env.SQL_ALLOWED_TABLES } : {}),
     }),
     sendEmailTool({
@@ -41,6 +48,9 @@ export function demoTools(env: Env, options: { dataUrlIsDefault: boolean }) {
   ];
 }
 
-export function demoFleet(env: Env, options: { dataUrlIsDefault: boolean }): Fleet {
-  return defineFleet({ agents: [defaultAgent], tools: demoTools(env, options) });
+/** The name the built-in tools had when the built-in configuration was the demo's. */
+export const demoTools = defaultTools;
+
+export function defaultFleet(env: Env, options: DefaultToolsOptions = {}): Fleet {
+  return defineFleet({ agents: [defaultAgent], tools: defaultTools(env, options) });
 }

@@ -1,6 +1,6 @@
 // The native protocol: tools travel as function definitions, the model answers with `tool_calls`
 // (several at once when they are independent) or with a plain message, which is its final answer.
-import type { ToolRegistry } from '../tools/registry.js';
+import type { ToolRegistry } from './tool-registry.js';
 import { parseJsonReply } from './json-action-parser.js';
 import type { AgentProtocol, ParsedTurn, PlannedCall } from './protocol.js';
 import { INVALID_EMPTY_REPLY } from './protocol.js';

@@ -2,7 +2,7 @@
 // plus the completion it may produce must fit in what is left of both the token and the dollar budget.
 // When they do not fit at the usual max_tokens, the call asks for fewer; when not even a minimal completion
 // fits, the call is not made.
-import { costUsd, type ModelPrice } from '../llm/pricing.js';
+import { costUsd, type ModelPrice } from './pricing.js';
 
 export interface Budget {
   /** Model calls that choose actions or answer (summaries and retries are not steps). */

@@ -91,6 +91,12 @@ export class SystemError extends AgentFleetError {
   readonly kind = 'system';
 }
 
+/** The store's own failures: a database outage (retry the job later) or a schema problem for an operator. */
+export class StoreError extends AgentFleetError {
+  override readonly name = 'StoreError';
+  readonly kind = 'system';
+}
+
 /** Anything unexpected: a bug or an environment failure. */
 export function toRunError(error: unknown): RunError {
   if (error instanceof AgentFleetError) return error.toRunError();

@@ -1,10 +1,24 @@
 // What token counts cost under a model's price. One function does it for checks and for reports, so the pre-call
 // check and the reported cost can never disagree by a rounding.
-import { MODEL_PRICES, type ModelPrice, type PriceFile, type TierPrice } from '../../config/prices.js';
-import type { TokenUsage } from '../agent/budget.js';
-import { ConfigError } from '../agent/errors.js';
+import type { TokenUsage } from './budget.js';
 
-export type { ModelPrice, TierPrice };
+/** USD per million tokens at one service tier. */
+export interface TierPrice {
+  inputPerMillion: number;
+  /** Prompt tokens served from the provider's cache; absent, they cost the input price. */
+  cachedInputPerMillion?: number;
+  outputPerMillion: number;
+}
+
+/** What the kernel must know of a model to bound and bill its runs: its prices and how requests are shaped. */
+export interface ModelPrice extends TierPrice {
+  /** The provider's slower tier at batch prices, where the model has one. */
+  flex?: TierPrice;
+  /** A reasoning model: `max_completion_tokens` instead of `max_tokens`, no temperature, `reasoning_effort`. */
+  reasoning?: boolean;
+  /** The most tokens a prompt and its completion may hold together. */
+  contextWindow?: number;
+}
 
 /**
  * Prompt tokens at the input price, those the provider served from its cache at the cached-input price (the
@@ -38,33 +52,4 @@ function tierCost(price: TierPrice, prompt: number, cached: number, completion: 
   return (
     ((prompt - cached) * price.inputPerMillion + cachedCost + completion * price.outputPerMillion) / 1_000_000
   );
-}
-
-/** The prices configured over the built-in table: LLM_PRICES_FILE's, then LLM_PRICES' (which win). */
-export function configuredPrices(env: {
-  LLM_PRICES_FILE?: PriceFile | undefined;
-  LLM_PRICES?: Readonly<Record<string, ModelPrice>> | undefined;
-}): Readonly<Record<string, ModelPrice>> {
-  return { ...(env.LLM_PRICES_FILE?.models ?? {}), ...(env.LLM_PRICES ?? {}) };
-}
-
-/**
- * The price of a model: the configured prices first (configuredPrices), then the built-in table. An unknown model
- * is refused, because a run whose cost cannot be computed cannot be bounded.
- */
-export function priceOf(model: string, extraPrices: Readonly<Record<string, ModelPrice>> = {}): ModelPrice {
-  const price = Object.hasOwn(extraPrices, model)
-    ? extraPrices[model]
-    : Object.hasOwn(MODEL_PRICES, model)
-      ? MODEL_PRICES[model]
-      : undefined;
-  if (!price) {
-    const known = [...Object.keys(MODEL_PRICES), ...Object.keys(extraPrices)].join(', ');
-    throw new ConfigError(
-      'unknown_model',
-      `No price for model "${model}". Known models: ${known}. Configure it with LLM_PRICES_FILE or LLM_PRICES, ` +
-        `e.g. LLM_PRICES='{"${model}": {"inputPerMillion": 1, "cachedInputPerMillion": 0.1, "outputPerMillion": 2}}'.`,
-    );
-  }
-  return price;
 }

@@ -60,17 +60,17 @@ import type {
   TraceKind,
   UncertainEffect,
 } from './types.js';
-import type { ChatModel, ChatRequest, ReasoningEffort, ServiceTier } from '../llm/chat-model.js';
-import type { ModelPrice } from '../llm/pricing.js';
+import type { ChatModel, ChatRequest, ReasoningEffort, ServiceTier } from './chat-model.js';
+import type { ModelPrice } from './pricing.js';
 import {
   countMessageTokens,
   countResponseFormatTokens,
   estimateMessageTokensByLine,
   tokenCounterFor,
   type TokenCounter,
-} from '../llm/tokens.js';
-import type { ToolRegistry } from '../tools/registry.js';
-import { runToolCall } from '../tools/run-tool-call.js';
+} from './tokens.js';
+import type { ToolRegistry } from './tool-registry.js';
+import { runToolCall } from './run-tool-call.js';
 
 export interface AgentRunOptions {
   /**

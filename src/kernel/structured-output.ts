@@ -4,7 +4,7 @@
 import { jsonrepair } from 'jsonrepair';
 import { z } from 'zod';
 import type { ResponseFormat } from './messages.js';
-import { formatIssues } from '../tools/run-tool-call.js';
+import { formatIssues } from './run-tool-call.js';
 
 export type OutputCheck = { ok: true; value: unknown } | { ok: false; issues: string };
 

@@ -1,7 +1,7 @@
 // The tools a run may use, looked up by own property only (a model naming "constructor" or "__proto__"
 // finds nothing), with their function definitions generated once from the zod schemas.
 import { z } from 'zod';
-import type { ToolSpec } from '../agent/messages.js';
+import type { ToolSpec } from './messages.js';
 import type { Tool } from './tool.js';
 
 export class ToolRegistry {

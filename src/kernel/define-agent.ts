@@ -3,8 +3,8 @@
 import type { z } from 'zod';
 import type { Budget } from './budget.js';
 import type { ProtocolName } from './protocol.js';
-import type { Tool } from '../tools/tool.js';
-import type { ReasoningEffort, ServiceTier } from '../llm/chat-model.js';
+import type { Tool } from './tool.js';
+import type { ReasoningEffort, ServiceTier } from './chat-model.js';
 
 /** Agent and tool names: what a task, a log line and a metric label carry. */
 export const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;

@@ -3,7 +3,7 @@
 import type { CallGate } from './call-gate.js';
 import type { AgentFleetError } from './errors.js';
 import { ModelApiError, SystemError } from './errors.js';
-import { costUsd } from '../llm/pricing.js';
+import { costUsd } from './pricing.js';
 import {
   addUsage,
   describeBudgetStop,
@@ -21,9 +21,9 @@ import {
 } from './defaults.js';
 import type { ChatMessage, ResponseFormat, ToolSpec } from './messages.js';
 import { measurePrompt, type PromptCalibration } from './prompt-calibration.js';
-import type { ChatCompletion, ChatModel, ChatRequest, ServiceTier } from '../llm/chat-model.js';
-import type { ModelPrice } from '../llm/pricing.js';
-import { countCompletionTokens, countResponseFormatTokens, type TokenCounter } from '../llm/tokens.js';
+import type { ChatCompletion, ChatModel, ChatRequest, ServiceTier } from './chat-model.js';
+import type { ModelPrice } from './pricing.js';
+import { countCompletionTokens, countResponseFormatTokens, type TokenCounter } from './tokens.js';
 import type { ModelCallWatch } from './run-observer.js';
 
 export interface ModelCallEnv {

@@ -13,7 +13,7 @@ import {
   PROMPT_EXTRA_PER_TOOL_CALL_MAX,
   PROMPT_RATIO_MAX,
 } from './defaults.js';
-import { countPromptTokensBound, type TokenCounter } from '../llm/tokens.js';
+import { countPromptTokensBound, type TokenCounter } from './tokens.js';
 
 export interface PromptCalibrationState {
   /** The worst reported prompt tokens seen, over the bound (1 to PROMPT_RATIO_MAX). */

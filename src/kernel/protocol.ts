@@ -1,7 +1,7 @@
 // What both model protocols have in common: how a reply becomes actions or an answer, and how the
 // observations of a turn are written back into memory.
-import type { ToolRegistry } from '../tools/registry.js';
-import type { ProposedCall } from '../tools/run-tool-call.js';
+import type { ToolRegistry } from './tool-registry.js';
+import type { ProposedCall } from './run-tool-call.js';
 import type { AssistantMessage, ChatMessage, ToolSpec } from './messages.js';
 
 export type ProtocolName = 'tools' | 'json';

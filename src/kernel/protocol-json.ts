@@ -1,6 +1,6 @@
 // The JSON-in-text protocol, for endpoints without function calling: the system prompt lists the tools and
 // the model answers with one JSON object in its text. Parsing is lenient (see json-action-parser).
-import type { ToolRegistry } from '../tools/registry.js';
+import type { ToolRegistry } from './tool-registry.js';
 import { parseJsonReply } from './json-action-parser.js';
 import type { AgentProtocol, ParsedTurn } from './protocol.js';
 import { INVALID_EMPTY_REPLY } from './protocol.js';

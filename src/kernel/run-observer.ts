@@ -4,7 +4,7 @@
 import type { ModelApiError } from './errors.js';
 import type { ChatMessage, ToolSpec } from './messages.js';
 import type { ModelCallResult } from './model-call.js';
-import type { ToolCallOutcome } from '../tools/run-tool-call.js';
+import type { ToolCallOutcome } from './run-tool-call.js';
 
 export interface RunObserver {
   /** A model call (its attempts and retries) is about to be planned; undefined ignores it. */

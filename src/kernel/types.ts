@@ -3,7 +3,7 @@
 import type { RunError } from './errors.js';
 import type { Budget, TokenUsage, Usage } from './budget.js';
 import type { AssistantMessage, ChatMessage } from './messages.js';
-import type { ModelPrice } from '../llm/pricing.js';
+import type { ModelPrice } from './pricing.js';
 import type { PromptCalibrationState } from './prompt-calibration.js';
 import type { PlannedCall, ProtocolName } from './protocol.js';
 
