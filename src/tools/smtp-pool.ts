@@ -11,7 +11,7 @@
 import type { SendMailOptions, SentMessageInfo, Transporter } from 'nodemailer';
 import nodemailer from 'nodemailer';
 import SMTPPool from 'nodemailer/lib/smtp-pool';
-import { ToolError, TransientToolError } from '../agent/errors.js';
+import { ToolError, TransientToolError } from '../kernel/errors.js';
 import { smtpConnectionOptions, type SmtpTransportOptions } from './smtp-transport.js';
 
 export interface SmtpPoolOptions extends SmtpTransportOptions {
