@@ -120,13 +120,27 @@ describe('the pooled SMTP connections', () => {
   });
 
   it('refuse waiting and later sends once closed, and close the connections', async () => {
-    const pool = new SmtpPool(`smtp://127.0.0.1:${proxy.port}`, { maxConnections: 1 });
+    const pool = new SmtpPool(`smtp://127.0.0.1:${proxy.port}`, { maxConnections: 2 });
+    await Promise.all([30, 31].map((n) => send(pool, n)));
+    expect(pool.size).toBe(2);
     const held = await pool.acquire(signal());
+    const other = await pool.acquire(signal());
     const waiting = pool.acquire(signal());
+    other.release();
+    await waiting.then((lease) => lease.release());
     pool.close();
-    await expect(waiting).rejects.toMatchObject({ code: 'email_smtp_busy' });
+    // The idle connection is closed at once, the leased one when its send settles.
+    expect(pool.size).toBe(1);
     await expect(pool.acquire(signal())).rejects.toMatchObject({ code: 'email_smtp_busy' });
     held.release();
     expect(pool.size).toBe(0);
+
+    const single = new SmtpPool(`smtp://127.0.0.1:${proxy.port}`, { maxConnections: 1 });
+    const busy = await single.acquire(signal());
+    const queued = single.acquire(signal());
+    single.close();
+    await expect(queued).rejects.toMatchObject({ code: 'email_smtp_busy' });
+    busy.release();
+    expect(single.size).toBe(0);
   });
 });

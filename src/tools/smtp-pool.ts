@@ -105,7 +105,10 @@ export class SmtpPool implements MailConnections {
   close(): void {
     this.closed = true;
     for (const waiter of this.waiting.splice(0)) waiter.reject(busy('the SMTP connections were closed'));
-    for (const slot of this.free.splice(0)) slot.transport.close();
+    for (const slot of this.free.splice(0)) {
+      slot.transport.close();
+      this.open--;
+    }
     // Leased connections close when their send settles (release sees `closed`).
   }
 
