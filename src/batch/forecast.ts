@@ -176,7 +176,7 @@ export async function planForecast(
       }),
     ),
     timeoutMs,
-    () => new Error(`the run history did not answer within ${timeoutMs} ms`),
+    { timedOut: () => new Error(`the run history did not answer within ${timeoutMs} ms`) },
   );
   return { madeAt: now, since, budgetsFrom: catalog ? 'catalog' : 'defaults', tasks: planned, histories };
 }

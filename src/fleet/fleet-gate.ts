@@ -3,18 +3,13 @@
 // waiting for bookings no cap can refuse. The trade-offs: docs/limits.md (one round trip per step).
 import type { Redis } from 'ioredis';
 import type { Env } from '../../config/env.js';
-import type { CallCost, CallGate, GateDecision } from '../kernel/call-gate.js';
-import { RateLimiter } from './rate-limiter.js';
-import {
-  batchScope,
-  dayScope,
-  decodeTicket,
-  SpendLedger,
-  tenantDayScope,
-  type BookOptions,
-  type Booking,
-} from './spend-ledger.js';
+import type { CallCost, CallGate, GateDecision, GateWaitLimits } from '../kernel/call-gate.js';
+import { RateLimiter, WaitPastDeadline } from './rate-limiter.js';
+import { batchScope, dayScope, tenantDayScope } from './ledger-scopes.js';
+import { decodeTicket } from './ledger-tickets.js';
+import { SpendLedger, type BookOptions, type Booking } from './spend-ledger.js';
 import { TokenRateLimiters, type TokenLimits, type TokenRateLimiter } from './token-rate-limiter.js';
+import { withTimeout } from '../util/with-timeout.js';
 
 export const DEFAULT_LEDGER_TIMEOUT_MS = 10_000;
 export const DEFAULT_RATE_LIMIT_PAUSE_MS = 1_000;
@@ -82,19 +77,38 @@ export class FleetGate implements CallGate {
     this.options = options;
   }
 
-  async acquire(worstCase: CallCost, signal: AbortSignal): Promise<GateDecision> {
+  async acquire(
+    worstCase: CallCost,
+    signal: AbortSignal,
+    limits: GateWaitLimits = {},
+  ): Promise<GateDecision> {
+    // On this process's clock: the rate limiters compare their waits with it.
+    const deadline = limits.timeLeftMs === undefined ? undefined : Date.now() + limits.timeLeftMs;
+    try {
+      return await this.acquireBefore(worstCase, signal, deadline);
+    } catch (error) {
+      if (!(error instanceof WaitPastDeadline)) throw error;
+      return { ok: false, reason: 'deadline', message: `The run's deadline comes first: ${error.message}` };
+    }
+  }
+
+  private async acquireBefore(
+    worstCase: CallCost,
+    signal: AbortSignal,
+    deadline: number | undefined,
+  ): Promise<GateDecision> {
     const tokens = this.options.tokens;
-    if (!tokens) return this.acquireBooking(worstCase, signal);
+    if (!tokens) return this.acquireBooking(worstCase, signal, deadline);
     if (!tokens.fits(worstCase.tokens)) {
       const message =
         `MODEL_TPM allows ${tokens.limit.toLocaleString('en-US')} tokens per minute for ${tokens.model}: ` +
         `a call that may need ${Math.ceil(worstCase.tokens).toLocaleString('en-US')} tokens never fits`;
       return { ok: false, reason: 'token_budget', message };
     }
-    const { grant } = await tokens.acquire(worstCase.tokens, signal);
+    const { grant } = await tokens.acquire(worstCase.tokens, signal, deadline);
     let decision: GateDecision;
     try {
-      decision = await this.acquireBooking(worstCase, signal);
+      decision = await this.acquireBooking(worstCase, signal, deadline);
     } catch (error) {
       void tokens.settle(grant, 0).catch(() => undefined);
       throw error;
@@ -104,10 +118,14 @@ export class FleetGate implements CallGate {
     return decision;
   }
 
-  private async acquireBooking(worstCase: CallCost, signal: AbortSignal): Promise<GateDecision> {
+  private async acquireBooking(
+    worstCase: CallCost,
+    signal: AbortSignal,
+    deadline: number | undefined,
+  ): Promise<GateDecision> {
     const pauseOnly = this.options.limitRequests === false;
     // With MODEL_RPM the limiter's own script respects the pause; without, the booking checks it.
-    if (this.limiter && !pauseOnly) await this.limiter.acquire(signal);
+    if (this.limiter && !pauseOnly) await this.limiter.acquire(signal, deadline);
     const pauseKey = this.limiter && pauseOnly ? this.limiter.pauseKey : undefined;
     for (;;) {
       signal.throwIfAborted();
@@ -129,7 +147,7 @@ export class FleetGate implements CallGate {
       const { reservation, pausedMs, capped } = await this.answered(booking, signal);
       if (!reservation) {
         this.limiter?.notePaused(pausedMs);
-        await this.limiter?.waitWhilePaused(signal);
+        await this.limiter?.waitWhilePaused(signal, deadline);
         continue;
       }
       if (capped === false) this.uncapped.add(scopesKey);
@@ -256,24 +274,14 @@ export class FleetGate implements CallGate {
    */
   private async answered(pending: Promise<Booking>, signal: AbortSignal): Promise<Booking> {
     const timeoutMs = this.options.ledgerTimeoutMs ?? DEFAULT_LEDGER_TIMEOUT_MS;
-    let timer: NodeJS.Timeout | undefined;
-    let onAbort: (() => void) | undefined;
-    const givenUp = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`the spend ledger did not answer within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-      onAbort = () => reject(signal.reason);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
     try {
-      return await Promise.race([pending, givenUp]);
+      return await withTimeout(pending, timeoutMs, {
+        signal,
+        timedOut: () => new Error(`the spend ledger did not answer within ${timeoutMs} ms`),
+      });
     } catch (error) {
       this.giveBack(pending);
       throw error;
-    } finally {
-      clearTimeout(timer);
-      if (onAbort) signal.removeEventListener('abort', onAbort);
     }
   }
 

@@ -10,14 +10,21 @@ export interface CallCost {
 }
 
 export type GateDecision =
-  { ok: true; ticket: string } | { ok: false; reason: BudgetStopReason; message: string };
+  | { ok: true; ticket: string }
+  // 'deadline': a wait (a rate limit) that could not end before the run must answer.
+  | { ok: false; reason: BudgetStopReason | 'deadline'; message: string };
+
+export interface GateWaitLimits {
+  /** Milliseconds until the run must answer: a wait that cannot end within them is given up at once. */
+  timeLeftMs?: number;
+}
 
 export interface CallGate {
   /**
    * Waits for the right to call (a rate limit may make it wait) and reserves the worst case against every
    * shared budget; refuses when a shared budget cannot cover it. Throws only when the gate itself fails.
    */
-  acquire(worstCase: CallCost, signal: AbortSignal): Promise<GateDecision>;
+  acquire(worstCase: CallCost, signal: AbortSignal, limits?: GateWaitLimits): Promise<GateDecision>;
   /** Settles a reservation with what the call cost (nothing, for a refused or failed request). */
   release(ticket: string, actual: CallCost): Promise<void>;
   /** The endpoint answered 429: the fleet should slow down, not only this call. */

@@ -123,8 +123,11 @@ export interface TurnCall {
 
 const FACT_ARG_CHARS = 80;
 
-/** Of a text of several lines (an email's body), a fact keeps its start: the rest is what the call wrote. */
-const FACT_PROSE_CHARS = 40;
+/**
+ * Of a text of several lines (an email's body), a fact keeps its first words and its length: the rest is what
+ * the model wrote itself, and every later prompt would carry it.
+ */
+const FACT_PROSE_CHARS = 20;
 
 /**
  * A string argument as a fact names it: whole when short; a long line (a query) by its start and its end, where
@@ -148,23 +151,32 @@ function abbreviateArgs(args: unknown): unknown {
   return args;
 }
 
-export const FACTS_HEADER = 'Tool results so far (#step tool args, then the result):';
+export const FACTS_HEADER = 'Tool results so far:';
 
 /**
  * A call's arguments as a fact names them: `key=value` (strings quoted only when they need it, long ones
- * abbreviated), without the braces and quotes of JSON; anything but an object as its (abbreviated) JSON.
+ * abbreviated), without the braces and quotes of JSON; anything but an object as its (abbreviated) JSON. A
+ * string the call's `output` quotes whole is left out (`to=` of a `Sent to …` result): the result names it.
  */
-export function renderFactArgs(args: unknown): string {
+export function renderFactArgs(args: unknown, output = ''): string {
   if (!args || typeof args !== 'object' || Array.isArray(args)) {
     return JSON.stringify(abbreviateArgs(args) ?? null);
   }
   return Object.entries(args)
+    .filter(([, value]) => !shownByOutput(value, output))
     .map(([key, value]) => {
       const short = abbreviateArgs(value);
       const text = typeof short === 'string' && /^[\w@.:/+-]+$/.test(short) ? short : JSON.stringify(short);
       return `${key}=${text}`;
     })
     .join(' ');
+}
+
+/** A string argument at least this long that the result quotes whole (`to=` of `Sent to …`) is not repeated. */
+const SHOWN_ARG_MIN_CHARS = 8;
+
+function shownByOutput(value: unknown, output: string): boolean {
+  return typeof value === 'string' && value.length >= SHOWN_ARG_MIN_CHARS && output.includes(value);
 }
 
 /** Outputs this long or longer that a fact already shows are named, not repeated. */
@@ -183,7 +195,7 @@ export function turnFacts(
   const seen = new Map<string, string>();
   return calls
     .map((call, i) => {
-      const args = renderFactArgs(call.args);
+      const args = renderFactArgs(call.args, call.output);
       const label = args ? `#${step} ${call.tool} ${args}` : `#${step} ${call.tool}`;
       const earlier = call.output.length >= SAME_OUTPUT_MIN_CHARS ? shownAt(call.output) : undefined;
       const inTurn = seen.get(call.output);

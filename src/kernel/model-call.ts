@@ -122,7 +122,9 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
     if (env.gate) {
       let decision;
       try {
-        decision = await env.gate.acquire(worstCase, env.signal);
+        decision = await env.gate.acquire(worstCase, env.signal, {
+          timeLeftMs: request.answerBy - env.now(),
+        });
       } catch (error) {
         if (env.signal.aborted) return { ok: false, stop: 'cancelled', ...cost(attempt - 1) };
         const message = error instanceof Error ? error.message : String(error);

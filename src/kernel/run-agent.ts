@@ -8,23 +8,15 @@
 // Checkpoints are coalesced (checkpoint-queue.ts): only the write-ahead one of a turn with side effects is awaited
 // before the loop goes on.
 //
+// What the prompt shows and when it is folded is the memory's (run-memory.ts); what each step's trace reports,
+// carried calls included, is the step accounting's (step-accounting.ts).
+//
 // It knows nothing of queues or databases: the worker adapts it to BullMQ, the store to MySQL.
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import { ModelApiError, toRunError, type RunError } from './errors.js';
 import { addUsage, planCall, usageOf, type Budget, type TokenUsage } from './budget.js';
 import * as D from './defaults.js';
-import {
-  deterministicSummary,
-  factShowing,
-  factsMessage,
-  foldCut,
-  foldPays,
-  invalidTurnFact,
-  renderForSummary,
-  summaryRequestMessages,
-  turnFacts,
-} from './memory.js';
 import { parseJsonReply } from './json-action-parser.js';
 import type { CallGate } from './call-gate.js';
 import { CheckpointQueue } from './checkpoint-queue.js';
@@ -36,8 +28,10 @@ import type { AgentProtocol, PlannedCall, ProtocolName } from './protocol.js';
 import { jsonProtocol } from './protocol-json.js';
 import { toolsProtocol } from './protocol-tools.js';
 import { observeRepeat, REPEAT_NUDGE, turnSignature } from './repeat-detector.js';
+import { RunMemory } from './run-memory.js';
 import type { ModelCallStart, RunObserver } from './run-observer.js';
 import { sleep as defaultSleep } from './sleep.js';
+import { StepAccounting, type StepCall } from './step-accounting.js';
 import { invalidOutputObservation, StructuredOutput } from './structured-output.js';
 import {
   deadlineAt,
@@ -56,14 +50,12 @@ import type {
   StepTrace,
   StopReason,
   ToolCallRecord,
-  TraceEvent,
   TraceKind,
   UncertainEffect,
 } from './types.js';
 import type { ChatModel, ChatRequest, ReasoningEffort, ServiceTier } from './chat-model.js';
 import type { ModelPrice } from './pricing.js';
 import {
-  countMessageTokens,
   countResponseFormatTokens,
   estimateMessageTokensByLine,
   tokenCounterFor,
@@ -173,13 +165,6 @@ export function runAgent(input: AgentRunInput): Promise<AgentResult> {
   return new AgentRun(input).run();
 }
 
-/** Usage not yet attributed to a step's trace: memory summaries made before that step. */
-interface TraceCarry {
-  usage: TokenUsage;
-  modelCalls: number;
-  latencyMs: number;
-}
-
 class AgentRun {
   private readonly state: RunState;
   private readonly protocol: AgentProtocol;
@@ -192,8 +177,6 @@ class AgentRun {
   private readonly reasoning: ChatRequest['reasoning'];
   /** Sent with every call, so the provider's cache groups the runs of one agent. */
   private readonly cacheKey: string;
-  /** Fact messages by their text: a block's message is made (and its tokens counted) once. */
-  private readonly factMessages = new Map<string, ChatMessage>();
   private readonly signal: AbortSignal;
   /** The tools' signal: the run's, cut at the soft deadline; made at the first tool call. */
   private toolDeadline: DeadlineSignal | null = null;
@@ -205,16 +188,13 @@ class AgentRun {
   private stopDetail: string | null = null;
   /** The run's validated output, once the model has given one. */
   private validOutput: { value: unknown } | null = null;
-  private carry: TraceCarry = {
-    usage: { promptTokens: 0, completionTokens: 0 },
-    modelCalls: 0,
-    latencyMs: 0,
-  };
+  /** What the prompt shows and when it is folded (run-memory.ts). */
+  private readonly memory: RunMemory;
+  /** What each step's trace reports (step-accounting.ts). */
+  private readonly trace = new StepAccounting();
   private readonly checkpoints: CheckpointQueue | null;
   /** Settlements of the fleet gate still in flight: not awaited between steps, but before the run ends. */
   private readonly settles = new Set<Promise<void>>();
-  /** Folds and decisions since the last step's trace, reported with the next one. */
-  private events: TraceEvent[] = [];
 
   constructor(private readonly input: AgentRunInput) {
     this.now = input.now ?? Date.now;
@@ -266,6 +246,19 @@ class AgentRun {
       { role: 'system', content: system },
       { role: 'user', content: this.state.task },
     ];
+    this.memory = new RunMemory({
+      state: this.state,
+      pinned: this.pinned,
+      window: this.opts.memoryWindow,
+      contextTokens: this.opts.contextTokens,
+      completionTokens: this.opts.completionTokens,
+      requestTools: () => this.protocol.requestTools(input.tools),
+      estimate: (messages, tools) => this.estimatePrompt(messages, tools),
+      count: this.count,
+      inputPrice: input.price,
+      price: () => this.price,
+      budget: () => this.budget,
+    });
     // The task is not part of it: jobs of one agent share the system prompt and the tools, the cached prefix.
     this.cacheKey =
       o.cacheKey ??
@@ -274,10 +267,6 @@ class AgentRun {
         .update(JSON.stringify(this.protocol.requestTools(input.tools) ?? []))
         .digest('hex')
         .slice(0, 24)}`;
-  }
-
-  private get autoMemory(): boolean {
-    return this.opts.memoryWindow === 'auto';
   }
 
   private initialState(): RunState {
@@ -357,7 +346,7 @@ class AgentRun {
         if (call.stop === 'error') return this.finish('failed', 'error', null, call.error.toRunError(), call);
         if (call.stop === 'cancelled') return this.finish('stopped', 'cancelled', null, null, call);
         // The budget or the clock cannot cover a normal step: one last turn without tools, if it fits.
-        this.carryOver(call);
+        this.trace.carryOver(call);
         if (call.message) this.stopDetail = call.message;
         return this.finalTurn(call.stop);
       }
@@ -387,24 +376,23 @@ class AgentRun {
       }
       if (turn.kind === 'invalid') {
         // Bad JSON, an empty reply: the model is told what was wrong and tries again next step.
-        this.state.history.push(asMemory(reply), { role: 'user', content: turn.observation });
-        if (this.autoMemory) this.noteHistoryFact(invalidTurnFact(step, turn.observation));
+        this.memory.recordInvalidTurn(step, asMemory(reply), turn.observation);
         this.checkpoint();
         await this.emitStep(step, 'invalid', [], [turn.observation], call, turn.observation);
         continue;
       }
+      const carried = this.trace.takeCarry();
       const pending: PendingTurn = {
         assistant: this.protocol.name === 'json' ? asMemory(reply) : withCallIds(reply, turn.calls),
         calls: turn.calls,
         results: turn.calls.map(() => null),
         trace: {
-          usage: addUsage(call.usage, this.carry.usage),
-          modelLatencyMs: call.latencyMs + this.carry.latencyMs,
-          attempts: call.attempts + this.carry.modelCalls,
+          usage: addUsage(call.usage, carried.usage),
+          modelLatencyMs: call.latencyMs + carried.latencyMs,
+          attempts: call.attempts + carried.modelCalls,
           startedAt: this.now(),
         },
       };
-      this.carry = emptyCarry();
       this.state.toolCalls += turn.calls.length;
       this.state.pending = pending;
       // Write-ahead: a decision with side effects is saved before any tool acts on it, so a resumed run carries
@@ -541,20 +529,11 @@ class AgentRun {
     if (repeat.verdict === 'nudge' && outputs.length > 0) outputs[outputs.length - 1] += REPEAT_NUDGE;
 
     const turn = [pending.assistant, ...this.protocol.observationMessages(pending.calls, outputs)];
-    if (this.autoMemory) {
-      const facts = turnFacts(
-        step,
-        results.map((r, i) => ({ tool: r.tool, args: r.args, output: outputs[i] ?? '' })),
-        (output) => factShowing(this.state.facts ?? [], output),
-      );
-      this.appendTurn(
-        turn,
-        facts,
-        results.some((r) => !r.ok),
-      );
-    } else {
-      this.state.history.push(...turn);
-    }
+    this.memory.recordTurn(
+      step,
+      turn,
+      results.map((r, i) => ({ tool: r.tool, args: r.args, output: outputs[i] ?? '', ok: r.ok })),
+    );
     this.state.pending = null;
     this.checkpoint();
     const failed = results.filter((r) => !r.ok).map((r) => `${r.tool}: ${r.errorCode}`);
@@ -593,7 +572,7 @@ class AgentRun {
   private async finalTurn(reason: FinalReason): Promise<AgentResult> {
     if (this.state.steps >= this.budget.maxSteps) return this.finish('stopped', reason, null, null);
     const why = finalTurnWhy(reason);
-    this.events.push({ type: 'final_turn', reason, why });
+    this.trace.noteEvent({ type: 'final_turn', reason, why });
     const instruction: ChatMessage = {
       role: 'user',
       content: this.structured
@@ -614,7 +593,11 @@ class AgentRun {
       );
     // Cheaper prompts when the whole conversation no longer fits: all but the latest turn folded into the
     // summary, then everything folded.
-    const prompts = [this.prompt(), this.compactPrompt(true)?.messages, this.compactPrompt(false)?.messages];
+    const prompts = [
+      this.prompt(),
+      this.memory.compactPrompt(true)?.messages,
+      this.memory.compactPrompt(false)?.messages,
+    ];
     let call!: ModelCallResult;
     for (const prompt of prompts) {
       if (!prompt) continue;
@@ -631,7 +614,7 @@ class AgentRun {
           : call.message;
       }
       const unaffordable = call.stop === 'token_budget' || call.stop === 'cost_budget';
-      const fallback = unaffordable && !this.structured ? this.deterministicAnswer(reason) : null;
+      const fallback = unaffordable && !this.structured ? this.memory.deterministicAnswer(reason) : null;
       return this.finish('stopped', reason, fallback, error, call);
     }
     const step = ++this.state.steps;
@@ -639,7 +622,7 @@ class AgentRun {
     let answer = this.protocol.parseFinalAnswer(call.completion.message);
     // A tool call written as text is not an answer, whatever protocol: no tool runs now, so what the run did
     // stands in for it.
-    if (answer !== null && isToolCallText(answer)) answer = this.deterministicAnswer(reason);
+    if (answer !== null && isToolCallText(answer)) answer = this.memory.deterministicAnswer(reason);
     await this.emitStep(
       step,
       'final',
@@ -691,7 +674,7 @@ class AgentRun {
    * It decides whether a step is made, never how long its answer may be.
    */
   private finalTurnReserve(): TokenUsage {
-    const compact = this.compactPrompt(false);
+    const compact = this.memory.compactPrompt(false);
     // Asked before every step: the summary, new each time, is estimated from its lines, which mostly are not.
     if (compact) estimateMessageTokensByLine(compact.summary, this.count);
     const smallest = compact?.messages ?? this.prompt();
@@ -702,90 +685,28 @@ class AgentRun {
     return { promptTokens: prompt, completionTokens: D.MIN_FINAL_COMPLETION_TOKENS };
   }
 
-  /**
-   * The prompt with the history folded into a deterministic summary: all but the latest turn (which keeps
-   * what was just seen verbatim), or all of it (the smallest prompt that still says what was done). Null
-   * when there is nothing to fold.
-   */
-  private compactPrompt(keepLatestTurn: boolean): { messages: ChatMessage[]; summary: ChatMessage } | null {
-    const cut = keepLatestTurn ? foldCut(this.state.history, 0) : this.state.history.length;
-    if (cut === null || cut === 0) return null;
-    if (this.autoMemory) {
-      // Every result stays: the turns folded become one more facts block.
-      const turnsFolded = this.state.history.slice(0, cut).filter((m) => m.role === 'assistant').length;
-      const noted = this.state.historyFacts ?? [];
-      const text =
-        noted.length === this.state.history.filter((m) => m.role === 'assistant').length
-          ? noted.slice(0, turnsFolded).join('\n')
-          : renderForSummary(this.state.history.slice(0, cut));
-      const summary = factsMessage([text]);
-      return { messages: [...this.stablePart(), summary, ...this.state.history.slice(cut)], summary };
-    }
-    const text = deterministicSummary(this.state.summary, this.state.history.slice(0, cut));
-    const summary: ChatMessage = { role: 'user', content: `Summary of earlier steps:\n${text}` };
-    return { messages: [...this.pinned, summary, ...this.state.history.slice(cut)], summary };
-  }
-
-  /** Folds messages older than the window into the rolling summary, by the model when that is worth it. */
+  /** Before each step: the memory folds what its policy says to; a summary it asks for is a model call of the run. */
   private async foldMemory(): Promise<void> {
-    if (this.opts.memoryWindow === 'auto') return this.fitAutoMemory();
-    const cut = foldCut(this.state.history, this.opts.memoryWindow);
-    if (cut === null) return;
-    const folded = this.state.history.slice(0, cut);
-    let summary: string | null = null;
-    let spent: { usage: TokenUsage; attempts: number } = {
-      usage: { promptTokens: 0, completionTokens: 0 },
-      attempts: 0,
-    };
-    const madeCall = this.worthModelSummary(folded);
-    if (madeCall) {
-      const call = await this.callModel(
-        {
-          messages: summaryRequestMessages(this.state.task, this.state.summary, folded),
-          tools: undefined,
-          desiredMaxTokens: D.SUMMARY_MAX_TOKENS,
-          minCompletionTokens: D.SUMMARY_MAX_TOKENS,
-          answerBy: this.softDeadline(),
-        },
-        'summary',
-      );
-      this.carryOver(call);
-      spent = call;
-      if (call.ok) summary = call.completion.message.content?.trim() || null;
-    }
-    this.state.summary = summary ?? deterministicSummary(this.state.summary, folded);
-    this.state.history = this.state.history.slice(cut);
-    this.events.push({
-      type: 'fold',
-      messages: folded.length,
-      summary: truncateChars(this.state.summary, D.TRACE_OBSERVATION_MAX_CHARS),
-      byModel: summary !== null,
-      modelCalls: spent.attempts,
-      promptTokens: spent.usage.promptTokens,
-      completionTokens: spent.usage.completionTokens,
-      costUsd: usageOf(spent.usage, this.input.price).costUsd,
+    const fold = await this.memory.fold({
+      stepAffordable: () => this.stepAffordable(),
+      summarize: async (messages) => {
+        const call = await this.callModel(
+          {
+            messages,
+            tools: undefined,
+            desiredMaxTokens: D.SUMMARY_MAX_TOKENS,
+            minCompletionTokens: D.SUMMARY_MAX_TOKENS,
+            answerBy: this.softDeadline(),
+          },
+          'summary',
+        );
+        this.trace.carryOver(call);
+        return call;
+      },
     });
-    // A fold without a model call is redone identically on resume: only a paid summary needs saving now.
-    if (madeCall) this.checkpoint();
-  }
-
-  /**
-   * The auto memory's limits: the turns still verbatim become facts when the next step cannot be paid or
-   * would pass 80 % of the context window with them; past that window with everything folded, the facts
-   * themselves are summarized (the newest kept), the only case where results are given up.
-   */
-  private fitAutoMemory(): void {
-    const tools = this.protocol.requestTools(this.input.tools);
-    const limit = this.opts.contextTokens * D.CONTEXT_FOLD_SHARE;
-    const tooBig = () => this.estimatePrompt(this.prompt(), tools) + this.opts.completionTokens > limit;
-    if (this.state.history.length > 0 && (tooBig() || !this.stepAffordable())) {
-      this.foldHistoryIntoFacts();
-    }
-    if (tooBig() && (this.state.facts?.length ?? 0) > 0) {
-      const blocks = (this.state.facts ?? []).map((block) => factsMessage([block]));
-      this.state.summary = deterministicSummary(this.state.summary, blocks);
-      this.state.facts = [];
-    }
+    if (!fold) return;
+    this.trace.noteEvent(fold.event);
+    if (fold.paidSummary) this.checkpoint();
   }
 
   /** Whether the budget can pay the next step on the prompt as it is, and a final turn after it. */
@@ -799,142 +720,8 @@ class AgentRun {
     }).ok;
   }
 
-  /**
-   * The answer of a run that cannot pay for a model-written one: what it did, from its own records (the tools
-   * it ran and what they returned), so the work the budget paid for is not lost.
-   */
-  private deterministicAnswer(reason: FinalReason): string | null {
-    if (this.state.toolCalls === 0) return null;
-    const facts = [
-      ...(this.state.facts ?? []),
-      ...(this.state.history.length ? [this.historyFactsText()] : []),
-    ];
-    const done = facts.length > 0 ? facts.join('\n') : (this.state.summary ?? '');
-    return truncateChars(
-      `No final answer was written (the run stopped: ${reason}). What it did:\n${done}`,
-      D.DETERMINISTIC_ANSWER_MAX_CHARS,
-    );
-  }
-
-  /** A model summary only pays when there is much to fold and the budget can afford it and a step after. */
-  private worthModelSummary(folded: readonly ChatMessage[]): boolean {
-    const foldedTokens = folded.reduce((sum, m) => sum + countMessageTokens(m, this.count), 0);
-    if (foldedTokens < D.SUMMARY_MIN_TOKENS) return false;
-    const summaryPrompt = this.estimatePrompt(
-      summaryRequestMessages(this.state.task, this.state.summary, folded),
-      undefined,
-    );
-    const nextStep = this.estimatePrompt(this.prompt(), this.protocol.requestTools(this.input.tools));
-    const afterSummary = {
-      promptTokens: summaryPrompt + nextStep,
-      completionTokens: D.SUMMARY_MAX_TOKENS + this.opts.completionTokens,
-    };
-    const total = addUsage(this.state.usage, afterSummary);
-    const usage = usageOf(total, this.price);
-    return usage.totalTokens <= this.budget.maxTokens && usage.costUsd <= this.budget.maxCostUsd;
-  }
-
   private prompt(): ChatMessage[] {
-    return [...this.stablePart(), ...this.state.history];
-  }
-
-  /** What stays byte-identical from step to step: pinned messages, the summary, the facts blocks in order. */
-  private stablePart(): ChatMessage[] {
-    const summary: ChatMessage[] = this.state.summary
-      ? [{ role: 'user', content: `Summary of earlier steps:\n${this.state.summary}` }]
-      : [];
-    return [...this.pinned, ...summary, ...(this.state.facts ?? []).map((block) => this.factMessage(block))];
-  }
-
-  private factMessage(block: string): ChatMessage {
-    let message = this.factMessages.get(block);
-    if (!message) {
-      message = factsMessage([block]);
-      this.factMessages.set(block, message);
-    }
-    return message;
-  }
-
-  /** The facts of a turn kept verbatim in the history, in order: one per turn (per assistant message). */
-  private noteHistoryFact(fact: string): void {
-    (this.state.historyFacts ??= []).push(fact);
-  }
-
-  /** The facts of the turns now in the history (rendered from the messages for a state saved without them). */
-  private historyFactsText(): string {
-    const turns = this.state.history.filter((m) => m.role === 'assistant').length;
-    const noted = this.state.historyFacts ?? [];
-    if (noted.length === turns) return noted.join('\n');
-    return renderForSummary(this.state.history);
-  }
-
-  /**
-   * Moves every turn of the history into the facts, at the end of the last block: the facts are the last part
-   * of the stable prefix, so what is appended to them starts where the history did, and the provider keeps
-   * serving from its cache everything before (one message, one header, however many turns).
-   */
-  private foldHistoryIntoFacts(extra?: string): void {
-    const parts = [
-      ...(this.state.history.length > 0 ? [this.historyFactsText()] : []),
-      ...(extra ? [extra] : []),
-    ];
-    if (parts.length === 0) return;
-    const facts = (this.state.facts ??= []);
-    const text = parts.join('\n');
-    if (facts.length === 0) facts.push(text);
-    else {
-      this.factMessages.clear();
-      facts[facts.length - 1] = `${facts[facts.length - 1]}\n${text}`;
-    }
-    this.state.history = [];
-    delete this.state.historyFacts;
-  }
-
-  /**
-   * A finished turn under the auto memory. The turns kept verbatim so far are folded into facts when that
-   * pays; the new turn becomes facts at once (it was never sent, so no cache hit is lost), unless a call of it
-   * failed: the model then sees exactly what it sent, to fix it.
-   */
-  private appendTurn(turn: ChatMessage[], facts: string, failed: boolean): void {
-    const tokens = (messages: readonly ChatMessage[]) => this.estimatePrompt(messages, undefined);
-    const tools = this.protocol.requestTools(this.input.tools);
-    const prefixTokens = this.estimatePrompt(this.stablePart(), tools);
-    const laterCalls = Math.min(this.budget.maxSteps - this.state.steps, Math.max(1, this.state.steps));
-    const prices = foldPrices(this.input.price);
-    let foldOld = false;
-    if (this.state.history.length > 0) {
-      foldOld = foldPays(
-        {
-          verbatimTokens: tokens(this.state.history),
-          factsTokens: tokens([factsMessage([this.historyFactsText()])]),
-          prefixTokens,
-          sentBefore: true,
-          laterCalls,
-        },
-        prices,
-      );
-    }
-    // Folded, the old turns stop being the tail: the new one cannot stay verbatim after them and be cached.
-    const foldNew =
-      !failed &&
-      (foldOld || this.state.history.length === 0) &&
-      foldPays(
-        {
-          verbatimTokens: tokens(turn),
-          factsTokens: tokens([factsMessage([facts])]),
-          prefixTokens,
-          sentBefore: false,
-          laterCalls,
-        },
-        prices,
-      );
-    if (foldOld) this.foldHistoryIntoFacts(foldNew ? facts : undefined);
-    if (!foldNew) {
-      this.state.history.push(...turn);
-      this.noteHistoryFact(facts);
-    } else if (!foldOld) {
-      this.foldHistoryIntoFacts(facts);
-    }
+    return this.memory.prompt();
   }
 
   private estimatePrompt(messages: readonly ChatMessage[], tools: readonly ToolSpec[] | undefined): number {
@@ -1011,15 +798,6 @@ class AgentRun {
     return result;
   }
 
-  /** Usage of a call that made no step of its own is reported with the next step's trace. */
-  private carryOver(call: ModelCallResult): void {
-    this.carry = {
-      usage: addUsage(this.carry.usage, call.usage),
-      modelCalls: this.carry.modelCalls + call.attempts,
-      latencyMs: this.carry.latencyMs + call.latencyMs,
-    };
-  }
-
   /** Model calls of a step stop this long before the deadline, leaving time for the final answer. */
   private softDeadline(): number {
     return deadlineAt(this.budget, this.state.startedAt) - deadlineReserveMs(this.budget);
@@ -1052,46 +830,25 @@ class AgentRun {
     kind: TraceKind,
     actions: StepTrace['actions'],
     observations: string[],
-    call: { usage: TokenUsage; attempts: number; latencyMs: number; modelLatencyMs?: number },
+    call: StepCall,
     error: string | null,
   ): Promise<void> {
     const onStep = this.input.onStep;
-    // An action step's carried calls were folded into its pending turn already.
-    const carried = kind === 'action' ? emptyCarry() : this.carry;
-    const usage = addUsage(call.usage, carried.usage);
-    const modelCalls = call.attempts + carried.modelCalls;
-    const latencyMs = call.latencyMs + carried.latencyMs;
-    const modelLatencyMs = (call.modelLatencyMs ?? call.latencyMs) + carried.latencyMs;
-    if (kind !== 'action') this.carry = emptyCarry();
-    const events = this.events;
-    this.events = [];
-    if (!onStep) return;
-    const totals = usageOf(this.state.usage, this.price);
-    const priced = usageOf(usage, this.price);
-    const trace: StepTrace = {
-      runId: this.state.runId,
-      step,
-      kind,
-      actions,
-      observations: observations.map((o) => truncateChars(o, D.TRACE_OBSERVATION_MAX_CHARS)),
-      promptTokens: usage.promptTokens,
-      completionTokens: usage.completionTokens,
-      ...(priced.cachedPromptTokens ? { cachedPromptTokens: priced.cachedPromptTokens } : {}),
-      ...(priced.reasoningTokens ? { reasoningTokens: priced.reasoningTokens } : {}),
-      costUsd: priced.costUsd,
-      latencyMs,
-      modelLatencyMs,
-      modelCalls,
-      error,
-      ...(events.length > 0 ? { events } : {}),
-      totals: {
-        ...totals,
-        steps: this.state.steps,
-        maxSteps: this.budget.maxSteps,
-        toolCalls: this.state.toolCalls,
+    const trace = this.trace.closeStep(
+      {
+        state: this.state,
+        budget: this.budget,
+        price: this.price,
+        step,
+        kind,
+        actions,
+        observations,
+        call,
+        error,
       },
-    };
-    await this.notify('step', () => onStep(trace));
+      onStep !== undefined,
+    );
+    if (onStep && trace) await this.notify('step', () => onStep(trace));
   }
 
   /** Observers never break a run: their failures are logged and swallowed. */
@@ -1113,7 +870,7 @@ class AgentRun {
     error: RunError | null,
     lastCall?: ModelCallResult,
   ): AgentResult {
-    if (lastCall) this.carryOver(lastCall);
+    if (lastCall) this.trace.carryOver(lastCall);
     if (this.structured && !this.validOutput && !error && stopReason !== 'cancelled') {
       error = outputMissing(stopReason, this.state.outputIssues);
     }
@@ -1183,25 +940,11 @@ function isToolCallText(text: string): boolean {
   return parseJsonReply(text).kind === 'actions';
 }
 
-/** The prices the auto memory weighs a fold with; a model without a cached price has no discount to lose. */
-function foldPrices(price: ModelPrice): { inputPerMillion: number; cachedInputPerMillion: number } {
-  return {
-    inputPerMillion: price.inputPerMillion,
-    cachedInputPerMillion: price.cachedInputPerMillion ?? price.inputPerMillion,
-  };
-}
-
 function statusOf(reason: StopReason): RunStatus {
   if (reason === 'answer') return 'succeeded';
   if (reason === 'error') return 'failed';
   return 'stopped';
 }
-
-const emptyCarry = (): TraceCarry => ({
-  usage: { promptTokens: 0, completionTokens: 0 },
-  modelCalls: 0,
-  latencyMs: 0,
-});
 
 /** The reply as memory keeps it: content and tool calls only, never an endpoint's extra fields. */
 function asMemory(reply: AssistantMessage): AssistantMessage {

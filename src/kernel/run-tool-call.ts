@@ -8,6 +8,7 @@ import type { UncertainEffect } from './types.js';
 import { effectsInFlight, type EffectsInFlight } from './effects-in-flight.js';
 import { truncateChars } from './truncate.js';
 import { boundedJson } from './bounded-json.js';
+import { withTimeout } from '../util/with-timeout.js';
 import type { ToolRegistry } from './tool-registry.js';
 import { UncertainOutcome, type ToolContext } from './tool.js';
 
@@ -104,7 +105,7 @@ export async function runToolCall(
           return tool.readOnly === true ? work : (options.effects ?? effectsInFlight).track(work);
         },
         timeoutMs,
-        ctx.signal,
+        { signal: ctx.signal, timedOut: () => new CallTimeout() },
       );
       if (value instanceof UncertainOutcome) {
         const uncertain = { tool: tool.name, callKey: ctx.callKey, ...value.effect };
@@ -185,32 +186,6 @@ function render(value: unknown, maxChars: number): string {
 }
 
 class CallTimeout extends Error {}
-
-/**
- * Runs `work` with its own AbortSignal that fires on the timeout or when the run's signal aborts, and stops
- * waiting at that moment even if the tool ignores its signal.
- */
-async function withTimeout<T>(
-  work: (signal: AbortSignal) => Promise<T>,
-  timeoutMs: number,
-  parent: AbortSignal,
-): Promise<T> {
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(new CallTimeout()), timeoutMs);
-  const onParentAbort = () => controller.abort(parent.reason);
-  parent.addEventListener('abort', onParentAbort, { once: true });
-  if (parent.aborted) controller.abort(parent.reason);
-  try {
-    return await new Promise<T>((resolve, reject) => {
-      if (controller.signal.aborted) return reject(controller.signal.reason);
-      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
-      work(controller.signal).then(resolve, reject);
-    });
-  } finally {
-    clearTimeout(timer);
-    parent.removeEventListener('abort', onParentAbort);
-  }
-}
 
 /** `ToolContext.once` where no ledger stands behind the run: the effect runs, nothing is remembered. */
 function runOnce<T>(effect: () => Promise<T>): Promise<T> {

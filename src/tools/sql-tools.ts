@@ -4,7 +4,8 @@
 // the database layers (read-only account, read-only session, limits) stand behind it either way.
 import { z } from 'zod';
 import { ToolError } from '../kernel/errors.js';
-import type { DataDatabase, TableDescription, TableSummary } from './data-database.js';
+import type { TableDescription, TableSummary } from './data-catalog.js';
+import type { DataDatabase } from './data-database.js';
 import { DEFAULT_MAX_CHARS, renderRows } from './render-rows.js';
 import { checkSelectOnly, warmUpSqlGuard } from './sql-guard.js';
 import { defineTool, type Tool } from '../kernel/tool.js';

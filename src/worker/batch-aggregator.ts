@@ -10,7 +10,7 @@ import { resultJobId } from '../queue/names.js';
 import { buildBatchReport } from '../reports/batch-summary.js';
 import { renderReport } from '../reports/report-command.js';
 import type { BatchReportStore } from '../reports/report-store.js';
-import { isConnectionFailure } from '../store/connection-errors.js';
+import { isConnectionFailure } from '../store/mysql-errors.js';
 import { resultOfRun } from '../store/run-result.js';
 
 export interface BatchAggregatorDeps {

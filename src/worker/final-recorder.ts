@@ -8,7 +8,7 @@ import type { AgentResult, StepTrace } from '../kernel/types.js';
 import type { Env } from '../../config/env.js';
 import type { Logger } from '../logging/logger.js';
 import type { FleetMetrics } from '../metrics/fleet-metrics.js';
-import { isConnectionFailure } from '../store/connection-errors.js';
+import { isConnectionFailure } from '../store/mysql-errors.js';
 import { batchMembership } from './batch-membership.js';
 import { StoreError } from '../kernel/errors.js';
 import type { RunsRepository, StartRunInput } from '../store/runs-repository.js';

@@ -22,7 +22,7 @@ import type { FleetMetrics } from '../metrics/fleet-metrics.js';
 import type { Logger } from '../logging/logger.js';
 import { formatFieldIssues, MAX_TASK_CHARS, validateTask } from '../queue/task-schema.js';
 import type { RunsRepository } from '../store/runs-repository.js';
-import { isConnectionFailure } from '../store/connection-errors.js';
+import { isConnectionFailure } from '../store/mysql-errors.js';
 import type { CheckpointStore } from './checkpoint-store.js';
 import { forgetJobState } from './job-state.js';
 import type { OutcomeStore } from './outcome-store.js';

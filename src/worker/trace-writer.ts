@@ -13,11 +13,7 @@ import type { RunJournal } from './run-journal.js';
 const PARKED_TTL_SECONDS = 7 * 24 * 3600;
 
 // KEYS: the job's parked traces. ARGV: step, trace JSON, TTL (s). One command, and a parked trace always expires.
-const PARK = new LuaScript(`
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-return 1
-`);
+const PARK = LuaScript.fromFiles(new URL('./trace-park.lua', import.meta.url));
 
 /** The Redis hash of a job's traces not yet in MySQL, keyed by step. */
 export const parkedTracesKey = (prefix: string, jobId: string): string => `${prefix}:agent-traces:${jobId}`;
