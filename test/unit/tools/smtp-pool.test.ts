@@ -2,9 +2,9 @@
 // that counts connections: reused, bounded in number and queue, closed when idle, replaced when broken, closed
 // at shutdown. (That a queued message is never marked handed off is in test/integration/tools/send-email.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';
-import { SmtpPool, type MailLease } from '../src/tools/smtp-pool.js';
-import { startTcpProxy, type TcpProxy } from './support/tcp-proxy.js';
+import { startSmtpSink, type SmtpSink } from '../../../src/demo/smtp-sink.js';
+import { SmtpPool, type MailLease } from '../../../src/tools/smtp-pool.js';
+import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.js';
 
 let sink: SmtpSink;
 let proxy: TcpProxy;
