@@ -18,7 +18,11 @@ import { EmailLedger } from '../../../src/tools/email-ledger.js';
 import { ToolRegistry } from '../../../src/kernel/tool-registry.js';
 import { runToolCall, type ToolCallOutcome, type ToolRunOptions } from '../../../src/kernel/run-tool-call.js';
 import type { DeliveryLookup } from '../../../src/tools/delivery-lookup.js';
-import { createSendEmailTool, deriveMessageId, type SendEmailToolOptions } from '../../../src/tools/send-email.js';
+import {
+  createSendEmailTool,
+  deriveMessageId,
+  type SendEmailToolOptions,
+} from '../../../src/tools/send-email.js';
 import { SmtpPool } from '../../../src/tools/smtp-pool.js';
 import { createSmtpTransport, type SmtpTransport } from '../../../src/tools/smtp-transport.js';
 import { startScriptedModel, type ScriptedReply } from '../../../src/testing/scripted-model-server.js';
