@@ -1,6 +1,6 @@
 // The HTTP API's OpenAPI 3.1 document, generated from the zod schemas the API validates and answers with, so it
 // cannot drift from them: served at GET /openapi.json and committed as docs/openapi.json (`npm run openapi`
-// writes it; test/http-openapi.test.ts fails when the committed one is stale, and checks real answers of every
+// writes it; test/integration/producers/openapi.test.ts fails when the committed one is stale, and checks real answers of every
 // route against it).
 import { z } from 'zod';
 import {

@@ -1,5 +1,5 @@
 // `npm run openapi`: writes docs/openapi.json, the OpenAPI document the API serves at GET /openapi.json
-// (producers/openapi.ts), formatted as the linter wants it. test/http-openapi.test.ts fails while it is stale.
+// (producers/openapi.ts), formatted as the linter wants it. test/integration/producers/openapi.test.ts fails while it is stale.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { format, resolveConfig } from 'prettier';

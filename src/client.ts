@@ -1,6 +1,6 @@
 // The public client entry (the package's main export and the separate client package): enqueue tasks and
 // batches, read results, and the zod schemas of the formats. It reaches bullmq, ioredis and zod only
-// (test/package-client-imports.test.ts checks it); the client itself lives in producers/client.ts.
+// (test/unit/packaging/client-imports.test.ts checks it); the client itself lives in producers/client.ts.
 export {
   FleetClient,
   TaskValidationError,

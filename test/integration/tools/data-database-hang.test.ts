@@ -1,0 +1,132 @@
+// An outage where the data database stops answering instead of refusing (a network partition, a frozen server):
+// the session set-up that precedes the model's SQL times out on the client. That is the database being away,
+// not the model's query being slow, so it must be a transient (infrastructure) error, never "filter with WHERE".
+import { randomBytes } from 'node:crypto';
+import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
+import { createConnection } from 'mysql2/promise';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ToolError } from '../../../src/kernel/errors.js';
+import { seedDemoDatabase } from '../../../src/demo/seed-demo-database.js';
+import { quoteIdentifier } from '../../../src/store/pool.js';
+import { openDataDatabase, type DataDatabase } from '../../../src/tools/data-database.js';
+
+const SERVER = new URL(process.env['MYSQL_URL'] || 'mysql://root@127.0.0.1:3306/agent_fleet');
+const HOST = SERVER.hostname;
+const PORT = Number(SERVER.port || 3306);
+const SUFFIX = randomBytes(4).toString('hex');
+const DATABASE = `af_test_hang_${SUFFIX}`;
+const READER = `af_h_${SUFFIX}`;
+const READER_PASSWORD = `pw_${randomBytes(8).toString('hex')}`;
+
+let proxy: StallingProxy;
+let db: DataDatabase;
+
+beforeAll(async () => {
+  await seedDemoDatabase({
+    adminUrl: SERVER.href,
+    database: DATABASE,
+    readerUser: READER,
+    readerPassword: READER_PASSWORD,
+  });
+  proxy = await startStallingProxy(HOST, PORT);
+  const url = `mysql://${READER}:${READER_PASSWORD}@${HOST}:${proxy.port}/${DATABASE}`;
+  db = await openDataDatabase(url, { connectionLimit: 1, connectTimeoutMs: 2_000 });
+}, 60_000);
+
+afterAll(async () => {
+  proxy?.resume();
+  await Promise.race([db?.close(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
+  await proxy?.close();
+  const root = await createConnection(
+    `mysql://${SERVER.username || 'root'}:${SERVER.password}@${HOST}:${PORT}/`,
+  );
+  await root.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(DATABASE)}`);
+  await root.query('DROP USER IF EXISTS ?@?', [READER, '%']);
+  await root.end();
+});
+
+it('a server that stops answering before the SQL is sent is a transient error', async () => {
+  // The pool keeps this connection open: the next query reuses it and sets up its session first. The wait lets
+  // the connection's reset on release finish first (a stall mid-reset is not covered here).
+  expect((await db.query('SELECT 1 AS one')).rows).toEqual([[1]]);
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  proxy.stall();
+  const error = await db.query('SELECT COUNT(*) FROM orders').catch((e: unknown) => e);
+  expect(error).toBeInstanceOf(ToolError);
+  expect((error as ToolError).code, (error as Error).message).toBe('data_db_unavailable');
+  expect((error as ToolError).transient).toBe(true);
+  expect((error as Error).message).not.toMatch(/WHERE/);
+  proxy.resume();
+  // The stalled connection was dropped; a new one serves the next query.
+  expect((await db.query('SELECT 2 AS two')).rows).toEqual([[2]]);
+}, 60_000);
+
+it('a pool whose connection is stuck in its reset gives a transient error, not a wait without end', async () => {
+  const url = `mysql://${READER}:${READER_PASSWORD}@${HOST}:${proxy.port}/${DATABASE}`;
+  const stuck = await openDataDatabase(url, { connectionLimit: 1, connectTimeoutMs: 2_000 });
+  try {
+    expect((await stuck.query('SELECT 1 AS one')).rows).toEqual([[1]]);
+    // At once: the connection's reset on release is still on the wire, and its answer is lost.
+    proxy.stall();
+    const started = Date.now();
+    const error = await stuck
+      .query('SELECT COUNT(*) FROM orders', { timeoutMs: 2_000 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ToolError);
+    expect((error as ToolError).code, (error as Error).message).toBe('data_db_unavailable');
+    expect((error as ToolError).transient).toBe(true);
+    // connect 2 s + the query's 2 s + 1 s, with headroom.
+    expect(Date.now() - started).toBeLessThan(20_000);
+  } finally {
+    proxy.resume();
+    await Promise.race([stuck.close(), new Promise((resolve) => setTimeout(resolve, 2_000))]);
+  }
+}, 60_000);
+
+interface StallingProxy {
+  port: number;
+  /** Open connections stay open but nothing passes either way (and new ones are held the same way). */
+  stall(): void;
+  resume(): void;
+  close(): Promise<void>;
+}
+
+async function startStallingProxy(host: string, port: number): Promise<StallingProxy> {
+  const sockets = new Set<Socket>();
+  let stalled = false;
+  const server: Server = createServer((client) => {
+    const upstream = netConnect(port, host);
+    for (const [from, to] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
+      sockets.add(from);
+      from.on('error', () => undefined);
+      from.on('close', () => {
+        sockets.delete(from);
+        to.destroy();
+      });
+      // Dropped, not buffered, while stalled: what was sent meanwhile is lost, as in a partition.
+      from.on('data', (chunk: Buffer) => {
+        if (!stalled) to.write(chunk);
+      });
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('proxy has no port');
+  return {
+    port: address.port,
+    stall: () => {
+      stalled = true;
+    },
+    resume: () => {
+      stalled = false;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,237 @@
+// The sliding-window memory: pinned system prompt and task, a bounded verbatim window, a rolling summary
+// written by the model (and paid for), and never a tool result separated from its call.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChatMessage } from '../../../src/kernel/messages.js';
+import { isSummaryRequest, observationsIn } from '../../../src/kernel/memory.js';
+import {
+  startScriptedModel,
+  type RecordedRequest,
+  type ScriptedModelServer,
+} from '../../../src/testing/scripted-model-server.js';
+import { runWith } from '../../support/kernel-harness.js';
+
+let server: ScriptedModelServer;
+beforeAll(async () => {
+  server = await startScriptedModel();
+});
+afterAll(() => server.close());
+
+/** A model that works through a fixed plan, answers summary requests, and answers when told to. */
+function plannedModel(plan: { tool: string; args: unknown }[][], summary: () => unknown = () => undefined) {
+  let step = 0;
+  return (request: RecordedRequest) => {
+    if (isSummaryRequest(request.messages)) {
+      return (summary() as never) ?? { text: `Done: ${step} steps of work. Goal: finish the plan.` };
+    }
+    const actions = plan[step++];
+    return actions ? { actions } : { answer: `finished ${plan.length} steps` };
+  };
+}
+
+const PLAN = [
+  [{ tool: 'big', args: {} }],
+  [
+    { tool: 'lookup', args: { id: 1 } },
+    { tool: 'lookup', args: { id: 2 } },
+    { tool: 'lookup', args: { id: 3 } },
+  ],
+  [{ tool: 'add', args: { a: 1, b: 1 } }],
+  [{ tool: 'big', args: {} }],
+  [{ tool: 'add', args: { a: 2, b: 2 } }],
+];
+
+/** Every tool message follows the assistant message that made its call, and every call has its result. */
+function expectPairsIntact(messages: readonly ChatMessage[]): void {
+  for (let i = 0; i < messages.length; i++) {
+    const message = messages[i]!;
+    if (message.role !== 'assistant' || !message.tool_calls) continue;
+    const results = messages.slice(i + 1, i + 1 + message.tool_calls.length);
+    expect(results.map((m) => (m.role === 'tool' ? m.tool_call_id : m.role))).toEqual(
+      message.tool_calls.map((call) => call.id),
+    );
+  }
+  const callIds = new Set(
+    messages.flatMap((m) => (m.role === 'assistant' ? (m.tool_calls ?? []).map((c) => c.id) : [])),
+  );
+  for (const message of messages)
+    if (message.role === 'tool') expect(callIds.has(message.tool_call_id)).toBe(true);
+}
+
+describe('memory', () => {
+  it('keeps the pinned messages, a bounded window and call/result pairs in every request', async () => {
+    server.reset({ rules: [plannedModel(PLAN)] });
+    const before = server.requests.length;
+    const { result, traces } = await runWith(server, {
+      budget: { maxCostUsd: 1 },
+      options: { memoryWindow: 4, toolResultMaxTokens: 700 },
+    });
+    expect(result).toMatchObject({ status: 'succeeded', answer: 'finished 5 steps', steps: 6 });
+
+    const requests = server.requests.slice(before);
+    const steps = requests.filter((r) => !isSummaryRequest(r.messages));
+    const summaries = requests.filter((r) => isSummaryRequest(r.messages));
+    expect(steps).toHaveLength(6);
+    expect(summaries.length).toBeGreaterThan(0);
+    for (const request of steps) {
+      expect(request.messages[0]?.role).toBe('system');
+      expect(request.messages[1]).toEqual({ role: 'user', content: 'Find customer 7 and add 2 and 3.' });
+      expectPairsIntact(request.messages);
+      const hasSummary = String(request.messages[2]?.content).startsWith('Summary of earlier steps:');
+      const window = request.messages.slice(hasSummary ? 3 : 2);
+      const lastTurn = window.length - window.findLastIndex((m) => m.role === 'assistant');
+      expect(window.length).toBeLessThanOrEqual(Math.max(4, lastTurn));
+    }
+    // The model's summary is what later steps see (later small folds are appended to it), and its tokens
+    // are on the bill.
+    expect(steps.at(-1)?.messages[2]?.content).toMatch(
+      /^Summary of earlier steps:\n[^]*Done: \d+ steps of work/,
+    );
+    const traced = traces.reduce((sum, t) => sum + t.promptTokens + t.completionTokens, 0);
+    expect(traced).toBe(result.usage.totalTokens);
+    expect(traces.reduce((sum, t) => sum + t.modelCalls, 0)).toBe(requests.length);
+  });
+
+  it('falls back to a deterministic summary when the summary call fails', async () => {
+    server.reset({ rules: [plannedModel(PLAN, () => ({ fault: 'bad_request' }))] });
+    const before = server.requests.length;
+    const { result } = await runWith(server, {
+      budget: { maxCostUsd: 1 },
+      options: { memoryWindow: 4, toolResultMaxTokens: 700 },
+    });
+    expect(result).toMatchObject({ status: 'succeeded', steps: 6 });
+    const last = server.requests.at(-1)!;
+    expect(last.messages[2]?.content).toMatch(/^Summary of earlier steps:\nDone so far:\n- call big\(\{\}\)/);
+    expect(last.messages[2]?.content).toMatch(/Current goal: finish the task above/);
+    expect(server.requests.length - before).toBeGreaterThan(6);
+  });
+
+  it('does not pay for a summary when the folded part is small', async () => {
+    const small = [1, 2, 3, 4, 5].map((id) => [{ tool: 'lookup', args: { id } }]);
+    server.reset({ rules: [plannedModel(small)] });
+    const before = server.requests.length;
+    const { result } = await runWith(server, { options: { memoryWindow: 4 } });
+    expect(result.steps).toBe(6);
+    const requests = server.requests.slice(before);
+    expect(requests.filter((r) => isSummaryRequest(r.messages))).toHaveLength(0);
+    expect(requests.at(-1)?.messages[2]?.content).toMatch(/Done so far:\n- call lookup\(\{"id":1\}\)/);
+  });
+});
+
+describe('auto memory (the default): cache-aware facts', () => {
+  const LOOKUPS = [1, 2, 3, 4, 5, 6, 7, 8].map((id) => [{ tool: 'lookup', args: { id } }]);
+  // Long instructions put the stable prefix over the provider's 1,024-token caching minimum.
+  const INSTRUCTIONS = Array.from({ length: 120 }, (_, i) => `Rule ${i}: keep customer records exact.`).join(
+    '\n',
+  );
+
+  it('each prompt extends the previous one, keeps every result, and is served from the cache', async () => {
+    const own = await startScriptedModel({ promptCache: true, rules: [plannedModel(LOOKUPS)] });
+    try {
+      const { result } = await runWith(own, {
+        instructions: INSTRUCTIONS,
+        budget: { maxCostUsd: 1, maxSteps: 12 },
+      });
+      expect(result).toMatchObject({ status: 'succeeded', steps: 9 });
+      const requests = own.requests;
+      for (let k = 1; k < requests.length; k++) {
+        const previous = requests[k - 1]!.messages;
+        const current = requests[k]!.messages;
+        // Byte-identical up to the last message, which the next prompt may only extend.
+        expect(current.slice(0, previous.length - 1)).toEqual(previous.slice(0, -1));
+        expect(String(current[previous.length - 1]?.content)).toContain(String(previous.at(-1)?.content));
+        expect(requests[k]!.usage?.cachedPromptTokens).toBeGreaterThanOrEqual(1_024);
+      }
+      // Every result the run obtained is still in front of the model at the end, whole.
+      const seen = observationsIn(requests.at(-1)!.messages).join('\n');
+      for (let id = 1; id <= 8; id++) expect(seen).toContain(`customer-${id}`);
+      // One cache key for the agent, sent with every call.
+      const keys = new Set(requests.map((r) => r.body.prompt_cache_key));
+      expect(keys.size).toBe(1);
+      expect([...keys][0]).toMatch(/^agent-[0-9a-f]{24}$/);
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('the runs of one agent share a cache key; another agent (other instructions) has its own', async () => {
+    const keyOf = async (instructions: string) => {
+      server.reset({ script: [{ answer: 'ok' }] });
+      await runWith(server, { instructions });
+      return server.requests.at(-1)!.body.prompt_cache_key as string;
+    };
+    expect(await keyOf('Agent A.')).toBe(await keyOf('Agent A.'));
+    expect(await keyOf('Agent B.')).not.toBe(await keyOf('Agent A.'));
+  });
+
+  it('a failed call stays verbatim for the next step, so the model sees what it sent; then it is folded', async () => {
+    server.reset({
+      rules: [plannedModel([[{ tool: 'nope', args: { id: 1 } }], [{ tool: 'lookup', args: { id: 1 } }]])],
+    });
+    const before = server.requests.length;
+    const { result } = await runWith(server);
+    expect(result).toMatchObject({ status: 'succeeded', steps: 3 });
+    const [, second, third] = server.requests.slice(before);
+    expect(second!.messages.at(-2)).toMatchObject({ role: 'assistant' });
+    expect(second!.messages.at(-1)).toMatchObject({
+      role: 'tool',
+      content: expect.stringMatching(/Unknown tool "nope"/),
+    });
+    expect(third!.messages.some((m) => m.role === 'tool')).toBe(false);
+    expect(observationsIn(third!.messages)).toEqual([
+      expect.stringMatching(/Unknown tool "nope"/),
+      expect.stringMatching(/customer-1/),
+    ]);
+  });
+
+  it('a result already shown is named, not repeated', async () => {
+    server.reset({
+      rules: [
+        plannedModel([
+          [
+            { tool: 'big', args: {} },
+            { tool: 'big', args: {} },
+          ],
+        ]),
+      ],
+    });
+    await runWith(server, { options: { toolResultMaxTokens: 100 } });
+    const facts = String(server.requests.at(-1)!.messages.at(-1)?.content);
+    expect(facts).toMatch(/^#1 big\nrow row/m);
+    expect(facts).toMatch(/#1 big\n\(the same result as #1\.1\)$/);
+    expect(facts.match(/\nrow /g)).toHaveLength(1);
+  });
+
+  it('a final-turn reply that is a tool call written as text is never the answer', async () => {
+    server.reset({
+      script: [
+        { actions: [{ tool: 'lookup', args: { id: 4 } }] },
+        { text: '{"tool": "lookup", "args": {"id": 5}}' },
+      ],
+    });
+    const { result } = await runWith(server, { budget: { maxSteps: 2 } });
+    expect(result).toMatchObject({ status: 'stopped', stopReason: 'max_steps', steps: 2 });
+    expect(result.answer).not.toMatch(/"tool"/);
+    // What the run did stands in: the tool that ran and what it returned.
+    expect(result.answer).toMatch(/^No final answer was written \(the run stopped: max_steps\)/);
+    expect(result.answer).toMatch(/#1 lookup id=4\n.*customer-4/);
+  });
+
+  it('when a final turn cannot be paid after the steps, the answer says what the run did; no budget is passed', async () => {
+    let deterministic = 0;
+    for (let maxTokens = 600; maxTokens <= 1_600; maxTokens += 25) {
+      server.reset({ rules: [plannedModel([[{ tool: 'big', args: {} }]])] });
+      const { result } = await runWith(server, {
+        budget: { maxTokens, maxCostUsd: 1 },
+        options: { toolResultMaxTokens: 400, completionTokens: 64 },
+      });
+      expect(result.usage.totalTokens).toBeLessThanOrEqual(maxTokens);
+      if (result.toolCalls > 0) expect(result.answer).toBeTruthy();
+      if (result.answer?.startsWith('No final answer was written')) {
+        deterministic++;
+        expect(result).toMatchObject({ status: 'stopped', stopReason: 'token_budget' });
+        expect(result.answer).toMatch(/#1 big\nrow row/);
+      }
+    }
+    expect(deterministic).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,115 @@
+// Reasoning models (gpt-5 family, o3, o4-mini) through the kernel and the real OpenAI adapter, against the scripted
+// server behaving as OpenAI documents them: `max_tokens` and a temperature refused with a 400, the completion limit
+// (`max_completion_tokens`) covering reasoning and output together, reasoning tokens reported in the usage details.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OpenAIChatModel } from '../../../src/llm/openai-chat-model.js';
+import { costUsd } from '../../../src/kernel/pricing.js';
+import { priceOf } from '../../../src/llm/price-table.js';
+import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
+import { runWith } from '../../support/kernel-harness.js';
+import { runConfigFor } from '../../../src/worker/run-config.js';
+import { defineAgent } from '../../../src/kernel/define-agent.js';
+import { parseEnv } from '../../../config/env.js';
+import { validateTask } from '../../../src/queue/task-schema.js';
+
+let server: ScriptedModelServer;
+beforeAll(async () => {
+  server = await startScriptedModel({ reasoningModel: true });
+});
+afterAll(async () => {
+  await server.close();
+});
+
+const modelFor = (name: string) =>
+  new OpenAIChatModel({ model: name, apiKey: 'test', baseURL: server.baseURL });
+const script = () => [
+  { actions: [{ tool: 'lookup', args: { id: 7 } }], reasoningTokens: 300 },
+  { actions: [{ tool: 'add', args: { a: 2, b: 3 } }], reasoningTokens: 120 },
+  { answer: 'customer-7; 5', reasoningTokens: 64 },
+];
+
+describe('reasoning models', () => {
+  it('a request shaped for older models is refused by a reasoning model, naming the parameter', async () => {
+    server.reset({ script: script() });
+    const { result } = await runWith(server, {
+      model: modelFor('o4-mini'),
+      price: priceOf('o4-mini'),
+      options: { reasoningModel: false, modelRetries: 0 },
+    });
+    expect(result.status).toBe('failed');
+    expect(result.error?.code).toBe('http_400');
+    expect(result.error?.message).toContain("'max_tokens' is not supported with this model");
+  });
+
+  it('sends max_completion_tokens, no temperature and the reasoning effort; bills reasoning as completion', async () => {
+    server.reset({ script: script() });
+    const from = server.requests.length;
+    const o4mini = priceOf('o4-mini');
+    expect(o4mini.reasoning).toBe(true);
+    const { result, traces } = await runWith(server, {
+      model: modelFor('o4-mini'),
+      price: o4mini,
+      options: { reasoningEffort: 'low', completionTokens: 2_000 },
+    });
+    expect(result.status).toBe('succeeded');
+    const requests = server.requests.slice(from);
+    expect(requests).toHaveLength(3);
+    for (const request of requests) {
+      expect(request.body.max_completion_tokens).toBeGreaterThan(0);
+      expect(request.body).not.toHaveProperty('max_tokens');
+      expect(request.body).not.toHaveProperty('temperature');
+      expect(request.body.reasoning_effort).toBe('low');
+    }
+    expect(result.usage.reasoningTokens).toBe(484);
+    const server_ = requests.map((r) => r.usage!);
+    expect(result.usage.completionTokens).toBe(server_.reduce((n, u) => n + u.completionTokens, 0));
+    expect(result.usage.costUsd).toBeCloseTo(
+      server_.reduce((n, u) => n + costUsd(o4mini, u), 0),
+      12,
+    );
+    expect(traces.map((t) => t.reasoningTokens)).toEqual([300, 120, 64]);
+  });
+
+  it('reserves reasoning in the completion limit: a tight budget is never exceeded', async () => {
+    // Each reply would reason 900 tokens: the limit the budget allows cuts it, and the run stops within budget.
+    // A new lookup each step: the compact memory fits more steps in the budget than the repeat detector allows
+    // identical ones.
+    let id = 0;
+    server.reset({
+      rules: [() => ({ actions: [{ tool: 'lookup', args: { id: ++id } }], reasoningTokens: 900 })],
+    });
+    const { result } = await runWith(server, {
+      model: modelFor('o4-mini'),
+      price: priceOf('o4-mini'),
+      options: { completionTokens: 1_000 },
+      budget: { maxTokens: 4_000 },
+    });
+    expect(result.stopReason).toBe('token_budget');
+    expect(result.usage.totalTokens).toBeLessThanOrEqual(4_000);
+    expect(result.usage.reasoningTokens).toBeGreaterThan(0);
+  });
+
+  it("an agent's modelSettings reach the run", () => {
+    const env = parseEnv({ LLM_MODEL: 'gpt-5-mini' });
+    const agent = defineAgent({
+      name: 'thinker',
+      description: 'Thinks.',
+      tools: [],
+      model: 'gpt-5-mini',
+      modelSettings: { reasoningEffort: 'high', maxCompletionTokens: 4_000 },
+    });
+    const checked = validateTask({ agent: 'thinker', task: 'think' });
+    if (!checked.ok) throw new Error('task refused');
+    const config = runConfigFor(checked.task, env, agent);
+    expect(config.options).toMatchObject({ reasoningEffort: 'high', completionTokens: 4_000 });
+    expect(config.price.reasoning).toBe(true);
+    expect(() =>
+      defineAgent({
+        name: 'bad',
+        description: 'x',
+        tools: [],
+        modelSettings: { reasoningEffort: 'extreme' as 'high' },
+      }),
+    ).toThrow(/modelSettings\.reasoningEffort must be one of minimal, low, medium, high/);
+  });
+});
