@@ -179,7 +179,8 @@ function shownByOutput(value: unknown, output: string): boolean {
   if (typeof value !== 'string' || value.length < SHOWN_ARG_MIN_CHARS) return false;
   // Quoted whole, not inside a longer name or number (ORD-1001 in ORD-10010, bob@ in jimbob@): that one is
   // another order, customer or file, and the result would not say which the call asked for.
-  for (let at = output.indexOf(value); at !== -1; at = output.indexOf(value, at + 1)) {
+  // Past each occurrence, not one character on: a long argument the result repeats is searched in linear time.
+  for (let at = output.indexOf(value); at !== -1; at = output.indexOf(value, at + value.length)) {
     if (!JOINS_A_NAME.test(output[at - 1] ?? '') && !JOINS_A_NAME.test(output[at + value.length] ?? '')) {
       return true;
     }

@@ -270,6 +270,10 @@ describe('cache-aware facts', () => {
     // Quoted whole, even next to punctuation, and anywhere among longer lookalikes: left out.
     expect(lookup({ id: 'ORD-1001' }, 'ORD-10010, ORD-1001: shipped')).toBe('#2 lookup');
     expect(lookup({ to: 'bob@example.com' }, 'Sent to bob@example.com.')).toBe('#2 lookup');
+    // A long argument inside a long result made of it: searched once per occurrence, not per character.
+    const started = performance.now();
+    expect(lookup({ v: 'a'.repeat(10_000) }, 'a'.repeat(400_000))).toMatch(/^#2 lookup v=/);
+    expect(performance.now() - started).toBeLessThan(1_000);
   });
 
   it('a result an earlier fact shows is named instead of repeated', () => {
