@@ -27,7 +27,6 @@ import type { CheckpointStore } from './checkpoint-store.js';
 import { forgetJobState } from './job-state.js';
 import type { OutcomeStore } from './outcome-store.js';
 import { retryDelayMs } from '../queue/retry-schedule.js';
-import { progressOf, stepLogLine } from './progress.js';
 import type { ResultPublisher } from './result-publisher.js';
 import { RunFinisher, type Finished } from './run-finisher.js';
 import { withRetries } from './retry.js';
@@ -36,7 +35,7 @@ import type { ToolProvider } from './tool-provider.js';
 import type { RunJournal } from './run-journal.js';
 import { TraceWriter } from './trace-writer.js';
 import type { BatchTracker } from './batch-tracker.js';
-import { Background } from './background.js';
+import { StepWrites } from './step-writes.js';
 import { batchMembership } from './batch-membership.js';
 import { tenantWaitMs, type HeldSlot, type TenantSlots } from '../fleet/tenant-slots.js';
 
@@ -205,7 +204,8 @@ export function createTaskProcessor(
     else if (checkpoint) log.info({ step: checkpoint.steps }, 'resuming from checkpoint');
     if (recovered > 0) log.info({ traces: recovered }, 'writing again the traces an earlier attempt parked');
 
-    const shown = new Background(log);
+    // Checkpoint, parked trace, progress and log line of a step: one round trip.
+    const steps = new StepWrites(deps.redis, job, deps.env.QUEUE_PREFIX, log);
     const runTrace = kept
       ? undefined
       : deps.tracing?.startRun({
@@ -235,13 +235,12 @@ export function createTaskProcessor(
         ...(runTrace ? { observer: runTrace } : {}),
         logger: log,
         onStep: (trace) => {
+          steps.step(trace);
           traces.add(trace);
           deps.metrics?.observeStep(trace);
           log.info({ step: trace.step, kind: trace.kind, costUsd: trace.totals.costUsd }, 'step');
-          shown.run('progress update', job.updateProgress({ ...progressOf(trace) }));
-          shown.run('job log', job.log(stepLogLine(trace)));
         },
-        onCheckpoint: (checkpoint) => deps.checkpoints.save(jobId, checkpoint.json),
+        onCheckpoint: (checkpoint) => steps.checkpoint(checkpoint.json),
         beforeSideEffects: recorded,
       }).catch((error: unknown) => {
         runTrace?.fail(error);
@@ -249,7 +248,7 @@ export function createTaskProcessor(
       }));
     runTrace?.end(result);
 
-    await shown.settled();
+    await steps.settled();
     if (result.stopReason === 'cancelled' && signal?.reason === SHUTDOWN_REASON) {
       await Promise.all([ensureStarted(), traces.flush()]);
       // Released, not ended: the checkpoint carries the run to whichever worker takes the job next.
