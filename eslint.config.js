@@ -1,6 +1,8 @@
-// Flat config: typescript-eslint's recommended rules on every TypeScript file of the repository.
+// Flat config: typescript-eslint's recommended rules on every TypeScript file of the repository, and the
+// layers' import arrows (docs/architecture.md): the kernel imports no adapter, production code no demo or test kit.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { kernelImportRule, productionImportRule } from './scripts/import-layers.js';
 
 export default tseslint.config(
   { ignores: ['node_modules/**', '**/dist/**', 'reports/**', 'bench/results/**'] },
@@ -11,5 +13,14 @@ export default tseslint.config(
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       '@typescript-eslint/consistent-type-imports': 'error',
     },
+  },
+  {
+    files: ['src/**/*.ts'],
+    ignores: ['src/kernel/**', 'src/demo/**', 'src/testing/**', 'src/testing.ts'],
+    rules: { '@typescript-eslint/no-restricted-imports': productionImportRule },
+  },
+  {
+    files: ['src/kernel/**/*.ts'],
+    rules: { '@typescript-eslint/no-restricted-imports': kernelImportRule },
   },
 );

@@ -1,5 +1,5 @@
 // The `agent-fleet` command line, its pure half: argv → which process module to run, with what arguments and
-// environment. Each command runs the same module as its npm script (CONTRACT §1), compiled in the package.
+// environment. Each command runs the same module as its npm script (docs/commands.md), compiled in the package.
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 

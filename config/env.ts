@@ -1,11 +1,11 @@
-// The environment, parsed once with zod. Every variable is optional (CONTRACT §2); a bad value stops the
+// The environment, parsed once with zod. Every variable is optional (docs/configuration.md); a bad value stops the
 // process at start with one line that names the variable.
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import * as D from '../src/agent/defaults.js';
+import * as D from '../src/kernel/defaults.js';
 import { priceFileSchema, priceMapSchema } from './prices.js';
-import { ConfigError } from '../src/agent/errors.js';
+import { ConfigError } from '../src/kernel/errors.js';
 import { isSecretKey, redactUrl } from '../src/logging/redact.js';
 import { DEFAULT_RETENTION as R } from '../src/queue/retention.js';
 

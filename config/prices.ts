@@ -1,6 +1,8 @@
 // The price table: data in prices.json (dated, with its source), checked here on load. A model entry is what the
 // fleet must know of a model to bound and bill its runs: the per-tier prices and how requests to it are shaped.
 import { z } from 'zod';
+import type { ModelPrice, TierPrice } from '../src/kernel/pricing.js';
+import { agree, type Same } from '../src/util/schema-agreement.js';
 import table from './prices.json' with { type: 'json' };
 
 const perMillion = z.number().nonnegative().max(100_000);
@@ -54,8 +56,10 @@ export const modelPriceSchema = tierPriceSchema
     }
   });
 
-export type TierPrice = z.infer<typeof tierPriceSchema>;
-export type ModelPrice = z.infer<typeof modelPriceSchema>;
+export type { ModelPrice, TierPrice };
+// The kernel owns the types; the schema that checks a file must describe exactly them.
+agree<Same<z.infer<typeof tierPriceSchema>, TierPrice>>();
+agree<Same<z.infer<typeof modelPriceSchema>, ModelPrice>>();
 
 export const priceMapSchema = z.record(z.string().min(1).max(200), modelPriceSchema);
 

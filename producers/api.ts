@@ -1,4 +1,4 @@
-// `npm run api`: the HTTP producer API (CONTRACT §5) on API_PORT. Refuses to start without API_TOKEN, except
+// `npm run api`: the HTTP producer API (docs/http-api.md) on API_PORT. Refuses to start without API_TOKEN, except
 // in demo mode (AGENT_FLEET_DEMO=1), where it makes up a token and prints it once. SIGTERM/SIGINT: stop
 // accepting, let in-flight requests finish, close the client, exit 0.
 import { randomBytes } from 'node:crypto';

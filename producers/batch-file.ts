@@ -1,4 +1,4 @@
-// A batch file (CONTRACT §9): one task per line, JSON. Every line is checked before anything is enqueued,
+// A batch file: one task per line, JSON. Every line is checked before anything is enqueued,
 // and every error names its line and field, so a 500-line file is fixed in one pass.
 import { MAX_BATCH_TASKS } from '../src/batch/batch-schema.js';
 import { scanJsonText, TASK_JSON_LIMITS } from '../src/queue/json-structure.js';

@@ -1,8 +1,8 @@
-// The producer CLI's pure half: argv → the task to enqueue (CONTRACT §3, §5), and progress → one human line.
+// The producer CLI's pure half: argv → the task to enqueue, and progress → one human line.
 // No I/O here, so every flag is unit-testable. Range checks are the task schema's job (the client validates
 // before enqueue); this file only refuses what is not even a number, and names the flag when it does.
 import { parseArgs } from 'node:util';
-import { InputError } from '../src/agent/errors.js';
+import { InputError } from '../src/kernel/errors.js';
 
 export const CLI_USAGE =
   'usage: npm run enqueue -- --task "…" [--agent NAME] [--input JSON] [--max-steps N] [--max-tokens N] [--max-cost USD] [--tools a,b] ' +

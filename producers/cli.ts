@@ -1,14 +1,14 @@
-// `npm run enqueue -- --task "…" [options]` (CONTRACT §5): validates and enqueues one task, prints
-// `{"jobId": …}`. `--batch tasks.jsonl` (CONTRACT §9) enqueues a batch, all or nothing, and prints
+// `npm run enqueue -- --task "…" [options]` (docs/commands.md): validates and enqueues one task, prints
+// `{"jobId": …}`. `--batch tasks.jsonl` enqueues a batch, all or nothing, and prints
 // `{"batchId", "jobIds"}` (with --wait, the batch summary as the last line); with --forecast it prints the batch's
 // forecast and enqueues nothing (docs/batches.md). With --wait it follows progress on stderr and prints the result JSON as the last line of
 // stdout. stdout carries only JSON; everything for people goes to stderr.
 // Exit codes: 0 enqueued (with --wait: the job succeeded) · 1 failure (Redis down, bad environment, job
 // stopped or failed) · 2 bad arguments or bad task, nothing enqueued · 124 --timeout elapsed.
 import { env } from '../config/env.js';
-import { AgentFleetError } from '../src/agent/errors.js';
+import { AgentFleetError } from '../src/kernel/errors.js';
 import { scrubText } from '../src/logging/redact.js';
-import type { AgentResult } from '../src/agent/types.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import {
   CLI_USAGE,
   CliArgsError,

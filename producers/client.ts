@@ -2,8 +2,8 @@
 // services to import. It never talks to a worker, only to Redis.
 import { FlowProducer, Queue, type Job, type JobState, type Telemetry } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { InputError } from '../src/agent/errors.js';
-import type { AgentResult } from '../src/agent/types.js';
+import { InputError } from '../src/kernel/errors.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import { jobIdForKey, TASK_JOB_OPTIONS } from '../src/queue/job-options.js';
 import { BATCHES_QUEUE, RESULTS_QUEUE, resultJobId, TASKS_QUEUE } from '../src/queue/names.js';
 import { taskJobName } from '../src/queue/task-job-name.js';
@@ -15,7 +15,7 @@ import {
   type AgentTask,
   type FieldIssue,
 } from '../src/queue/task-schema.js';
-import { sleep } from '../src/agent/sleep.js';
+import { sleep } from '../src/kernel/sleep.js';
 import {
   batchBudgetSchema,
   validateBatch,
@@ -241,7 +241,7 @@ export class FleetClient {
   }
 
   /**
-   * The published result (CONTRACT §4), or null while the job has not finished. Past the fleet's retention
+   * The published result, or null while the job has not finished. Past the fleet's retention
    * it comes from the archive, when the client has one.
    */
   async getResult(jobId: string): Promise<AgentResult | null> {
@@ -288,7 +288,7 @@ export class FleetClient {
   }
 
   /**
-   * Validates a batch (CONTRACT §9) and enqueues it: every task, or nothing. Throws TaskValidationError
+   * Validates a batch and enqueues it: every task, or nothing. Throws TaskValidationError
    * naming `tasks.<n>.<field>` on a bad task. With `forecast` settings, the batch is enqueued with its forecast
    * (docs/batches.md); `maxCostFromForecast` sets its budget from it, or throws ForecastError (nothing
    * enqueued) when it cannot.
@@ -451,7 +451,7 @@ export class FleetClient {
   }
 
   /**
-   * `metadata.batch` is where a batch's tasks carry its id (CONTRACT §9). A lone task naming an existing batch
+   * `metadata.batch` is where a batch's tasks carry its id. A lone task naming an existing batch
    * would look like one of its tasks, so it is refused; naming no batch, it is a label and joins nothing (the
    * worker charges a batch's budget only to the batch's own jobs: src/worker/batch-membership.ts).
    */

@@ -1,4 +1,4 @@
-// The HTTP producer API (CONTRACT §5) as an express app, so tests mount it on an ephemeral port and
+// The HTTP producer API (docs/http-api.md) as an express app, so tests mount it on an ephemeral port and
 // producers/api.ts on API_PORT. Every answer is JSON; no error ever carries a stack trace.
 //   POST /v1/tasks          202 {"jobId"} · 400 {"error": "invalid_task", "issues": [{path, message}]}
 //   GET  /v1/tasks/:jobId   200 {state, progress, result} · 404 {"error": "not_found"}
@@ -13,7 +13,7 @@
 // carries the security headers and Cache-Control: no-store.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
-import { ConfigError } from '../src/agent/errors.js';
+import { ConfigError } from '../src/kernel/errors.js';
 import type { Logger } from '../src/logging/logger.js';
 import type { FleetMetrics } from '../src/metrics/fleet-metrics.js';
 import { metricsHandler } from '../src/metrics/metrics-server.js';

@@ -8,7 +8,7 @@ import {
   runErrorSchema,
   uncertainEffectSchema,
   usageSchema,
-} from '../src/agent/result-schema.js';
+} from '../src/kernel/result-schema.js';
 import { batchSummarySchema } from '../src/batch/batch-summary-schema.js';
 import { batchBudgetSchema, batchSchema } from '../src/batch/batch-schema.js';
 import { budgetSchema, idempotencyKeySchema, taskSchema } from '../src/queue/task-schema.js';

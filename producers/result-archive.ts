@@ -4,7 +4,7 @@
 // The pool is made on first use, so a process that never needs it never connects; a failed attempt is
 // forgotten, so the next read tries again.
 import type { Pool } from 'mysql2/promise';
-import type { AgentResult } from '../src/agent/types.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import type { BatchSummary } from '../src/batch/batch-summary.js';
 import { BatchReportStore } from '../src/reports/report-store.js';
 import { createStorePool } from '../src/store/pool.js';

@@ -1,7 +1,7 @@
 // What the client and the HTTP API answer about tasks and batches, as zod schemas: the OpenAPI document is
 // generated from them and other services may parse answers with them. Loose objects: fields are only ever added.
 import { z } from 'zod';
-import { agentResultSchema } from '../src/agent/result-schema.js';
+import { agentResultSchema } from '../src/kernel/result-schema.js';
 import { batchSummarySchema } from '../src/batch/batch-summary-schema.js';
 import type { BatchStatus, TaskStatus } from './client.js';
 import { agree, type Known, type Same } from '../src/util/schema-agreement.js';

@@ -1,11 +1,11 @@
 // `npm run build`: the packages another service installs (docs/installing.md). The whole project compiles to
 // dist/ (bin, client, worker, kernel, testing entries and every process), the files it reads at run time next
 // to the code (every non-TypeScript file under src/ and config/: migrations, Lua scripts, prices), and the client
-// package (packages/client) compiles the client entry alone. dist/ is rebuilt from nothing each time, so a
+// package (packages/client) compiles the client entry alone, with the files its modules read. dist/ is rebuilt from nothing each time, so a
 // removed source never survives in a package.
 import { execFile } from 'node:child_process';
-import { cpSync, readdirSync, rmSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { cpSync, existsSync, readdirSync, rmSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 import { promisify } from 'node:util';
 
 const ROOT = join(import.meta.dirname, '..');
@@ -33,12 +33,14 @@ function* filesUnder(directory: string): Generator<string> {
   }
 }
 
-function copyAssets(outDir: string): number {
+/** Copies the assets into `outDir`; with `besideCode`, only those whose folder there holds compiled code. */
+function copyAssets(outDir: string, besideCode = false): number {
   let copied = 0;
   for (const directory of ASSET_DIRECTORIES) {
     for (const file of filesUnder(join(ROOT, directory))) {
       if (file.endsWith('.ts')) continue;
       const target = join(outDir, relative(ROOT, file));
+      if (besideCode && !existsSync(dirname(target))) continue;
       cpSync(file, target, { force: true });
       copied++;
     }
@@ -51,4 +53,6 @@ for (const outDir of ['dist', 'packages/client/dist'])
 // Two programs, one per package: compiled side by side.
 await Promise.all([tsc('tsconfig.build.json'), tsc('packages/client/tsconfig.json')]);
 const assets = copyAssets(join(ROOT, 'dist'));
-process.stdout.write(`built dist/ (${assets} assets) and packages/client/dist/\n`);
+// The client package runs some of the same modules (the spend ledger's scripts for a batch's caps).
+const clientAssets = copyAssets(join(ROOT, 'packages/client/dist'), true);
+process.stdout.write(`built dist/ (${assets} assets) and packages/client/dist/ (${clientAssets} assets)\n`);

@@ -1,4 +1,4 @@
-// `npm run migrate`: creates or upgrades the store's schema (CONTRACT §1). Stdout gets one JSON line for
+// `npm run migrate`: creates or upgrades the store's schema (docs/store.md). Stdout gets one JSON line for
 // scripts; progress goes to stderr through pino; a failure is one line on stderr and exit code 1.
 import { env } from '../config/env.js';
 import { createLogger } from '../src/logging/logger.js';

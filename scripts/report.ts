@@ -1,4 +1,4 @@
-// `npm run report -- --batch ID [--out DIR]`: the batch report (CONTRACT §9). Prints it, writes
+// `npm run report -- --batch ID [--out DIR]`: the batch report. Prints it, writes
 // DIR/<batchId>.md, .html and .svg (DIR defaults to reports/), records it in batch_reports. Exit 0 when done,
 // 1 when the batch does not exist or the store or the files fail (one line on stderr), 2 on bad arguments.
 import { env } from '../config/env.js';

@@ -42,11 +42,11 @@ export {
   runErrorSchema,
   uncertainEffectSchema,
   usageSchema,
-} from './agent/result-schema.js';
+} from './kernel/result-schema.js';
 export { batchSummarySchema } from './batch/batch-summary-schema.js';
 export type { BatchSummary } from './batch/batch-summary.js';
 export type { EnqueuedBatch } from './batch/enqueue-batch.js';
-export type { AgentResult, RunStatus, StopReason, UncertainEffect } from './agent/types.js';
-export type { RunError } from './agent/errors.js';
-export type { Usage } from './agent/budget.js';
+export type { AgentResult, RunStatus, StopReason, UncertainEffect } from './kernel/types.js';
+export type { RunError } from './kernel/errors.js';
+export type { Usage } from './kernel/budget.js';
 export type { Catalog, CatalogAgent, CatalogTool } from './catalog/catalog.js';

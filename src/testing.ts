@@ -12,4 +12,4 @@ export {
 
 // What a prompt tells the model it has done, for scripted models: the results it was shown (tool messages or the
 // facts of the auto memory, docs/memory.md) and how many turns of calls it has made.
-export { observationsIn, turnsIn } from './agent/memory.js';
+export { observationsIn, turnsIn } from './kernel/memory.js';

@@ -1,12 +1,12 @@
 // The public worker entry: start a worker process serving a fleet, and the built-in tools as factories a fleet
 // configuration wires with its own options.
-import type { Fleet } from './agent/define-fleet.js';
+import type { Fleet } from './kernel/define-fleet.js';
 import { createLogger, type Logger } from './logging/logger.js';
 import { startWorkerProcess, type WorkerProcess } from './worker/worker-process.js';
 
 export { sqlTools, type SqlToolSourceOptions } from './tools/sql-tool-source.js';
 export { sendEmailTool, type EmailToolSourceOptions } from './tools/email-tool-source.js';
-export { defaultAgent, demoTools, DEFAULT_AGENT } from './worker/demo-fleet.js';
+export { defaultAgent, defaultTools, demoTools, DEFAULT_AGENT } from './worker/default-fleet.js';
 export type { WorkerProcess } from './worker/worker-process.js';
 // What a fleet configuration is written with, so it may import everything from this one entry.
 export { defineAgent, defineFleet, defineTool, type Fleet } from './kernel.js';

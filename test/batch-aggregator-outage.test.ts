@@ -5,7 +5,7 @@ import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Pool } from 'mysql2/promise';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { AgentResult } from '../src/agent/types.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import { BatchRecords } from '../src/batch/batch-record.js';
 import type { BatchJobData } from '../src/batch/batch-schema.js';
 import { createLogger } from '../src/logging/logger.js';

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parseBatchFile } from '../producers/batch-file.js';
 import { validateBatch } from '../src/batch/batch-schema.js';
 import { summarizeBatch } from '../src/batch/batch-summary.js';
-import type { AgentResult } from '../src/agent/types.js';
+import type { AgentResult } from '../src/kernel/types.js';
 
 describe('batch file', () => {
   it('reads one task per line and skips blank lines', () => {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { AgentResult } from '../src/agent/types.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import { buildBatchReport } from '../src/reports/batch-summary.js';
 import { renderMarkdown } from '../src/reports/render-markdown.js';
 import { BatchReportStore } from '../src/reports/report-store.js';

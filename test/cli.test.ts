@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentResult } from '../src/agent/types.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import { jobIdForKey } from '../src/queue/job-options.js';
 import { RESULT_JOB_NAME, resultJobId, RESULTS_QUEUE, TASKS_QUEUE } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';

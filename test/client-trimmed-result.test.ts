@@ -4,8 +4,8 @@
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { InputError } from '../src/agent/errors.js';
-import type { AgentResult } from '../src/agent/types.js';
+import { InputError } from '../src/kernel/errors.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import { RESULTS_QUEUE, resultJobId, TASK_JOB_NAME, TASKS_QUEUE } from '../src/queue/names.js';
 import { failedResult } from '../src/worker/task-processor.js';
 import { ResultPublisher } from '../src/worker/result-publisher.js';

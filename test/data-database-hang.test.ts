@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
 import { createConnection } from 'mysql2/promise';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ToolError } from '../src/agent/errors.js';
+import { ToolError } from '../src/kernel/errors.js';
 import { seedDemoDatabase } from '../src/demo/seed-demo-database.js';
 import { quoteIdentifier } from '../src/store/pool.js';
 import { openDataDatabase, type DataDatabase } from '../src/tools/data-database.js';

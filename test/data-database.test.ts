@@ -12,12 +12,12 @@ import { runInNewContext } from 'node:vm';
 import { createConnection, createPool } from 'mysql2/promise';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, ToolError } from '../src/agent/errors.js';
+import { ConfigError, ToolError, StoreError } from '../src/kernel/errors.js';
 import { generateSalesData } from '../src/demo/sales-data.js';
 import { seedDemoDatabase } from '../src/demo/seed-demo-database.js';
-import { StoreError } from '../src/store/errors.js';
 import { quoteIdentifier } from '../src/store/pool.js';
-import { grantLineProblem, openDataDatabase, type DataDatabase } from '../src/tools/data-database.js';
+import { openDataDatabase, type DataDatabase } from '../src/tools/data-database.js';
+import { grantLineProblem } from '../src/tools/data-grants.js';
 
 const SERVER = new URL(process.env['MYSQL_URL'] || 'mysql://root@127.0.0.1:3306/agent_fleet');
 const HOST = SERVER.hostname;

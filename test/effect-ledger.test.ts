@@ -12,12 +12,13 @@ import { EffectLedger, effectKeyOf } from '../src/tools/effect-ledger.js';
 import { EffectUncertainError, runOnce, type OnceCall } from '../src/tools/effect-once.js';
 import { sweepUnsettledEffects, sweptToolsOf } from '../src/tools/effect-sweeper.js';
 import { EmailLedger } from '../src/tools/email-ledger.js';
+import { LookupBackoff } from '../src/tools/lookup-backoff.js';
 import {
   defineTool,
   type EffectHooks,
   type EffectSweepOutcome,
   type OnceOptions,
-} from '../src/tools/tool.js';
+} from '../src/kernel/tool.js';
 import { z } from 'zod';
 
 const database = `af_test_effects_${randomBytes(4).toString('hex')}`;
@@ -240,6 +241,47 @@ describe('the effect sweeper', () => {
     const hooks = createTicket.effects ?? {};
     expect(await once('job-4:1:0', async () => 'again', {}, hooks, 'create_ticket')).toBe('ticket T-1');
     expect(await once('job-4:1:1', async () => 'made now', {}, hooks, 'create_ticket')).toBe('made now');
+  });
+
+  it('backs off rows whose lookups keep failing, and bounds the time a sweep spends on lookups', async () => {
+    let looked: string[] = [];
+    const hanging = {
+      pendingGraceMs: 0,
+      // A tool whose API hangs: every lookup runs into its time limit.
+      lookup: (effect: { effectKey: string }) => {
+        looked.push(effect.effectKey);
+        return new Promise<never>(() => {});
+      },
+    };
+    const keys = Array.from({ length: 6 }, (_, i) => `job-9:1:${i}`);
+    for (const key of keys) await leftPending(key, 'hanging_tool', 600);
+    const options = {
+      ledger,
+      tools: [{ tool: 'hanging_tool', hooks: hanging }],
+      logger: silent,
+      lookupTimeoutMs: 100,
+      sweepBudgetMs: 250,
+      backoff: new LookupBackoff(),
+    };
+    // 100 ms a lookup, 250 ms a sweep: at most 3 lookups start, the other rows wait for the next sweep.
+    const first = await sweepUnsettledEffects(options);
+    const failed = new Set(looked);
+    expect(failed.size).toBeGreaterThanOrEqual(1);
+    expect(failed.size).toBeLessThanOrEqual(3);
+    expect(first.uncertain).toBe(failed.size);
+    // Their rows, now uncertain, are left alone while their wait lasts: the rows behind them get their turn.
+    for (let sweep = 0; sweep < 6 && failed.size < keys.length; sweep++) {
+      looked = [];
+      await sweepUnsettledEffects(options);
+      expect(looked.filter((key) => failed.has(key))).toEqual([]);
+      expect(looked.length).toBeGreaterThanOrEqual(1);
+      for (const key of looked) failed.add(key);
+    }
+    expect([...failed].sort()).toEqual(keys);
+    looked = [];
+    expect(await sweepUnsettledEffects(options)).toEqual({ done: 0, not_done: 0, uncertain: 0 });
+    expect(looked).toEqual([]);
+    for (const key of keys) expect(await statusOf(key)).toMatchObject({ status: 'uncertain' });
   });
 
   it('marks a started effect of a tool without a lookup uncertain, once', async () => {

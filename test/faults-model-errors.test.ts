@@ -3,10 +3,11 @@
 // requests whichever worker sends them. Every task still succeeds, every email goes out once, and each
 // task's usage and cost are exactly what the server reported for the calls it answered.
 import { afterAll, expect, it } from 'vitest';
-import type { AgentResult } from '../src/agent/types.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';
-import { costUsd, priceOf } from '../src/llm/pricing.js';
-import { tokenCounterFor } from '../src/llm/tokens.js';
+import { costUsd } from '../src/kernel/pricing.js';
+import { priceOf } from '../src/llm/price-table.js';
+import { tokenCounterFor } from '../src/kernel/tokens.js';
 import { endpointPromptTokens } from '../src/testing/endpoint-prompt-count.js';
 import {
   startScriptedModel,
@@ -128,7 +129,7 @@ it('20% of model requests failing: every task succeeds, usage and cost exact, no
   const mail = emailCounts(tasks, sink.messages);
 
   // The server's accounting, per task: what it reported for the completions it sent. A hung call reported
-  // nothing but may have been billed: the fleet charges it its whole reservation (README, budgets), which for
+  // nothing but may have been billed: the fleet charges it its whole reservation (docs/runs.md), which for
   // completion tokens is the max_tokens it asked for and for the prompt at least what the endpoint counts.
   const served = new Map<string, Accounting>();
   for (const request of model.requests) {

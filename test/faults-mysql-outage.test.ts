@@ -2,11 +2,11 @@
 // TCP proxy that is cut for 60 s mid-batch (FAULT_MYSQL_OUTAGE_MS to try shorter locally), then restored.
 // No task ends failed because of the outage: every one succeeds, with its agent_runs row, its steps and
 // exactly one result.
-import { turnsIn } from '../src/agent/memory.js';
+import { turnsIn } from '../src/kernel/memory.js';
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { afterAll, expect, it } from 'vitest';
-import type { AgentResult } from '../src/agent/types.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import { seedDemoDatabase } from '../src/demo/seed-demo-database.js';
 import {
   startScriptedModel,

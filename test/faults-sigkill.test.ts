@@ -3,7 +3,7 @@
 // nothing is done twice: every task one result and one agent_runs row, every email exactly once, at most one
 // repeated model call per kill. FAULT_SEED replays a run; the seed is printed with the figures.
 import { afterAll, expect, it } from 'vitest';
-import type { AgentResult } from '../src/agent/types.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import {

@@ -3,7 +3,7 @@
 // later. It logs "worker stopped", exits 0 and leaves nothing running; no job is lost: each finished within
 // the grace period or was checkpointed, and a second worker completes the rest without a repeated email.
 import { afterAll, expect, it } from 'vitest';
-import type { AgentResult } from '../src/agent/types.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import { dockerfileCommand } from './support/dockerfile-command.js';

@@ -7,8 +7,9 @@ import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentResult } from '../src/agent/types.js';
-import { batchScope, SpendLedger } from '../src/fleet/spend-ledger.js';
+import type { AgentResult } from '../src/kernel/types.js';
+import { batchScope } from '../src/fleet/ledger-scopes.js';
+import { SpendLedger } from '../src/fleet/spend-ledger.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import {
   createNamespace,

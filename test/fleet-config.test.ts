@@ -8,7 +8,7 @@ import { parseEnv } from '../config/env.js';
 import { loadFleetConfig } from '../src/worker/fleet-config.js';
 
 const KERNEL = join(import.meta.dirname, '..', 'src', 'kernel.ts');
-const options = { dataUrlIsDefault: false };
+const options = {};
 const made: string[] = [];
 
 afterAll(() => {

@@ -6,15 +6,9 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gateForJob } from '../src/fleet/fleet-gate.js';
 import { RateLimiter } from '../src/fleet/rate-limiter.js';
-import {
-  batchScope,
-  dayScope,
-  microUsdDown,
-  microUsdUp,
-  SpendLedger,
-  tenantDayScope,
-  type SpendLedgerOptions,
-} from '../src/fleet/spend-ledger.js';
+import { microUsdDown, microUsdUp } from '../src/fleet/ledger-money.js';
+import { batchScope, dayScope, tenantDayScope } from '../src/fleet/ledger-scopes.js';
+import { SpendLedger, type SpendLedgerOptions } from '../src/fleet/spend-ledger.js';
 import { createRedis } from '../src/queue/redis.js';
 
 const REDIS_URL = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';

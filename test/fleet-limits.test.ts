@@ -10,14 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gateForJob } from '../src/fleet/fleet-gate.js';
 import { withProviderRateLimits } from '../src/fleet/provider-rate-limits.js';
 import { RateLimiter } from '../src/fleet/rate-limiter.js';
-import {
-  batchScope,
-  dayScope,
-  microUsdDown,
-  microUsdUp,
-  SpendLedger,
-  tenantDayScope,
-} from '../src/fleet/spend-ledger.js';
+import { microUsdDown, microUsdUp } from '../src/fleet/ledger-money.js';
+import { batchScope, dayScope, tenantDayScope } from '../src/fleet/ledger-scopes.js';
+import { SpendLedger } from '../src/fleet/spend-ledger.js';
 import { TokenRateLimiter } from '../src/fleet/token-rate-limiter.js';
 import { OpenAIChatModel } from '../src/llm/openai-chat-model.js';
 import { createRedis } from '../src/queue/redis.js';

@@ -3,7 +3,7 @@
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentResult } from '../src/agent/types.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import { RESULT_JOB_NAME, RESULTS_QUEUE, TASKS_QUEUE } from '../src/queue/names.js';
 import { FleetClient } from '../producers/client.js';
 import { StoreResultArchive } from '../producers/result-archive.js';

@@ -3,8 +3,10 @@
 // tenant's jobs are not held back by it.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentResult } from '../src/agent/types.js';
-import { microUsdDown, microUsdUp, SpendLedger, tenantDayScope } from '../src/fleet/spend-ledger.js';
+import type { AgentResult } from '../src/kernel/types.js';
+import { microUsdDown, microUsdUp } from '../src/fleet/ledger-money.js';
+import { tenantDayScope } from '../src/fleet/ledger-scopes.js';
+import { SpendLedger } from '../src/fleet/spend-ledger.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import {
   createNamespace,

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { StepTrace } from '../src/agent/types.js';
+import type { StepTrace } from '../src/kernel/types.js';
 import { createLogger } from '../src/logging/logger.js';
 import { deleteKeysWithPrefix } from '../src/queue/delete-prefix.js';
 import { CheckpointStore } from '../src/worker/checkpoint-store.js';

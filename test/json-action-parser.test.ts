@@ -1,7 +1,7 @@
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
-import { parseJsonReply } from '../src/agent/json-action-parser.js';
-import type { ParsedJsonReply } from '../src/agent/json-action-parser.js';
+import { parseJsonReply } from '../src/kernel/json-action-parser.js';
+import type { ParsedJsonReply } from '../src/kernel/json-action-parser.js';
 
 const call = (tool: string, args: unknown = {}): ParsedJsonReply => ({
   kind: 'actions',

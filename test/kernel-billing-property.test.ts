@@ -6,7 +6,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OpenAIChatModel } from '../src/llm/openai-chat-model.js';
-import { costUsd, priceOf, type ModelPrice } from '../src/llm/pricing.js';
+import { costUsd, type ModelPrice } from '../src/kernel/pricing.js';
+import { priceOf } from '../src/llm/price-table.js';
 import {
   startScriptedModel,
   type RecordedRequest,
@@ -15,7 +16,7 @@ import {
 } from '../src/testing/scripted-model-server.js';
 import { isFault } from '../src/testing/scripted-reply.js';
 import { runWith } from './support/kernel-harness.js';
-import type { TokenUsage } from '../src/agent/budget.js';
+import type { TokenUsage } from '../src/kernel/budget.js';
 
 const DEFAULT_SEED = 1_602_026;
 const SEED = seedFromEnv('BILLING_PROPERTY_SEED', DEFAULT_SEED);

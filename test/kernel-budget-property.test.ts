@@ -2,7 +2,7 @@
 // whatever the model says or does, no run ends with usage above any of its limits.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countPromptTokens, tokenCounterFor } from '../src/llm/tokens.js';
+import { countPromptTokens, tokenCounterFor } from '../src/kernel/tokens.js';
 import { endpointPromptTokens } from '../src/testing/endpoint-prompt-count.js';
 import {
   startScriptedModel,

@@ -3,9 +3,10 @@
 // charged, not a rate limit). Calls are priced at the tier the response reports; flex falls back to the default
 // tier once it stays unavailable or the deadline comes near; the fleet is never slowed for it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CallGate } from '../src/agent/call-gate.js';
+import type { CallGate } from '../src/kernel/call-gate.js';
 import { OpenAIChatModel } from '../src/llm/openai-chat-model.js';
-import { costUsd, priceOf } from '../src/llm/pricing.js';
+import { costUsd } from '../src/kernel/pricing.js';
+import { priceOf } from '../src/llm/price-table.js';
 import { validateTask } from '../src/queue/task-schema.js';
 import { validateBatch } from '../src/batch/batch-schema.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';

@@ -1,7 +1,7 @@
 // The call gate: limits shared with the fleet are asked before every model call with its worst case, and
 // told what each call really cost.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CallCost, CallGate, GateDecision } from '../src/agent/call-gate.js';
+import type { CallCost, CallGate, GateDecision } from '../src/kernel/call-gate.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import { runWith } from './support/kernel-harness.js';
 

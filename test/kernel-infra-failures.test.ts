@@ -2,9 +2,9 @@
 // the model's mistakes: they never reach the model or the repeat detector, they are run again after a wait, and an
 // outage that outlasts the waits ends the attempt retryable with the calls unfinished, so the next attempt runs
 // them again instead of replaying a failure.
-import { observationsIn } from '../src/agent/memory.js';
+import { observationsIn } from '../src/kernel/memory.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { RunState } from '../src/agent/types.js';
+import type { RunState } from '../src/kernel/types.js';
 import {
   startScriptedModel,
   type RecordedRequest,

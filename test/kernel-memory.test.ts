@@ -1,8 +1,8 @@
 // The sliding-window memory: pinned system prompt and task, a bounded verbatim window, a rolling summary
 // written by the model (and paid for), and never a tool result separated from its call.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChatMessage } from '../src/agent/messages.js';
-import { isSummaryRequest, observationsIn } from '../src/agent/memory.js';
+import type { ChatMessage } from '../src/kernel/messages.js';
+import { isSummaryRequest, observationsIn } from '../src/kernel/memory.js';
 import {
   startScriptedModel,
   type RecordedRequest,

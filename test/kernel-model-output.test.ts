@@ -1,11 +1,11 @@
 // Every malformed-output path becomes an observation and the loop goes on; parallel calls run concurrently
 // and come back in the model's order.
-import { observationsIn } from '../src/agent/memory.js';
+import { observationsIn } from '../src/kernel/memory.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
-import { ToolRegistry } from '../src/tools/registry.js';
-import { defineTool } from '../src/tools/tool.js';
+import { ToolRegistry } from '../src/kernel/tool-registry.js';
+import { defineTool } from '../src/kernel/tool.js';
 import { runWith } from './support/kernel-harness.js';
 
 let server: ScriptedModelServer;

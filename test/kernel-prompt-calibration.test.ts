@@ -2,8 +2,8 @@
 // a squeezed final turn stays under the cap, the run learns what the endpoint adds, and a resumed run plans with
 // what the run it continues had learnt.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UNCALIBRATED } from '../src/agent/prompt-calibration.js';
-import type { RunState } from '../src/agent/types.js';
+import { UNCALIBRATED } from '../src/kernel/prompt-calibration.js';
+import type { RunState } from '../src/kernel/types.js';
 import {
   startScriptedModel,
   type ReplyRule,

@@ -5,7 +5,7 @@
 // kernel-flex-tier).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEnv } from '../config/env.js';
-import { priceOf } from '../src/llm/pricing.js';
+import { priceOf } from '../src/llm/price-table.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import { modelFactoryFrom } from '../src/worker/model-factory.js';
 import { runWith } from './support/kernel-harness.js';

@@ -3,11 +3,12 @@
 // (`max_completion_tokens`) covering reasoning and output together, reasoning tokens reported in the usage details.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OpenAIChatModel } from '../src/llm/openai-chat-model.js';
-import { costUsd, priceOf } from '../src/llm/pricing.js';
+import { costUsd } from '../src/kernel/pricing.js';
+import { priceOf } from '../src/llm/price-table.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import { runWith } from './support/kernel-harness.js';
 import { runConfigFor } from '../src/worker/run-config.js';
-import { defineAgent } from '../src/agent/define-agent.js';
+import { defineAgent } from '../src/kernel/define-agent.js';
 import { parseEnv } from '../config/env.js';
 import { validateTask } from '../src/queue/task-schema.js';
 

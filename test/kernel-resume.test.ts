@@ -1,8 +1,8 @@
 // Resume: given the state handed to the checkpoint callback at any point of a 6-step run, a new run goes on
 // from there and ends with the same result, repeating no finished model call and no finished tool call.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunState } from '../src/agent/types.js';
-import { StoreError } from '../src/store/errors.js';
+import type { RunState } from '../src/kernel/types.js';
+import { StoreError } from '../src/kernel/errors.js';
 import {
   startScriptedModel,
   type ScriptedModelServer,

@@ -1,8 +1,8 @@
-// The kernel's run observer (src/agent/run-observer.ts), against the scripted model over HTTP: what it is told,
+// The kernel's run observer (src/kernel/run-observer.ts), against the scripted model over HTTP: what it is told,
 // in order, for model calls (attempts, a failed attempt, the end with usage and cost) and tool calls; a call the
 // budget refuses sends no attempt; a final turn and a memory summary say so.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunObserver } from '../src/agent/run-observer.js';
+import type { RunObserver } from '../src/kernel/run-observer.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import { runWith } from './support/kernel-harness.js';
 

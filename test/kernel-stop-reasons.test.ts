@@ -5,7 +5,7 @@ import {
   type RecordedRequest,
   type ScriptedModelServer,
 } from '../src/testing/scripted-model-server.js';
-import { countPromptTokens, tokenCounterFor } from '../src/llm/tokens.js';
+import { countPromptTokens, tokenCounterFor } from '../src/kernel/tokens.js';
 import { MODEL, runWith, type ToolLog } from './support/kernel-harness.js';
 
 let server: ScriptedModelServer;

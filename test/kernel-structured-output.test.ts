@@ -2,7 +2,7 @@
 // has none. Driven by the scripted model over HTTP through the real OpenAI adapter.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { strictSchema, StructuredOutput } from '../src/agent/structured-output.js';
+import { strictSchema, StructuredOutput } from '../src/kernel/structured-output.js';
 import {
   startScriptedModel,
   type RecordedRequest,

@@ -1,14 +1,14 @@
 // Tool execution (transient retries, timeouts, result cuts), model API errors (429 with retry-after, 500,
 // garbled bodies, no usage) and observers that throw.
-import { observationsIn } from '../src/agent/memory.js';
+import { observationsIn } from '../src/kernel/memory.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { ToolError } from '../src/agent/errors.js';
-import { countCompletionTokens, countPromptTokens, tokenCounterFor } from '../src/llm/tokens.js';
-import { priceOf } from '../src/llm/pricing.js';
+import { ToolError } from '../src/kernel/errors.js';
+import { countCompletionTokens, countPromptTokens, tokenCounterFor } from '../src/kernel/tokens.js';
+import { priceOf } from '../src/llm/price-table.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
-import { ToolRegistry } from '../src/tools/registry.js';
-import { defineTool } from '../src/tools/tool.js';
+import { ToolRegistry } from '../src/kernel/tool-registry.js';
+import { defineTool } from '../src/kernel/tool.js';
 import { MODEL, runWith } from './support/kernel-harness.js';
 
 let server: ScriptedModelServer;
@@ -58,8 +58,8 @@ describe('tools', () => {
   });
 
   it('a side effect whose outcome is unknown is listed in the result, which still says what the model did', async () => {
-    const { UncertainOutcome, defineTool } = await import('../src/tools/tool.js');
-    const { ToolRegistry } = await import('../src/tools/registry.js');
+    const { UncertainOutcome, defineTool } = await import('../src/kernel/tool.js');
+    const { ToolRegistry } = await import('../src/kernel/tool-registry.js');
     const { z } = await import('zod');
     const notify = defineTool({
       name: 'notify',

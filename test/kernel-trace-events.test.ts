@@ -1,8 +1,8 @@
 // The step traces tell the run console what the loop decided beyond its calls: memory folds with the summary
 // the next prompts carry, and the final tool-less turn with its reason (StepTrace.events).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isSummaryRequest } from '../src/agent/memory.js';
-import type { TraceEvent } from '../src/agent/types.js';
+import { isSummaryRequest } from '../src/kernel/memory.js';
+import type { TraceEvent } from '../src/kernel/types.js';
 import {
   startScriptedModel,
   type RecordedRequest,

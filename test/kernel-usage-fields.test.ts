@@ -3,7 +3,8 @@
 // report estimated and flagged, and a resumed run billed at the prices it started with.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OpenAIChatModel } from '../src/llm/openai-chat-model.js';
-import { costUsd, priceOf, type ModelPrice } from '../src/llm/pricing.js';
+import { costUsd, type ModelPrice } from '../src/kernel/pricing.js';
+import { priceOf } from '../src/llm/price-table.js';
 import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 import { runWith } from './support/kernel-harness.js';
 

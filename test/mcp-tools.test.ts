@@ -2,12 +2,12 @@
 // stdio, one over Streamable HTTP on 127.0.0.1. Calls go through the kernel's tool runner and registry.
 import { getEventListeners } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError } from '../src/agent/errors.js';
+import { ConfigError } from '../src/kernel/errors.js';
 import { createLogger } from '../src/logging/logger.js';
 import { loadMcpTools, type McpServerConfig } from '../src/tools/mcp/load-mcp-tools.js';
-import { ToolRegistry } from '../src/tools/registry.js';
-import { runToolCall, type ToolRunOptions } from '../src/tools/run-tool-call.js';
-import type { Tool, ToolContext } from '../src/tools/tool.js';
+import { ToolRegistry } from '../src/kernel/tool-registry.js';
+import { runToolCall, type ToolRunOptions } from '../src/kernel/run-tool-call.js';
+import type { Tool, ToolContext } from '../src/kernel/tool.js';
 import { startHttpMcpServer, type HttpMcpServer } from './fixtures/mcp-http-server.js';
 import { stdioServer } from './support/mcp-fixtures.js';
 

@@ -8,7 +8,7 @@ import { Queue } from 'bullmq';
 import express from 'express';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentResult, StepTrace } from '../src/agent/types.js';
+import type { AgentResult, StepTrace } from '../src/kernel/types.js';
 import { FleetMetrics, type WatchedQueue } from '../src/metrics/fleet-metrics.js';
 import { metricsHandler, startMetricsServer } from '../src/metrics/metrics-server.js';
 import { RESULTS_QUEUE, TASKS_QUEUE } from '../src/queue/names.js';

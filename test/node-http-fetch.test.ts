@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { AddressInfo, Socket } from 'node:net';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ModelApiError } from '../src/agent/errors.js';
+import { ModelApiError } from '../src/kernel/errors.js';
 import { createNodeHttpFetch } from '../src/llm/node-http-fetch.js';
 import { OpenAIChatModel } from '../src/llm/openai-chat-model.js';
 

@@ -8,7 +8,7 @@
 import { cpSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentResultSchema } from '../src/agent/result-schema.js';
+import { agentResultSchema } from '../src/kernel/result-schema.js';
 import { createNamespace, REDIS_URL, type FleetNamespace } from './support/fleet-harness.js';
 import {
   buildAndPack,

@@ -5,7 +5,9 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FleetGate } from '../src/fleet/fleet-gate.js';
 import { RateLimiter, type RateLimiterOptions } from '../src/fleet/rate-limiter.js';
-import { batchScope, SpendLedger } from '../src/fleet/spend-ledger.js';
+import { batchScope } from '../src/fleet/ledger-scopes.js';
+import { SpendLedger } from '../src/fleet/spend-ledger.js';
+import { TokenRateLimiter } from '../src/fleet/token-rate-limiter.js';
 import { createRedis } from '../src/queue/redis.js';
 
 const REDIS_URL = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
@@ -186,5 +188,76 @@ describe('abort', () => {
     setTimeout(() => controller.abort(reason), 100);
     await expect(gate.acquire({ tokens: 1, costUsd: 0.001 }, controller.signal)).rejects.toBe(reason);
     expect((await ledger.getSpend(scope)).liveReservations).toBe(0);
+  });
+});
+
+describe("the run's deadline", () => {
+  it('a wait for a request slot that cannot end before the deadline is given up at once, as deadline', async () => {
+    const limiter = limiterOf({ limit: 1, windowMs: 30_000 });
+    await limiter.acquire();
+    const ledger = new SpendLedger({ redis, prefix: PREFIX });
+    const scope = batchScope(`deadline-${nameSeq}`);
+    const gate = new FleetGate({ ledger, limiter, scopes: [scope] });
+    // The run's signal stays live: only the deadline (2 s away) can end the wait, and the slot frees in 30 s.
+    const started = Date.now();
+    const decision = await gate.acquire({ tokens: 1, costUsd: 0.001 }, AbortSignal.timeout(20_000), {
+      timeLeftMs: 2_000,
+    });
+    expect(decision).toMatchObject({ ok: false, reason: 'deadline' });
+    if (decision.ok) throw new Error('unreachable');
+    expect(decision.message).toMatch(
+      /^The run's deadline comes first: MODEL_RPM would make the call wait \d+ ms/,
+    );
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect((await ledger.getSpend(scope)).liveReservations).toBe(0);
+    // With time enough the same wait is waited out.
+    const quick = limiterOf({ limit: 1, windowMs: 300 });
+    await quick.acquire();
+    const waited = new FleetGate({ ledger, limiter: quick, scopes: [scope] });
+    const later = await waited.acquire({ tokens: 1, costUsd: 0.001 }, new AbortController().signal, {
+      timeLeftMs: 5_000,
+    });
+    expect(later.ok).toBe(true);
+  });
+
+  it("the fleet's pause after a 429 that outlasts the deadline ends the wait at once, with or without MODEL_RPM", async () => {
+    for (const limitRequests of [true, false]) {
+      const limiter = limiterOf({ limit: 10, windowMs: 1_000 });
+      await limiter.pause(30_000);
+      const ledger = new SpendLedger({ redis, prefix: PREFIX });
+      const gate = new FleetGate({
+        ledger,
+        limiter,
+        limitRequests,
+        scopes: [batchScope(`paused-${nameSeq}`)],
+      });
+      const started = Date.now();
+      const decision = await gate.acquire({ tokens: 1, costUsd: 0.001 }, AbortSignal.timeout(20_000), {
+        timeLeftMs: 1_000,
+      });
+      expect(decision).toMatchObject({ ok: false, reason: 'deadline' });
+      if (decision.ok) throw new Error('unreachable');
+      expect(decision.message).toContain("the fleet's pause after a 429");
+      expect(Date.now() - started).toBeLessThan(900);
+    }
+  });
+
+  it('a token wait never sleeps past the deadline', async () => {
+    const model = `tpm-deadline-${randomBytes(3).toString('hex')}`;
+    const tokens = new TokenRateLimiter({ redis, prefix: PREFIX, model, limit: 1_000, windowMs: 30_000 });
+    const first = await tokens.tryGrant(800);
+    expect(first.ok).toBe(true);
+    const gate = new FleetGate({ ledger: new SpendLedger({ redis, prefix: PREFIX }), tokens, scopes: [] });
+    const started = Date.now();
+    // The 800 tokens are in flight: they may settle any moment, so the wait is tried until the deadline.
+    const decision = await gate.acquire({ tokens: 300, costUsd: 0.001 }, AbortSignal.timeout(20_000), {
+      timeLeftMs: 600,
+    });
+    const elapsed = Date.now() - started;
+    expect(decision).toMatchObject({ ok: false, reason: 'deadline' });
+    if (decision.ok) throw new Error('unreachable');
+    expect(decision.message).toContain('MODEL_TPM');
+    expect(elapsed).toBeGreaterThanOrEqual(550);
+    expect(elapsed).toBeLessThan(3_000);
   });
 });

@@ -7,7 +7,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Pool } from 'mysql2/promise';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { AgentResult, StepTrace } from '../src/agent/types.js';
+import type { AgentResult, StepTrace } from '../src/kernel/types.js';
 import { parseEnv } from '../config/env.js';
 import { createLogger } from '../src/logging/logger.js';
 import { FleetMetrics } from '../src/metrics/fleet-metrics.js';

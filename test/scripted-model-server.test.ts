@@ -2,8 +2,8 @@
 // through that client over HTTP rather than calling the server's internals.
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ChatMessage, ToolSpec } from '../src/agent/messages.js';
-import { countCompletionTokens, countPromptTokens, tokenCounterFor } from '../src/llm/tokens.js';
+import type { ChatMessage, ToolSpec } from '../src/kernel/messages.js';
+import { countCompletionTokens, countPromptTokens, tokenCounterFor } from '../src/kernel/tokens.js';
 import { startScriptedModel } from '../src/testing/scripted-model-server.js';
 import type { ScriptedModelOptions, ScriptedModelServer } from '../src/testing/scripted-model-server.js';
 

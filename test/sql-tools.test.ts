@@ -8,11 +8,11 @@ import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { REFERENCE_SQL, expectedTopCustomers, generateSalesData } from '../src/demo/sales-data.js';
 import { seedDemoDatabase } from '../src/demo/seed-demo-database.js';
-import { countToolsTokens, tokenCounterFor } from '../src/llm/tokens.js';
+import { countToolsTokens, tokenCounterFor } from '../src/kernel/tokens.js';
 import { quoteIdentifier } from '../src/store/pool.js';
 import { openDataDatabase, type DataDatabase } from '../src/tools/data-database.js';
-import { ToolRegistry } from '../src/tools/registry.js';
-import { runToolCall, type ToolCallOutcome } from '../src/tools/run-tool-call.js';
+import { ToolRegistry } from '../src/kernel/tool-registry.js';
+import { runToolCall, type ToolCallOutcome } from '../src/kernel/run-tool-call.js';
 import { checkSelectOnly } from '../src/tools/sql-guard.js';
 import { createSqlTools } from '../src/tools/sql-tools.js';
 

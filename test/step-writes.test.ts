@@ -4,7 +4,7 @@
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { StepTrace } from '../src/agent/types.js';
+import type { StepTrace } from '../src/kernel/types.js';
 import { createLogger } from '../src/logging/logger.js';
 import { checkpointKey } from '../src/worker/checkpoint-store.js';
 import { progressOf, stepLogLine } from '../src/worker/progress.js';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentResult } from '../src/agent/types.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import { REFERENCE_TASK, referenceModelRules } from '../src/demo/reference-model.js';
 import { seedDemoDatabase } from '../src/demo/seed-demo-database.js';
 import { startSmtpSink, type SmtpSink } from '../src/demo/smtp-sink.js';
@@ -442,6 +442,9 @@ describe('without an endpoint', () => {
       'bullmq-otel',
       '/src/telemetry/otel-export.ts',
       '/src/telemetry/genai-tracing.ts',
+      // Nor, in production, the demo or the test kit (docs/architecture.md).
+      '/src/demo/',
+      '/src/testing/',
     ]) {
       expect(loaded.filter((url) => url.includes(name))).toEqual([]);
     }

@@ -1,7 +1,7 @@
 // boundedJson: the same text as JSON.stringify while it fits, a prefix of it when it does not.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { boundedJson } from '../src/tools/bounded-json.js';
+import { boundedJson } from '../src/kernel/bounded-json.js';
 
 describe('boundedJson', () => {
   it('writes what JSON.stringify writes, whatever the value (property)', () => {

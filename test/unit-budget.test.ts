@@ -9,8 +9,8 @@ import {
   type Budget,
   type CallRequirement,
   type TokenUsage,
-} from '../src/agent/budget.js';
-import { costUsd, type ModelPrice } from '../src/llm/pricing.js';
+} from '../src/kernel/budget.js';
+import { costUsd, type ModelPrice } from '../src/kernel/pricing.js';
 
 const budget = (fields: Partial<Budget> = {}): Budget => ({
   maxSteps: 8,

@@ -1,8 +1,8 @@
 // The kernel's checkpoint queue: one write at a time, in order, the latest waiting checkpoint replacing older
 // ones, each a snapshot taken when it was pushed.
 import { describe, expect, it } from 'vitest';
-import { CheckpointQueue } from '../src/agent/checkpoint-queue.js';
-import type { Checkpoint, RunState } from '../src/agent/types.js';
+import { CheckpointQueue } from '../src/kernel/checkpoint-queue.js';
+import type { Checkpoint, RunState } from '../src/kernel/types.js';
 
 const state = (steps: number): RunState => ({
   version: 1,

@@ -1,7 +1,7 @@
 // The signal a run's tools get: the run's abort or its deadline, whichever comes first, and nothing left behind
 // once disposed.
 import { describe, expect, it } from 'vitest';
-import { deadlineSignal } from '../src/agent/deadline-signal.js';
+import { deadlineSignal } from '../src/kernel/deadline-signal.js';
 
 const listeners = (signal: AbortSignal) => {
   let count = 0;

@@ -1,8 +1,8 @@
 // parseEnv: defaults, one clear line per bad value that names its variable, secrets kept out of messages.
 import { describe, expect, it } from 'vitest';
 import { parseEnv, redactUrl } from '../config/env.js';
-import * as D from '../src/agent/defaults.js';
-import { ConfigError } from '../src/agent/errors.js';
+import * as D from '../src/kernel/defaults.js';
+import { ConfigError } from '../src/kernel/errors.js';
 import { retentionFrom } from '../src/queue/retention.js';
 
 function envError(source: Record<string, string | undefined>): ConfigError {

@@ -9,7 +9,7 @@ import {
   toRunError,
   ToolError,
   TransientToolError,
-} from '../src/agent/errors.js';
+} from '../src/kernel/errors.js';
 
 describe('error classes', () => {
   it('each has its name and kind, and is an Error', () => {

@@ -8,9 +8,9 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { describe, expect, it } from 'vitest';
-import { ModelApiError } from '../src/agent/errors.js';
-import type { ModelCallResult } from '../src/agent/model-call.js';
-import type { AgentResult } from '../src/agent/types.js';
+import { ModelApiError } from '../src/kernel/errors.js';
+import type { ModelCallResult } from '../src/kernel/model-call.js';
+import type { AgentResult } from '../src/kernel/types.js';
 import { CONTENT_MAX_CHARS } from '../src/telemetry/genai-content.js';
 import { GenAiTracing } from '../src/telemetry/genai-tracing.js';
 

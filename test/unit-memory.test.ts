@@ -14,8 +14,8 @@ import {
   renderForSummary,
   SUMMARY_SYSTEM_PROMPT,
   summaryRequestMessages,
-} from '../src/agent/memory.js';
-import type { AssistantMessage, ChatMessage, ToolMessage } from '../src/agent/messages.js';
+} from '../src/kernel/memory.js';
+import type { AssistantMessage, ChatMessage, ToolMessage } from '../src/kernel/messages.js';
 
 const GOAL_LINE = 'Current goal: finish the task above without repeating completed actions.';
 
@@ -240,6 +240,20 @@ describe('cache-aware facts', () => {
     expect(parseFacts(`${FACTS_HEADER}\n${facts}`)).toEqual([
       { step: 3, tool: 'sql_query', args: expect.any(String), output: 'name\nAda Lovelace' },
     ]);
+  });
+
+  it('a fact leaves out an argument its result quotes, and keeps of a long text its first words and length', () => {
+    const body =
+      'Dear Carla Tanaka,\n\nThank you for being one of our best customers this quarter.\n\nBest regards';
+    const output = 'Sent to carla.tanaka@example.com (message-id <1@x>).';
+    const facts = turnFacts(3, [
+      { tool: 'send_email', args: { to: 'carla.tanaka@example.com', subject: 'Thanks', body }, output },
+    ]);
+    expect(facts).toBe(
+      `#3 send_email subject=Thanks body="Dear Carla Tanaka, T… (${body.length} chars)"\n${output}`,
+    );
+    // Short values stay, quoted or not by the result: they name the call for little.
+    expect(turnFacts(1, [{ tool: 'peek', args: { key: 'a' }, output: 'a' }])).toBe('#1 peek key=a\na');
   });
 
   it('a result an earlier fact shows is named instead of repeated', () => {

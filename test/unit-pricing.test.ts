@@ -1,8 +1,9 @@
 // Prices: the cost formula on the built-in table, and how a model's price is found or refused.
 import { describe, expect, it } from 'vitest';
 import { MODEL_PRICES, PRICES_AS_OF, PRICES_SOURCE } from '../config/prices.js';
-import { ConfigError } from '../src/agent/errors.js';
-import { configuredPrices, costUsd, priceOf } from '../src/llm/pricing.js';
+import { ConfigError } from '../src/kernel/errors.js';
+import { costUsd } from '../src/kernel/pricing.js';
+import { configuredPrices, priceOf } from '../src/llm/price-table.js';
 import { parseEnv } from '../config/env.js';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -7,10 +7,10 @@ import {
   PROMPT_ESTIMATE_SLACK_TOKENS,
   PROMPT_EXTRA_PER_TOOL_CALL_MAX,
   PROMPT_RATIO_MAX,
-} from '../src/agent/defaults.js';
-import type { ChatMessage } from '../src/agent/messages.js';
-import { measurePrompt, PromptCalibration, UNCALIBRATED } from '../src/agent/prompt-calibration.js';
-import { countPromptTokensBound, tokenCounterFor } from '../src/llm/tokens.js';
+} from '../src/kernel/defaults.js';
+import type { ChatMessage } from '../src/kernel/messages.js';
+import { measurePrompt, PromptCalibration, UNCALIBRATED } from '../src/kernel/prompt-calibration.js';
+import { countPromptTokensBound, tokenCounterFor } from '../src/kernel/tokens.js';
 
 const withMargin = (tokens: number) =>
   Math.ceil(tokens * (1 + PROMPT_ESTIMATE_MARGIN)) + PROMPT_ESTIMATE_SLACK_TOKENS;

@@ -2,8 +2,8 @@
 // and the compact listing of the JSON protocol.
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { ToolRegistry } from '../src/tools/registry.js';
-import { defineTool, type Tool } from '../src/tools/tool.js';
+import { ToolRegistry } from '../src/kernel/tool-registry.js';
+import { defineTool, type Tool } from '../src/kernel/tool.js';
 
 const tool = (
   name: string,

@@ -2,15 +2,15 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { parseEnv, redactUrl } from '../config/env.js';
-import { deterministicSummary } from '../src/agent/memory.js';
-import { truncateChars, truncateToTokens } from '../src/agent/truncate.js';
-import { tokenCounterFor } from '../src/llm/tokens.js';
+import { deterministicSummary } from '../src/kernel/memory.js';
+import { truncateChars, truncateToTokens } from '../src/kernel/truncate.js';
+import { tokenCounterFor } from '../src/kernel/tokens.js';
 
 describe('regressions', () => {
   it('planCall returns when the dollar budget pays for more than 2^53 tokens', () => {
     // In a child process: the bug was a synchronous endless loop no test timeout can stop.
     const code =
-      "import { planCall } from './src/agent/budget.ts';" +
+      "import { planCall } from './src/kernel/budget.ts';" +
       'console.log(JSON.stringify(planCall({ promptTokens: 0, completionTokens: 0 },' +
       ' { maxSteps: 8, maxTokens: 50_000, maxCostUsd: 0.05, deadlineMs: 300_000 },' +
       ' { inputPerMillion: 0, outputPerMillion: 1e-15 },' +

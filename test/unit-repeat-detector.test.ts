@@ -6,7 +6,7 @@ import {
   REPEAT_NUDGE,
   turnSignature,
   type RepeatState,
-} from '../src/agent/repeat-detector.js';
+} from '../src/kernel/repeat-detector.js';
 
 const START: RepeatState = { signature: null, count: 0 };
 

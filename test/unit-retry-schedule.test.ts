@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { parseEnv } from '../config/env.js';
 import { TASK_ATTEMPTS, TASK_JOB_OPTIONS } from '../src/queue/job-options.js';
 import { CAPPED_EXPONENTIAL, retryDelayMs, retryWindowMs } from '../src/queue/retry-schedule.js';
-import { isConnectionFailure } from '../src/store/connection-errors.js';
+import { isConnectionFailure } from '../src/store/mysql-errors.js';
 
 describe('retry schedule', () => {
   const env = parseEnv({});

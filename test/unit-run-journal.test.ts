@@ -2,7 +2,7 @@
 // that ends has the waiting batch written at once, and a failed query fails every writer whose rows were in it.
 // (The query itself, against the real MariaDB, is in store.test.ts.)
 import { describe, expect, it } from 'vitest';
-import type { AgentResult, StepTrace } from '../src/agent/types.js';
+import type { AgentResult, StepTrace } from '../src/kernel/types.js';
 import type { JournalEntries, RunsRepository, StartRunInput } from '../src/store/runs-repository.js';
 import { RunJournal } from '../src/worker/run-journal.js';
 

@@ -2,15 +2,15 @@
 // aborts, and the tool's own error codes. Nothing here may throw.
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { ToolError, TransientToolError } from '../src/agent/errors.js';
-import { ToolRegistry } from '../src/tools/registry.js';
+import { ToolError, TransientToolError } from '../src/kernel/errors.js';
+import { ToolRegistry } from '../src/kernel/tool-registry.js';
 import {
   formatIssues,
   runToolCall,
   type ProposedCall,
   type ToolRunOptions,
-} from '../src/tools/run-tool-call.js';
-import { defineTool, type Tool, type ToolContext } from '../src/tools/tool.js';
+} from '../src/kernel/run-tool-call.js';
+import { defineTool, type Tool, type ToolContext } from '../src/kernel/tool.js';
 
 const OPTIONS: ToolRunOptions = { defaultTimeoutMs: 1_000, transientRetries: 2, retryBaseDelayMs: 0 };
 const ctx = (signal: AbortSignal = new AbortController().signal): ToolContext => ({
@@ -480,7 +480,7 @@ describe('aborts by the run', () => {
 
 describe('side effects the run stops waiting for', () => {
   it('a cancelled call of a tool with side effects keeps running, tracked until it records its outcome', async () => {
-    const { EffectsInFlight } = await import('../src/tools/effects-in-flight.js');
+    const { EffectsInFlight } = await import('../src/kernel/effects-in-flight.js');
     const effectsInFlight = new EffectsInFlight();
     let finish!: () => void;
     const recorded: string[] = [];
@@ -510,7 +510,7 @@ describe('side effects the run stops waiting for', () => {
   });
 
   it('a read-only call is neither tracked nor uncertain', async () => {
-    const { EffectsInFlight } = await import('../src/tools/effects-in-flight.js');
+    const { EffectsInFlight } = await import('../src/kernel/effects-in-flight.js');
     const effectsInFlight = new EffectsInFlight();
     const peek = tool('peek', never, { readOnly: true });
     const controller = new AbortController();
@@ -526,7 +526,7 @@ describe('side effects the run stops waiting for', () => {
   });
 
   it('an UncertainOutcome is observed as its text and carried as the call’s uncertain effect', async () => {
-    const { UncertainOutcome } = await import('../src/tools/tool.js');
+    const { UncertainOutcome } = await import('../src/kernel/tool.js');
     const maybe = tool(
       'maybe',
       async () => new UncertainOutcome('May have gone out.', { what: 'x', why: 'y' }),

@@ -1,8 +1,8 @@
 // decideTurn branch by branch, and the priority between branches when several apply at once.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Budget } from '../src/agent/budget.js';
-import { DEADLINE_RESERVE_MAX_MS, DEADLINE_RESERVE_SHARE } from '../src/agent/defaults.js';
+import type { Budget } from '../src/kernel/budget.js';
+import { DEADLINE_RESERVE_MAX_MS, DEADLINE_RESERVE_SHARE } from '../src/kernel/defaults.js';
 import {
   deadlineAt,
   deadlineReserveMs,
@@ -13,7 +13,7 @@ import {
   isPastDeadline,
   isStepCapReached,
   type TurnDecision,
-} from '../src/agent/stop-conditions.js';
+} from '../src/kernel/stop-conditions.js';
 
 // deadline 10 s: reserve 1.5 s (15 %), so the final turn starts at 8.5 s after the start
 const budget: Budget = { maxSteps: 5, maxTokens: 10_000, maxCostUsd: 1, deadlineMs: 10_000 };

@@ -5,7 +5,7 @@ import { countTokens as o200k } from 'gpt-tokenizer/encoding/o200k_base';
 import { execFileSync } from 'node:child_process';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ChatMessage, ToolSpec } from '../src/agent/messages.js';
+import type { ChatMessage, ToolSpec } from '../src/kernel/messages.js';
 import {
   countCompletionTokens,
   countMessageTokens,
@@ -17,7 +17,7 @@ import {
   tokenCounterFor,
   toolCallFramingTokens,
   type TokenCounter,
-} from '../src/llm/tokens.js';
+} from '../src/kernel/tokens.js';
 
 /** A counter that counts its own calls, to see the caches at work. */
 function spyCounter(inner: TokenCounter = cl100k) {
@@ -69,7 +69,7 @@ describe('tokenCounterFor', () => {
     // A fresh process: counting for gpt-4-turbo must not load o200k_base's 18 MB of tables.
     const script = [
       "import { createRequire } from 'node:module';",
-      "const { tokenCounterFor } = await import('./src/llm/tokens.ts');",
+      "const { tokenCounterFor } = await import('./src/kernel/tokens.ts');",
       "tokenCounterFor('gpt-4-turbo')('hello');",
       'const loaded = Object.keys(createRequire(import.meta.url).cache);',
       "console.log(JSON.stringify(['cl100k_base', 'o200k_base'].map((e) => loaded.some((k) => k.includes('bpeRanks/' + e)))));",

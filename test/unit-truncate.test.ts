@@ -1,8 +1,8 @@
 // Cutting text to a token or character limit, with the real tokenizers the kernel uses.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { truncateChars, truncateToTokens } from '../src/agent/truncate.js';
-import { tokenCounterFor } from '../src/llm/tokens.js';
+import { truncateChars, truncateToTokens } from '../src/kernel/truncate.js';
+import { tokenCounterFor } from '../src/kernel/tokens.js';
 
 const counters = [
   ['gpt-4o', tokenCounterFor('gpt-4o')],

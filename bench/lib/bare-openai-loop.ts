@@ -2,7 +2,7 @@
 // same system prompt and tool definitions as the kernel, every message appended as it came, every tool's
 // output sent back whole, no prompt_cache_key, until the model answers or `maxCalls` calls are made.
 import OpenAI from 'openai';
-import type { ToolRegistry } from '../../src/tools/registry.js';
+import type { ToolRegistry } from '../../src/kernel/tool-registry.js';
 
 export interface BareRun {
   answer: string | null;

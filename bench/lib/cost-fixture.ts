@@ -6,10 +6,10 @@ import mysql from 'mysql2/promise';
 import { seedDemoDatabase } from '../../src/demo/seed-demo-database.js';
 import { openDataDatabase, type DataDatabase } from '../../src/tools/data-database.js';
 import type { ClaimResult, EmailClaim, EmailLedgerEntry } from '../../src/tools/email-ledger.js';
-import { ToolRegistry } from '../../src/tools/registry.js';
+import { ToolRegistry } from '../../src/kernel/tool-registry.js';
 import { createSendEmailTool, type EmailLedgerPort } from '../../src/tools/send-email.js';
 import { createSqlTools } from '../../src/tools/sql-tools.js';
-import type { Tool } from '../../src/tools/tool.js';
+import type { Tool } from '../../src/kernel/tool.js';
 import { MYSQL_SERVER } from './fleet.js';
 
 export const TEAMS = ['Support', 'Billing', 'Onboarding'] as const;

@@ -40,7 +40,7 @@ function ownFile(url: string): string | undefined {
 }
 
 function componentOfFile(file: string): string {
-  if (file.startsWith('src/agent/')) return 'kernel (src/agent)';
+  if (file.startsWith('src/kernel/')) return 'kernel (src/kernel)';
   if (/src\/tools\/(sql-|data-database|stream-rows|render-rows)/.test(file))
     return 'SQL tools (guard, data database)';
   if (/src\/tools\/(send-email|email-|smtp-|delivery-)/.test(file)) return 'send_email (tool, ledger)';

@@ -3,8 +3,8 @@
 //   4. three send_email calls in parallel (one per customer of the result);  5. the answer.
 // Tasks read `bench real <name>`. It reads where a run is from the tool results it has seen, so any worker
 // (or the bare loop replaying the recorded bodies) gets the same replies.
-import type { ChatMessage } from '../../src/agent/messages.js';
-import { isSummaryRequest } from '../../src/agent/memory.js';
+import type { ChatMessage } from '../../src/kernel/messages.js';
+import { isSummaryRequest } from '../../src/kernel/memory.js';
 import type { RecordedRequest, ScriptedReply } from '../../src/testing/scripted-model-server.js';
 
 export const REAL_TOOLS_MODEL = 'real-tools';

@@ -1,6 +1,6 @@
 // Bare loops over OpenAIChatModel, the adapter the worker uses, replaying request bodies the scripted model recorded:
 // no queue, no kernel, no store. The baselines of scenarios 2 (bench/floor-client.ts) and 4 (latency-floor.ts).
-import type { ChatMessage, ToolSpec } from '../../src/agent/messages.js';
+import type { ChatMessage, ToolSpec } from '../../src/kernel/messages.js';
 import { OpenAIChatModel } from '../../src/llm/openai-chat-model.js';
 
 export type Body = Record<string, unknown>;

@@ -2,7 +2,7 @@
 // steps"); the model makes n-1 tool calls, each with a new `page` (so the loop detector never fires), then
 // answers. It reads where a run is from the conversation (the largest page it already asked for: the latest
 // turn always stays in memory, folded ones stay in the summary), so any worker can serve any request.
-import type { ChatMessage } from '../../src/agent/messages.js';
+import type { ChatMessage } from '../../src/kernel/messages.js';
 import type { RecordedRequest, ScriptedReply } from '../../src/testing/scripted-model-server.js';
 
 /** A tool no worker wires, so a step costs the loop and not a database; BENCH_TOOL names a real one instead. */

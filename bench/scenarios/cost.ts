@@ -3,11 +3,11 @@
 // against the scripted server emulating the provider's prompt caching (prompt-cache-emulator.ts). Tokens are
 // the server's own accounting; dollars at gpt-4.1 prices with cached input. The cache is emptied before each
 // run, so every run is measured alone, from a cold cache.
-import { runAgent, type AgentRunOptions } from '../../src/agent/run-agent.js';
-import { toolsProtocol } from '../../src/agent/protocol-tools.js';
+import { runAgent, type AgentRunOptions } from '../../src/kernel/run-agent.js';
+import { toolsProtocol } from '../../src/kernel/protocol-tools.js';
 import { REFERENCE_TASK, referenceModelRules } from '../../src/demo/reference-model.js';
 import { OpenAIChatModel } from '../../src/llm/openai-chat-model.js';
-import type { ModelPrice } from '../../src/llm/pricing.js';
+import type { ModelPrice } from '../../src/kernel/pricing.js';
 import { startScriptedModel, type RecordedRequest } from '../../src/testing/scripted-model-server.js';
 import { bareOpenAiLoop } from '../lib/bare-openai-loop.js';
 import { people, startCostWorld, type CostWorld } from '../lib/cost-fixture.js';

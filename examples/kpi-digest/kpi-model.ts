@@ -4,8 +4,8 @@
 //   2. send_email with a digest built from what the two tools returned;
 //   3. the digest as the structured answer.
 // Anything that is not a kpi-digest task gets a 400, never a canned answer.
-import { parseFacts } from '../../src/agent/memory.js';
-import type { ChatMessage } from '../../src/agent/messages.js';
+import { parseFacts } from '../../src/kernel/memory.js';
+import type { ChatMessage } from '../../src/kernel/messages.js';
 import type { RecordedRequest, ReplyRule, ScriptedReply } from '../../src/testing/scripted-model-server.js';
 import type { Digest } from './agent-fleet.config.js';
 import { percentOfTarget, type RegionTargets, type WeeklyKpis } from './kpi-data.js';

@@ -1,4 +1,4 @@
-// A batch (CONTRACT §9): tasks run as one unit, with an optional budget shared by all of them.
+// A batch (docs/tasks-and-results.md): tasks run as one unit, with an optional budget shared by all of them.
 import { z } from 'zod';
 import { MAX_OBJECT_KEYS, snapshotJson, type JsonLimits } from '../queue/json-structure.js';
 import { safeParse, taskSchema, toFieldIssues, type FieldIssue } from '../queue/task-schema.js';

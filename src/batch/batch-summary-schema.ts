@@ -1,7 +1,7 @@
-// The batch summary (CONTRACT §9) as a zod schema, for readers in other processes: the client exports it and the
+// The batch summary as a zod schema, for readers in other processes: the client exports it and the
 // OpenAPI document is generated from it. Loose, as the result's: fields are added, never removed.
 import { z } from 'zod';
-import { usageSchema } from '../agent/result-schema.js';
+import { usageSchema } from '../kernel/result-schema.js';
 import type { BatchSummary } from './batch-summary.js';
 import { agree, type Known, type Same } from '../util/schema-agreement.js';
 

@@ -1,10 +1,10 @@
-// The batch summary of CONTRACT §9: counts and usage summed over the finished tasks of a batch. One tally makes it,
+// The batch summary: counts and usage summed over the finished tasks of a batch. One tally makes it,
 // for the aggregator and the client (from results) and for the report (from run rows), so they always agree.
 //
 // Sums are exact: tokens are integers, and dollars are added as integers of 10^-12 USD, then rounded (half up) to
 // the 10 decimals of the store's DECIMAL(16,10), so the total is the same whatever the order of the tasks.
-import type { AgentResult, RunStatus } from '../agent/types.js';
-import type { Usage } from '../agent/budget.js';
+import type { AgentResult, RunStatus } from '../kernel/types.js';
+import type { Usage } from '../kernel/budget.js';
 
 export interface BatchSummary {
   batchId: string;

@@ -4,7 +4,8 @@
 // no child can call the model before its cap exists.
 import { randomBytes } from 'node:crypto';
 import type { FlowProducer } from 'bullmq';
-import { batchScope, type SpendLedger } from '../fleet/spend-ledger.js';
+import { batchScope } from '../fleet/ledger-scopes.js';
+import { type SpendLedger } from '../fleet/spend-ledger.js';
 import { TASK_JOB_OPTIONS } from '../queue/job-options.js';
 import { BATCH_JOB_NAME, BATCHES_QUEUE, TASKS_QUEUE } from '../queue/names.js';
 import { taskJobName } from '../queue/task-job-name.js';
@@ -54,7 +55,7 @@ export async function enqueueBatch(
       backoff: { type: 'fixed', delay: 1_000 },
     },
     children: batch.tasks.map((task, i) => {
-      // Every task of a batch carries the batch id (CONTRACT §9); its own idempotency key would name
+      // Every task of a batch carries the batch id; its own idempotency key would name
       // another job, so the position in the batch is the task's identity instead.
       const { idempotencyKey: _ignored, ...rest } = task;
       return {

@@ -9,12 +9,13 @@
 //   Fewer than 5 runs: flagged `fewRuns`. No run: no expected cost for that task ("no history").
 // - Totals of expected costs are sums over the tasks that have history (a sum of p90s, not the p90 of the sum:
 //   an upper-side estimate when runs vary independently), capped at the total worst case.
-import { DEFAULT_AGENT } from '../agent/define-agent.js';
+import { DEFAULT_AGENT } from '../kernel/define-agent.js';
 import type { Env } from '../../config/env.js';
-import type { Budget } from '../agent/budget.js';
-import { InputError } from '../agent/errors.js';
+import type { Budget } from '../kernel/budget.js';
+import { InputError } from '../kernel/errors.js';
 import type { Catalog } from '../catalog/catalog.js';
-import { configuredPrices, priceOf, type ModelPrice } from '../llm/pricing.js';
+import { type ModelPrice } from '../kernel/pricing.js';
+import { configuredPrices, priceOf } from '../llm/price-table.js';
 import {
   fleetBudgetDefaults,
   resolveTaskBudget,
@@ -175,7 +176,7 @@ export async function planForecast(
       }),
     ),
     timeoutMs,
-    () => new Error(`the run history did not answer within ${timeoutMs} ms`),
+    { timedOut: () => new Error(`the run history did not answer within ${timeoutMs} ms`) },
   );
   return { madeAt: now, since, budgetsFrom: catalog ? 'catalog' : 'defaults', tasks: planned, histories };
 }

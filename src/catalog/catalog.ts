@@ -2,11 +2,11 @@
 // plain JSON with a content hash. Workers publish it; producers check a task against it before enqueuing.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { AgentDefinition } from '../agent/define-agent.js';
-import { toJsonSchema, toolNamesOf } from '../agent/define-fleet.js';
-import type { Budget } from '../agent/budget.js';
-import { toolParametersJsonSchema } from '../tools/registry.js';
-import type { Tool } from '../tools/tool.js';
+import type { AgentDefinition } from '../kernel/define-agent.js';
+import { toJsonSchema, toolNamesOf } from '../kernel/define-fleet.js';
+import type { Budget } from '../kernel/budget.js';
+import { toolParametersJsonSchema } from '../kernel/tool-registry.js';
+import type { Tool } from '../kernel/tool.js';
 
 export interface CatalogTool {
   name: string;

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { safeParse, toFieldIssues, type AgentTask, type FieldIssue } from '../queue/task-schema.js';
 import type { Catalog, CatalogAgent } from './catalog.js';
-import { DEFAULT_AGENT } from '../agent/define-agent.js';
+import { DEFAULT_AGENT } from '../kernel/define-agent.js';
 
 const inputSchemas = new WeakMap<CatalogAgent, z.ZodType | null>();
 

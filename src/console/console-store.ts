@@ -1,7 +1,7 @@
 // What the run console reads from the fleet's store: runs by filter, one run with its steps, one batch. Read
 // only (SELECT), through the board's own small pool; rows are parsed by src/store/rows.ts, as everywhere.
 import type { Pool, RowDataPacket } from 'mysql2/promise';
-import { STOP_REASONS, type StopReason } from '../agent/types.js';
+import { STOP_REASONS, type StopReason } from '../kernel/types.js';
 import { BatchReportStore, type LoadedBatch } from '../reports/report-store.js';
 import { toRunRow, toStepRow, type RunRowStatus } from '../store/rows.js';
 import type { ConsoleRun, ConsoleStep } from './timeline.js';

@@ -2,8 +2,8 @@
 // by the run console's page (src/console/pages) and `npm run trace` (src/console/render-timeline-text.ts).
 // Every text and value in it has been through the redaction rules (src/logging/redact.ts): the renderers may
 // show it as it is, after escaping for their medium.
-import type { RunError } from '../agent/errors.js';
-import type { StopReason, TraceEvent, TraceKind } from '../agent/types.js';
+import type { RunError } from '../kernel/errors.js';
+import type { StopReason, TraceEvent, TraceKind } from '../kernel/types.js';
 import { redactValue, scrubText } from '../logging/redact.js';
 import type { RunRow, RunRowStatus, StepRow } from '../store/rows.js';
 
@@ -14,7 +14,7 @@ export interface TimelineUsage {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
-  /** Parts of the two above (CONTRACT §11): shown when non-zero. */
+  /** Parts of the two above: shown when non-zero. */
   cachedPromptTokens: number;
   reasoningTokens: number;
   costUsd: number;

@@ -1,5 +1,5 @@
 // The demo's closing report, as plain text tables for a terminal.
-import type { AgentResult } from '../agent/types.js';
+import type { AgentResult } from '../kernel/types.js';
 import type { CapturedMessage } from './smtp-sink.js';
 
 export interface DemoTaskRow {

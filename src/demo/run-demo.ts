@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseEnv, redactUrl } from '../../config/env.js';
 import { FleetClient } from '../../producers/client.js';
-import type { AgentResult } from '../agent/types.js';
+import type { AgentResult } from '../kernel/types.js';
 import { scrubText } from '../logging/redact.js';
 import { startTelemetry, type FleetTelemetry } from '../telemetry/fleet-telemetry.js';
 import { migrate } from '../store/migrate.js';

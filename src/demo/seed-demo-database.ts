@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { createConnection } from 'mysql2/promise';
 import type { Connection, RowDataPacket } from 'mysql2/promise';
-import { ConfigError } from '../agent/errors.js';
+import { ConfigError } from '../kernel/errors.js';
 import { parseMysqlUrl } from '../store/mysql-url.js';
 import { quoteIdentifier } from '../store/pool.js';
 import { generateSalesData, type SalesData } from './sales-data.js';

@@ -1,37 +1,15 @@
-// The kernel's call gate backed by the fleet's Redis: before each model call, wait for a request slot (MODEL_RPM)
-// and book the call's worst case in the spend ledger over the job's scopes (the UTC day, and its batch if it
-// belongs to one); after the call, settle with what it cost; on a 429, pause the whole fleet.
-//
-// One round trip per step, not three: a settle waits for the end of the event loop's turn, and when the run asks
-// for its next call before then (a step whose tools did no I/O), the settle, the check of the fleet's pause and
-// the next booking go in one ledger script. Otherwise the settle leaves alone at the end of the turn.
-//
-// And no waiting for it when the answer is known: once a booking has shown that none of the job's scopes has a
-// cap (no daily cap configured, a batch without a budget, or no batch), only a pause of the fleet could refuse a
-// booking. The job's next call then goes out at once, booked in the same script without waiting for the answer
-// (`bookInFlight`: booked whatever the answer, since the call is made), as long as this process knows of no pause
-// and the job's previous booking of that kind was answered. The answer still comes: a pause it reports makes every
-// job of the process wait for its bookings until the pause ends; a cap it reports (one set after the job's first
-// booking) makes this job wait for its bookings from then on; an error makes the job wait for its bookings, which
-// then fail (or time out) as they did before, and the call's settle records its cost even if the booking never
-// ran. A settle never overtakes its booking. The cost: a 429 pause set by another process is seen here one
-// booking later; a cap set on a batch while it runs can be passed by one call per running job; and a worker
-// killed in the instant between sending a call and sending its booking (the booking leaves with the connection's
-// other writes at the end of the event loop's turn) leaves that call out of the day's spend.
+// The kernel's call gate backed by the fleet's Redis: a request slot (MODEL_RPM) and a booking in the spend
+// ledger before each model call, a settle after, a fleet-wide pause on a 429; one round trip per step, and no
+// waiting for bookings no cap can refuse. The trade-offs: docs/limits.md (one round trip per step).
 import type { Redis } from 'ioredis';
 import type { Env } from '../../config/env.js';
-import type { CallCost, CallGate, GateDecision } from '../agent/call-gate.js';
-import { RateLimiter } from './rate-limiter.js';
-import {
-  batchScope,
-  dayScope,
-  decodeTicket,
-  SpendLedger,
-  tenantDayScope,
-  type BookOptions,
-  type Booking,
-} from './spend-ledger.js';
+import type { CallCost, CallGate, GateDecision, GateWaitLimits } from '../kernel/call-gate.js';
+import { RateLimiter, WaitPastDeadline } from './rate-limiter.js';
+import { batchScope, dayScope, tenantDayScope } from './ledger-scopes.js';
+import { decodeTicket } from './ledger-tickets.js';
+import { SpendLedger, type BookOptions, type Booking } from './spend-ledger.js';
 import { TokenRateLimiters, type TokenLimits, type TokenRateLimiter } from './token-rate-limiter.js';
+import { withTimeout } from '../util/with-timeout.js';
 
 export const DEFAULT_LEDGER_TIMEOUT_MS = 10_000;
 export const DEFAULT_RATE_LIMIT_PAUSE_MS = 1_000;
@@ -99,19 +77,38 @@ export class FleetGate implements CallGate {
     this.options = options;
   }
 
-  async acquire(worstCase: CallCost, signal: AbortSignal): Promise<GateDecision> {
+  async acquire(
+    worstCase: CallCost,
+    signal: AbortSignal,
+    limits: GateWaitLimits = {},
+  ): Promise<GateDecision> {
+    // On this process's clock: the rate limiters compare their waits with it.
+    const deadline = limits.timeLeftMs === undefined ? undefined : Date.now() + limits.timeLeftMs;
+    try {
+      return await this.acquireBefore(worstCase, signal, deadline);
+    } catch (error) {
+      if (!(error instanceof WaitPastDeadline)) throw error;
+      return { ok: false, reason: 'deadline', message: `The run's deadline comes first: ${error.message}` };
+    }
+  }
+
+  private async acquireBefore(
+    worstCase: CallCost,
+    signal: AbortSignal,
+    deadline: number | undefined,
+  ): Promise<GateDecision> {
     const tokens = this.options.tokens;
-    if (!tokens) return this.acquireBooking(worstCase, signal);
+    if (!tokens) return this.acquireBooking(worstCase, signal, deadline);
     if (!tokens.fits(worstCase.tokens)) {
       const message =
         `MODEL_TPM allows ${tokens.limit.toLocaleString('en-US')} tokens per minute for ${tokens.model}: ` +
         `a call that may need ${Math.ceil(worstCase.tokens).toLocaleString('en-US')} tokens never fits`;
       return { ok: false, reason: 'token_budget', message };
     }
-    const { grant } = await tokens.acquire(worstCase.tokens, signal);
+    const { grant } = await tokens.acquire(worstCase.tokens, signal, deadline);
     let decision: GateDecision;
     try {
-      decision = await this.acquireBooking(worstCase, signal);
+      decision = await this.acquireBooking(worstCase, signal, deadline);
     } catch (error) {
       void tokens.settle(grant, 0).catch(() => undefined);
       throw error;
@@ -121,10 +118,14 @@ export class FleetGate implements CallGate {
     return decision;
   }
 
-  private async acquireBooking(worstCase: CallCost, signal: AbortSignal): Promise<GateDecision> {
+  private async acquireBooking(
+    worstCase: CallCost,
+    signal: AbortSignal,
+    deadline: number | undefined,
+  ): Promise<GateDecision> {
     const pauseOnly = this.options.limitRequests === false;
     // With MODEL_RPM the limiter's own script respects the pause; without, the booking checks it.
-    if (this.limiter && !pauseOnly) await this.limiter.acquire(signal);
+    if (this.limiter && !pauseOnly) await this.limiter.acquire(signal, deadline);
     const pauseKey = this.limiter && pauseOnly ? this.limiter.pauseKey : undefined;
     for (;;) {
       signal.throwIfAborted();
@@ -146,7 +147,7 @@ export class FleetGate implements CallGate {
       const { reservation, pausedMs, capped } = await this.answered(booking, signal);
       if (!reservation) {
         this.limiter?.notePaused(pausedMs);
-        await this.limiter?.waitWhilePaused(signal);
+        await this.limiter?.waitWhilePaused(signal, deadline);
         continue;
       }
       if (capped === false) this.uncapped.add(scopesKey);
@@ -273,24 +274,14 @@ export class FleetGate implements CallGate {
    */
   private async answered(pending: Promise<Booking>, signal: AbortSignal): Promise<Booking> {
     const timeoutMs = this.options.ledgerTimeoutMs ?? DEFAULT_LEDGER_TIMEOUT_MS;
-    let timer: NodeJS.Timeout | undefined;
-    let onAbort: (() => void) | undefined;
-    const givenUp = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`the spend ledger did not answer within ${timeoutMs} ms`)),
-        timeoutMs,
-      );
-      onAbort = () => reject(signal.reason);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
     try {
-      return await Promise.race([pending, givenUp]);
+      return await withTimeout(pending, timeoutMs, {
+        signal,
+        timedOut: () => new Error(`the spend ledger did not answer within ${timeoutMs} ms`),
+      });
     } catch (error) {
       this.giveBack(pending);
       throw error;
-    } finally {
-      clearTimeout(timer);
-      if (onAbort) signal.removeEventListener('abort', onAbort);
     }
   }
 

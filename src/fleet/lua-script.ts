@@ -1,6 +1,9 @@
 // A Lua script run with EVALSHA: the server compiles it once and every later call sends only its SHA1. When the
 // server does not know it (first use, a restart, SCRIPT FLUSH), one EVAL sends the source and caches it again.
+// Every script is a .lua file next to the module that runs it, read once at start-up (the build copies the
+// files into dist/ beside the compiled code).
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 
 export class LuaScript {
@@ -8,6 +11,11 @@ export class LuaScript {
 
   constructor(readonly source: string) {
     this.sha = createHash('sha1').update(source).digest('hex');
+  }
+
+  /** The script of these files joined in order (shared definitions first): `new URL('./x.lua', import.meta.url)`. */
+  static fromFiles(...files: URL[]): LuaScript {
+    return new LuaScript(files.map((file) => readFileSync(file, 'utf8')).join('\n'));
   }
 
   async run(redis: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {

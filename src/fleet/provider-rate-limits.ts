@@ -4,8 +4,8 @@
 // For tokens, the endpoint refills its window steadily (OpenAI's documented model): the pause lasts as long as
 // the missing tokens take to come back at the rate the headers imply, never longer than the full reset.
 // For requests, none left means a pause until the reset.
-import type { ChatCallOptions, ChatCompletion, ChatModel, ChatRequest } from '../llm/chat-model.js';
-import type { RateLimitState } from '../llm/rate-limit-headers.js';
+import type { ChatCallOptions, ChatCompletion, ChatModel, ChatRequest } from '../kernel/chat-model.js';
+import type { RateLimitState } from '../kernel/chat-model.js';
 
 /** How much bigger the next call of a run is assumed to be than the one just made. */
 export const NEXT_CALL_GROWTH = 1.2;

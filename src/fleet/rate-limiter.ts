@@ -8,7 +8,7 @@
 // Times are the Redis server's clock, one clock for the whole fleet.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { sleep as abortableSleep } from '../agent/sleep.js';
+import { sleep as abortableSleep } from '../kernel/sleep.js';
 import { LuaScript } from './lua-script.js';
 
 export const DEFAULT_RATE_WINDOW_MS = 60_000;
@@ -30,38 +30,30 @@ export interface RateLimiterOptions {
   sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>;
 }
 
+/** A wait that cannot end before the caller's deadline: given up at once rather than slept through. */
+export class WaitPastDeadline extends Error {
+  constructor(
+    /** What makes the caller wait, for the message: "MODEL_RPM", "the fleet's pause after a 429". */
+    readonly what: string,
+    readonly waitMs: number,
+  ) {
+    super(`${what} would make the call wait ${Math.ceil(waitMs)} ms, past its deadline`);
+  }
+}
+
 export type TryAcquireResult =
   { ok: true; grantedAt: number } | { ok: false; waitMs: number; paused: boolean };
 
-const NOW = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-`;
-
 // KEYS: window log, pause key. ARGV: limit, window ms, member. Reply: {1, now} | {0, wait ms, paused 0|1}.
-const TRY_ACQUIRE = new LuaScript(`${NOW}
-local paused = redis.call('PTTL', KEYS[2])
-if paused > 0 then return {0, paused, 1} end
-local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
-if redis.call('ZCARD', KEYS[1]) < limit then
-  redis.call('ZADD', KEYS[1], now, ARGV[3])
-  redis.call('PEXPIRE', KEYS[1], window + 1000)
-  return {1, now}
-end
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local wait = tonumber(oldest[2]) + window - now
-if wait < 1 then wait = 1 end
-return {0, wait, 0}
-`);
+const TRY_ACQUIRE = LuaScript.fromFiles(
+  new URL('./redis-now.lua', import.meta.url),
+  new URL('./rate-acquire.lua', import.meta.url),
+);
 
 // KEYS: pause key. ARGV: ms. Never shortens a longer pause already running.
-const PAUSE = `
-local left = redis.call('PTTL', KEYS[1])
-if left < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], '1', 'PX', ARGV[1]) end
-return redis.call('PTTL', KEYS[1])
-`;
-const PAUSE_SCRIPT = new LuaScript(PAUSE);
+const PAUSE_SCRIPT = LuaScript.fromFiles(new URL('./rate-pause.lua', import.meta.url));
+
+const PAUSE_NAME = "the fleet's pause after a 429";
 
 export class RateLimiter {
   readonly limit: number;
@@ -108,7 +100,12 @@ export class RateLimiter {
    * Waits until a request is granted; rejects with the signal's reason when it aborts first.
    * Returns the grant time (Redis clock) and how long it waited.
    */
-  async acquire(signal?: AbortSignal): Promise<{ grantedAt: number; waitedMs: number }> {
+  /**
+   * Waits for a request slot. With a `deadline` (ms since epoch, this process's clock), a wait the window or
+   * the pause says cannot end before it throws WaitPastDeadline at once (the script's wait is exact: the oldest
+   * grant leaves the window then, the pause ends then).
+   */
+  async acquire(signal?: AbortSignal, deadline?: number): Promise<{ grantedAt: number; waitedMs: number }> {
     const started = Date.now();
     for (;;) {
       signal?.throwIfAborted();
@@ -116,17 +113,22 @@ export class RateLimiter {
       // A grant that arrives after the abort is still a grant: the caller gave up, so it is not used.
       signal?.throwIfAborted();
       if (answer.ok) return { grantedAt: answer.grantedAt, waitedMs: Date.now() - started };
+      if (deadline !== undefined && Date.now() + answer.waitMs > deadline) {
+        throw new WaitPastDeadline(answer.paused ? PAUSE_NAME : 'MODEL_RPM', answer.waitMs);
+      }
       const wait = Math.min(answer.waitMs, this.maxPollMs) + Math.floor(Math.random() * (this.jitterMs + 1));
       await this.sleep(wait, signal);
     }
   }
 
   /** Without a request limit, only the fleet-wide pause after a 429 applies: wait it out. */
-  async waitWhilePaused(signal?: AbortSignal): Promise<void> {
+  async waitWhilePaused(signal?: AbortSignal, deadline?: number): Promise<void> {
     for (;;) {
       signal?.throwIfAborted();
       const left = await this.pausedFor();
       if (left === 0) return;
+      if (deadline !== undefined && Date.now() + left > deadline)
+        throw new WaitPastDeadline(PAUSE_NAME, left);
       await this.sleep(
         Math.min(left, this.maxPollMs) + Math.floor(Math.random() * (this.jitterMs + 1)),
         signal,

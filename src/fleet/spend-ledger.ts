@@ -1,63 +1,23 @@
-// The fleet's spend ledger: budgets shared by every worker, kept in Redis. A scope is what a budget covers:
-//   day:<YYYY-MM-DD>  the UTC day; caps from FLEET_DAILY_MAX_COST_USD / FLEET_DAILY_MAX_TOKENS (the process's
-//                     configuration, `dailyCaps`), absent = unlimited; kept ~3 days
-//   batch:<id>        a batch (CONTRACT §9); caps stored in Redis by `setCaps` when the batch is created; kept
-//                     ~30 days after its last use
-//   tenant-day:<YYYY-MM-DD>:<tenant>
-//                     one tenant's UTC day (a task's `tenant`); caps from TENANT_DAILY_MAX_COST_USD /
-//                     TENANT_DAILY_MAX_TOKENS (`tenantDailyCaps`), the same for every tenant; kept like a day
-// Before a model call, `reserve` books the call's worst case in every scope of the call, in ONE Lua script: either
-// every scope can cover it (used + live reservations + worst case within each cap) and it is booked in all of
-// them, or nothing is booked. After the call, `settle` (one Lua script) moves the reservation out and adds what
-// the call really cost; settling a ticket twice counts once.
-//
-// Money is counted in integer micro-dollars: worst cases and actuals are rounded UP, caps DOWN, so float drift
-// can never let the ledger pass a cap (the price is an overcount below $0.000001 per call). The conversion works
-// on the amount's decimal digits, so a round amount such as $0.57 is exactly 570000 micro-dollars.
-//
-// Crashed workers: every reservation expires (10 minutes by default, longer than any model call), and every
-// reserve first sweeps the expired reservations of the scopes it touches. An expired reservation is counted as
-// SPENT AT ITS WORST CASE: the worker may have called the model before it died, and the ledger cannot know, so
-// it errs on the side of "never overspent" (a crashed call costs the budget its worst case, never more). If the
-// worker was only slow and settles after the expiry, the settle replaces the worst case with the actual.
-//
-// Clock: expiries use the Redis server's clock (one clock for the whole fleet) unless `now` is injected (tests);
-// every ledger over the same keys must use the same clock.
-// All keys of the ledger share one hash tag, so the multi-scope scripts also run on a Redis Cluster.
+// The fleet's spend ledger in Redis: budgets per UTC day, batch and tenant day, shared by every worker. A call's
+// worst case is reserved in all its scopes in one Lua script, in integer micro-dollars, and settled after; a
+// crashed worker's reservation expires as spent. Why each choice: docs/limits.md (the spend ledger).
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { BudgetStopReason } from '../agent/budget.js';
-import type { CallCost } from '../agent/call-gate.js';
-import { TENANT_NAME } from '../queue/tenant-name.js';
-import { LuaScript } from './lua-script.js';
+import type { BudgetStopReason } from '../kernel/budget.js';
+import type { CallCost } from '../kernel/call-gate.js';
+import { capTokens, MICRO_USD_PER_USD, microUsdDown, microUsdUp, tokensUp } from './ledger-money.js';
+import { refusalDetail, refusalMessage, type RefusalDetail } from './ledger-refusals.js';
+import { assertScope } from './ledger-scopes.js';
+import { READ, RESERVE, SETTLE } from './ledger-scripts.js';
+import { decodeTicket, encodeTicket, sameScopes } from './ledger-tickets.js';
 
-export const MICRO_USD_PER_USD = 1_000_000;
 export const DEFAULT_RESERVATION_TTL_MS = 10 * 60_000;
 export const DEFAULT_DAY_SCOPE_TTL_MS = 3 * 86_400_000;
 export const DEFAULT_BATCH_SCOPE_TTL_MS = 30 * 86_400_000;
 
-/**
- * Largest amount (micro-dollars or tokens) one call may book. Lua prints numbers with 14 significant digits,
- * so every figure a script handles stays below 10^14; this bound ($10M, 10^13 tokens) is far above any call.
- */
-const MAX_AMOUNT = 1e13;
-
 export interface SpendCaps {
   maxCostUsd?: number;
   maxTokens?: number;
-}
-
-/** Why a scope refused a call, in the unit of the cap that binds (micro-dollars or tokens). */
-export interface RefusalDetail {
-  unit: 'micro_usd' | 'tokens';
-  cap: number;
-  spent: number;
-  /** Held by the live reservations of other calls in flight (other jobs, other workers). */
-  reservedByOthers: number;
-  /** What the cap has left for this call: cap − spent − reserved by others (never below 0). */
-  left: number;
-  /** This call's worst case. */
-  needed: number;
 }
 
 export type ReserveResult =
@@ -124,280 +84,12 @@ export interface SpendLedgerOptions {
   reservationTtlMs?: number;
   dayScopeTtlMs?: number;
   batchScopeTtlMs?: number;
-  /** Clock for reservation expiries (ms since epoch); absent, the Redis server's clock. */
+  /**
+   * Clock for reservation expiries (ms since epoch); absent, the Redis server's clock. Every ledger over the same
+   * keys must use the same clock.
+   */
   now?: () => number;
 }
-
-/** Rounds a dollar amount up to whole micro-dollars (worst cases, actuals). */
-export function microUsdUp(usd: number): number {
-  return checkedAmount(toMicroUsd(finiteNonNegative(usd, 'amount in USD'), 'up'), 'amount in USD');
-}
-
-/** Rounds a dollar cap down to whole micro-dollars. */
-export function microUsdDown(usd: number): number {
-  return Math.min(toMicroUsd(finiteNonNegative(usd, 'cap in USD'), 'down'), Number.MAX_SAFE_INTEGER);
-}
-
-/**
- * Whole micro-dollars of an amount, computed exactly from its shortest decimal form (the digits JavaScript prints
- * for it): 0.57 is 570000, not the 569999.9999999999 that `0.57 * 1e6` gives; 0.0000029 is 2.9, so 3 rounded up
- * and 2 rounded down.
- */
-function toMicroUsd(usd: number, direction: 'up' | 'down'): number {
-  const match = /^(\d+)(?:\.(\d+))?(?:e([+-]\d+))?$/.exec(usd.toString());
-  if (!match) throw new RangeError(`not an amount in USD: ${usd}`);
-  const integer = match[1] ?? '';
-  const digits = integer + (match[2] ?? '');
-  // How many of the digits come before the micro-dollar point.
-  const point = integer.length + Number(match[3] ?? 0) + 6;
-  const whole = point <= 0 ? 0 : Number(digits.slice(0, point).padEnd(point, '0'));
-  const fraction = point <= 0 ? digits : digits.slice(point);
-  return direction === 'up' && /[1-9]/.test(fraction) ? whole + 1 : whole;
-}
-
-/** The scope of a UTC day: `day:YYYY-MM-DD`. */
-export function dayScope(at: number | Date): string {
-  return `day:${new Date(at).toISOString().slice(0, 10)}`;
-}
-
-/** The scope of a batch: `batch:<id>` (1 to 256 characters, no control characters). */
-export function batchScope(batchId: string): string {
-  const scope = `batch:${batchId}`;
-  assertScope(scope);
-  return scope;
-}
-
-/** The scope of one tenant's UTC day: `tenant-day:YYYY-MM-DD:<tenant>`. */
-export function tenantDayScope(tenant: string, at: number | Date): string {
-  if (!TENANT_NAME.test(tenant)) throw new RangeError(`bad tenant ${JSON.stringify(tenant)}`);
-  return `tenant-day:${new Date(at).toISOString().slice(0, 10)}:${tenant}`;
-}
-
-const SCOPE =
-  /^(day:\d{4}-\d{2}-\d{2}|batch:[^\p{Cc}]{1,256}|tenant-day:\d{4}-\d{2}-\d{2}:[A-Za-z0-9_.@-]{1,64})$/u;
-
-export function assertScope(scope: string): void {
-  if (!SCOPE.test(scope)) throw new RangeError(`bad spend scope ${JSON.stringify(scope)}`);
-}
-
-function finiteNonNegative(value: number, what: string): number {
-  if (!Number.isFinite(value) || value < 0)
-    throw new RangeError(`${what} must be a finite number >= 0: ${value}`);
-  return value;
-}
-
-function checkedAmount(value: number, what: string): number {
-  if (value > MAX_AMOUNT) throw new RangeError(`${what} is too large for the spend ledger: ${value}`);
-  return value;
-}
-
-const tokensUp = (tokens: number) =>
-  checkedAmount(Math.ceil(finiteNonNegative(tokens, 'token count')), 'token count');
-
-// --- Lua -------------------------------------------------------------------------------------------------
-// Per scope, four keys: state (hash: used_usd, used_tok, res_usd, res_tok, cap_usd, cap_tok), res (sorted set:
-// ticket -> expiry ms), amt (hash: ticket -> "<micro-usd>:<tokens>" reserved), exp (hash: expired tickets ->
-// their amounts, until a late settle corrects them). Figures are passed to Redis as the strings they came in,
-// never as Lua numbers, so no formatting can round them.
-
-const LUA_COMMON = `
-local function now_ms(arg)
-  if arg ~= '' then return tonumber(arg) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
-local function add(key, field, amount, negate)
-  if amount == '0' then return end
-  if negate then amount = '-' .. amount end
-  redis.call('HINCRBY', key, field, amount)
-end
-
-local function split(amounts)
-  return string.match(amounts, '^(%d+):(%d+)$')
-end
-
--- Expired reservations are counted as spent at their worst case, and remembered for a late settle.
-local function sweep(st, rs, am, ex, now)
-  local expired = redis.call('ZRANGEBYSCORE', rs, '-inf', now)
-  if #expired == 0 then return 0 end
-  for _, t in ipairs(expired) do
-    local a = redis.call('HGET', am, t)
-    if a then
-      local u, k = split(a)
-      add(st, 'used_usd', u)
-      add(st, 'used_tok', k)
-      add(st, 'res_usd', u, true)
-      add(st, 'res_tok', k, true)
-      redis.call('HSET', ex, t, a)
-      redis.call('HDEL', am, t)
-    end
-  end
-  redis.call('ZREMRANGEBYSCORE', rs, '-inf', now)
-  return #expired
-end
-
-local function touch(base, ttl)
-  for j = 1, 4 do redis.call('PEXPIRE', KEYS[base + j], ttl) end
-end
-
--- Takes a ticket's worst case ("<usd>:<tok>") out of the fields that hold it and adds its actual to used.
-local function replace_worst(st, usd_field, tok_field, worst, usd, tok)
-  local u, k = split(worst)
-  add(st, usd_field, u, true)
-  add(st, tok_field, k, true)
-  add(st, 'used_usd', usd)
-  add(st, 'used_tok', tok)
-end
-
--- Settles a ticket in the i-th scope of KEYS: 'settled', 'late' (its reservation had expired) or 'none'.
-local function settle_in(i, ticket, usd, tok)
-  local st, rs, am, ex = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4]
-  local a = redis.call('HGET', am, ticket)
-  local e = redis.call('HGET', ex, ticket)
-  if a then
-    replace_worst(st, 'res_usd', 'res_tok', a, usd, tok)
-    redis.call('HDEL', am, ticket)
-    redis.call('ZREM', rs, ticket)
-    return 'settled'
-  elseif e then
-    -- An expired reservation was counted as used at its worst case.
-    replace_worst(st, 'used_usd', 'used_tok', e, usd, tok)
-    redis.call('HDEL', ex, ticket)
-    return 'late'
-  end
-  return 'none'
-end
-`;
-
-// The tighter of the stored cap and the configured one; '' for none.
-const RESERVE = new LuaScript(`${LUA_COMMON}
-local function cap_of(stored, configured)
-  if stored and configured ~= '' then
-    if tonumber(configured) < tonumber(stored) then return configured end
-    return stored
-  end
-  if stored then return stored end
-  return configured
-end
-
-local now = now_ms(ARGV[1])
-local ticket, usd, tok = ARGV[2], ARGV[3], ARGV[4]
-local ttl, n = tonumber(ARGV[5]), tonumber(ARGV[6])
--- After the scopes' triplets: a ticket of the same scopes to settle first ('' for none) with its actuals,
--- '1' when KEYS[4n + 1] is the fleet's pause key: while it lives, nothing is booked, and '1' for a call already
--- made: it is booked whatever the pause and the caps, which are only reported.
-local extra = 7 + 3 * n
-local in_flight = ARGV[extra + 4] == '1'
-local settled = {}
-if ARGV[extra] ~= '' then
-  for i = 0, n - 1 do settled[i + 1] = settle_in(i, ARGV[extra], ARGV[extra + 1], ARGV[extra + 2]) end
-end
-local paused_ms = 0
-if ARGV[extra + 3] == '1' then
-  local paused = redis.call('PTTL', KEYS[4 * n + 1])
-  if paused > 0 then
-    if not in_flight then
-      for j = 0, n - 1 do touch(4 * j, ARGV[7 + 3 * j]) end
-      return {2, paused, settled}
-    end
-    paused_ms = paused
-  end
-end
-for i = 0, n - 1 do
-  sweep(KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4], now)
-end
-local capped = 0
-for i = 0, n - 1 do
-  local f = redis.call('HMGET', KEYS[4 * i + 1], 'used_usd', 'used_tok', 'res_usd', 'res_tok', 'cap_usd', 'cap_tok')
-  local cap_usd = cap_of(f[5], ARGV[8 + 3 * i])
-  local cap_tok = cap_of(f[6], ARGV[9 + 3 * i])
-  if cap_usd ~= '' or cap_tok ~= '' then capped = 1 end
-  local used_usd, used_tok, res_usd, res_tok = f[1] or '0', f[2] or '0', f[3] or '0', f[4] or '0'
-  local refusal
-  if cap_usd ~= '' and tonumber(used_usd) + tonumber(res_usd) + tonumber(usd) > tonumber(cap_usd) then
-    refusal = {0, 'cost_budget', i + 1, used_usd, res_usd, cap_usd}
-  elseif cap_tok ~= '' and tonumber(used_tok) + tonumber(res_tok) + tonumber(tok) > tonumber(cap_tok) then
-    refusal = {0, 'token_budget', i + 1, used_tok, res_tok, cap_tok}
-  end
-  if refusal and not in_flight then
-    for j = 0, n - 1 do touch(4 * j, ARGV[7 + 3 * j]) end
-    refusal[7] = settled
-    return refusal
-  end
-end
-for i = 0, n - 1 do
-  if redis.call('HEXISTS', KEYS[4 * i + 3], ticket) == 1 then return redis.error_reply('ERR duplicate spend ticket') end
-end
-local expires = now + ttl
-for i = 0, n - 1 do
-  local st, rs, am = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3]
-  add(st, 'res_usd', usd)
-  add(st, 'res_tok', tok)
-  redis.call('ZADD', rs, expires, ticket)
-  redis.call('HSET', am, ticket, usd .. ':' .. tok)
-  touch(4 * i, ARGV[7 + 3 * i])
-end
-return {1, expires, settled, capped, paused_ms}
-`);
-
-// After the scopes' TTLs, '1' when a ticket the ledger does not hold is recorded as spent all the same (a call
-// made while its booking failed: see settleOrRecord).
-const SETTLE = new LuaScript(`${LUA_COMMON}
-local ticket, usd, tok, n = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-local record = ARGV[5 + n] == '1'
-local out = {}
-for i = 0, n - 1 do
-  out[i + 1] = settle_in(i, ticket, usd, tok)
-  if out[i + 1] == 'none' and record then
-    add(KEYS[4 * i + 1], 'used_usd', usd)
-    add(KEYS[4 * i + 1], 'used_tok', tok)
-    out[i + 1] = 'recorded'
-  end
-  touch(4 * i, ARGV[5 + i])
-end
-return out
-`);
-
-const READ = new LuaScript(`${LUA_COMMON}
-if sweep(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now_ms(ARGV[1])) > 0 then touch(0, ARGV[2]) end
-local f = redis.call('HMGET', KEYS[1], 'used_usd', 'used_tok', 'res_usd', 'res_tok', 'cap_usd', 'cap_tok')
-return {f[1] or '0', f[2] or '0', f[3] or '0', f[4] or '0', f[5] or '', f[6] or '', redis.call('ZCARD', KEYS[2])}
-`);
-
-// --- tickets --------------------------------------------------------------------------------------------
-// A ticket names its reservation (a random id, unique across processes) and the scopes it was booked in, so
-// any process can settle it without another lookup.
-
-interface DecodedTicket {
-  id: string;
-  scopes: string[];
-}
-
-function encodeTicket(ticket: DecodedTicket): string {
-  return `v1.${ticket.id}.${Buffer.from(JSON.stringify(ticket.scopes)).toString('base64url')}`;
-}
-
-export function decodeTicket(ticket: string): DecodedTicket {
-  const match = /^v1\.([0-9a-f-]{36})\.([A-Za-z0-9_-]+)$/.exec(ticket);
-  let scopes: unknown;
-  try {
-    scopes = match ? JSON.parse(Buffer.from(match[2] ?? '', 'base64url').toString('utf8')) : undefined;
-  } catch {
-    scopes = undefined;
-  }
-  if (
-    !match ||
-    !Array.isArray(scopes) ||
-    scopes.length === 0 ||
-    !scopes.every((s): s is string => typeof s === 'string' && SCOPE.test(s))
-  ) {
-    throw new RangeError(`not a spend ticket: ${JSON.stringify(ticket)}`);
-  }
-  return { id: match[1] ?? '', scopes };
-}
-
-// --- the ledger ---------------------------------------------------------------------------------------------
 
 export class SpendLedger {
   private readonly redis: Redis;
@@ -630,13 +322,6 @@ export class SpendLedger {
   }
 }
 
-const sameScopes = (a: readonly string[], b: readonly string[]) =>
-  a.length === b.length && a.every((scope, i) => scope === b[i]);
-
-function capTokens(tokens: number): number {
-  return Math.min(Math.floor(finiteNonNegative(tokens, 'token cap')), Number.MAX_SAFE_INTEGER);
-}
-
 function positiveMs(ms: number, what: string): number {
   if (!Number.isInteger(ms) || ms <= 0) throw new RangeError(`${what} TTL must be a positive integer of ms`);
   return ms;
@@ -647,50 +332,4 @@ function tighter(stored: string | undefined, configured: number | undefined): nu
     (v): v is number => v !== undefined,
   );
   return values.length === 0 ? null : Math.min(...values);
-}
-
-const formatUsd = (micro: number) => `$${(micro / MICRO_USD_PER_USD).toFixed(6).replace(/0{1,4}$/, '')}`;
-const formatTokens = (tokens: number) => `${tokens.toLocaleString('en-US')} tokens`;
-
-/** Whose cap a scope is, for people: "the fleet's daily cost cap for 2026-12-01". */
-function ownerOf(scope: string, reason: BudgetStopReason): string {
-  const what = reason === 'cost_budget' ? 'cost' : 'token';
-  if (scope.startsWith('day:')) return `the fleet's daily ${what} cap for ${scope.slice(4)}`;
-  if (scope.startsWith('tenant-day:')) {
-    const [date, ...tenant] = scope.slice('tenant-day:'.length).split(':');
-    return `the daily ${what} cap of tenant ${tenant.join(':')} for ${date}`;
-  }
-  return `the ${what} budget of batch ${scope.slice(6)}`;
-}
-
-/**
- * What a refusal says (why a run stopped before calling the model): what the cap had left, what the call
- * needed, and how much of the cap other calls in flight held reserved at that moment, which is why a batch
- * whose report shows 37% spent can still refuse a call.
- */
-export function refusalDetail(
-  reason: BudgetStopReason,
-  spent: number,
-  reservedByOthers: number,
-  needed: number,
-  cap: number,
-): RefusalDetail {
-  return {
-    unit: reason === 'cost_budget' ? 'micro_usd' : 'tokens',
-    cap,
-    spent,
-    reservedByOthers,
-    left: Math.max(0, cap - spent - reservedByOthers),
-    needed,
-  };
-}
-
-function refusalMessage(scope: string, reason: BudgetStopReason, d: RefusalDetail): string {
-  const owner = ownerOf(scope, reason);
-  const f = reason === 'cost_budget' ? formatUsd : formatTokens;
-  return (
-    `${owner[0]?.toUpperCase()}${owner.slice(1)} cannot cover this call: ${f(d.left)} of ${f(d.cap)} left, ` +
-    `the call needs up to ${f(d.needed)} (${f(d.spent)} spent, ${f(d.reservedByOthers)} reserved by other ` +
-    `calls in flight at that moment)`
-  );
 }

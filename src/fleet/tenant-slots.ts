@@ -17,28 +17,17 @@ export const DEFAULT_TENANT_LEASE_MS = 60_000;
 export const TENANT_WAIT_BASE_MS = 250;
 export const TENANT_WAIT_MAX_MS = 2_000;
 
-const NOW = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-`;
-
 // KEYS: the tenant's leases. ARGV: limit, lease ms, job id. Reply: 1 taken (or renewed) | 0 at the limit.
-const TAKE = new LuaScript(`${NOW}
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local held = redis.call('ZSCORE', KEYS[1], ARGV[3])
-if not held and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + 1000)
-return 1
-`);
+const TAKE = LuaScript.fromFiles(
+  new URL('./redis-now.lua', import.meta.url),
+  new URL('./tenant-take.lua', import.meta.url),
+);
 
 // KEYS: the tenant's leases. ARGV: lease ms, job id. Renews a lease still held; 0 when it was lost.
-const RENEW = new LuaScript(`${NOW}
-if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then return 0 end
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[1]), ARGV[2])
-redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[1]) + 1000)
-return 1
-`);
+const RENEW = LuaScript.fromFiles(
+  new URL('./redis-now.lua', import.meta.url),
+  new URL('./tenant-renew.lua', import.meta.url),
+);
 
 export interface TenantSlotsOptions {
   redis: Redis;

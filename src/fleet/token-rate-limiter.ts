@@ -11,9 +11,9 @@
 // Times are the Redis server's clock, one clock for the whole fleet.
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { sleep as abortableSleep } from '../agent/sleep.js';
+import { sleep as abortableSleep } from '../kernel/sleep.js';
 import { LuaScript } from './lua-script.js';
-import { DEFAULT_RATE_WINDOW_MS } from './rate-limiter.js';
+import { DEFAULT_RATE_WINDOW_MS, WaitPastDeadline } from './rate-limiter.js';
 
 export interface TokenRateLimiterOptions {
   redis: Redis;
@@ -38,61 +38,23 @@ export interface TokenRateLimiterOptions {
 /** Longer than any model call (LLM_TIMEOUT_MS defaults to 60 s). */
 export const DEFAULT_MAX_CALL_MS = 120_000;
 
-export type TokenGrant = { ok: true; grant: string } | { ok: false; waitMs: number };
-
-const NOW = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-`;
-
-const SWEEP = `
-local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
-if #gone > 0 then
-  for _, id in ipairs(gone) do redis.call('HDEL', KEYS[2], id) end
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-end
-`;
+/** `paused`: the wait is the fleet's pause (its end is known), not tokens that may stop counting sooner. */
+export type TokenGrant = { ok: true; grant: string } | { ok: false; waitMs: number; paused: boolean };
 
 // KEYS: log (id -> when it stops counting, ms), amounts (id -> tokens), the fleet's pause key. ARGV: limit,
-// window ms, id, tokens, longest call ms. Reply: {1} granted | {0, wait ms}: the pause left, or the time until
+// window ms, id, tokens, longest call ms. Reply: {1} granted | {0, wait ms, 1}: the pause left | {0, wait ms}: until
 // enough tokens stop counting (an entry in flight: until its longest possible end; callers poll sooner).
-const TRY_GRANT = new LuaScript(`${NOW}
-local paused = redis.call('PTTL', KEYS[3])
-if paused > 0 then return {0, paused} end
-local limit, window, tokens = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])
-${SWEEP}
-local used = 0
-for _, v in ipairs(redis.call('HVALS', KEYS[2])) do used = used + tonumber(v) end
-if used + tokens <= limit then
-  local ttl = window + tonumber(ARGV[5])
-  redis.call('ZADD', KEYS[1], now + ttl, ARGV[3])
-  redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
-  redis.call('PEXPIRE', KEYS[1], ttl + 1000)
-  redis.call('PEXPIRE', KEYS[2], ttl + 1000)
-  return {1}
-end
-local entries = redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')
-local freed = 0
-for i = 1, #entries, 2 do
-  freed = freed + tonumber(redis.call('HGET', KEYS[2], entries[i]) or '0')
-  if used - freed + tokens <= limit then
-    local wait = tonumber(entries[i + 1]) - now
-    if wait < 1 then wait = 1 end
-    return {0, wait}
-  end
-end
-return {0, window}
-`);
+const TRY_GRANT = LuaScript.fromFiles(
+  new URL('./redis-now.lua', import.meta.url),
+  new URL('./token-grant.lua', import.meta.url),
+);
 
 // KEYS: log, amounts. ARGV: id, actual tokens, window ms. The entry counts what the call used, for one more
 // window from now; one that already stopped counting stays gone.
-const SETTLE = new LuaScript(`${NOW}
-if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then
-  redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-  redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[3]), ARGV[1])
-end
-return 1
-`);
+const SETTLE = LuaScript.fromFiles(
+  new URL('./redis-now.lua', import.meta.url),
+  new URL('./token-settle.lua', import.meta.url),
+);
 
 export class TokenRateLimiter {
   readonly model: string;
@@ -144,11 +106,22 @@ export class TokenRateLimiter {
       [this.limit, this.windowMs, grant, amount, this.maxCallMs],
     );
     if (!Array.isArray(reply)) throw new Error(`token limiter: unexpected reply ${JSON.stringify(reply)}`);
-    return reply[0] === 1 ? { ok: true, grant } : { ok: false, waitMs: Number(reply[1]) };
+    return reply[0] === 1
+      ? { ok: true, grant }
+      : { ok: false, waitMs: Number(reply[1]), paused: reply[2] === 1 };
   }
 
-  /** Waits until `tokens` are granted; rejects with the signal's reason when it aborts first. */
-  async acquire(tokens: number, signal?: AbortSignal): Promise<{ grant: string; waitedMs: number }> {
+  /**
+   * Waits until `tokens` fit in the window; rejects with the signal's reason when it aborts first. With a `deadline` (ms since epoch, this process's clock), never
+   * sleeps past it: a call still not granted then throws WaitPastDeadline. (The script's wait for an entry in
+   * flight is only an upper bound, since the call may settle sooner, so a long one is not given up up front,
+   * except for the fleet's pause, whose end is known.)
+   */
+  async acquire(
+    tokens: number,
+    signal?: AbortSignal,
+    deadline?: number,
+  ): Promise<{ grant: string; waitedMs: number }> {
     const started = Date.now();
     for (;;) {
       signal?.throwIfAborted();
@@ -161,7 +134,17 @@ export class TokenRateLimiter {
         }
         return { grant: answer.grant, waitedMs: Date.now() - started };
       }
-      const wait = Math.min(answer.waitMs, this.maxPollMs) + Math.floor(Math.random() * (this.jitterMs + 1));
+      let wait = Math.min(answer.waitMs, this.maxPollMs) + Math.floor(Math.random() * (this.jitterMs + 1));
+      if (deadline !== undefined) {
+        const left = deadline - Date.now();
+        if (left <= 0 || (answer.paused && answer.waitMs > left)) {
+          throw new WaitPastDeadline(
+            answer.paused ? "the fleet's pause after a 429" : 'MODEL_TPM',
+            answer.waitMs,
+          );
+        }
+        wait = Math.min(wait, left);
+      }
       await this.sleep(wait, signal);
     }
   }

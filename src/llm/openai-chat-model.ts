@@ -1,12 +1,19 @@
 // ChatModel over the official `openai` client, for any OpenAI-compatible Chat Completions endpoint.
 // The client's own retries are off: the kernel retries, checking the budget before each attempt.
 import OpenAI, { AzureOpenAI } from 'openai';
-import type { AssistantMessage, ToolCallRequest } from '../agent/messages.js';
-import { ModelApiError } from '../agent/errors.js';
+import type { AssistantMessage, ToolCallRequest } from '../kernel/messages.js';
+import { ModelApiError } from '../kernel/errors.js';
 import { scrubText } from '../logging/redact.js';
-import type { ChatCallOptions, ChatCompletion, ChatModel, ChatRequest, ChatUsage } from './chat-model.js';
+import type {
+  ChatCallOptions,
+  ChatCompletion,
+  ChatModel,
+  ChatRequest,
+  ChatUsage,
+  RateLimitState,
+} from '../kernel/chat-model.js';
 import { createNodeHttpFetch, ResponseBodyError, type Fetch } from './node-http-fetch.js';
-import { rateLimitStateOf, type RateLimitState } from './rate-limit-headers.js';
+import { rateLimitStateOf } from './rate-limit-headers.js';
 
 export interface OpenAIChatModelOptions {
   model: string;

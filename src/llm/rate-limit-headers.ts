@@ -2,16 +2,7 @@
 // Azure OpenAI and most compatible servers also send): how many requests and tokens are left in the current
 // window, the window's size, and how long until it is whole again. The fleet slows down on them before the
 // endpoint answers 429 (src/fleet/provider-rate-limits.ts).
-
-export interface RateLimitState {
-  limitRequests?: number;
-  limitTokens?: number;
-  remainingRequests?: number;
-  remainingTokens?: number;
-  /** How long until the request limit is whole again, in ms. */
-  resetRequestsMs?: number;
-  resetTokensMs?: number;
-}
+import type { RateLimitState } from '../kernel/chat-model.js';
 
 const FIELDS = {
   limitRequests: 'x-ratelimit-limit-requests',

@@ -16,7 +16,7 @@ import {
   type StepTrace,
   type StopReason,
   type TraceKind,
-} from '../agent/types.js';
+} from '../kernel/types.js';
 import { TOOL_NAMES } from '../queue/tool-names.js';
 import { withTimeout } from '../util/with-timeout.js';
 

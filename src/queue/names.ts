@@ -1,4 +1,4 @@
-// Queue names are part of the public contract (CONTRACT §4, §5); the prefix (QUEUE_PREFIX) lets several
+// Queue names are public: producers and result consumers use them (docs/fleet.md); the prefix (QUEUE_PREFIX) lets several
 // fleets share one Redis.
 export const TASKS_QUEUE = 'agent-tasks';
 export const RESULTS_QUEUE = 'agent-results';
@@ -10,7 +10,7 @@ export const RESULT_JOB_NAME = 'result';
  */
 export const TASK_JOB_NAME = 'agent-task';
 
-/** Parent jobs of batches (CONTRACT §9): each completes when all its tasks have finished. */
+/** Parent jobs of batches: each completes when all its tasks have finished. */
 export const BATCHES_QUEUE = 'agent-batches';
 export const BATCH_JOB_NAME = 'agent-batch';
 /** Fires the named schedules of config/schedules.json. */

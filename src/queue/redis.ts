@@ -2,7 +2,7 @@
 // (BullMQ requires maxRetriesPerRequest: null); producers must fail fast with a clear error instead of
 // hanging when Redis is down.
 import { Redis } from 'ioredis';
-import { ConfigError } from '../agent/errors.js';
+import { ConfigError } from '../kernel/errors.js';
 import { redactUrl } from '../../config/env.js';
 import { withTimeout } from '../util/with-timeout.js';
 import { coalesceWrites } from './coalesce-writes.js';

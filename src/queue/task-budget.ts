@@ -1,8 +1,8 @@
 // A task's budget and model after defaults: the task's own fields over its agent's over the fleet's defaults,
 // never above the agent's ceiling. One owner for the worker (which runs the task with it) and the producers
 // (which forecast a batch with it), so a forecast's worst case is exactly what a worker will allow.
-import type { Budget } from '../agent/budget.js';
-import { InputError } from '../agent/errors.js';
+import type { Budget } from '../kernel/budget.js';
+import { InputError } from '../kernel/errors.js';
 import type { Env } from '../../config/env.js';
 import type { AgentTask } from './task-schema.js';
 

@@ -1,8 +1,8 @@
-// The task (CONTRACT §3), validated by every producer before enqueue and again by the worker, which fails
+// The task (docs/tasks-and-results.md), validated by every producer before enqueue and again by the worker, which fails
 // an invalid job without retrying. Errors name the field's path.
 import { z } from 'zod';
 import { snapshotJson, TASK_JSON_LIMITS } from './json-structure.js';
-import { AGENT_NAME } from '../agent/define-agent.js';
+import { AGENT_NAME } from '../kernel/define-agent.js';
 import { TOOL_NAMES } from './tool-names.js';
 import { TENANT_NAME, TENANT_NAME_RULE } from './tenant-name.js';
 
@@ -110,8 +110,8 @@ export const taskSchema = z
   .superRefine(checkTaskOrInput, { when: () => true });
 
 /**
- * A task carries text, an input object, or both. Without an agent it is the contract's task (CONTRACT §3): its
- * tools are the four of §7, and it has text (the default agent takes no input).
+ * A task carries text, an input object, or both. Without an agent it is the default agent's task: its
+ * tools are the four built-in ones, and it has text (the default agent takes no input).
  */
 function checkTaskOrInput(value: unknown, ctx: z.RefinementCtx): void {
   if (typeof value !== 'object' || value === null) return;

@@ -1,17 +1,17 @@
-// The batch report's data (CONTRACT §9), computed from the batch row and the runs of its tasks with no I/O.
+// The batch report's data, computed from the batch row and the runs of its tasks with no I/O.
 //
 // The tasks of a batch are its job ids, in enqueue order. A task whose run has finished (succeeded, stopped or
 // failed) counts in the summary with the usage of its result; a task still running or with no run row yet is
 // shown but counted in none of succeeded/stopped/failed nor in the usage, so the summary stays "the sum over its
 // tasks' results". The batch is completed only when every task has a finished run.
 // The sums are the batch tally's (src/batch/batch-summary.ts): exact, whatever the order of the runs.
-import type { RunError } from '../agent/errors.js';
-import type { StopReason } from '../agent/types.js';
+import type { RunError } from '../kernel/errors.js';
+import type { StopReason } from '../kernel/types.js';
 import { BatchTally, type BatchSummary } from '../batch/batch-summary.js';
 import type { RunRowStatus } from '../store/rows.js';
 import { forecastAgainstActual, type ForecastReport } from './forecast-report.js';
 
-/** CONTRACT §9, key for key: the one the batch aggregator stores, computed here from the runs. */
+/** The batch summary, key for key: the one the batch aggregator stores, computed here from the runs. */
 export type { BatchSummary };
 export type BatchUsage = BatchSummary['usage'];
 
@@ -46,7 +46,7 @@ export interface BatchRunInput {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
-  /** Parts of the tokens above (CONTRACT §11); absent or 0 when the endpoint reported none. */
+  /** Parts of the tokens above; absent or 0 when the endpoint reported none. */
   cachedPromptTokens?: number;
   reasoningTokens?: number;
   costUsd: number;

@@ -128,7 +128,7 @@ ${report.rows.map(taskRow).join('\n')}
 ${outputsHtml(report)}
 <footer>
 <p>Totals count finished tasks only (succeeded, stopped, failed); answers are cut to ${formatInt(ANSWER_MAX_CHARS)} characters, the full text is in agent_runs.</p>
-<p>Summary (CONTRACT §9):</p>
+<p>Summary:</p>
 <pre>${h(JSON.stringify(summary))}</pre>
 </footer>
 </main>

@@ -1,4 +1,4 @@
-// `npm run report -- --batch ID [--out DIR]` (CONTRACT §9): prints the batch report, writes it as Markdown,
+// `npm run report -- --batch ID [--out DIR]`: prints the batch report, writes it as Markdown,
 // HTML and SVG under DIR (default reports/), and records it in batch_reports. Exit codes: 0 done, 1 no such
 // batch or the store or the files failed (one line on stderr), 2 bad arguments.
 import { createHash, randomBytes } from 'node:crypto';

@@ -3,7 +3,7 @@
 // Rows are parsed, not cast, as in src/store/rows.ts: a column that drifted fails loudly here.
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { z } from 'zod';
-import { StoreError } from '../store/errors.js';
+import { StoreError } from '../kernel/errors.js';
 import { EmailLedger, isNotDelivered } from '../tools/email-ledger.js';
 import { jsonColumn, parseRow, toRunRow, type RunRow } from '../store/rows.js';
 import type { BatchRecord, BatchState, BatchSummary, EmailDoubt } from './batch-summary.js';

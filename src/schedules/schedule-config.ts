@@ -2,7 +2,7 @@
 // (SCHEDULES_FILE): each a cron pattern with a time zone and the batch it enqueues when it fires.
 import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
-import { ConfigError } from '../agent/errors.js';
+import { ConfigError } from '../kernel/errors.js';
 import { batchSchema } from '../batch/batch-schema.js';
 import { formatFieldIssues, toFieldIssues } from '../queue/task-schema.js';
 

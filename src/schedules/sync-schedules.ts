@@ -2,7 +2,7 @@
 // worker and scheduler process can do it at start, at once, and each schedule still exists once; a schedule
 // gone from the file is removed, so the file stays the source of truth.
 import { ErrorCode, type Queue } from 'bullmq';
-import { sleep } from '../agent/sleep.js';
+import { sleep } from '../kernel/sleep.js';
 import type { BatchInput } from '../batch/batch-schema.js';
 import type { Schedule } from './schedule-config.js';
 

@@ -3,7 +3,7 @@
 // migration interrupted halfway is simply run again (its statements are written to allow that).
 import { createHash } from 'node:crypto';
 import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
-import { StoreError } from './errors.js';
+import { StoreError } from '../kernel/errors.js';
 import { loadMigrations, type Migration } from './migration-files.js';
 
 export interface MigrateLogger {

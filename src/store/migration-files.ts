@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { StoreError } from './errors.js';
+import { StoreError } from '../kernel/errors.js';
 
 export interface Migration {
   version: number;

@@ -1,6 +1,6 @@
 // What MYSQL_URL says, parsed once, with a form safe to print: every message about the store names the URL
 // so an operator knows which variable to fix, and none of them may leak the password.
-import { ConfigError } from '../agent/errors.js';
+import { ConfigError } from '../kernel/errors.js';
 import { redactUrl } from '../logging/redact.js';
 
 export interface MysqlTarget {

@@ -1,10 +1,10 @@
-// The pool of the fleet's own store. The database is created on first use (CONTRACT §2), every session runs
+// The pool of the fleet's own store. The database is created on first use, every session runs
 // in UTC so CURRENT_TIMESTAMP defaults and NOW() agree with the UTC dates the driver writes, and DECIMAL/JSON
 // columns come back the same way on MySQL and MariaDB.
 import { createConnection, createPool } from 'mysql2/promise';
 import type { ConnectionOptions, Pool } from 'mysql2/promise';
-import { ConfigError } from '../agent/errors.js';
-import { StoreError } from './errors.js';
+import { ConfigError, StoreError } from '../kernel/errors.js';
+import { isAccessDenied, isAccountRefusal, isConnectionFailure, mysqlErrorCode } from './mysql-errors.js';
 import { parseMysqlUrl, type MysqlTarget } from './mysql-url.js';
 
 export interface StorePoolOptions {
@@ -103,33 +103,14 @@ async function ensureDatabase(server: ConnectionOptions, target: MysqlTarget): P
   }
 }
 
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ETIMEDOUT',
-  'ENOTFOUND',
-  'EHOSTUNREACH',
-  'ECONNRESET',
-  'EAI_AGAIN',
-]);
-
-function isAccessDenied(error: unknown): boolean {
-  const code = errorCode(error);
-  return code === 'ER_DBACCESS_DENIED_ERROR' || code === 'ER_ACCESS_DENIED_ERROR';
-}
-
 function connectError(target: MysqlTarget, error: unknown): Error {
-  const code = errorCode(error);
+  const code = mysqlErrorCode(error);
   const detail = error instanceof Error ? error.message : String(error);
   let reason = [code, detail].filter(Boolean).join(': ');
   // Driver messages do not carry the password today; make sure they never do.
   if (target.password !== '') reason = reason.replaceAll(target.password, '***');
   const message = `MYSQL_URL=${target.redacted}: cannot use the store (${reason})`;
-  if (isAccessDenied(error) || code === 'ER_BAD_DB_ERROR') return new ConfigError('mysql_access', message);
-  const retryable = code !== undefined && NETWORK_CODES.has(code);
+  if (isAccountRefusal(error)) return new ConfigError('mysql_access', message);
+  const retryable = isConnectionFailure(error);
   return new StoreError(retryable ? 'store_unreachable' : 'store_connect_failed', message, { retryable });
-}
-
-function errorCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
 }

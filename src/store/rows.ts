@@ -3,11 +3,10 @@
 // expects fails loudly at the read instead of surfacing later as a wrong type.
 import type { RowDataPacket } from 'mysql2/promise';
 import { z } from 'zod';
-import type { ErrorKind, RunError } from '../agent/errors.js';
-import type { ProtocolName } from '../agent/protocol.js';
-import type { RunStatus, StepTrace, StopReason, TraceEvent, TraceKind } from '../agent/types.js';
+import { type ErrorKind, type RunError, StoreError } from '../kernel/errors.js';
+import type { ProtocolName } from '../kernel/protocol.js';
+import type { RunStatus, StepTrace, StopReason, TraceEvent, TraceKind } from '../kernel/types.js';
 import { modelPriceSchema, type ModelPrice } from '../../config/prices.js';
-import { StoreError } from './errors.js';
 
 export type RunRowStatus = 'running' | RunStatus;
 
@@ -31,7 +30,7 @@ export interface RunRow {
   promptTokens: number;
   completionTokens: number;
   totalTokens: number;
-  /** Parts of the tokens above (CONTRACT §11); 0 when the endpoint reported none. */
+  /** Parts of the tokens above; 0 when the endpoint reported none. */
   cachedPromptTokens: number;
   reasoningTokens: number;
   /** The endpoint reported no usage for some call: the counts are our estimate. */

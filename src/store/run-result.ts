@@ -1,6 +1,6 @@
-// A finished run's row as the result (CONTRACT §4) it was published as: every result is recorded in MySQL
+// A finished run's row as the result it was published as: every result is recorded in MySQL
 // before it goes to agent-results, so the row is what a result trimmed from Redis said.
-import type { AgentResult } from '../agent/types.js';
+import type { AgentResult } from '../kernel/types.js';
 import type { RunRow } from './rows.js';
 
 /** null while the run has not finished. */

@@ -1,14 +1,14 @@
-// Runs and their step traces in MySQL (CONTRACT §8). Every write is an upsert keyed by the job id (and step),
+// Runs and their step traces in MySQL (docs/store.md). Every write is an upsert keyed by the job id (and step),
 // because BullMQ may run a job again after a crash or a stall: the retry must update the run it started, and a
 // resumed run that reports a step again must replace that step rather than add a second one.
 //
 // `VALUES(col)` in ON DUPLICATE KEY UPDATE is deprecated on MySQL 8 but still works there, and the row-alias
 // form that replaces it does not exist on MariaDB.
 import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
-import type { ProtocolName } from '../agent/protocol.js';
-import type { ModelPrice } from '../llm/pricing.js';
-import type { AgentResult, StepTrace } from '../agent/types.js';
-import { StoreError } from './errors.js';
+import type { ProtocolName } from '../kernel/protocol.js';
+import type { ModelPrice } from '../kernel/pricing.js';
+import type { AgentResult, StepTrace } from '../kernel/types.js';
+import { StoreError } from '../kernel/errors.js';
 import { toRunRow, toStepRow, type RunRow, type StepRow } from './rows.js';
 
 export interface StartRunInput {
@@ -64,7 +64,7 @@ export class RunsRepository {
     await this.pool.query(sql, values);
   }
 
-  /** Stores the result (CONTRACT §4) of a started run. */
+  /** Stores the result of a started run. */
   async finishRun(result: AgentResult, finishedAt: Date = new Date()): Promise<void> {
     const { sql, values } = finishRunStatement({ result, finishedAt });
     const [header] = await this.pool.query<ResultSetHeader>(sql, values);

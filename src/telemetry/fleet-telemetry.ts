@@ -3,9 +3,9 @@
 // without loading any OpenTelemetry SDK or exporter module (they are imported dynamically): nothing is sent,
 // nothing is paid for. See docs/telemetry.md.
 import type { Telemetry } from 'bullmq';
-import { ConfigError } from '../agent/errors.js';
-import type { RunObserver } from '../agent/run-observer.js';
-import type { AgentResult } from '../agent/types.js';
+import { ConfigError } from '../kernel/errors.js';
+import type { RunObserver } from '../kernel/run-observer.js';
+import type { AgentResult } from '../kernel/types.js';
 
 export interface RunTraceStart {
   jobId: string;

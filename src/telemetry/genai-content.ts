@@ -1,8 +1,8 @@
 // Prompt, completion and tool text as the GenAI conventions put them in span attributes (JSON of messages made
 // of parts), only when content capture is on; always scrubbed of credentials (the logs' rules) and bounded, since
 // model output and tool results are hostile.
-import type { AssistantMessage, ChatMessage } from '../agent/messages.js';
-import { truncateChars } from '../agent/truncate.js';
+import type { AssistantMessage, ChatMessage } from '../kernel/messages.js';
+import { truncateChars } from '../kernel/truncate.js';
 import { redactValue, scrubText } from '../logging/redact.js';
 
 /** Characters of one content attribute at most (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT may cut it further). */

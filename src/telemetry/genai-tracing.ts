@@ -1,4 +1,4 @@
-// The kernel's run observer (src/agent/run-observer.ts) as OpenTelemetry spans after the GenAI semantic
+// The kernel's run observer (src/kernel/run-observer.ts) as OpenTelemetry spans after the GenAI semantic
 // conventions (docs/telemetry.md): `invoke_agent {agent}` per run, as a child of the active context (BullMQ's
 // `process` span of the job), and under it `chat {model}` per model call (its retries included, one event per
 // failed attempt) and `execute_tool {tool}` per tool call. Attributes of the fleet's own are under
@@ -13,11 +13,11 @@ import {
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
-import type { ModelApiError } from '../agent/errors.js';
-import type { ModelCallResult } from '../agent/model-call.js';
-import type { ModelCallStart, ModelCallWatch, ToolCallStart, ToolCallWatch } from '../agent/run-observer.js';
-import type { AgentResult } from '../agent/types.js';
-import type { ToolCallOutcome } from '../tools/run-tool-call.js';
+import type { ModelApiError } from '../kernel/errors.js';
+import type { ModelCallResult } from '../kernel/model-call.js';
+import type { ModelCallStart, ModelCallWatch, ToolCallStart, ToolCallWatch } from '../kernel/run-observer.js';
+import type { AgentResult } from '../kernel/types.js';
+import type { ToolCallOutcome } from '../kernel/run-tool-call.js';
 import { inputContent, outputContent, safeJson, safeText } from './genai-content.js';
 import type { RunTrace, RunTraceStart } from './fleet-telemetry.js';
 

@@ -1,8 +1,8 @@
 // `max_tokens` as a real endpoint applies it: the model stops mid-output, so text is cut mid-word and a tool
 // call's arguments may be cut mid-JSON. Agents must survive that, so the scripted model reproduces it.
-import type { ToolCallRequest } from '../agent/messages.js';
-import { countCompletionTokens, tokenCounterFor } from '../llm/tokens.js';
-import type { TokenCounter } from '../llm/tokens.js';
+import type { ToolCallRequest } from '../kernel/messages.js';
+import { countCompletionTokens, tokenCounterFor } from '../kernel/tokens.js';
+import type { TokenCounter } from '../kernel/tokens.js';
 import type { RenderedReply } from './scripted-reply.js';
 
 // Cutting by characters rather than decoding a token prefix: a prefix can end inside a multi-byte character,

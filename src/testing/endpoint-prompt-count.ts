@@ -2,8 +2,8 @@
 // (countPromptTokens), which is what the kernel's estimate starts from. Real endpoints render the tool calls of
 // the history their own way and report more than that count on tool-call-heavy conversations: this reproduces
 // it, so tests can show that no budget is overshot when the endpoint counts more than the kernel expects.
-import type { ChatMessage, ToolSpec } from '../agent/messages.js';
-import { countPromptTokens, type TokenCounter } from '../llm/tokens.js';
+import type { ChatMessage, ToolSpec } from '../kernel/messages.js';
+import { countPromptTokens, type TokenCounter } from '../kernel/tokens.js';
 
 export interface EndpointPromptCounting {
   /** Each tool call of the history counts as its whole JSON (keys, quotes, escaped arguments), not its parts. */

@@ -5,7 +5,7 @@
 // 10 minutes of inactivity). Tests and the benchmark see the cache hits and misses a layout earns.
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
-import type { ChatMessage, ResponseFormat, ToolSpec } from '../agent/messages.js';
+import type { ChatMessage, ResponseFormat, ToolSpec } from '../kernel/messages.js';
 
 export const CACHE_MIN_TOKENS = 1_024;
 export const CACHE_INCREMENT_TOKENS = 128;
@@ -41,7 +41,7 @@ const loadEncoding = createRequire(import.meta.url);
 const encoders = new Map<string, Encode>();
 
 function encoderFor(model: string): Encode {
-  // The same choice of encoding as the token counter (src/llm/tokens.ts).
+  // The same choice of encoding as the token counter (src/kernel/tokens.ts).
   const name = /^(ft:)?(gpt-4o|gpt-4\.1|gpt-5|o\d)/.test(model) ? 'o200k_base' : 'cl100k_base';
   let encode = encoders.get(name);
   if (!encode) {

@@ -4,8 +4,8 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { ChatMessage, ResponseFormat, ToolSpec } from '../agent/messages.js';
-import { countResponseFormatTokens, tokenCounterFor } from '../llm/tokens.js';
+import type { ChatMessage, ResponseFormat, ToolSpec } from '../kernel/messages.js';
+import { countResponseFormatTokens, tokenCounterFor } from '../kernel/tokens.js';
 import { fitCompletion } from './completion-budget.js';
 import { endpointPromptTokens, type EndpointPromptCounting } from './endpoint-prompt-count.js';
 import { PromptCacheEmulator, type PromptCacheOptions } from './prompt-cache-emulator.js';

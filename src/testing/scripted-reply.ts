@@ -1,7 +1,7 @@
 // What a scripted model says, and how it reads on the wire. A reply is written once, independent of the protocol
 // the agent speaks: the same script drives an agent using native tool calls and one parsing JSON out of the
 // text, so a test of one protocol is a test of the other.
-import type { ToolCallRequest } from '../agent/messages.js';
+import type { ToolCallRequest } from '../kernel/messages.js';
 
 export interface ScriptedAction {
   tool: string;

@@ -1,7 +1,8 @@
 // The database the SQL tools read (DATA_MYSQL_URL), behind the layers of defence that do not depend on the
 // SQL guard (sql-guard.ts, layer a):
-// b. the account: assertReadOnly() refuses to start with one that holds anything beyond SELECT / SHOW VIEW /
-//    USAGE, at any level, or SELECT on every database (mysql.user's password hashes) — root is refused;
+// b. the account: assertReadOnly() (data-grants.ts) refuses to start with one that holds anything beyond
+//    SELECT / SHOW VIEW / USAGE, at any level, or SELECT on every database (mysql.user's password hashes) —
+//    root is refused;
 // c. the session: every query runs in a READ ONLY session, so with autocommit it is a read-only transaction
 //    of its own (the session setting also covers statements that commit implicitly: a SELECT-only MariaDB
 //    account may otherwise change its own password with SET PASSWORD), set in the same round trip as the
@@ -27,12 +28,21 @@ import type {
   PoolOptions,
   RowDataPacket,
 } from 'mysql2/promise';
-import { ConfigError, ToolError, TransientToolError } from '../agent/errors.js';
-import { CONNECTION_ERROR_CODES } from '../store/connection-errors.js';
-import { StoreError } from '../store/errors.js';
-import { parseMysqlUrl, type MysqlTarget } from '../store/mysql-url.js';
+import { ConfigError, TransientToolError } from '../kernel/errors.js';
+import { isClientTimeout, leavesConnectionUnusable } from '../store/mysql-errors.js';
+import type { MysqlTarget } from '../store/mysql-url.js';
 import { QueryStopped, streamRows } from './stream-rows.js';
 import { withoutTrailingSemicolons } from './sql-guard-lexer.js';
+import {
+  describeTable,
+  listTables,
+  type ListTablesOptions,
+  type SchemaReader,
+  type TableDescription,
+  type TableSummary,
+} from './data-catalog.js';
+import { AcquireTimeout, connectError, connectFailure, parseDataUrl, toToolError } from './data-errors.js';
+import { grantLineProblem } from './data-grants.js';
 import { withTimeout } from '../util/with-timeout.js';
 
 export type ServerFlavour = 'mariadb' | 'mysql';
@@ -73,51 +83,10 @@ export interface QueryResult {
   cutAtBytes?: number;
 }
 
-export interface TableSummary {
-  name: string;
-  isView: boolean;
-  columns: string[];
-  /** Set when the table has more than the columns listed. */
-  moreColumns?: boolean;
-}
-
-export interface ListTablesOptions {
-  /** Tables returned, the first by name. Default 200, at most 1,000. */
-  limit?: number;
-  /** Only these tables (compared case-insensitively), e.g. an allowlist's. */
-  only?: readonly string[];
-}
-
-export interface ColumnDescription {
-  name: string;
-  /** COLUMN_TYPE, e.g. `decimal(12,2)`, `int(10) unsigned`. */
-  type: string;
-  nullable: boolean;
-  /** COLUMN_KEY: PRI, UNI, MUL or ''. */
-  key: string;
-  default: string | null;
-  extra: string;
-  /** `table.column` this column references (foreign key), if any. */
-  references: string | null;
-}
-
-export interface TableDescription {
-  name: string;
-  isView: boolean;
-  columns: ColumnDescription[];
-  /** Set when the table has more than the columns described. */
-  moreColumns?: boolean;
-}
-
 const DEFAULT_TIMEOUT_MS = 5_000;
 const DEFAULT_MAX_ROWS = 10;
 const MAX_MAX_ROWS = 10_000;
 export const DEFAULT_MAX_RESULT_BYTES = 1_048_576;
-const DEFAULT_LISTED_TABLES = 200;
-const MAX_LISTED_TABLES = 1_000;
-/** Columns per table in listTables (enough to write most queries) and in describeTable. */
-const MAX_LISTED_COLUMNS = 40;
-const MAX_DESCRIBED_COLUMNS = 300;
 /** The client waits this long past the server-side limit, so the server's clearer error normally wins. */
 const CLIENT_GRACE_MS = 1_000;
 /** Bookkeeping statements (the session SET, information_schema) get this long. */
@@ -126,14 +95,6 @@ const ADMIN_TIMEOUT_MS = 5_000;
 const SESSION_BASICS = "SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci, SESSION time_zone = '+00:00'";
 /** A COUNT(*) for "showing 10 of N" is only tried with at least this much of the time limit left. */
 const MIN_COUNT_MS = 200;
-
-/** Privileges a read-only account may hold. */
-const ALLOWED_PRIVILEGES = new Set(['SELECT', 'SHOW VIEW', 'USAGE']);
-
-/** Driver and server codes of a connection that broke (not of a query that failed): worth one more try. */
-const TRANSIENT_CODES = CONNECTION_ERROR_CODES;
-/** Server errors of a statement stopped by its time limit: MariaDB max_statement_time, MySQL MAX_EXECUTION_TIME. */
-const TIMEOUT_ERRNOS = new Set([1969, 3024]);
 
 export async function openDataDatabase(
   url: string,
@@ -199,6 +160,7 @@ export class DataDatabase {
   readonly database: string;
   /** DATA_MYSQL_URL with its password replaced, for messages and logs. */
   readonly redactedUrl: string;
+  private readonly schema: SchemaReader;
 
   constructor(
     private readonly pool: Pool,
@@ -211,6 +173,7 @@ export class DataDatabase {
     this.flavour = /mariadb/i.test(serverVersion) ? 'mariadb' : 'mysql';
     this.database = target.database;
     this.redactedUrl = target.redacted;
+    this.schema = { database: target.database, query: (sql, values) => this.adminQuery(sql, values) };
   }
 
   /**
@@ -262,100 +225,14 @@ export class DataDatabase {
     return overBytes && rows.length < maxRows ? { ...cut, cutAtBytes: maxBytes } : cut;
   }
 
-  /**
-   * Tables and views of the data database with their column names, sorted by name (code points), at most
-   * `limit` of them and MAX_LISTED_COLUMNS columns each: a schema of 100,000 tables is never read whole.
-   */
-  async listTables(options: ListTablesOptions = {}): Promise<TableSummary[]> {
-    const limit = Math.min(
-      Math.max(Math.floor(options.limit ?? DEFAULT_LISTED_TABLES), 0),
-      MAX_LISTED_TABLES,
-    );
-    const only = options.only?.map((name) => name.toLowerCase());
-    if (limit === 0 || only?.length === 0) return [];
-    const [tables] = await this.adminQuery(
-      'SELECT TABLE_NAME AS name, TABLE_TYPE AS type FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?' +
-        (only ? ' AND LOWER(TABLE_NAME) IN (?)' : '') +
-        ' ORDER BY CAST(TABLE_NAME AS BINARY) LIMIT ?',
-      only ? [this.database, only, limit] : [this.database, limit],
-    );
-    if (tables.length === 0) return [];
-    const [columns] = await this.adminQuery(
-      'SELECT t, c FROM (SELECT TABLE_NAME AS t, COLUMN_NAME AS c, ' +
-        'ROW_NUMBER() OVER (PARTITION BY TABLE_NAME ORDER BY ORDINAL_POSITION) AS n ' +
-        'FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? AND TABLE_NAME IN (?)) AS numbered ' +
-        'WHERE n <= ? ORDER BY t, n',
-      [this.database, tables.map((row) => String(row['name'])), MAX_LISTED_COLUMNS + 1],
-    );
-    const byTable = new Map<string, string[]>();
-    for (const row of columns) {
-      const table = String(row['t']);
-      const list = byTable.get(table) ?? [];
-      list.push(String(row['c']));
-      byTable.set(table, list);
-    }
-    return tables
-      .map((row) => {
-        const name = String(row['name']);
-        const names = byTable.get(name) ?? [];
-        const summary = {
-          name,
-          isView: String(row['type']).toUpperCase().includes('VIEW'),
-          columns: names.slice(0, MAX_LISTED_COLUMNS),
-        };
-        return names.length > MAX_LISTED_COLUMNS ? { ...summary, moreColumns: true } : summary;
-      })
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)); // code points: same on every server
+  /** Tables and views with their column names, the first `limit` by name (data-catalog.ts). */
+  listTables(options: ListTablesOptions = {}): Promise<TableSummary[]> {
+    return listTables(this.schema, options);
   }
 
-  /**
-   * Columns of one table of the data database (exact name first, then case-insensitive), at most
-   * MAX_DESCRIBED_COLUMNS of them; undefined if there is no such table.
-   */
-  async describeTable(name: string): Promise<TableDescription | undefined> {
-    const lookup = async (condition: string) =>
-      (
-        await this.adminQuery(
-          'SELECT TABLE_NAME AS name, TABLE_TYPE AS type FROM information_schema.TABLES ' +
-            `WHERE TABLE_SCHEMA = ? AND ${condition} ORDER BY CAST(TABLE_NAME AS BINARY) LIMIT 10`,
-          [this.database, name],
-        )
-      )[0];
-    let found = await lookup('TABLE_NAME = ?');
-    if (found.length === 0) found = await lookup('LOWER(TABLE_NAME) = LOWER(?)');
-    const row =
-      found.find((t) => String(t['name']) === name) ??
-      found.find((t) => String(t['name']).toLowerCase() === name.toLowerCase());
-    if (!row) return undefined;
-    const table = { name: String(row['name']), isView: String(row['type']).toUpperCase().includes('VIEW') };
-    const [columns] = await this.adminQuery(
-      'SELECT COLUMN_NAME AS name, COLUMN_TYPE AS type, IS_NULLABLE AS nullable, COLUMN_KEY AS k, ' +
-        'COLUMN_DEFAULT AS d, EXTRA AS extra FROM information_schema.COLUMNS ' +
-        'WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION LIMIT ?',
-      [this.database, table.name, MAX_DESCRIBED_COLUMNS + 1],
-    );
-    const [keys] = await this.adminQuery(
-      'SELECT COLUMN_NAME AS c, REFERENCED_TABLE_NAME AS rt, REFERENCED_COLUMN_NAME AS rc ' +
-        'FROM information_schema.KEY_COLUMN_USAGE WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ' +
-        'AND REFERENCED_TABLE_NAME IS NOT NULL LIMIT ?',
-      [this.database, table.name, MAX_DESCRIBED_COLUMNS * 4],
-    );
-    const references = new Map(
-      keys.map((row) => [String(row['c']), `${String(row['rt'])}.${String(row['rc'])}`]),
-    );
-    const description = {
-      ...table,
-      columns: columns.slice(0, MAX_DESCRIBED_COLUMNS).map((row) => ({
-        name: String(row['name']),
-        type: String(row['type']),
-        nullable: String(row['nullable']).toUpperCase() === 'YES',
-        key: String(row['k'] ?? ''),
-        default: row['d'] == null ? null : String(row['d']),
-        extra: String(row['extra'] ?? ''),
-        references: references.get(String(row['name'])) ?? null,
-      })),
-    };
-    return columns.length > MAX_DESCRIBED_COLUMNS ? { ...description, moreColumns: true } : description;
+  /** One table's columns (exact name first, then case-insensitive); undefined if there is no such table. */
+  describeTable(name: string): Promise<TableDescription | undefined> {
+    return describeTable(this.schema, name);
   }
 
   async close(): Promise<void> {
@@ -382,7 +259,7 @@ export class DataDatabase {
         connection.query<RowDataPacket[]>({ sql, timeout: ADMIN_TIMEOUT_MS }, values),
       );
     } catch (error) {
-      throw this.toolError(error, ADMIN_TIMEOUT_MS);
+      throw toToolError(error, ADMIN_TIMEOUT_MS, this.redact);
     }
   }
 
@@ -396,14 +273,14 @@ export class DataDatabase {
     try {
       connection = await this.acquire(ADMIN_TIMEOUT_MS);
     } catch (error) {
-      throw this.connectFailure(error);
+      throw connectFailure(error, ADMIN_TIMEOUT_MS, this.redact);
     }
     let reusable = true;
     try {
       await connection.query({ sql: SESSION_BASICS, timeout: ADMIN_TIMEOUT_MS });
       return await work(connection);
     } catch (error) {
-      if (!isServerSqlError(error) || isTransient(error)) reusable = false;
+      if (leavesConnectionUnusable(error)) reusable = false;
       throw error;
     } finally {
       if (reusable) connection.release();
@@ -420,12 +297,12 @@ export class DataDatabase {
     sql: string,
     { timeoutMs, signal, fetch, maxBytes }: RunLimits,
   ): Promise<{ columns: string[]; rows: unknown[][]; overBytes: boolean }> {
-    if (signal?.aborted) throw this.toolError(new QueryStopped('aborted'), timeoutMs);
+    if (signal?.aborted) throw toToolError(new QueryStopped('aborted'), timeoutMs, this.redact);
     let connection: PoolConnection;
     try {
       connection = await this.acquire(timeoutMs);
     } catch (error) {
-      throw this.connectFailure(error);
+      throw connectFailure(error, ADMIN_TIMEOUT_MS, this.redact);
     }
     const threadId = connection.threadId;
     let reusable = true;
@@ -454,19 +331,19 @@ export class DataDatabase {
       // A server error about the SQL leaves the connection fine (the reset on release rolls back); anything
       // else (abort, client timeout, broken connection) may leave the query running or the protocol mid-way.
       const stoppedEarly = error instanceof QueryStopped && !sent;
-      if ((!isServerSqlError(error) || isTransient(error)) && !stoppedEarly) reusable = false;
-      if (sent && (error instanceof QueryStopped || errorCode(error) === 'PROTOCOL_SEQUENCE_TIMEOUT')) {
+      if (leavesConnectionUnusable(error) && !stoppedEarly) reusable = false;
+      if (sent && (error instanceof QueryStopped || isClientTimeout(error))) {
         await this.killQuery(threadId);
       }
       // The session set-up got no answer: the server stopped answering (a partition, a frozen server), the
       // model's SQL was never sent. An outage, not a slow query.
-      if (!sent && errorCode(error) === 'PROTOCOL_SEQUENCE_TIMEOUT') {
+      if (!sent && isClientTimeout(error)) {
         throw new TransientToolError('The data database did not answer; try again.', {
           code: 'data_db_unavailable',
           cause: error,
         });
       }
-      throw this.toolError(error, timeoutMs);
+      throw toToolError(error, timeoutMs, this.redact);
     } finally {
       if (reusable) connection.release();
       else discard(connection);
@@ -520,7 +397,7 @@ export class DataDatabase {
     const pending = this.pool.getConnection();
     const limitMs = (this.server.connectTimeout ?? 10_000) + queryTimeoutMs + CLIENT_GRACE_MS;
     try {
-      return await withTimeout(pending, limitMs, () => new AcquireTimeout(limitMs));
+      return await withTimeout(pending, limitMs, { timedOut: () => new AcquireTimeout(limitMs) });
     } catch (error) {
       // The request stays queued in the pool: a connection it gets later goes straight back.
       if (error instanceof AcquireTimeout)
@@ -546,140 +423,13 @@ export class DataDatabase {
     }
   }
 
-  /** Every failure as the model should read it: its SQL's error verbatim, never the URL or the password. */
-  private toolError(error: unknown, timeoutMs: number): ToolError {
-    if (error instanceof ToolError) return error;
-    if (error instanceof QueryStopped) return new ToolError('aborted', 'The query was cancelled.');
-    if (error instanceof AcquireTimeout) {
-      return new TransientToolError(`The data database did not answer (${error.message}); try again.`, {
-        code: 'data_db_unavailable',
-        cause: error,
-      });
-    }
-    const code = errorCode(error);
-    if (isTimeoutError(error)) {
-      return new ToolError(
-        'query_timeout',
-        `The query ran longer than ${formatSeconds(timeoutMs)} and was stopped; filter with WHERE, aggregate, or add LIMIT.`,
-        { cause: error },
-      );
-    }
-    const raw = error instanceof Error ? error.message : String(error);
-    const message = this.redact(sqlMessage(error) ?? raw);
-    if (isTransient(error)) {
-      return new TransientToolError(`The data database connection failed (${code ?? message}); try again.`, {
-        code: 'data_db_unavailable',
-        cause: error,
-      });
-    }
-    return new ToolError(isServerSqlError(error) ? 'sql_error' : 'sql_failed', message, { cause: error });
-  }
-
-  /** A new connection failed: the server is away (transient) or refuses the account (it will keep doing so). */
-  private connectFailure(error: unknown): ToolError {
-    const code = errorCode(error);
-    if (
-      code === 'ER_ACCESS_DENIED_ERROR' ||
-      code === 'ER_DBACCESS_DENIED_ERROR' ||
-      code === 'ER_BAD_DB_ERROR'
-    ) {
-      const message = this.redact(sqlMessage(error) ?? String(error));
-      return new ToolError('data_db_access', `The data database refused the connection: ${message}`, {
-        cause: error,
-      });
-    }
-    return this.toolError(error, ADMIN_TIMEOUT_MS);
-  }
-
-  private redact(text: string): string {
+  /** A message without the URL or the password. */
+  private readonly redact = (text: string): string => {
     const { password } = this.target;
     let result = text.replaceAll(this.redactedUrl, '(DATA_MYSQL_URL)');
     if (password.length >= 3) result = result.replaceAll(password, '***');
     return result;
-  }
-}
-
-/**
- * Why one line of SHOW GRANTS makes an account more than read-only ("INSERT on `db`.*"), or undefined.
- * Handles MariaDB and MySQL 8 forms: column lists (`SELECT (a), INSERT (b) ON db.t`), routines
- * (`EXECUTE ON PROCEDURE db.p`), dynamic privileges (`BACKUP_ADMIN,…`), PROXY, roles (`GRANT r TO u`),
- * grants TO PUBLIC and WITH GRANT OPTION. Unknown shapes are refused (fail closed).
- */
-export function grantLineProblem(line: string): string | undefined {
-  const text = line.trim();
-  // Partial revokes only take away; a default role is harmless unless granted, and that grant has its own line.
-  if (/^(REVOKE|SET\s+DEFAULT\s+ROLE)\b/i.test(text)) return undefined;
-  if (!/^GRANT\s/i.test(text)) return `an unrecognised grant (${text.slice(0, 60)})`;
-  const on = findKeyword(text, 'ON', 6);
-  const to = findKeyword(text, 'TO', on ?? 6);
-  if (to === undefined) return `an unrecognised grant (${text.slice(0, 60)})`;
-  if (on === undefined) {
-    return `the role ${text.slice(6, to).trim()} (roles are not allowed: grant SELECT to the account directly)`;
-  }
-  const target = text.slice(on + 2, to).trim();
-  const privileges = splitTopLevel(text.slice(6, on)).map((privilege) =>
-    privilege
-      .replace(/\([\s\S]*\)\s*$/, '')
-      .trim()
-      .replace(/\s+/g, ' ')
-      .toUpperCase(),
-  );
-  const database = /^`?([^`.]*)`?\./.exec(target.replace(/^(PROCEDURE|FUNCTION|PACKAGE(\s+BODY)?)\s+/i, ''));
-  for (const privilege of privileges) {
-    if (!ALLOWED_PRIVILEGES.has(privilege)) return `${privilege} on ${target}`;
-    if (privilege === 'USAGE') continue;
-    if (target === '*.*') return `${privilege} on *.* (every database, including the mysql schema)`;
-    if (database?.[1]?.toLowerCase() === 'mysql') return `${privilege} on ${target} (the mysql schema)`;
-  }
-  if (/\bWITH\b[\s\S]*\bGRANT\s+OPTION\b/i.test(text.slice(to))) return `GRANT OPTION on ${target}`;
-  return undefined;
-}
-
-/** Index of `keyword` as a whole word outside quotes and parentheses, from `from` on. */
-function findKeyword(text: string, keyword: string, from: number): number | undefined {
-  let depth = 0;
-  let quote: string | undefined;
-  for (let i = from; i < text.length; i++) {
-    const char = text[i] as string;
-    if (quote) {
-      if (char === quote) quote = undefined;
-      continue;
-    }
-    if (char === '`' || char === "'" || char === '"') quote = char;
-    else if (char === '(') depth++;
-    else if (char === ')') depth--;
-    else if (
-      depth === 0 &&
-      /\s/.test(text[i - 1] ?? ' ') &&
-      text.slice(i, i + keyword.length).toUpperCase() === keyword &&
-      /\s/.test(text[i + keyword.length] ?? ' ')
-    ) {
-      return i;
-    }
-  }
-  return undefined;
-}
-
-/** Splits on commas outside quotes and parentheses. */
-function splitTopLevel(text: string): string[] {
-  const parts: string[] = [];
-  let depth = 0;
-  let quote: string | undefined;
-  let start = 0;
-  for (let i = 0; i < text.length; i++) {
-    const char = text[i] as string;
-    if (quote) {
-      if (char === quote) quote = undefined;
-    } else if (char === '`' || char === "'" || char === '"') quote = char;
-    else if (char === '(') depth++;
-    else if (char === ')') depth--;
-    else if (char === ',' && depth === 0) {
-      parts.push(text.slice(start, i));
-      start = i + 1;
-    }
-  }
-  parts.push(text.slice(start));
-  return parts.filter((part) => part.trim() !== '');
+  };
 }
 
 /**
@@ -701,78 +451,4 @@ interface RunLimits {
 
 function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new QueryStopped('aborted');
-}
-
-function isTimeoutError(error: unknown): boolean {
-  const errno = (error as { errno?: unknown } | null)?.errno;
-  return (
-    errorCode(error) === 'PROTOCOL_SEQUENCE_TIMEOUT' ||
-    (typeof errno === 'number' && TIMEOUT_ERRNOS.has(errno))
-  );
-}
-
-/** An error the server sent about a statement (it has an SQLSTATE), as opposed to a broken connection. */
-function isServerSqlError(error: unknown): boolean {
-  const state = (error as { sqlState?: unknown } | null)?.sqlState;
-  return typeof state === 'string' && state !== '' && !isFatal(error);
-}
-
-/** A broken connection rather than a failed statement: worth trying again on another connection. */
-/** No pooled connection came free in time. */
-class AcquireTimeout extends Error {
-  constructor(limitMs: number) {
-    super(`no connection free within ${formatSeconds(limitMs)}`);
-  }
-}
-
-function isTransient(error: unknown): boolean {
-  const code = errorCode(error);
-  return (code !== undefined && TRANSIENT_CODES.has(code)) || (isFatal(error) && !isServerSqlError(error));
-}
-
-function sqlMessage(error: unknown): string | undefined {
-  const message = (error as { sqlMessage?: unknown } | null)?.sqlMessage;
-  return typeof message === 'string' ? message : undefined;
-}
-
-function isFatal(error: unknown): boolean {
-  return (error as { fatal?: unknown } | null)?.fatal === true;
-}
-
-function errorCode(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
-
-function formatSeconds(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
-}
-
-/** DATA_MYSQL_URL through the store's parser, with its messages naming the right variable. */
-function parseDataUrl(url: string): MysqlTarget {
-  try {
-    return parseMysqlUrl(url);
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      throw new ConfigError(error.code, error.message.replace(/^MYSQL_URL/, 'DATA_MYSQL_URL'));
-    }
-    throw error;
-  }
-}
-
-function connectError(target: MysqlTarget, error: unknown): Error {
-  const code = errorCode(error);
-  let reason = [code, error instanceof Error ? error.message : String(error)].filter(Boolean).join(': ');
-  if (target.password !== '') reason = reason.replaceAll(target.password, '***');
-  const message = `DATA_MYSQL_URL=${target.redacted}: cannot use the data database (${reason})`;
-  if (
-    code === 'ER_ACCESS_DENIED_ERROR' ||
-    code === 'ER_DBACCESS_DENIED_ERROR' ||
-    code === 'ER_BAD_DB_ERROR'
-  ) {
-    return new ConfigError('data_mysql_access', message);
-  }
-  // Unreachable now may be reachable in a moment (a server still starting): retryable, like the store's.
-  const retryable = code !== undefined && TRANSIENT_CODES.has(code);
-  return new StoreError(retryable ? 'data_db_unreachable' : 'data_db_connect_failed', message, { retryable });
 }

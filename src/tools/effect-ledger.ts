@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { z } from 'zod';
-import { StoreError } from '../store/errors.js';
+import { StoreError } from '../kernel/errors.js';
 
 export type EffectStatus = 'pending' | 'done' | 'failed' | 'uncertain';
 
@@ -219,16 +219,23 @@ export class EffectLedger {
    */
   async listUnsettled(
     olderThanMs: number,
-    options: { tools: readonly string[]; uncertainOf?: readonly string[]; limit?: number },
+    options: {
+      tools: readonly string[];
+      uncertainOf?: readonly string[];
+      limit?: number;
+      /** Rows left out (the sweeper's backed-off lookups). */
+      skip?: readonly string[];
+    },
   ): Promise<EffectRow[]> {
     if (options.tools.length === 0) return [];
     const uncertainOf = options.uncertainOf?.length ? options.uncertainOf : [''];
+    const skip = options.skip?.length ? options.skip : [''];
     const [rows] = await this.pool.query<RowDataPacket[]>(
       `${SELECT_ROW}
        WHERE (status = 'pending' AND tool IN (?) OR status = 'uncertain' AND tool IN (?))
-         AND updated_at <= NOW(3) - INTERVAL ? MICROSECOND
+         AND updated_at <= NOW(3) - INTERVAL ? MICROSECOND AND effect_key NOT IN (?)
        ORDER BY status <> 'pending', updated_at LIMIT ?`,
-      [options.tools, uncertainOf, Math.max(0, Math.floor(olderThanMs)) * 1000, options.limit ?? 100],
+      [options.tools, uncertainOf, Math.max(0, Math.floor(olderThanMs)) * 1000, skip, options.limit ?? 100],
     );
     return rows.map(toRow);
   }

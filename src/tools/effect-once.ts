@@ -7,10 +7,10 @@
 //              recorded and returned; did not, the row is taken over and the effect made now.
 //   uncertain  as pending, past the wait.
 // A throwing effect frees its row (`failed`): a throw means nothing happened, and a later attempt may try again.
-import { ToolError } from '../agent/errors.js';
-import { sleep } from '../agent/sleep.js';
+import { ToolError } from '../kernel/errors.js';
+import { sleep } from '../kernel/sleep.js';
 import { effectKeyOf, NOT_DONE, type EffectLedger, type EffectRow } from './effect-ledger.js';
-import type { EffectHooks, OnceOptions, PendingEffect } from './tool.js';
+import type { EffectHooks, OnceOptions, PendingEffect } from '../kernel/tool.js';
 
 export const DEFAULT_PENDING_GRACE_MS = 120_000;
 const PENDING_POLL_MS = 1_000;

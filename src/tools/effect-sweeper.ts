@@ -4,11 +4,13 @@
 // update, so workers sweeping at once agree. A row never started, or one the tool's lookup says did not
 // happen, becomes `failed` with a "not done" note (a job that resumes later makes it; otherwise reports list
 // it); one the lookup finds is recorded as done; one nothing can tell about becomes `uncertain`, looked at
-// again on every sweep while the tool has a lookup. The sweeper never makes an effect: only the call can.
+// again on later sweeps while the tool has a lookup (one whose lookup failed after a wait: lookup-backoff.ts).
+// The sweeper never makes an effect: only the call can.
 import { withTimeout } from '../util/with-timeout.js';
 import { NOT_DONE, type EffectLedger, type EffectRow } from './effect-ledger.js';
+import { LookupBackoff } from './lookup-backoff.js';
 import { DEFAULT_PENDING_GRACE_MS, pendingEffectOf } from './effect-once.js';
-import type { EffectHooks, EffectSweepOutcome, Tool } from './tool.js';
+import type { EffectHooks, EffectSweepOutcome, Tool } from '../kernel/tool.js';
 
 export interface SweeperLogger {
   info(fields: Record<string, unknown>, message: string): void;
@@ -29,7 +31,16 @@ export interface EffectSweeperOptions {
   batchSize?: number;
   /** A lookup that does not answer within this is a failed one. Default 30 s. */
   lookupTimeoutMs?: number;
+  /**
+   * Rows whose lookups failed lately, left out until their wait is over. Keep one across sweeps
+   * (startEffectSweeper does); absent, a sweep backs off only within itself.
+   */
+  backoff?: LookupBackoff;
+  /** No lookup starts after a sweep has run this long; the rest wait for the next sweep. Default 60 s. */
+  sweepBudgetMs?: number;
 }
+
+const DEFAULT_SWEEP_BUDGET_MS = 60_000;
 
 export type SweepCounts = Record<EffectSweepOutcome, number>;
 
@@ -43,6 +54,8 @@ export function sweptToolsOf(tools: readonly Tool[]): SweptTool[] {
 /** One pass over the unsettled rows. Never throws: a failing ledger is logged and the next sweep tries again. */
 export async function sweepUnsettledEffects(options: EffectSweeperOptions): Promise<SweepCounts> {
   const counts: SweepCounts = { done: 0, not_done: 0, uncertain: 0 };
+  const backoff = options.backoff ?? new LookupBackoff();
+  const endsAt = Date.now() + (options.sweepBudgetMs ?? DEFAULT_SWEEP_BUDGET_MS);
   for (const swept of options.tools) {
     let rows: EffectRow[];
     try {
@@ -50,6 +63,7 @@ export async function sweepUnsettledEffects(options: EffectSweeperOptions): Prom
         tools: [swept.tool],
         uncertainOf: swept.hooks.lookup ? [swept.tool] : [],
         limit: options.batchSize ?? 100,
+        skip: backoff.waiting(),
       });
     } catch (error) {
       options.logger.warn(
@@ -59,8 +73,11 @@ export async function sweepUnsettledEffects(options: EffectSweeperOptions): Prom
       return counts;
     }
     for (const row of rows) {
+      // Settling without a lookup is one quick update; a lookup may take its whole time limit.
+      const looksUp = swept.hooks.lookup && !(row.status === 'pending' && row.startedAt === null);
+      if (looksUp && Date.now() >= endsAt) continue;
       try {
-        const outcome = await settle(row, swept.hooks, options);
+        const outcome = await settle(row, swept.hooks, options, backoff);
         if (outcome === null) continue;
         counts[outcome]++;
         report(outcome, row, swept.hooks, options.logger);
@@ -80,6 +97,7 @@ async function settle(
   row: EffectRow,
   hooks: EffectHooks,
   options: EffectSweeperOptions,
+  backoff: LookupBackoff,
 ): Promise<EffectSweepOutcome | null> {
   const { ledger } = options;
   if (row.status === 'pending' && row.startedAt === null) {
@@ -96,12 +114,14 @@ async function settle(
   const timeoutMs = options.lookupTimeoutMs ?? 30_000;
   let answer;
   try {
-    answer = await withTimeout(lookup(pendingEffectOf(row), AbortSignal.timeout(timeoutMs)), timeoutMs);
+    answer = await withTimeout((signal) => lookup(pendingEffectOf(row), signal), timeoutMs);
   } catch (error) {
+    backoff.failed(row.effectKey);
     if (row.status === 'uncertain') return null;
     const why = `outcome unknown: the lookup failed (${messageOf(error)})`;
     return (await ledger.markUncertain(row.effectKey, why)) ? 'uncertain' : null;
   }
+  backoff.forget(row.effectKey);
   if (answer.happened) {
     await ledger.markDone(row.effectKey, answer.value ?? null);
     return 'done';
@@ -133,8 +153,13 @@ export interface EffectSweeper {
 /** Sweeps now and then every `intervalMs`; one sweep at a time; close() waits for the one under way. */
 export function startEffectSweeper(options: EffectSweeperOptions & { intervalMs: number }): EffectSweeper {
   let running: Promise<unknown> = Promise.resolve();
+  const swept = {
+    ...options,
+    backoff: options.backoff ?? new LookupBackoff({ baseMs: Math.max(options.intervalMs, 1_000) }),
+    sweepBudgetMs: options.sweepBudgetMs ?? options.intervalMs,
+  };
   const sweep = () => {
-    running = running.then(() => sweepUnsettledEffects(options));
+    running = running.then(() => sweepUnsettledEffects(swept));
   };
   sweep();
   const timer = setInterval(sweep, options.intervalMs);

@@ -1,7 +1,7 @@
 // `sendEmailTool(...)`: send_email (CONTRACT §7) as a tool source a fleet configuration wires with its own
 // SMTP server, sender, allowed domains and caps. Its rows live in the fleet's effect ledger; pending emails of
 // attempts that stopped for good are settled by the worker's effect sweeper, with the tool's delivery lookup.
-import type { ToolSource } from '../agent/define-fleet.js';
+import type { ToolSource } from '../kernel/define-fleet.js';
 import type { WorkerServices } from '../worker/worker-services.js';
 import { httpDeliveryLookup } from './delivery-lookup.js';
 import { EmailLedger } from './email-ledger.js';

@@ -15,10 +15,10 @@
 import { createHash } from 'node:crypto';
 import type { SendMailOptions, SentMessageInfo } from 'nodemailer';
 import { z } from 'zod';
-import { ConfigError, ToolError, TransientToolError } from '../agent/errors.js';
+import { ConfigError, ToolError, TransientToolError } from '../kernel/errors.js';
 import type { DeliveryLookup } from './delivery-lookup.js';
 import { parseRecipient } from './email-address.js';
-import { sleep } from '../agent/sleep.js';
+import { sleep } from '../kernel/sleep.js';
 import {
   NOT_DELIVERED,
   SEND_EMAIL,
@@ -33,7 +33,7 @@ import {
   type EffectHooks,
   type EffectSweepOutcome,
   type Tool,
-} from './tool.js';
+} from '../kernel/tool.js';
 
 /** What the tool needs of the ledger; EmailLedger is the real one. */
 export interface EmailLedgerPort {

@@ -5,7 +5,7 @@ import nodemailer from 'nodemailer';
 import type { SMTPSentMessageInfo, SMTPTransportOptions, Transporter } from 'nodemailer';
 import SMTPTransport from 'nodemailer/lib/smtp-transport';
 import { redactUrl } from '../../config/env.js';
-import { ConfigError } from '../agent/errors.js';
+import { ConfigError } from '../kernel/errors.js';
 import { NOT_CONNECTED_CODES } from '../util/socket-errors.js';
 
 export interface SmtpTransportOptions {

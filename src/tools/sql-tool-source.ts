@@ -1,8 +1,7 @@
 // `sqlTools(...)`: the three data tools of CONTRACT §7 as a tool source a fleet configuration wires with its own
 // data database and caps. The database is opened (and refused if its account can write) at worker start.
-import { ConfigError } from '../agent/errors.js';
-import type { ToolSource } from '../agent/define-fleet.js';
-import { seedDemoDatabase } from '../demo/seed-demo-database.js';
+import { ConfigError } from '../kernel/errors.js';
+import type { ToolSource } from '../kernel/define-fleet.js';
 import type { WorkerServices } from '../worker/worker-services.js';
 import { openDataDatabase, type DataDatabase } from './data-database.js';
 import { createSqlTools, type SqlToolsOptions } from './sql-tools.js';
@@ -14,8 +13,8 @@ export interface SqlToolSourceOptions extends SqlToolsOptions {
   database: string | DataDatabase;
   /** Bytes of one query's result read from the server. Default 1 MiB. */
   maxResultBytes?: number;
-  /** The demo's: seed the sales database when it is missing (only for a URL). */
-  seedDemoWhenMissing?: boolean;
+  /** Called once when the database (a URL) cannot be opened for being absent, then opened again. */
+  whenMissing?: () => Promise<void>;
 }
 
 export function sqlTools(options: SqlToolSourceOptions): ToolSource<WorkerServices> {
@@ -23,11 +22,9 @@ export function sqlTools(options: SqlToolSourceOptions): ToolSource<WorkerServic
     kind: 'tool-source',
     names: SQL_TOOL_NAMES,
     async open(services) {
-      const { database, maxResultBytes, seedDemoWhenMissing, ...toolOptions } = options;
+      const { database, maxResultBytes, whenMissing, ...toolOptions } = options;
       const owned = typeof database === 'string';
-      const db = owned
-        ? await openData(database, services, { maxResultBytes, seed: seedDemoWhenMissing ?? false })
-        : database;
+      const db = owned ? await openData(database, services, { maxResultBytes, whenMissing }) : database;
       return {
         tools: createSqlTools(db, toolOptions),
         close: async () => {
@@ -38,11 +35,11 @@ export function sqlTools(options: SqlToolSourceOptions): ToolSource<WorkerServic
   };
 }
 
-/** Opens the data database; the demo's is seeded first when missing, so a fresh machine works. */
+/** Opens the data database; when it fails and `whenMissing` is given, that runs once and the open is tried again. */
 async function openData(
   url: string,
   services: WorkerServices,
-  options: { maxResultBytes: number | undefined; seed: boolean },
+  options: { maxResultBytes: number | undefined; whenMissing: (() => Promise<void>) | undefined },
 ): Promise<DataDatabase> {
   const open = () =>
     openDataDatabase(url, options.maxResultBytes ? { maxResultBytes: options.maxResultBytes } : {});
@@ -50,9 +47,9 @@ async function openData(
     return await open();
   } catch (error) {
     const writable = error instanceof ConfigError && error.code === 'data_mysql_not_read_only';
-    if (writable || !options.seed) throw error;
-    services.logger.info('the demo sales database is missing: seeding it (DATA_MYSQL_URL is at its default)');
-    await seedDemoDatabase({ adminUrl: services.env.MYSQL_URL });
+    if (writable || !options.whenMissing) throw error;
+    services.logger.info('the data database could not be opened: preparing it, then opening it again');
+    await options.whenMissing();
     return open();
   }
 }

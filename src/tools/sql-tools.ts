@@ -3,11 +3,12 @@
 // sql_query runs the SQL guard first (layer a) and refuses with its reason, so the model can fix the query;
 // the database layers (read-only account, read-only session, limits) stand behind it either way.
 import { z } from 'zod';
-import { ToolError } from '../agent/errors.js';
-import type { DataDatabase, TableDescription, TableSummary } from './data-database.js';
+import { ToolError } from '../kernel/errors.js';
+import type { TableDescription, TableSummary } from './data-catalog.js';
+import type { DataDatabase } from './data-database.js';
 import { DEFAULT_MAX_CHARS, renderRows } from './render-rows.js';
 import { checkSelectOnly, warmUpSqlGuard } from './sql-guard.js';
-import { defineTool, type Tool } from './tool.js';
+import { defineTool, type Tool } from '../kernel/tool.js';
 
 export interface SqlToolsOptions {
   /** Rows shown to the model per query. Default 10. */

@@ -1,15 +1,46 @@
+// The one way to stop waiting for something after a time (and, optionally, when a caller's signal aborts).
+// Stopping waiting never cancels a promise; work that takes a signal is told through it.
+
+export interface TimeoutOptions {
+  /** The rejection on the timeout; default a plain "no answer within N ms" error. Made when the time is up. */
+  timedOut?: () => Error;
+  /** Stop waiting when this aborts too (rejecting with its reason), or at once if it already has. */
+  signal?: AbortSignal;
+}
+
 /**
- * The promise's outcome, or a rejection after `ms` (the promise itself is not cancelled): by default a plain
- * "no answer" error, or the one `timedOut` makes.
+ * The outcome of `work`, or a rejection after `ms` or when `options.signal` aborts, whichever comes first.
+ * `work` is a promise, or a function given a signal that aborts at that moment (with the same reason the
+ * returned promise rejects with), so a tool or a query can stop too; waiting ends even if it ignores it.
  */
-export function withTimeout<T>(promise: Promise<T>, ms: number, timedOut?: () => Error): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(timedOut ? timedOut() : new Error(`no answer within ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
+export async function withTimeout<T>(
+  work: Promise<T> | ((signal: AbortSignal) => Promise<T>),
+  ms: number,
+  options: TimeoutOptions = {},
+): Promise<T> {
+  const { signal: parent, timedOut } = options;
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(timedOut ? timedOut() : new Error(`no answer within ${ms} ms`)),
+    ms,
+  );
+  const onParentAbort = () => controller.abort(parent?.reason);
+  parent?.addEventListener('abort', onParentAbort, { once: true });
+  if (parent?.aborted) controller.abort(parent.reason);
+  try {
+    return await new Promise<T>((resolve, reject) => {
+      if (controller.signal.aborted) {
+        // Not waited for: a rejection of a promise passed in has no one left to tell.
+        if (typeof work !== 'function') work.catch(() => undefined);
+        return reject(controller.signal.reason);
+      }
+      controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
+      (typeof work === 'function' ? work(controller.signal) : work).then(resolve, reject);
+    });
+  } finally {
+    clearTimeout(timer);
+    parent?.removeEventListener('abort', onParentAbort);
+  }
 }
 
 /** True when `work` resolves within `ms`, false when it is still going; its rejection within `ms` is thrown. */

@@ -1,16 +1,16 @@
 // The parent job of a batch runs once every task of the batch has finished. It sums the tasks' published
-// results into the batch summary (CONTRACT §9), completes the batch's row and stores its report.
+// results into the batch summary (docs/tasks-and-results.md), completes the batch's row and stores its report.
 import { DelayedError, type Processor, type Queue } from 'bullmq';
 import type { BatchRecords } from '../batch/batch-record.js';
 import type { BatchJobData } from '../batch/batch-schema.js';
 import { summarizeBatch, type BatchSummary } from '../batch/batch-summary.js';
-import type { AgentResult } from '../agent/types.js';
+import type { AgentResult } from '../kernel/types.js';
 import type { Logger } from '../logging/logger.js';
 import { resultJobId } from '../queue/names.js';
 import { buildBatchReport } from '../reports/batch-summary.js';
 import { renderReport } from '../reports/report-command.js';
 import type { BatchReportStore } from '../reports/report-store.js';
-import { isConnectionFailure } from '../store/connection-errors.js';
+import { isConnectionFailure } from '../store/mysql-errors.js';
 import { resultOfRun } from '../store/run-result.js';
 
 export interface BatchAggregatorDeps {

@@ -2,7 +2,7 @@
 // delivered again (after a crash, a stall or a shutdown) resumes from it. Kept for a week, so a long
 // backoff never outlives it; deleted once the result is published.
 import type { Redis } from 'ioredis';
-import type { RunState } from '../agent/types.js';
+import type { RunState } from '../kernel/types.js';
 
 export const CHECKPOINT_TTL_SECONDS = 7 * 24 * 3600;
 

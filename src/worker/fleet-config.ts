@@ -1,13 +1,13 @@
 // Which fleet configuration a worker serves: the module FLEET_CONFIG names, else agent-fleet.config.ts (or .js)
-// in the working directory when there is one, else the built-in demo configuration. A module exports its
+// in the working directory when there is one, else the built-in configuration (default-fleet.ts). A module exports its
 // `defineFleet(...)` as default (or as `fleet`); a plain definition object is checked the same way.
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { defineFleet, type Fleet, type FleetDefinition } from '../agent/define-fleet.js';
-import { ConfigError } from '../agent/errors.js';
+import { defineFleet, type Fleet, type FleetDefinition } from '../kernel/define-fleet.js';
+import { ConfigError } from '../kernel/errors.js';
 import type { Env } from '../../config/env.js';
-import { demoFleet } from './demo-fleet.js';
+import { defaultFleet, type DefaultToolsOptions } from './default-fleet.js';
 
 const DEFAULT_FILES = ['agent-fleet.config.ts', 'agent-fleet.config.js'];
 
@@ -19,13 +19,13 @@ export interface LoadedFleet {
 
 export async function loadFleetConfig(
   env: Env,
-  options: { dataUrlIsDefault: boolean; cwd?: string },
+  options: DefaultToolsOptions & { cwd?: string } = {},
 ): Promise<LoadedFleet> {
   const cwd = options.cwd ?? process.cwd();
   const file = env.FLEET_CONFIG
     ? resolve(cwd, env.FLEET_CONFIG)
     : DEFAULT_FILES.map((name) => resolve(cwd, name)).find((path) => existsSync(path));
-  if (!file) return { fleet: demoFleet(env, options), source: undefined };
+  if (!file) return { fleet: defaultFleet(env, options), source: undefined };
   if (!existsSync(file)) throw new ConfigError('bad_fleet_config', `FLEET_CONFIG: no file at ${file}`);
   let module: Record<string, unknown>;
   try {

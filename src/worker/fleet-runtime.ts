@@ -1,9 +1,9 @@
 // A fleet configuration opened in a worker: its tool sources and MCP servers opened, every agent's tools
 // checked to exist, each tool with side effects given the effect ledger behind `ctx.once` (with the tool's
 // `effects` hooks), and the sweeper that settles those tools' effects left pending started.
-import { checkFleetTools, toolNamesOf, type Fleet } from '../agent/define-fleet.js';
-import type { AgentDefinition } from '../agent/define-agent.js';
-import { ConfigError } from '../agent/errors.js';
+import { checkFleetTools, toolNamesOf, type Fleet } from '../kernel/define-fleet.js';
+import type { AgentDefinition } from '../kernel/define-agent.js';
+import { ConfigError } from '../kernel/errors.js';
 import { EffectLedger } from '../tools/effect-ledger.js';
 import {
   DEFAULT_PENDING_GRACE_MS,
@@ -13,7 +13,7 @@ import {
 } from '../tools/effect-once.js';
 import { startEffectSweeper, sweptToolsOf } from '../tools/effect-sweeper.js';
 import { loadMcpTools } from '../tools/mcp/load-mcp-tools.js';
-import { UncertainOutcome, type Tool } from '../tools/tool.js';
+import { UncertainOutcome, type Tool } from '../kernel/tool.js';
 import { StaticToolProvider, type ToolProvider } from './tool-provider.js';
 import type { WorkerServices } from './worker-services.js';
 

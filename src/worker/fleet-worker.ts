@@ -4,9 +4,9 @@
 import type { KeepJobs, Queue, Telemetry } from 'bullmq';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { AgentResult } from '../agent/types.js';
-import { usageOf } from '../agent/budget.js';
-import { configuredPrices, priceOf } from '../llm/pricing.js';
+import type { AgentResult } from '../kernel/types.js';
+import { usageOf } from '../kernel/budget.js';
+import { configuredPrices, priceOf } from '../llm/price-table.js';
 import { TASKS_QUEUE } from '../queue/names.js';
 import { retryDelayMs, type RetrySchedule } from '../queue/retry-schedule.js';
 import { RunFinisher, startOf } from './run-finisher.js';

@@ -10,11 +10,7 @@ import { outcomeKey, unrecordedKey } from './outcome-store.js';
 import { parkedTracesKey } from './trace-writer.js';
 
 // KEYS: checkpoint, parked traces, kept outcome, the unrecorded set. ARGV: the job id.
-const FORGET = new LuaScript(`
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
-redis.call('SREM', KEYS[4], ARGV[1])
-return 1
-`);
+const FORGET = LuaScript.fromFiles(new URL('./job-forget.lua', import.meta.url));
 
 export async function forgetJobState(redis: Redis, prefix: string, jobId: string): Promise<void> {
   const keys = [

@@ -1,8 +1,8 @@
 // Builds the ChatModel a job asks for, from the endpoint configuration of the process: OpenAI or an
 // OpenAI-compatible endpoint (OPENAI_BASE_URL), or Azure OpenAI (AZURE_OPENAI_ENDPOINT). One client per model.
-import { ConfigError } from '../agent/errors.js';
+import { ConfigError } from '../kernel/errors.js';
 import type { Env } from '../../config/env.js';
-import type { ChatModel } from '../llm/chat-model.js';
+import type { ChatModel } from '../kernel/chat-model.js';
 import { OpenAIChatModel } from '../llm/openai-chat-model.js';
 
 /** Throws at start when no endpoint can be reached: OpenAI and Azure need a key; a custom endpoint may not. */

@@ -3,7 +3,7 @@
 // then; a job that failed for good is listed as unrecorded and written by any worker's sweeper (fleet-worker.ts).
 // Its result is published only once its record is in: a published result always has its row.
 import type { Redis } from 'ioredis';
-import type { AgentResult } from '../agent/types.js';
+import type { AgentResult } from '../kernel/types.js';
 import type { StartRunInput } from '../store/runs-repository.js';
 
 /** As long as checkpoints and parked traces: an outage shorter than this loses nothing. */

@@ -1,6 +1,6 @@
 // What a job shows while it runs: a progress object (Bull Board, the API, the CLI's --wait) and one log
 // line per step.
-import type { StepTrace } from '../agent/types.js';
+import type { StepTrace } from '../kernel/types.js';
 import { scrubText } from '../logging/redact.js';
 
 export interface TaskProgress {

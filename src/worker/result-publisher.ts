@@ -1,8 +1,8 @@
-// Publishes a result (CONTRACT §4) on agent-results exactly once: the result job's id derives from the task's,
+// Publishes a result (docs/tasks-and-results.md) on agent-results exactly once: the result job's id derives from the task's,
 // and BullMQ ignores an add whose id already exists, so a retried or resumed job can publish again safely.
 // The result job carries the fleet's results retention, applied when a consumer completes (or fails) it.
 import type { KeepJobs, Queue } from 'bullmq';
-import type { AgentResult } from '../agent/types.js';
+import type { AgentResult } from '../kernel/types.js';
 import { RESULT_JOB_NAME, resultJobId } from '../queue/names.js';
 import { retentionFrom } from '../queue/retention.js';
 

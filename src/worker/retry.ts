@@ -1,6 +1,6 @@
 // Bounded retries with backoff for the worker's own I/O (MySQL writes, publishing): a short outage is
 // ridden out inside the job; a long one fails the attempt, and BullMQ's retry policy takes over.
-import { sleep } from '../agent/sleep.js';
+import { sleep } from '../kernel/sleep.js';
 
 export interface RetryOptions {
   attempts: number;

@@ -1,14 +1,15 @@
 // From a validated task, its agent and the process's configuration to what the kernel needs: the task's own
 // budget over the agent's over the fleet's defaults (never above the agent's ceiling), its model (which must
 // have a price), its protocol, its tools, its instructions and the text the model reads as the task.
-import type { Budget } from '../agent/budget.js';
-import type { AgentDefinition } from '../agent/define-agent.js';
-import { toolNamesOf } from '../agent/define-fleet.js';
-import { InputError } from '../agent/errors.js';
-import type { AgentRunOptions } from '../agent/run-agent.js';
-import type { ProtocolName } from '../agent/protocol.js';
+import type { Budget } from '../kernel/budget.js';
+import type { AgentDefinition } from '../kernel/define-agent.js';
+import { toolNamesOf } from '../kernel/define-fleet.js';
+import { InputError } from '../kernel/errors.js';
+import type { AgentRunOptions } from '../kernel/run-agent.js';
+import type { ProtocolName } from '../kernel/protocol.js';
 import type { Env } from '../../config/env.js';
-import { configuredPrices, priceOf, type ModelPrice } from '../llm/pricing.js';
+import { type ModelPrice } from '../kernel/pricing.js';
+import { configuredPrices, priceOf } from '../llm/price-table.js';
 import { formatFieldIssues, safeParse, toFieldIssues, type AgentTask } from '../queue/task-schema.js';
 import { fleetBudgetDefaults, resolveTaskBudget, resolveTaskModel } from '../queue/task-budget.js';
 

@@ -6,12 +6,12 @@
 // is published: the job is redelivered later, or, when it failed for good, the sweeper records it.
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { AgentResult } from '../agent/types.js';
+import type { AgentResult } from '../kernel/types.js';
 import type { Env } from '../../config/env.js';
 import type { Logger } from '../logging/logger.js';
 import type { FleetMetrics } from '../metrics/fleet-metrics.js';
-import { isConnectionFailure } from '../store/connection-errors.js';
-import { StoreError } from '../store/errors.js';
+import { isConnectionFailure } from '../store/mysql-errors.js';
+import { StoreError } from '../kernel/errors.js';
 import type { StartRunInput } from '../store/runs-repository.js';
 import { batchMembership } from './batch-membership.js';
 import { forgetJobState } from './job-state.js';

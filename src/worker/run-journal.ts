@@ -5,7 +5,7 @@
 // when its own rows are in; a job that is ending has the waiting batch written at once (`expedite`, which a finish
 // implies). Until then the traces stay parked in Redis (trace-writer); a start or a finish that never lands fails
 // the job's attempt, and BullMQ's retry writes it again (every write is an upsert).
-import type { AgentResult, StepTrace } from '../agent/types.js';
+import type { AgentResult, StepTrace } from '../kernel/types.js';
 import {
   runNotFound,
   type FinishRunInput,

@@ -5,7 +5,7 @@
 // its script ran: the kernel awaits it where a checkpoint must be durable (before side effects, at the end).
 import type { Job } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { StepTrace } from '../agent/types.js';
+import type { StepTrace } from '../kernel/types.js';
 import { LuaScript } from '../fleet/lua-script.js';
 import type { Logger } from '../logging/logger.js';
 import { checkpointKey, CHECKPOINT_TTL_SECONDS } from './checkpoint-store.js';
@@ -16,29 +16,7 @@ import { PARKED_TTL_SECONDS, parkedTracesKey } from './trace-writer.js';
 // ARGV: job id, progress JSON, log line, logs kept ('' = all), checkpoint JSON, checkpoint TTL, trace step,
 //       trace JSON, parked TTL. An empty value skips its write. Progress and log as BullMQ's updateProgress and
 //       addLog scripts write them, and only while the job exists, as they do.
-const STEP = new LuaScript(`
-if ARGV[5] ~= '' then redis.call('SET', KEYS[5], ARGV[5], 'EX', ARGV[6]) end
-if ARGV[7] ~= '' then
-  redis.call('HSET', KEYS[6], ARGV[7], ARGV[8])
-  redis.call('EXPIRE', KEYS[6], ARGV[9])
-end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  if ARGV[2] ~= '' then
-    local maxEvents = redis.call('HGET', KEYS[3], 'opts.maxLenEvents')
-    if not maxEvents then
-      maxEvents = 10000
-      redis.call('HSET', KEYS[3], 'opts.maxLenEvents', maxEvents)
-    end
-    redis.call('HSET', KEYS[1], 'progress', ARGV[2])
-    redis.call('XADD', KEYS[2], 'MAXLEN', '~', maxEvents, '*', 'event', 'progress', 'jobId', ARGV[1], 'data', ARGV[2])
-  end
-  if ARGV[3] ~= '' then
-    redis.call('RPUSH', KEYS[4], ARGV[3])
-    if ARGV[4] ~= '' then redis.call('LTRIM', KEYS[4], -tonumber(ARGV[4]), -1) end
-  end
-end
-return 1
-`);
+const STEP = LuaScript.fromFiles(new URL('./step-write.lua', import.meta.url));
 
 interface Pending {
   checkpoint: string | null;

@@ -10,15 +10,14 @@
 //                                               redelivered until its record lands; the result is published then
 import { DelayedError, UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { DEFAULT_AGENT, type AgentDefinition } from '../agent/define-agent.js';
-import { ConfigError, InputError, type RunError } from '../agent/errors.js';
-import { StoreError } from '../store/errors.js';
-import { usageOf } from '../agent/budget.js';
-import { runAgent } from '../agent/run-agent.js';
-import type { AgentResult } from '../agent/types.js';
+import { DEFAULT_AGENT, type AgentDefinition } from '../kernel/define-agent.js';
+import { ConfigError, InputError, type RunError, StoreError } from '../kernel/errors.js';
+import { usageOf } from '../kernel/budget.js';
+import { runAgent } from '../kernel/run-agent.js';
+import type { AgentResult } from '../kernel/types.js';
 import type { Env } from '../../config/env.js';
-import type { CallGate } from '../agent/call-gate.js';
-import type { ChatModel } from '../llm/chat-model.js';
+import type { CallGate } from '../kernel/call-gate.js';
+import type { ChatModel } from '../kernel/chat-model.js';
 import type { FleetMetrics } from '../metrics/fleet-metrics.js';
 import type { Logger } from '../logging/logger.js';
 import { formatFieldIssues, MAX_TASK_CHARS, validateTask } from '../queue/task-schema.js';
@@ -302,7 +301,7 @@ async function delayForRecord(
 
 /**
  * A job that ends before any run starts (a bad task, an unknown model) still gets its record and result; that of
- * an agent with an output schema carries `output: null`, as every result of such an agent does (CONTRACT §10).
+ * an agent with an output schema carries `output: null`, as every result of such an agent does.
  */
 async function finishWithoutRun(
   deps: TaskProcessorDeps,

@@ -1,7 +1,7 @@
 // The worker asks for the tools a task names; what stands behind them (a data database, an SMTP server) is
 // wired once per process at start.
-import { ToolRegistry } from '../tools/registry.js';
-import type { Tool } from '../tools/tool.js';
+import { ToolRegistry } from '../kernel/tool-registry.js';
+import type { Tool } from '../kernel/tool.js';
 
 export interface ToolProvider {
   registryFor(names: readonly string[]): ToolRegistry;

@@ -4,7 +4,7 @@
 // that could not be written (the store down, the worker killed) is written by the job's next attempt, even when
 // that attempt only replays a finished run. MySQL upserts on (job, step), so writing a step twice is harmless.
 import type { Redis } from 'ioredis';
-import type { StepTrace } from '../agent/types.js';
+import type { StepTrace } from '../kernel/types.js';
 import type { Logger } from '../logging/logger.js';
 import { withRetries } from './retry.js';
 import type { RunJournal } from './run-journal.js';

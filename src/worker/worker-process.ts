@@ -2,7 +2,7 @@
 // its signals. Kept apart from the entry file so the demo can start workers in-process.
 import { Queue, Worker } from 'bullmq';
 import { env as readEnv, type Env } from '../../config/env.js';
-import { configuredPrices, priceOf } from '../llm/pricing.js';
+import { configuredPrices, priceOf } from '../llm/price-table.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import { scrubText } from '../logging/redact.js';
 import { BATCHES_QUEUE, RESULTS_QUEUE, TASKS_QUEUE } from '../queue/names.js';
@@ -13,7 +13,7 @@ import { BatchTracker } from './batch-tracker.js';
 import { fleetLimitsFromEnv, gateForJob } from '../fleet/fleet-gate.js';
 import { TenantSlots } from '../fleet/tenant-slots.js';
 import { withProviderRateLimits } from '../fleet/provider-rate-limits.js';
-import type { ChatModel } from '../llm/chat-model.js';
+import type { ChatModel } from '../kernel/chat-model.js';
 import { FleetMetrics } from '../metrics/fleet-metrics.js';
 import { startMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
 import { assertRedisReachable, createRedis } from '../queue/redis.js';
@@ -34,11 +34,11 @@ import { modelFactoryFrom } from './model-factory.js';
 import { ResultPublisher } from './result-publisher.js';
 import { ResultsRetention } from './results-retention.js';
 import { handleShutdownSignals } from './shutdown-signals.js';
-import type { Fleet } from '../agent/define-fleet.js';
+import type { Fleet } from '../kernel/define-fleet.js';
 import { loadFleetConfig } from './fleet-config.js';
 import { openFleet } from './fleet-runtime.js';
 import { publishCatalog } from './catalog-publisher.js';
-import { effectsInFlight } from '../tools/effects-in-flight.js';
+import { effectsInFlight } from '../kernel/effects-in-flight.js';
 import { settlesWithin } from '../util/with-timeout.js';
 import { startTelemetry } from '../telemetry/fleet-telemetry.js';
 
@@ -54,6 +54,11 @@ export async function startWorkerProcess(
     handleSignals?: boolean;
     /** The fleet to serve; default the configuration FLEET_CONFIG names (fleet-config.ts). */
     fleet?: Fleet;
+    /**
+     * For the built-in configuration: called once when its data database is absent, then opened again. The
+     * repository's `npm run worker` seeds the demo's there when DATA_MYSQL_URL is unset.
+     */
+    whenDataDatabaseMissing?: (env: Env) => Promise<void>;
   } = {},
 ): Promise<WorkerProcess> {
   const logger = options.logger ?? createLogger('worker');
@@ -72,11 +77,13 @@ export async function startWorkerProcess(
       logger,
     });
     const createModel = modelFactoryFrom(config);
-    const dataUrlIsDefault = !process.env['DATA_MYSQL_URL'];
+    const whenMissing = options.whenDataDatabaseMissing;
     const loaded = options.fleet
       ? { fleet: options.fleet, source: 'startWorker' }
-      : await loadFleetConfig(config, { dataUrlIsDefault });
-    logger.info({ source: loaded.source ?? 'built-in demo configuration' }, 'fleet configuration loaded');
+      : await loadFleetConfig(config, {
+          whenDataDatabaseMissing: whenMissing ? () => whenMissing(config) : undefined,
+        });
+    logger.info({ source: loaded.source ?? 'built-in configuration' }, 'fleet configuration loaded');
     const pool = await createStorePool(config.MYSQL_URL);
     await migrate(pool, { logger });
     const connection = createRedis(config.REDIS_URL, 'worker');

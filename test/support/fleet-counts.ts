@@ -2,7 +2,7 @@
 // agent_runs and agent_steps. Counted per job, so "exactly one" catches both a loss and a duplicate.
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import type { AgentResult } from '../../src/agent/types.js';
+import type { AgentResult } from '../../src/kernel/types.js';
 import { RESULTS_QUEUE, TASKS_QUEUE } from '../../src/queue/names.js';
 import { queryStore, type FleetNamespace } from './fleet-harness.js';
 

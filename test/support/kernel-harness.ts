@@ -1,15 +1,15 @@
 // Shared set-up for kernel tests: a scripted model over HTTP, the real OpenAI adapter, and small real tools
 // that record every execution, so tests can count model calls and tool calls exactly.
 import { z } from 'zod';
-import { DEFAULT_MAX_COST_USD, DEFAULT_MAX_TOKENS } from '../../src/agent/defaults.js';
-import type { Budget } from '../../src/agent/budget.js';
-import { TransientToolError } from '../../src/agent/errors.js';
-import { runAgent, type AgentRunInput } from '../../src/agent/run-agent.js';
-import type { AgentResult, RunState, StepTrace } from '../../src/agent/types.js';
+import { DEFAULT_MAX_COST_USD, DEFAULT_MAX_TOKENS } from '../../src/kernel/defaults.js';
+import type { Budget } from '../../src/kernel/budget.js';
+import { TransientToolError } from '../../src/kernel/errors.js';
+import { runAgent, type AgentRunInput } from '../../src/kernel/run-agent.js';
+import type { AgentResult, RunState, StepTrace } from '../../src/kernel/types.js';
 import { OpenAIChatModel } from '../../src/llm/openai-chat-model.js';
-import { priceOf } from '../../src/llm/pricing.js';
-import { ToolRegistry } from '../../src/tools/registry.js';
-import { defineTool } from '../../src/tools/tool.js';
+import { priceOf } from '../../src/llm/price-table.js';
+import { ToolRegistry } from '../../src/kernel/tool-registry.js';
+import { defineTool } from '../../src/kernel/tool.js';
 import type { ScriptedModelServer } from '../../src/testing/scripted-model-server.js';
 
 export const MODEL = 'gpt-4-turbo-preview';

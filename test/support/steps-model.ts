@@ -1,7 +1,7 @@
 // A scripted model for fleet tests. Tasks say how long they take: "job <name>: <n> steps". The model makes
 // n-1 tool calls (each a new one, so no loop detection), then answers; it reads where it is from the
 // conversation, so any worker can serve any request of any job.
-import { turnsIn } from '../../src/agent/memory.js';
+import { turnsIn } from '../../src/kernel/memory.js';
 import type {
   RecordedRequest,
   ScriptedModelServer,

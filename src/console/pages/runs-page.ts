@@ -1,6 +1,6 @@
 // The console's list of runs, newest first, filtered by batch, agent, status, stop reason and start date (the
 // query string of a plain GET form, so a filtered list is a link one can share).
-import type { StopReason } from '../../agent/types.js';
+import type { StopReason } from '../../kernel/types.js';
 import { scrubText } from '../../logging/redact.js';
 import { formatInt, formatTime, formatUsd, label } from '../../reports/text.js';
 import type { RunRowStatus } from '../../store/rows.js';

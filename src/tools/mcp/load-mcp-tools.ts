@@ -3,9 +3,9 @@
 // agents' tool lists are built from it); a later listing (after a reconnect, or tools/list_changed) updates
 // what each server offers: a tool it dropped fails as an observation, a tool it added is logged.
 import type { Logger } from '../../logging/logger.js';
-import { ConfigError } from '../../agent/errors.js';
-import { sleep } from '../../agent/sleep.js';
-import type { Tool } from '../tool.js';
+import { ConfigError } from '../../kernel/errors.js';
+import { sleep } from '../../kernel/sleep.js';
+import type { Tool } from '../../kernel/tool.js';
 import { McpConnection, type McpConnectionOptions } from './mcp-connection.js';
 import { validateMcpServers, type McpServerConfig } from './mcp-server-config.js';
 import { mcpToolToFleetTool } from './mcp-tool.js';

@@ -18,7 +18,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
-import { TransientToolError } from '../../agent/errors.js';
+import { TransientToolError } from '../../kernel/errors.js';
 import type { Logger } from '../../logging/logger.js';
 import { retryDelayMs } from '../../queue/retry-schedule.js';
 import type { McpServerConfig } from './mcp-server-config.js';

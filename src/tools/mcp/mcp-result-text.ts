@@ -1,8 +1,8 @@
 // What the model observes of an MCP tool result: text parts joined, structured content as JSON when there
 // is no text, and images, audio and resources summarised by type and size (never their bytes). Bounded.
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { TOOL_OUTPUT_MAX_CHARS } from '../../agent/defaults.js';
-import { boundedJson } from '../bounded-json.js';
+import { TOOL_OUTPUT_MAX_CHARS } from '../../kernel/defaults.js';
+import { boundedJson } from '../../kernel/bounded-json.js';
 
 export function renderMcpResult(result: CallToolResult, maxChars = TOOL_OUTPUT_MAX_CHARS): string {
   const parts: string[] = [];

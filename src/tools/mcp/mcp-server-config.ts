@@ -1,8 +1,8 @@
 // What a fleet configuration says about one MCP server, checked before anything connects: exactly one of
 // `command` (a child process over stdio) or `url` (Streamable HTTP), and errors that name the field.
 import { z } from 'zod';
-import { ConfigError } from '../../agent/errors.js';
-import type { McpServerConfig } from '../../agent/define-fleet.js';
+import { ConfigError } from '../../kernel/errors.js';
+import type { McpServerConfig } from '../../kernel/define-fleet.js';
 
 // The configuration type is the kernel's (defineFleet's `mcpServers`); this module validates it.
 export type { McpServerConfig };

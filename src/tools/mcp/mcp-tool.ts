@@ -4,9 +4,9 @@
 // tool, and an uncertain outcome for one with side effects (the server may have acted before it went away).
 import type { Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { ToolError, TransientToolError } from '../../agent/errors.js';
+import { ToolError, TransientToolError } from '../../kernel/errors.js';
 import type { Logger } from '../../logging/logger.js';
-import { UncertainOutcome, type Tool } from '../tool.js';
+import { UncertainOutcome, type Tool } from '../../kernel/tool.js';
 import { McpCallInterrupted, type McpConnection } from './mcp-connection.js';
 import { renderMcpResult } from './mcp-result-text.js';
 import { MCP_DEFAULT_TIMEOUT_MS, type McpServerConfig } from './mcp-server-config.js';

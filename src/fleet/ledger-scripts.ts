@@ -1,0 +1,11 @@
+// The spend ledger's Lua scripts (ledger-*.lua), each with the shared definitions of ledger-common.lua first.
+import { LuaScript } from './lua-script.js';
+
+const COMMON = new URL('./ledger-common.lua', import.meta.url);
+
+/** Settles a ticket first if asked, checks the pause, then books a worst case in every scope or in none. */
+export const RESERVE = LuaScript.fromFiles(COMMON, new URL('./ledger-reserve.lua', import.meta.url));
+/** Moves a ticket's reservation out of every scope and adds what the call cost. */
+export const SETTLE = LuaScript.fromFiles(COMMON, new URL('./ledger-settle.lua', import.meta.url));
+/** One scope's figures, its expired reservations swept first. */
+export const READ = LuaScript.fromFiles(COMMON, new URL('./ledger-read.lua', import.meta.url));

@@ -1,0 +1,3 @@
+-- `now`: the Redis server's clock in ms, one clock for the whole fleet.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -1,0 +1,90 @@
+// An agent: what a task names (`"agent": "kpi-digest"`) to get its instructions, its tools, its model and its
+// limits. The fleet configuration lists them; the worker runs the one a task names.
+import type { z } from 'zod';
+import type { Budget } from './budget.js';
+import type { ProtocolName } from './protocol.js';
+import type { Tool } from './tool.js';
+import type { ReasoningEffort, ServiceTier } from './chat-model.js';
+
+/** Agent and tool names: what a task, a log line and a metric label carry. */
+export const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+/** The agent a task without `agent` runs. */
+export const DEFAULT_AGENT = 'default';
+
+export interface AgentDefinition<Input extends z.ZodType = z.ZodType, Output extends z.ZodType = z.ZodType> {
+  name: string;
+  /** What the agent does, for the catalog and for people choosing one. */
+  description: string;
+  /**
+   * Put before the protocol's own system prompt (which lists the tools and the reply format). A function gets the
+   * task's validated `input` (undefined for a task that carries only text). Absent: the protocol's prompt alone.
+   */
+  instructions?: string | ((input: z.output<Input> | undefined) => string);
+  /** Tool names of the fleet, or tools defined with the agent (added to the fleet's tools). */
+  tools: readonly (string | Tool)[];
+  /** Default model of its tasks (a task's `model` wins); default LLM_MODEL. */
+  model?: string;
+  /** How its requests are shaped; see docs/models.md. */
+  modelSettings?: ModelSettings;
+  protocol?: ProtocolName;
+  /** Its tasks' default budget, per field; the environment's defaults fill the rest. */
+  budget?: Partial<Budget>;
+  /** What a task's budget may never exceed, per field: a task asking for more is refused. */
+  budgetCeiling?: Partial<Budget>;
+  /** `window`: a number forces the sliding window of that many messages; `auto` the cache-aware memory. */
+  memory?: { window?: number | 'auto' };
+  /** A task for this agent carries an `input` object of this schema (and `task` text only as an addition). */
+  input?: Input;
+  /** The value the run must end with (structured output); carried to the kernel as `output`. */
+  output?: Output;
+}
+
+export interface ModelSettings {
+  /** `reasoning_effort` for a reasoning model (gpt-5 family, o3, o4-mini). */
+  reasoningEffort?: ReasoningEffort;
+  /** Shape requests for a reasoning model even where the price entry does not say it is one (or, false, not). */
+  reasoning?: boolean;
+  /** The completion limit of a step (LLM_MAX_TOKENS by default); a reasoning model's reasoning counts in it. */
+  maxCompletionTokens?: number;
+  /** `flex` for work that can wait: the provider's slower tier at batch prices (a task's own setting wins). */
+  serviceTier?: ServiceTier;
+}
+
+const EFFORTS: readonly ReasoningEffort[] = ['minimal', 'low', 'medium', 'high'];
+
+/** Identity with a name check, for type inference of `instructions`' argument from `input`. */
+export function defineAgent<Input extends z.ZodType = z.ZodType, Output extends z.ZodType = z.ZodType>(
+  agent: AgentDefinition<Input, Output>,
+): AgentDefinition<Input, Output> {
+  if (!AGENT_NAME.test(agent.name)) {
+    throw new Error(
+      `agent name "${agent.name}" is invalid: letters, digits, _ and - only, at most 64, starting with a letter or digit`,
+    );
+  }
+  checkModelSettings(agent.name, agent.modelSettings);
+  return agent;
+}
+
+function checkModelSettings(name: string, settings: ModelSettings | undefined): void {
+  if (!settings) return;
+  const { reasoningEffort, maxCompletionTokens, serviceTier } = settings;
+  if (serviceTier !== undefined && serviceTier !== 'default' && serviceTier !== 'flex') {
+    throw new Error(
+      `agent "${name}": modelSettings.serviceTier must be default or flex, got ${JSON.stringify(serviceTier)}`,
+    );
+  }
+  if (reasoningEffort !== undefined && !EFFORTS.includes(reasoningEffort)) {
+    throw new Error(
+      `agent "${name}": modelSettings.reasoningEffort must be one of ${EFFORTS.join(', ')}, got ${JSON.stringify(reasoningEffort)}`,
+    );
+  }
+  if (
+    maxCompletionTokens !== undefined &&
+    !(Number.isInteger(maxCompletionTokens) && maxCompletionTokens >= 16 && maxCompletionTokens <= 128_000)
+  ) {
+    throw new Error(
+      `agent "${name}": modelSettings.maxCompletionTokens must be a whole number from 16 to 128000, got ${JSON.stringify(maxCompletionTokens)}`,
+    );
+  }
+}

@@ -1,0 +1,218 @@
+// Token counting for Chat Completions requests, as OpenAI's cookbook documents it: every message costs its
+// content plus a fixed overhead, every reply is primed with a few tokens, and tool definitions are sent as
+// (roughly) their JSON. The kernel budgets from a bound on it (tool calls framed as endpoints frame them),
+// calibrated and with a margin, BEFORE a call; the scripted model server reports this count as usage.
+import { createRequire } from 'node:module';
+import type { ChatMessage, ResponseFormat, ToolSpec } from './messages.js';
+
+const TOKENS_PER_MESSAGE = 3;
+const TOKENS_PER_REPLY_PRIMING = 3;
+const TOKENS_PER_TOOL_CALL = 4;
+const TOKENS_FOR_TOOLS_BLOCK = 12;
+
+export type TokenCounter = (text: string) => number;
+
+type Encoding = 'cl100k_base' | 'o200k_base';
+
+// An encoding's tables take 10 MB (cl100k) and 18 MB (o200k) of heap, and a worker usually needs one: each is
+// loaded (synchronously, from the package's CommonJS build) the first time a model asks for it. A smaller live
+// heap is less for every major garbage collection to go through.
+const loadEncoding = createRequire(import.meta.url);
+const counters = new Map<Encoding, TokenCounter>();
+
+function counterOf(encoding: Encoding): TokenCounter {
+  let counter = counters.get(encoding);
+  if (!counter) {
+    const module = loadEncoding(`gpt-tokenizer/encoding/${encoding}`) as { countTokens: TokenCounter };
+    counter = (text) => module.countTokens(text);
+    counters.set(encoding, counter);
+  }
+  return counter;
+}
+
+/** gpt-4o, gpt-4.1 and the o-series use o200k_base; older GPT-4 models cl100k_base. */
+export function tokenCounterFor(model: string): TokenCounter {
+  // Fine-tuned models are named `ft:<base>:<org>::<id>`: their base model decides.
+  return counterOf(/^(ft:)?(gpt-4o|gpt-4\.1|gpt-5|o\d)/.test(model) ? 'o200k_base' : 'cl100k_base');
+}
+
+/** One counter's cache in a family of caches kept per counter (a count depends on the encoding), made on first use. */
+function cacheOf<C>(family: WeakMap<TokenCounter, C>, count: TokenCounter, make: () => C): C {
+  let cache = family.get(count);
+  if (!cache) {
+    cache = make();
+    family.set(count, cache);
+  }
+  return cache;
+}
+
+/** `count(text)`, remembered by value in a map of at most `limit` texts (emptied when full: repeats come back). */
+function countRemembered(
+  cache: Map<string, number>,
+  limit: number,
+  text: string,
+  count: TokenCounter,
+): number {
+  let tokens = cache.get(text);
+  if (tokens === undefined) {
+    tokens = count(text);
+    if (cache.size >= limit) cache.clear();
+    cache.set(text, tokens);
+  }
+  return tokens;
+}
+
+// Messages in memory are never mutated, so a message's count is computed once per counter however many
+// prompts it appears in: the loop re-counts the whole prompt before every call.
+const messageCache = new WeakMap<TokenCounter, WeakMap<ChatMessage, number>>();
+
+export function countMessageTokens(message: ChatMessage, count: TokenCounter): number {
+  const cache = cacheOf(messageCache, count, () => new WeakMap());
+  const cached = cache.get(message);
+  if (cached !== undefined) return cached;
+  let tokens = TOKENS_PER_MESSAGE + count(message.role);
+  if (message.content) tokens += countLongText(message.content, count);
+  if (message.role === 'tool') tokens += count(message.tool_call_id);
+  if (message.role === 'assistant' && message.tool_calls) {
+    for (const call of message.tool_calls) {
+      tokens +=
+        TOKENS_PER_TOOL_CALL + count(call.id) + count(call.function.name) + count(call.function.arguments);
+    }
+  }
+  cache.set(message, tokens);
+  return tokens;
+}
+
+// Every run of a process sends the same system prompt (the tool list, the protocol's rules) in a message object of
+// its own: long texts are also remembered by value, a few hundred at most.
+const LONG_TEXT_CHARS = 512;
+const LONG_TEXTS_KEPT = 256;
+const textCache = new WeakMap<TokenCounter, Map<string, number>>();
+
+function countLongText(text: string, count: TokenCounter): number {
+  if (text.length < LONG_TEXT_CHARS) return count(text);
+  return countRemembered(
+    cacheOf(textCache, count, () => new Map()),
+    LONG_TEXTS_KEPT,
+    text,
+    count,
+  );
+}
+
+// Lines of the deterministic summaries the kernel estimates before every step: each summary is new, its lines
+// mostly are not (they describe the same messages step after step).
+const LINES_KEPT = 4_096;
+const lineCache = new WeakMap<TokenCounter, Map<string, number>>();
+
+/**
+ * An estimate of a multi-line text's tokens, for budget checks: the tokens of each line (each distinct line
+ * counted once per process) plus one per line break. Tokens do not span a line break, but for punctuation merging
+ * with it, so this is the exact count or slightly above it.
+ */
+export function estimateTokensByLine(text: string, count: TokenCounter): number {
+  const cache = cacheOf(lineCache, count, () => new Map());
+  const lines = text.split('\n');
+  let tokens = lines.length - 1;
+  for (const line of lines) tokens += countRemembered(cache, LINES_KEPT, line, count);
+  return tokens;
+}
+
+/**
+ * Gives a message the estimate of `estimateTokensByLine` as its count (for this counter), so that prompts holding
+ * it are estimated without counting its text: for a message made only to be measured.
+ */
+export function estimateMessageTokensByLine(message: ChatMessage, count: TokenCounter): number {
+  const tokens =
+    TOKENS_PER_MESSAGE + count(message.role) + estimateTokensByLine(message.content ?? '', count);
+  let cache = messageCache.get(count);
+  if (!cache) {
+    cache = new WeakMap();
+    messageCache.set(count, cache);
+  }
+  cache.set(message, tokens);
+  return tokens;
+}
+
+const toolsCache = new WeakMap<TokenCounter, WeakMap<readonly ToolSpec[], number>>();
+
+export function countToolsTokens(tools: readonly ToolSpec[] | undefined, count: TokenCounter): number {
+  if (!tools || tools.length === 0) return 0;
+  const cache = cacheOf(toolsCache, count, () => new WeakMap());
+  const cached = cache.get(tools);
+  if (cached !== undefined) return cached;
+  const tokens = TOKENS_FOR_TOOLS_BLOCK + count(JSON.stringify(tools));
+  cache.set(tools, tokens);
+  return tokens;
+}
+
+/** What a `response_format` adds to a prompt: endpoints put its schema in front of the model. */
+export function countResponseFormatTokens(format: ResponseFormat | undefined, count: TokenCounter): number {
+  return format ? TOKENS_FOR_TOOLS_BLOCK + count(JSON.stringify(format)) : 0;
+}
+
+/** Prompt tokens of a request: messages, tool definitions and the reply priming. */
+export function countPromptTokens(
+  messages: readonly ChatMessage[],
+  tools: readonly ToolSpec[] | undefined,
+  count: TokenCounter,
+): number {
+  let tokens = TOKENS_PER_REPLY_PRIMING + countToolsTokens(tools, count);
+  for (const message of messages) tokens += countMessageTokens(message, count);
+  return tokens;
+}
+
+// How an endpoint renders the tool calls of the history is not documented, and it reports more than the count
+// above on conversations full of them. Counters fitted to OpenAI's reported usage (openai-chat-tokens,
+// totokenizers) charge 7 to 10 tokens to open each call, one between its name and its arguments, and 12 to
+// close a message of calls, where the count above charges 4 and the call's id. Other counters (LangChain's)
+// and the chat templates of OpenAI-compatible servers take a call as its JSON, keys, quotes and escaped
+// arguments included. The budget's bound charges a message of calls the larger of the two.
+const TOOL_CALL_OPENING_TOKENS = 10 + 1;
+const TOOL_CALLS_CLOSING_TOKENS = 12;
+
+const framingCache = new WeakMap<TokenCounter, WeakMap<ChatMessage, number>>();
+
+/** What a message may cost beyond its documented count: an endpoint's framing of the tool calls it makes. */
+export function toolCallFramingTokens(message: ChatMessage, count: TokenCounter): number {
+  if (message.role !== 'assistant' || !message.tool_calls || message.tool_calls.length === 0) return 0;
+  const cache = cacheOf(framingCache, count, () => new WeakMap());
+  const cached = cache.get(message);
+  if (cached !== undefined) return cached;
+  let fitted = TOOL_CALLS_CLOSING_TOKENS;
+  let serialized = 0;
+  for (const call of message.tool_calls) {
+    fitted += Math.max(0, TOOL_CALL_OPENING_TOKENS - TOKENS_PER_TOOL_CALL);
+    const parts = count(call.id) + count(call.function.name) + count(call.function.arguments);
+    serialized += Math.max(0, count(JSON.stringify(call)) - parts);
+  }
+  const tokens = Math.max(fitted, serialized);
+  cache.set(message, tokens);
+  return tokens;
+}
+
+/**
+ * The prompt tokens to budget for: the documented count, with the tool calls of the history framed as endpoints
+ * frame them at the most. Never below `countPromptTokens`.
+ */
+export function countPromptTokensBound(
+  messages: readonly ChatMessage[],
+  tools: readonly ToolSpec[] | undefined,
+  count: TokenCounter,
+): number {
+  let tokens = countPromptTokens(messages, tools, count);
+  for (const message of messages) tokens += toolCallFramingTokens(message, count);
+  return tokens;
+}
+
+/** Completion tokens of a reply: its text and the tool calls it makes. */
+export function countCompletionTokens(
+  content: string | null,
+  toolCalls: readonly { function: { name: string; arguments: string } }[] | undefined,
+  count: TokenCounter,
+): number {
+  let tokens = content ? count(content) : 0;
+  for (const call of toolCalls ?? []) {
+    tokens += TOKENS_PER_TOOL_CALL + count(call.function.name) + count(call.function.arguments);
+  }
+  return tokens;
+}

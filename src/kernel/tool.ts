@@ -1,0 +1,108 @@
+// A tool: a name, a description the model reads (descriptions decide accuracy), a zod schema for its
+// arguments, and an async execute that honours an AbortSignal.
+import type { z } from 'zod';
+import type { UncertainEffect } from './types.js';
+
+export interface ToolContext {
+  /** Aborted when the call times out, the run is cancelled, or its deadline passes. */
+  signal: AbortSignal;
+  /** The run (job) this call belongs to. */
+  runId: string;
+  /**
+   * A key for this call that is stable across retries and resumes of the same run (run id, step, position):
+   * side effects use it to happen at most once.
+   */
+  callKey: string;
+  step: number;
+  /**
+   * Runs `effect` at most once per job and call (and `key`, for a call with several effects), across retries and
+   * resumes: a later attempt gets the recorded value back instead of running it again. In a worker it is backed
+   * by the store's effect ledger; an attempt that stopped between the effect and its record leaves the effect
+   * pending: the tool's `effects.lookup` settles it when it has one, otherwise it is reported uncertain in the
+   * result, never run twice. `effect` should throw only when nothing happened: a throw frees the key. Without a
+   * ledger (the kernel alone) it just runs the effect.
+   */
+  once<T>(effect: () => Promise<T>, key?: string | OnceOptions): Promise<T>;
+}
+
+export interface OnceOptions {
+  /** The tool's own key, for a call with several effects. */
+  key?: string;
+  /** What `effects.lookup` asks the far side about (the idempotency key sent with the effect); default the effect key. */
+  ref?: string;
+}
+
+/** A pending effect as a lookup sees it: its attempt stopped, or is still running, before recording an outcome. */
+export interface PendingEffect {
+  /** The ledger's key: `<callKey>` or `<callKey>#<key>` (hashed when long). */
+  effectKey: string;
+  jobId: string;
+  tool: string;
+  /** `OnceOptions.ref`, or the effect key. */
+  ref: string;
+}
+
+/** What a lookup found: the effect happened (with the value `once` then returns) or certainly did not. */
+export interface EffectLookupAnswer {
+  happened: boolean;
+  /** Recorded and returned for an effect that happened; default null. */
+  value?: unknown;
+}
+
+/** How the effects of a tool with side effects are settled and capped (docs/agents-and-tools.md). */
+export interface EffectHooks {
+  /**
+   * Did a pending effect happen? Asked once a pending row has gone unchanged for `pendingGraceMs`, by a later
+   * attempt of the call and by the worker's sweeper. Throw when it cannot tell: the effect stays uncertain.
+   * `happened: false` must mean it certainly did not: the effect is then made again.
+   */
+  lookup?(effect: PendingEffect, signal: AbortSignal): Promise<EffectLookupAnswer>;
+  /** Effects of this tool one job may have (done, pending or uncertain); past it `once` refuses (`effect_cap_reached`). */
+  maxPerJob?: number;
+  /** How long a pending effect may belong to a live attempt (a later attempt waits that long). Default 120 s. */
+  pendingGraceMs?: number;
+  /** Told of each effect of this tool the worker's sweeper settles (for logs and metrics); default a log line. */
+  onSwept?(outcome: EffectSweepOutcome, effect: PendingEffect): void;
+}
+
+/** How the sweeper settled an effect: it happened, it certainly did not, or nothing could tell. */
+export type EffectSweepOutcome = 'done' | 'not_done' | 'uncertain';
+
+export interface Tool<Schema extends z.ZodType = z.ZodType> {
+  name: string;
+  description: string;
+  parameters: Schema;
+  /**
+   * The arguments' JSON Schema as the model sees it, when the tool already has one (an MCP server's
+   * `inputSchema`): sent verbatim instead of the one generated from `parameters`, which still validates.
+   */
+  inputJsonSchema?: Record<string, unknown>;
+  /** Per-call time limit in ms; the registry default applies when absent. */
+  timeoutMs?: number;
+  /**
+   * True when a call changes nothing outside the run (a query, a lookup): making it twice is harmless. A turn
+   * of such calls is not checkpointed before the tools run; after a crash the model is asked again instead.
+   * Absent means the call may have side effects.
+   */
+  readOnly?: boolean;
+  /** Settling and capping the effects this tool makes with `ctx.once` (not for readOnly tools). */
+  effects?: EffectHooks;
+  /** Returns what the model observes: a string, or a value rendered as compact JSON. */
+  execute(args: z.output<Schema>, ctx: ToolContext): Promise<unknown>;
+}
+
+/** Identity, for type inference of `execute`'s arguments from the schema. */
+export function defineTool<Schema extends z.ZodType>(tool: Tool<Schema>): Tool<Schema> {
+  return tool;
+}
+
+/**
+ * What `execute` returns when the outcome of its side effect cannot be known (an email that may or may not have
+ * gone out): the model observes `observation`, and the run's result lists the effect (`uncertainEffects`).
+ */
+export class UncertainOutcome {
+  constructor(
+    readonly observation: string,
+    readonly effect: Pick<UncertainEffect, 'what' | 'why'>,
+  ) {}
+}

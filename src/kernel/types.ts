@@ -1,0 +1,191 @@
+// The kernel's public types: what a run returns (CONTRACT §4), what it reports after each step, and the
+// serializable state it can be resumed from.
+import type { RunError } from './errors.js';
+import type { Budget, TokenUsage, Usage } from './budget.js';
+import type { AssistantMessage, ChatMessage } from './messages.js';
+import type { ModelPrice } from './pricing.js';
+import type { PromptCalibrationState } from './prompt-calibration.js';
+import type { PlannedCall, ProtocolName } from './protocol.js';
+
+export type RunStatus = 'succeeded' | 'stopped' | 'failed';
+/** Every stop reason, for the schemas, filters and metric labels that list them. */
+export const STOP_REASONS = [
+  'answer',
+  'max_steps',
+  'token_budget',
+  'cost_budget',
+  'deadline',
+  'cancelled',
+  'error',
+] as const;
+export type StopReason = (typeof STOP_REASONS)[number];
+
+export interface AgentResult {
+  jobId: string;
+  status: RunStatus;
+  stopReason: StopReason;
+  answer: string | null;
+  steps: number;
+  toolCalls: number;
+  usage: Usage;
+  error: RunError | null;
+  /**
+   * Side effects (an email) whose outcome nothing could tell, present only when there are some: the run may
+   * have succeeded without them. Added to CONTRACT §4's shape, never replacing a field.
+   */
+  uncertainEffects?: UncertainEffect[];
+  /**
+   * Present only for a run with an output schema: the validated value, or null when the run ended without one
+   * (the reason is in `error`). `answer` then holds the value as JSON text.
+   */
+  output?: unknown;
+  /**
+   * Present for a run a budget stopped (token_budget, cost_budget): what was left, what the next call needed and,
+   * for a fleet scope (a batch or daily cap), what other jobs held reserved.
+   */
+  stopDetail?: string;
+}
+
+/** A side effect of a tool call that may or may not have happened. */
+export interface UncertainEffect {
+  tool: string;
+  /** The call's stable key (run id, step, position). */
+  callKey: string;
+  /** What the effect was, e.g. `email to ada@example.com (message-id <…>)`. */
+  what: string;
+  /** Why its outcome is not known. */
+  why: string;
+}
+
+export interface ToolCallRecord {
+  id: string;
+  tool: string;
+  args: unknown;
+  ok: boolean;
+  /** As it entered memory (cut to the tool-result token limit). */
+  output: string;
+  errorCode: string | null;
+  latencyMs: number;
+  /** Set when the call's side effect may or may not have happened. */
+  uncertain?: UncertainEffect;
+}
+
+/** A step whose model call is done but whose tool calls are not all finished: resumed call by call. */
+export interface PendingTurn {
+  assistant: AssistantMessage;
+  calls: PlannedCall[];
+  /** One per call, null while that call has not finished. */
+  results: (ToolCallRecord | null)[];
+  /** The step's share of usage and time, carried into its trace. */
+  trace: { usage: TokenUsage; modelLatencyMs: number; attempts: number; startedAt: number };
+}
+
+/** Everything needed to continue a run: plain JSON, stored by the worker after every step. */
+export interface RunState {
+  version: 1;
+  runId: string;
+  task: string;
+  protocol: ProtocolName;
+  budget: Budget;
+  /** The model's prices when the run started (absent in checkpoints written before prices were kept). */
+  price?: ModelPrice;
+  startedAt: number;
+  /** Messages after the pinned system prompt and task (and the summary, when there is one). */
+  history: ChatMessage[];
+  summary: string | null;
+  /**
+   * The auto memory's facts blocks (memory.ts), in order, each sent as one message after the summary and never
+   * changed once written; absent in states saved before them or under a sliding window.
+   */
+  facts?: string[];
+  /** The facts of each turn still verbatim in `history`, one per assistant message; absent when none. */
+  historyFacts?: string[];
+  usage: TokenUsage;
+  steps: number;
+  toolCalls: number;
+  modelCalls: number;
+  pending: PendingTurn | null;
+  repeat: { signature: string | null; count: number };
+  /** What the endpoint's reported usage taught the prompt estimate; absent before the first call. */
+  promptCalibration?: PromptCalibrationState;
+  /**
+   * When an attempt ended retryable (an outage): the time until the next attempt resumes is not charged to the
+   * deadline. Absent otherwise.
+   */
+  suspendedAt?: number;
+  /** Set when the run has ended: resuming a finished run returns this instead of calling anything. */
+  result: AgentResult | null;
+  /** Side effects of finished calls whose outcome is unknown, one per call key; absent when none. */
+  uncertainEffects?: UncertainEffect[];
+  /** Why the model's latest output failed its schema, while it has given no valid one; absent otherwise. */
+  outputIssues?: string;
+  /** Set once the endpoint refused `response_format`: the rest of the run asks without it. */
+  responseFormatRefused?: true;
+}
+
+/**
+ * A checkpoint as the kernel hands it out: the state serialized once, as the JSON a store keeps; `state` parses
+ * it back on demand (a copy: changing it changes nothing in the run).
+ */
+export interface Checkpoint {
+  readonly json: string;
+  readonly state: RunState;
+}
+
+export type TraceKind = 'action' | 'answer' | 'invalid' | 'final';
+
+/**
+ * What the loop decided around a step, beyond its model and tool calls: older messages folded into the memory
+ * summary before the step's call, or a final tool-less turn because a limit was near. For the run console.
+ */
+export type TraceEvent =
+  | {
+      type: 'fold';
+      /** Messages folded into the summary. */
+      messages: number;
+      /** The summary the following prompts carry (cut for storage). */
+      summary: string;
+      /** Whether the model wrote the summary (else it is the deterministic one). */
+      byModel: boolean;
+      /** Model calls the summary cost (attempts included), and their usage: part of the step's figures. */
+      modelCalls: number;
+      promptTokens: number;
+      completionTokens: number;
+      costUsd: number;
+    }
+  | { type: 'final_turn'; reason: 'max_steps' | 'token_budget' | 'cost_budget' | 'deadline'; why: string };
+
+/** One event per step, for the trace store and the job's progress. */
+export interface StepTrace {
+  runId: string;
+  step: number;
+  kind: TraceKind;
+  actions: {
+    id: string;
+    tool: string;
+    args: unknown;
+    /** Whether the call succeeded, why not (unknown_tool, invalid_arguments, timeout, …), and how long it ran. */
+    ok: boolean;
+    errorCode: string | null;
+    latencyMs: number;
+  }[];
+  /** One per action (or the single feedback of an invalid turn, or the answer), cut for storage. */
+  observations: string[];
+  /** Every model call made for this step: memory summaries and retries included. */
+  promptTokens: number;
+  completionTokens: number;
+  /** Parts of the above the endpoint reported as cached prompt and as reasoning; absent when none. */
+  cachedPromptTokens?: number;
+  reasoningTokens?: number;
+  costUsd: number;
+  /** The whole step, model and tools. */
+  latencyMs: number;
+  /** The model calls of the step alone (retries and memory summaries included). */
+  modelLatencyMs: number;
+  modelCalls: number;
+  error: string | null;
+  /** Folds and budget decisions that led to this step; absent when there were none (and in older traces). */
+  events?: TraceEvent[];
+  /** The run's totals after this step, for progress displays. */
+  totals: Usage & { steps: number; maxSteps: number; toolCalls: number };
+}

@@ -1,0 +1,34 @@
+// Which price a model has: the configured prices (LLM_PRICES_FILE, LLM_PRICES) over the built-in table
+// (config/prices.json). The arithmetic on a price is the kernel's (src/kernel/pricing.ts).
+import { MODEL_PRICES, type PriceFile } from '../../config/prices.js';
+import { ConfigError } from '../kernel/errors.js';
+import type { ModelPrice } from '../kernel/pricing.js';
+
+/** The prices configured over the built-in table: LLM_PRICES_FILE's, then LLM_PRICES' (which win). */
+export function configuredPrices(env: {
+  LLM_PRICES_FILE?: PriceFile | undefined;
+  LLM_PRICES?: Readonly<Record<string, ModelPrice>> | undefined;
+}): Readonly<Record<string, ModelPrice>> {
+  return { ...(env.LLM_PRICES_FILE?.models ?? {}), ...(env.LLM_PRICES ?? {}) };
+}
+
+/**
+ * The price of a model: the configured prices first (configuredPrices), then the built-in table. An unknown model
+ * is refused, because a run whose cost cannot be computed cannot be bounded.
+ */
+export function priceOf(model: string, extraPrices: Readonly<Record<string, ModelPrice>> = {}): ModelPrice {
+  const price = Object.hasOwn(extraPrices, model)
+    ? extraPrices[model]
+    : Object.hasOwn(MODEL_PRICES, model)
+      ? MODEL_PRICES[model]
+      : undefined;
+  if (!price) {
+    const known = [...Object.keys(MODEL_PRICES), ...Object.keys(extraPrices)].join(', ');
+    throw new ConfigError(
+      'unknown_model',
+      `No price for model "${model}". Known models: ${known}. Configure it with LLM_PRICES_FILE or LLM_PRICES, ` +
+        `e.g. LLM_PRICES='{"${model}": {"inputPerMillion": 1, "cachedInputPerMillion": 0.1, "outputPerMillion": 2}}'.`,
+    );
+  }
+  return price;
+}

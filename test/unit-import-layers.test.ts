@@ -1,0 +1,69 @@
+// The layers' import arrows, as `npm run lint` enforces them (eslint.config.js, scripts/import-layers.js): the
+// kernel imports no adapter and does no I/O; production code never imports the demo or the test kit.
+import { ESLint } from 'eslint';
+import { describe, expect, it } from 'vitest';
+
+const eslint = new ESLint({ cwd: process.cwd() });
+
+async function restrictedImports(code: string, filePath: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath });
+  return (result?.messages ?? [])
+    .filter((m) => m.ruleId === '@typescript-eslint/no-restricted-imports')
+    .map((m) => m.message);
+}
+
+describe('import layers', () => {
+  it('refuses an adapter, a config module or an I/O package in the kernel', async () => {
+    for (const line of [
+      "import { OpenAIChatModel } from '../llm/openai-chat-model.js';",
+      "import type { RunsRepository } from '../store/runs-repository.js';",
+      "import { readEnv } from '../../config/env.js';",
+      "import { Queue } from 'bullmq';",
+      "import { readFileSync } from 'node:fs';",
+    ]) {
+      expect(
+        await restrictedImports(`${line}\nexport const x = 1;\n`, 'src/kernel/probe.ts'),
+        line,
+      ).toHaveLength(1);
+    }
+  });
+
+  it('lets the kernel import itself, the pure helpers and its libraries', async () => {
+    const code = [
+      "import { z } from 'zod';",
+      "import { createHash } from 'node:crypto';",
+      "import type { Tool } from './tool.js';",
+      "import { withTimeout } from '../util/with-timeout.js';",
+      'export const x = [z, createHash, withTimeout] as unknown as Tool[];',
+    ].join('\n');
+    expect(await restrictedImports(code, 'src/kernel/probe.ts')).toEqual([]);
+  });
+
+  it('refuses the demo and the test kit in production code, and allows adapters the kernel', async () => {
+    expect(
+      await restrictedImports(
+        "import { seedDemoDatabase } from '../demo/seed-demo-database.js';\n",
+        'src/worker/probe.ts',
+      ),
+    ).toHaveLength(1);
+    expect(
+      await restrictedImports(
+        "import { startScriptedModel } from '../testing/scripted-model-server.js';\n",
+        'src/tools/probe.ts',
+      ),
+    ).toHaveLength(1);
+    expect(
+      await restrictedImports("import { runAgent } from '../kernel/run-agent.js';\n", 'src/worker/probe.ts'),
+    ).toEqual([]);
+  });
+
+  it('holds for the repository as it is', async () => {
+    const results = await eslint.lintFiles(['src/**/*.ts']);
+    const broken = results.flatMap((r) =>
+      r.messages
+        .filter((m) => m.ruleId === '@typescript-eslint/no-restricted-imports')
+        .map((m) => `${r.filePath}:${m.line} ${m.message}`),
+    );
+    expect(broken).toEqual([]);
+  });
+});
