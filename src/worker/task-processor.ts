@@ -157,6 +157,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
         // Every activation counts as started; those that ran nothing are the tenant waits so far.
         const delayMs = tenantWaitMs(Math.max(1, job.attemptsStarted - job.attemptsMade));
         log.debug({ tenant: task.tenant, delayMs }, 'tenant at its concurrency limit: delayed');
+        deps.metrics?.observeTenantDelay(task.tenant);
         await job.moveToDelayed(Date.now() + delayMs, token);
         throw new DelayedError();
       }
