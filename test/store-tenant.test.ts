@@ -6,6 +6,7 @@ import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentResult } from '../src/kernel/types.js';
 import { ConsoleStore } from '../src/console/console-store.js';
+import { batchPage } from '../src/console/pages/batch-page.js';
 import { parseRunFilters, runsPage } from '../src/console/pages/runs-page.js';
 import { renderTimelineText } from '../src/console/render-timeline-text.js';
 import { buildTimeline } from '../src/console/timeline.js';
@@ -150,5 +151,14 @@ describe('the batch report', () => {
       ['globex', 1, 0.4],
       [null, 1, 0.8],
     ]);
+  });
+
+  it("shows the tenants on the console's batch page, each linked to its runs of the batch", async () => {
+    const loaded = await new ConsoleStore(pool).loadBatch(BATCH);
+    if (!loaded) throw new Error('batch not found');
+    const html = batchPage(buildBatchReport(loaded.batch, loaded.runs));
+    expect(html).toContain('<h2>Tenants</h2>');
+    expect(html).toContain(`href="/console/runs?batch=${BATCH}&amp;tenant=acme">acme</a>`);
+    expect(html).toContain('(no tenant)');
   });
 });
