@@ -1,15 +1,5 @@
 // `npm run bench`: the fleet's performance on this machine, in one run, against baselines measured in the
-// same run. See bench/README.md for what each scenario measures and how to read the table.
-//
-// Knobs (environment, all optional): BENCH_ONLY=1,2,4 (scenarios to run; 2 and 3 always run together),
-// BENCH_TOOL (the tool the scripted model calls; default bench_lookup, which no worker wires),
-// BENCH_STEPS_TASKS (tasks per measured batch of scenario 3), BENCH_STEPS (steps per task of scenario 3),
-// BENCH_STEPS_CONCURRENCY, BENCH_REPETITIONS (measured batches per scenario 1-4), BENCH_WORKER_NODE_ARGS (extra
-// node flags for the workers of scenarios 3 and 4, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"), BENCH_MAX_SECONDS (hard limit
-// of the whole run, default 290). Scenarios 7 to 9 run only when named in BENCH_ONLY: BENCH_REAL_TASKS (runs per
-// batch of scenario 7), BENCH_PROFILE=0 (no profile), BENCH_REDIS_JOBS (scenario 9); BENCH_LATENCY_CONCURRENCY,
-// BENCH_LATENCY_MS, BENCH_LATENCY_JOBS, BENCH_LATENCY_WARMUP, BENCH_LATENCY_REPETITIONS, BENCH_MEMORY_CONCURRENCY,
-// BENCH_MEMORY_LATENCY_MS (scenarios 4 and 5 at other settings).
+// same run. bench/README.md says what each scenario measures, how to read the table, and every BENCH_* knob.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, release, totalmem } from 'node:os';

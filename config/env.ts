@@ -160,6 +160,9 @@ export const envSchema = z.object({
   TASKS_KEEP_FAILED_COUNT: int(0).default(R.TASKS_KEEP_FAILED_COUNT),
   SMTP_URL: url(['smtp', 'smtps']).default('smtp://127.0.0.1:1025'),
   SMTP_LOOKUP_URL: url(['http', 'https']).optional(),
+  // send_email's pooled connections (src/tools/smtp-pool.ts): at most this many open, this many sends waiting.
+  SMTP_MAX_CONNECTIONS: int(1, 100).default(5),
+  SMTP_MAX_QUEUED: int(1, 100_000).default(1_000),
   EMAIL_PENDING_GRACE_MS: int(0).default(120_000),
   EMAIL_SWEEP_INTERVAL_MS: int(0).default(60_000),
   // The effect sweeper's interval (every tool's pending effects); EMAIL_SWEEP_INTERVAL_MS is its older name.

@@ -1,16 +1,7 @@
-// The HTTP producer API (docs/http-api.md) as an express app, so tests mount it on an ephemeral port and
-// producers/api.ts on API_PORT. Every answer is JSON; no error ever carries a stack trace.
-//   POST /v1/tasks          202 {"jobId"} · 400 {"error": "invalid_task", "issues": [{path, message}]}
-//   GET  /v1/tasks/:jobId   200 {state, progress, result} · 404 {"error": "not_found"}
-//   POST /v1/batches        202 {"batchId", "jobIds"} · 400 {"error": "invalid_batch", "issues": [...]}
-//                           ?dryRun=true: 200 {"dryRun": true, "forecast"}, nothing enqueued (batch-dry-run.ts)
-//   GET  /v1/batches/:id    200 {state, summary, jobIds} · 404
-//   GET  /metrics           the Prometheus text format, with the token (Prometheus: `authorization: {credentials}`)
-//   GET  /healthz           200 when Redis answers, 503 otherwise; no token
-//   GET  /openapi.json      the OpenAPI 3.1 document of all of this (producers/openapi.ts); no token
-// POST /v1/tasks also takes the task's idempotency key as an Idempotency-Key header (idempotency-header.ts).
-// A body's keys and depth are counted on its raw bytes before it is parsed (json-structure.ts); every answer
-// carries the security headers and Cache-Control: no-store.
+// The HTTP producer API as an express app, so tests mount it on an ephemeral port and producers/api.ts on
+// API_PORT. Every answer is JSON and carries the security headers; no error ever carries a stack trace. A body's
+// keys and depth are counted on its raw bytes before it is parsed (json-structure.ts).
+// Routes, errors and Idempotency-Key: docs/http-api.md#routes (and producers/openapi.ts, the document).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
 import { ConfigError } from '../src/kernel/errors.js';

@@ -192,6 +192,53 @@ describe('per-job caps', () => {
   });
 });
 
+describe('per-job caps on pools that run several statements in one query', () => {
+  it('hold across two ledgers claiming at once, return rows that exist, claim a failed row again, and free the lock', async () => {
+    const pools = await Promise.all(
+      [0, 1].map(() =>
+        createStorePool(`mysql://root@127.0.0.1:3306/${database}`, { multipleStatements: true }),
+      ),
+    );
+    try {
+      const ledgers = pools.map(
+        (p) => new EffectLedger(p, { multipleStatements: true, lockTimeoutSeconds: 5 }),
+      );
+      const claim = (n: number, via = ledgers[n % 2]!) =>
+        via.claim({ effectKey: `job-m:1:${n}`, jobId: 'job-m', tool: 'capped', maxPerJob: 3, started: true });
+      const first = await Promise.all([0, 1, 2, 3, 4, 5].map((n) => claim(n)));
+      expect(first.filter((c) => c.kind === 'new')).toHaveLength(3);
+      expect(first.filter((c) => c.kind === 'cap_reached')).toHaveLength(3);
+      const made = first.findIndex((c) => c.kind === 'new');
+      const row = await statusOf(`job-m:1:${made}`);
+      expect(row).toMatchObject({ status: 'pending', attempt: 1 });
+      expect(row?.['started_at']).toBeInstanceOf(Date);
+
+      expect(await claim(made)).toMatchObject({ kind: 'pending' });
+      await ledgers[0]!.markDone(`job-m:1:${made}`, 'made');
+      expect(await claim(made, ledgers[1])).toMatchObject({ kind: 'done' });
+
+      const other = first.findIndex((c, n) => c.kind === 'new' && n !== made);
+      await ledgers[1]!.markFailed(`job-m:1:${other}`, 'not done: it certainly did not happen');
+      expect(await claim(other, ledgers[0])).toEqual({ kind: 'new', attempt: 2 });
+
+      // Every path let go of the job's lock: a claim on the one-statement pool does not wait for it.
+      const started = Date.now();
+      const plain = new EffectLedger(pool, { lockTimeoutSeconds: 1 });
+      expect(
+        await plain.claim({ effectKey: 'job-m:2:0', jobId: 'job-m', tool: 'capped', maxPerJob: 9 }),
+      ).toEqual({ kind: 'new', attempt: 1 });
+      expect(Date.now() - started).toBeLessThan(900);
+      // The flag is what picks the batched path: on a pool that refuses several statements it cannot run.
+      const misconfigured = new EffectLedger(pool, { multipleStatements: true });
+      await expect(
+        misconfigured.claim({ effectKey: 'job-m:3:0', jobId: 'job-m', tool: 'capped', maxPerJob: 9 }),
+      ).rejects.toThrow(/syntax/i);
+    } finally {
+      await Promise.all(pools.map((p) => p.end()));
+    }
+  });
+});
+
 describe('the effect sweeper', () => {
   const silent = { info: () => undefined, warn: () => undefined };
 

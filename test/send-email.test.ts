@@ -19,6 +19,7 @@ import { ToolRegistry } from '../src/kernel/tool-registry.js';
 import { runToolCall, type ToolCallOutcome, type ToolRunOptions } from '../src/kernel/run-tool-call.js';
 import type { DeliveryLookup } from '../src/tools/delivery-lookup.js';
 import { createSendEmailTool, deriveMessageId, type SendEmailToolOptions } from '../src/tools/send-email.js';
+import { SmtpPool } from '../src/tools/smtp-pool.js';
 import { createSmtpTransport, type SmtpTransport } from '../src/tools/smtp-transport.js';
 import { startScriptedModel, type ScriptedReply } from '../src/testing/scripted-model-server.js';
 
@@ -559,6 +560,107 @@ describe('send_email', () => {
     }
   });
 });
+
+describe('send_email on pooled SMTP connections', () => {
+  const silent = { info: () => undefined, warn: () => undefined };
+
+  it('never marks a message handed off while it waits for a connection: a wait past the grace, a takeover and a sweep still send it once', async () => {
+    // One connection, held by a first email whose final reply the sink stalls well past the grace.
+    let stall: (() => void) | undefined;
+    const stalled = new Promise<void>((resolve) => (stall = resolve));
+    let holds = 0;
+    const slowSink = await startSmtpSink({
+      holdReply: (stage) => (stage === 'data' && holds++ === 0 ? stalled : undefined),
+    });
+    const smtp = new SmtpPool(slowSink.url, { maxConnections: 1 });
+    try {
+      const graceMs = 300;
+      const lookup = { delivered: async (id: string) => slowSink.messages.some((m) => m.messageId === id) };
+      const sendEmail = tool({
+        transport: smtp,
+        deliveryLookup: lookup,
+        pendingGraceMs: graceMs,
+        pendingPollMs: 50,
+      });
+      const job = newJob();
+      const first = call(sendEmail, `${job}:1:0`, { ...email, subject: 'first' });
+      await until(() => holds === 1);
+      const queuedKey = `${job}:1:1`;
+      const queuedId = deriveMessageId(queuedKey, 'agent-fleet.local');
+      const queued = call(sendEmail, queuedKey, email);
+      await sleep(graceMs * 3);
+      // Nothing is recorded for the queued message: no row a takeover or a sweep could find "not delivered".
+      expect((await ledgerRows(job)).map((row) => row['effect_key'])).toEqual([`${job}:1:0`]);
+      const swept = await sweepUnsettledEffects({
+        ledger: new EffectLedger(pool),
+        tools: sweptToolsOf([sendEmail]),
+        logger: silent,
+      });
+      expect(swept).toBeDefined();
+      // Another attempt of the same call (a resumed run) meanwhile.
+      const takeover = call(sendEmail, queuedKey, email);
+      await sleep(graceMs * 2);
+      stall?.();
+      const outcomes = await Promise.all([first, queued, takeover]);
+      expect(outcomes.map((o) => o.ok)).toEqual([true, true, true]);
+      expect(slowSink.messages.filter((m) => m.messageId === queuedId)).toHaveLength(1);
+      expect(outcomes[1]?.output).toBe(`Sent to ada@example.com (message-id ${queuedId}).`);
+      expect(outcomes[2]?.output).toBe(`Sent to ada@example.com (message-id ${queuedId}).`);
+      const rows = await ledgerRows(job);
+      expect(rows.map((row) => [row['status'], row['attempt']])).toEqual([
+        ['done', 1],
+        ['done', 1],
+      ]);
+    } finally {
+      smtp.close();
+      stall?.();
+      await slowSink.close();
+    }
+  });
+
+  it('claims the row handed off in the same write, and records nothing for a call cancelled while queued', async () => {
+    const smtp = new SmtpPool(sink.url, { maxConnections: 1 });
+    try {
+      const sendEmail = tool({ transport: smtp });
+      const job = newJob();
+      const held = await smtp.acquire(new AbortController().signal);
+      const controller = new AbortController();
+      const registry = new ToolRegistry([sendEmail]);
+      const cancelled = runToolCall(
+        registry,
+        { name: 'send_email', args: { ok: true, value: email } },
+        { signal: controller.signal, runId: job, callKey: `${job}:2:0`, step: 2 },
+        RUN_OPTIONS,
+      );
+      await sleep(100);
+      controller.abort();
+      await cancelled;
+      held.release();
+      expect(await ledgerRows(job)).toEqual([]);
+
+      const callKey = `${job}:2:1`;
+      const outcome = await call(sendEmail, callKey, email);
+      expect(outcome.output).toBe(
+        `Sent to ada@example.com (message-id ${deriveMessageId(callKey, 'agent-fleet.local')}).`,
+      );
+      const [row] = await ledgerRows(job);
+      expect(row).toMatchObject({ status: 'done', attempt: 1 });
+      expect(row?.['started_at']).toBeInstanceOf(Date);
+    } finally {
+      smtp.close();
+    }
+  });
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('timed out waiting for a condition');
+    await sleep(10);
+  }
+}
 
 describe('the sweeper of unsettled emails', () => {
   const silent = { info: () => undefined, warn: () => undefined };

@@ -362,8 +362,9 @@ export type FleetLimitsEnv = Pick<
 >;
 
 /**
- * The ledger of the fleet and its limiter, from the environment (§2). The limiter always exists, because it
- * carries the fleet-wide pause after a 429; it limits requests per minute only when MODEL_RPM is set.
+ * The ledger of the fleet and its limiter, from the environment (docs/configuration.md). The limiter always
+ * exists, because it carries the fleet-wide pause after a 429; it limits requests per minute only when MODEL_RPM
+ * is set.
  */
 export function fleetLimitsFromEnv(
   redis: Redis,

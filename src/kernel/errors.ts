@@ -3,7 +3,7 @@
 
 export type ErrorKind = 'config' | 'input' | 'model_api' | 'model_behavior' | 'tool' | 'system';
 
-/** The error of a result (CONTRACT §4 `error`), plain JSON. */
+/** The error of a result (`error` in docs/tasks-and-results.md#the-result), plain JSON. */
 export interface RunError {
   kind: ErrorKind;
   code: string;

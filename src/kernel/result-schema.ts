@@ -1,6 +1,6 @@
-// The result (CONTRACT §4) as a zod schema, for readers of results in other processes and languages: the client
-// exports it and the HTTP API's OpenAPI document is generated from it. Objects are loose: the contract adds
-// fields and never removes one, so a reader keeps what it knows and ignores the rest.
+// The result (docs/tasks-and-results.md#the-result) as a zod schema, for readers of results in other processes
+// and languages: the client exports it and the HTTP API's OpenAPI document is generated from it. Objects are
+// loose: the format adds fields and never removes one, so a reader keeps what it knows and ignores the rest.
 import { z } from 'zod';
 import type { RunError } from './errors.js';
 import type { Usage } from './budget.js';
@@ -61,7 +61,7 @@ export const agentResultSchema = z
       .describe('a budget stop: what was left, what the next call needed, what other jobs held reserved')
       .optional(),
   })
-  .describe('The result of a task (CONTRACT §4).');
+  .describe('The result of a task (docs/tasks-and-results.md#the-result).');
 
 // The schemas and the kernel's types describe the same JSON: a field added to one and not the other, or typed
 // differently, fails the type check here. (The loose objects' index signatures are left out of the comparison.)

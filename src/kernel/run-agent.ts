@@ -1,17 +1,7 @@
-// The agent kernel: one task, run to its end by a bounded think → act → observe loop.
-//
-//   before each call: stop conditions, memory fold, budget plan (never after: nothing overshoots)
-//   think: one model call (retried inside the step when the API error is retryable)
-//   act:   the tool calls it chose, concurrently, each validated and time-limited
-//   observe: results into memory, a trace event, a checkpoint to resume from
-//
-// Checkpoints are coalesced (checkpoint-queue.ts): only the write-ahead one of a turn with side effects is awaited
-// before the loop goes on.
-//
-// What the prompt shows and when it is folded is the memory's (run-memory.ts); what each step's trace reports,
-// carried calls included, is the step accounting's (step-accounting.ts).
-//
-// It knows nothing of queues or databases: the worker adapts it to BullMQ, the store to MySQL.
+// The agent kernel: one task, run to its end by a bounded think → act → observe loop, checked before every
+// model call (stop conditions, memory fold, budget plan), never after, so nothing overshoots. The prompt is
+// run-memory.ts's, each step's trace step-accounting.ts's, checkpoint writes checkpoint-queue.ts's. It knows
+// nothing of queues or databases: the worker adapts it to BullMQ, the store to MySQL. Design: docs/runs.md.
 import { createHash } from 'node:crypto';
 import type { z } from 'zod';
 import { ModelApiError, toRunError, type RunError } from './errors.js';

@@ -1,5 +1,5 @@
-// The kernel's public types: what a run returns (CONTRACT §4), what it reports after each step, and the
-// serializable state it can be resumed from.
+// The kernel's public types: what a run returns (docs/tasks-and-results.md), what it reports after each step,
+// and the serializable state it can be resumed from.
 import type { RunError } from './errors.js';
 import type { Budget, TokenUsage, Usage } from './budget.js';
 import type { AssistantMessage, ChatMessage } from './messages.js';
@@ -31,7 +31,7 @@ export interface AgentResult {
   error: RunError | null;
   /**
    * Side effects (an email) whose outcome nothing could tell, present only when there are some: the run may
-   * have succeeded without them. Added to CONTRACT §4's shape, never replacing a field.
+   * have succeeded without them. Added to the result's shape, never replacing a field.
    */
   uncertainEffects?: UncertainEffect[];
   /**

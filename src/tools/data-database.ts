@@ -1,23 +1,7 @@
-// The database the SQL tools read (DATA_MYSQL_URL), behind the layers of defence that do not depend on the
-// SQL guard (sql-guard.ts, layer a):
-// b. the account: assertReadOnly() (data-grants.ts) refuses to start with one that holds anything beyond
-//    SELECT / SHOW VIEW / USAGE, at any level, or SELECT on every database (mysql.user's password hashes) —
-//    root is refused;
-// c. the session: every query runs in a READ ONLY session, so with autocommit it is a read-only transaction
-//    of its own (the session setting also covers statements that commit implicitly: a SELECT-only MariaDB
-//    account may otherwise change its own password with SET PASSWORD), set in the same round trip as the
-//    charset and time zone, on a connection reset when it goes back to the pool (no variable, charset or
-//    temporary state survives into the next query), without multi-statements or LOCAL INFILE;
-// d. limits: a server-side statement time limit, a client timeout that kills the query, the caller's
-//    AbortSignal (KILL QUERY from another connection, then the connection is dropped), at most
-//    maxRows + 1 rows fetched and at most maxBytes of values read (stream-rows.ts: the same KILL QUERY).
-//
-// Row limit: the query is NOT wrapped in `SELECT * FROM (<sql>) q LIMIT n`: MariaDB ignores an ORDER BY
-// inside a derived table (the outer query may return rows in any order), and a derived table refuses
-// duplicate column names (`SELECT c.name, p.name …`). Instead sql_select_limit = maxRows + 1 caps the top-level
-// result on the server, leaving the query's own ORDER BY and LIMIT semantics intact. A query with a larger
-// LIMIT of its own overrides sql_select_limit, so rows are also streamed and the query is stopped (KILL QUERY,
-// connection dropped) once one row beyond maxRows + 1 arrives: never more than maxRows + 2 rows in memory.
+// The database the SQL tools read (DATA_MYSQL_URL), behind the layers that do not depend on the SQL guard: a
+// read-only account (data-grants.ts), a READ ONLY session reset after each query, time, row and byte limits.
+// The row cap is sql_select_limit plus streaming, not a LIMIT wrapper (it would lose ORDER BY).
+// Design: docs/sql-safety.md#the-database-behind-the-guard.
 import { createConnection, createPool } from 'mysql2/promise';
 import type {
   Connection as PromiseConnection,

@@ -1,5 +1,6 @@
-// The data database's account audit (layer b of data-database.ts): every line of SHOW GRANTS must leave the
-// account read-only, or the SQL tools refuse to start. Unknown shapes are refused (fail closed).
+// The data database's account audit (layer b, docs/sql-safety.md#the-database-behind-the-guard): every line of
+// SHOW GRANTS must leave the account read-only, or the SQL tools refuse to start. Unknown shapes are refused
+// (fail closed).
 
 /** Privileges a read-only account may hold. */
 const ALLOWED_PRIVILEGES = new Set(['SELECT', 'SHOW VIEW', 'USAGE']);

@@ -86,6 +86,48 @@ const rowSchema = z.object({
   age_ms: z.union([z.number(), z.string().regex(/^-?\d+$/)]).transform(Number),
 });
 
+/** Effects of a job's tool that count against its cap (done, pending or uncertain), one effect key excepted. */
+const COUNT_FOR_CAP = `SELECT COUNT(*) FROM effect_ledger
+  WHERE job_id = ? AND tool = ? AND status IN ('pending', 'done', 'uncertain') AND effect_key <> ?`;
+
+/** The effect's row (all nulls when there is none) and the count against its job's cap, in one statement. */
+const READ_COUNTING = `SELECT e.*, TIMESTAMPDIFF(MICROSECOND, e.updated_at, NOW(3)) DIV 1000 AS age_ms,
+    (${COUNT_FOR_CAP}) AS cap_count
+  FROM (SELECT 1) AS one LEFT JOIN effect_ledger e ON e.effect_key = ?`;
+
+const readCountingValues = (claim: EffectRowClaim) => [
+  claim.jobId,
+  claim.tool,
+  claim.effectKey,
+  claim.effectKey,
+];
+
+function readCountingOf(rows: RowDataPacket[] | undefined): { existing: EffectRow | null; count: number } {
+  const raw = rows?.[0];
+  const count = Number(raw?.['cap_count'] ?? 0);
+  if (!raw || raw['effect_key'] === null) return { existing: null, count };
+  return { existing: toRow(raw), count };
+}
+
+function refAndDetail(claim: EffectRowClaim): { ref: string; detail: string | null } {
+  const ref = (claim.ref ?? claim.effectKey).slice(0, REF_MAX_CHARS);
+  const detail = claim.detail === undefined ? null : JSON.stringify(claim.detail);
+  if (detail !== null && detail.length > TEXT_MAX_CHARS) {
+    throw new StoreError('effect_detail_too_large', `the detail of effect ${claim.effectKey} is too large`);
+  }
+  return { ref, detail };
+}
+
+/** The first claim's row: pending, started with the claim when the effect follows at once. */
+function insertStatement(claim: EffectRowClaim): { sql: string; values: unknown[] } {
+  const { ref, detail } = refAndDetail(claim);
+  return {
+    sql: `INSERT INTO effect_ledger (effect_key, job_id, tool, status, ref, detail, started_at)
+      VALUES (?, ?, ?, 'pending', ?, ?, ${claim.started ? 'CURRENT_TIMESTAMP(3)' : 'NULL'})`,
+    values: [claim.effectKey, claim.jobId.slice(0, 64), claim.tool.slice(0, 64), ref, detail],
+  };
+}
+
 /** Every column, and the row's age by the server's clock. */
 const SELECT_ROW =
   'SELECT *, TIMESTAMPDIFF(MICROSECOND, updated_at, NOW(3)) DIV 1000 AS age_ms FROM effect_ledger';
@@ -97,10 +139,20 @@ export function effectKeyOf(callKey: string, key: string | undefined): string {
   return `sha256:${createHash('sha256').update(full).digest('hex')}`;
 }
 
+export interface EffectLedgerOptions {
+  /** Seconds a capped claim waits for its job's lock. Default 10. */
+  lockTimeoutSeconds?: number;
+  /**
+   * The pool allows several statements in one query (store/pool.ts): a capped claim then takes two round trips
+   * (the lock with the read, the insert with the unlock) instead of four.
+   */
+  multipleStatements?: boolean;
+}
+
 export class EffectLedger {
   constructor(
     private readonly pool: Pool,
-    private readonly options: { lockTimeoutSeconds?: number } = {},
+    private readonly options: EffectLedgerOptions = {},
   ) {}
 
   /**
@@ -109,16 +161,57 @@ export class EffectLedger {
    */
   async claim(claim: EffectRowClaim): Promise<EffectClaimResult> {
     const connection = await this.pool.getConnection();
-    let locked = false;
+    const lock = { held: false };
     try {
-      if (claim.maxPerJob !== undefined) {
-        await this.lockJob(connection, claim.jobId, claim.tool);
-        locked = true;
-      }
+      if (claim.maxPerJob === undefined) return await this.claimOn(connection, claim);
+      if (this.options.multipleStatements) return await this.claimBatched(connection, claim, lock);
+      await this.lockJob(connection, claim.jobId, claim.tool);
+      lock.held = true;
       return await this.claimOn(connection, claim);
     } finally {
-      await releaseConnection(connection, locked ? [claim.jobId, claim.tool] : undefined);
+      await releaseConnection(connection, lock.held ? [claim.jobId, claim.tool] : undefined);
     }
+  }
+
+  /**
+   * A capped claim in two round trips: the job's lock and then, in the same query, the row and the count (read
+   * only once the lock is held; discarded when it was not); for a new row, the insert and then the unlock (the
+   * row is committed before the next claim can count). Anything else goes on as the one-statement path does.
+   */
+  private async claimBatched(
+    connection: PoolConnection,
+    claim: EffectRowClaim,
+    lock: { held: boolean },
+  ): Promise<EffectClaimResult> {
+    const [sets] = await connection.query<RowDataPacket[][]>(
+      `SELECT GET_LOCK(${LOCK_NAME}, ?) AS got; ${READ_COUNTING}`,
+      [claim.jobId, claim.tool, this.lockTimeout, ...readCountingValues(claim)],
+    );
+    if (Number(sets[0]?.[0]?.['got']) !== 1) throw this.lockBusy(claim.jobId, claim.tool);
+    lock.held = true;
+    const { existing, count } = readCountingOf(sets[1]);
+    if (existing && existing.status !== 'failed') {
+      return existing.status === 'done'
+        ? { kind: 'done', row: existing }
+        : { kind: 'pending', row: existing };
+    }
+    // A failed row is claimed again (an update that may race): the one-statement path, still locked.
+    if (existing) return this.claimOn(connection, claim);
+    if (count >= (claim.maxPerJob ?? Infinity)) return { kind: 'cap_reached', count };
+    const insert = insertStatement(claim);
+    try {
+      await connection.query(`${insert.sql}; SELECT RELEASE_LOCK(${LOCK_NAME})`, [
+        ...insert.values,
+        claim.jobId,
+        claim.tool,
+      ]);
+    } catch (error) {
+      // A concurrent claim inserted it first (the unlock did not run): decide on its row, still locked.
+      if ((error as { errno?: unknown }).errno === ER_DUP_ENTRY) return this.claimOn(connection, claim);
+      throw error;
+    }
+    lock.held = false;
+    return { kind: 'new', attempt: 1 };
   }
 
   /**
@@ -259,25 +352,22 @@ export class EffectLedger {
   }
 
   private async claimOn(connection: PoolConnection, claim: EffectRowClaim): Promise<EffectClaimResult> {
-    const ref = (claim.ref ?? claim.effectKey).slice(0, REF_MAX_CHARS);
-    const detail = claim.detail === undefined ? null : JSON.stringify(claim.detail);
-    if (detail !== null && detail.length > TEXT_MAX_CHARS) {
-      throw new StoreError('effect_detail_too_large', `the detail of effect ${claim.effectKey} is too large`);
-    }
+    const { ref, detail } = refAndDetail(claim);
     const started = claim.started ? 'CURRENT_TIMESTAMP(3)' : 'NULL';
     // Rows are never deleted, so each round either decides or sees a concurrent claim's row; three rounds
     // cover an insert race followed by a failed row being claimed again by someone else.
     for (let round = 0; round < 3; round++) {
-      const existing = await this.read(connection, claim.effectKey);
+      // Under a cap, the row and the job's count in one round trip (both under the job's lock).
+      const { existing, count } =
+        claim.maxPerJob === undefined
+          ? { existing: await this.read(connection, claim.effectKey), count: 0 }
+          : await this.readCounting(connection, claim);
       if (existing && existing.status !== 'failed') {
         return existing.status === 'done'
           ? { kind: 'done', row: existing }
           : { kind: 'pending', row: existing };
       }
-      if (claim.maxPerJob !== undefined) {
-        const count = await this.countOn(connection, claim.jobId, claim.tool, claim.effectKey);
-        if (count >= claim.maxPerJob) return { kind: 'cap_reached', count };
-      }
+      if (claim.maxPerJob !== undefined && count >= claim.maxPerJob) return { kind: 'cap_reached', count };
       if (existing) {
         // It did not happen earlier: take the row back, for whatever this attempt does.
         const [header] = await connection.query<ResultSetHeader>(
@@ -291,11 +381,8 @@ export class EffectLedger {
         continue;
       }
       try {
-        await connection.query(
-          `INSERT INTO effect_ledger (effect_key, job_id, tool, status, ref, detail, started_at)
-           VALUES (?, ?, ?, 'pending', ?, ?, ${started})`,
-          [claim.effectKey, claim.jobId.slice(0, 64), claim.tool.slice(0, 64), ref, detail],
-        );
+        const insert = insertStatement(claim);
+        await connection.query(insert.sql, insert.values);
         return { kind: 'new', attempt: 1 };
       } catch (error) {
         if ((error as { errno?: unknown }).errno !== ER_DUP_ENTRY) throw error;
@@ -315,36 +402,48 @@ export class EffectLedger {
     return rows[0] ? toRow(rows[0]) : null;
   }
 
+  /** The effect's row, if any, and how many effects of the job's tool count against its cap besides it. */
+  private async readCounting(
+    connection: PoolConnection,
+    claim: EffectRowClaim,
+  ): Promise<{ existing: EffectRow | null; count: number }> {
+    const [rows] = await connection.query<RowDataPacket[]>(READ_COUNTING, readCountingValues(claim));
+    return readCountingOf(rows);
+  }
+
   private async countOn(
     db: Pool | PoolConnection,
     jobId: string,
     tool: string,
     exceptEffectKey?: string,
   ): Promise<number> {
-    const [rows] = await db.query<RowDataPacket[]>(
-      `SELECT COUNT(*) AS n FROM effect_ledger
-       WHERE job_id = ? AND tool = ? AND status IN ('pending', 'done', 'uncertain') AND effect_key <> ?`,
-      [jobId, tool, exceptEffectKey ?? ''],
-    );
+    const [rows] = await db.query<RowDataPacket[]>(`SELECT (${COUNT_FOR_CAP}) AS n`, [
+      jobId,
+      tool,
+      exceptEffectKey ?? '',
+    ]);
     return Number(rows[0]?.['n'] ?? 0);
   }
 
+  private get lockTimeout(): number {
+    return this.options.lockTimeoutSeconds ?? 10;
+  }
+
   private async lockJob(connection: PoolConnection, jobId: string, tool: string): Promise<void> {
-    const timeout = this.options.lockTimeoutSeconds ?? 10;
     const [rows] = await connection.query<RowDataPacket[]>(`SELECT GET_LOCK(${LOCK_NAME}, ?) AS got`, [
       jobId,
       tool,
-      timeout,
+      this.lockTimeout,
     ]);
-    if (Number(rows[0]?.['got']) !== 1) {
-      throw new StoreError(
-        'effect_ledger_lock_timeout',
-        `${tool} lock of job ${jobId} busy for ${timeout}s`,
-        {
-          retryable: true,
-        },
-      );
-    }
+    if (Number(rows[0]?.['got']) !== 1) throw this.lockBusy(jobId, tool);
+  }
+
+  private lockBusy(jobId: string, tool: string): StoreError {
+    return new StoreError(
+      'effect_ledger_lock_timeout',
+      `${tool} lock of job ${jobId} busy for ${this.lockTimeout}s`,
+      { retryable: true },
+    );
   }
 }
 

@@ -9,7 +9,13 @@
 //   uncertain  nothing could tell whether a send that stopped midway reached the server
 // Until migration 011 these rows lived in their own table, email_ledger; that table is no longer written.
 import type { Pool } from 'mysql2/promise';
-import { EffectLedger, NOT_DONE, type EffectClaimResult, type EffectRow } from './effect-ledger.js';
+import {
+  EffectLedger,
+  NOT_DONE,
+  type EffectClaimResult,
+  type EffectLedgerOptions,
+  type EffectRow,
+} from './effect-ledger.js';
 
 export const SEND_EMAIL = 'send_email';
 
@@ -45,6 +51,8 @@ export interface EmailClaim {
    * pending or recorded as a dry run, not counting this call's own row.
    */
   maxForJob?: number;
+  /** Claim it handed off (the caller holds a free SMTP connection and sends at once): one write, not two. */
+  handedOff?: boolean;
 }
 
 export type ClaimResult =
@@ -68,7 +76,7 @@ export function isNotDelivered(entry: Pick<EmailLedgerEntry, 'status' | 'error'>
 export class EmailLedger {
   private readonly effects: EffectLedger;
 
-  constructor(pool: Pool, options: { lockTimeoutSeconds?: number } = {}) {
+  constructor(pool: Pool, options: EffectLedgerOptions = {}) {
     this.effects = new EffectLedger(pool, options);
   }
 
@@ -84,6 +92,7 @@ export class EmailLedger {
       ref: claim.messageId,
       detail: { recipient: claim.recipient, subject: claim.subject },
       ...(claim.maxForJob !== undefined ? { maxPerJob: claim.maxForJob } : {}),
+      ...(claim.handedOff ? { started: true } : {}),
     });
     return toClaimResult(result);
   }

@@ -2,14 +2,18 @@
 // SMTP server, sender, allowed domains and caps. Its rows live in the fleet's effect ledger; pending emails of
 // attempts that stopped for good are settled by the worker's effect sweeper, with the tool's delivery lookup.
 import type { ToolSource } from '../kernel/define-fleet.js';
-import type { WorkerServices } from '../worker/worker-services.js';
+import { effectLedgerPool, type WorkerServices } from '../worker/worker-services.js';
 import { httpDeliveryLookup } from './delivery-lookup.js';
 import { EmailLedger } from './email-ledger.js';
 import { createSendEmailTool, SEND_EMAIL } from './send-email.js';
-import { createSmtpTransport } from './smtp-transport.js';
+import { SmtpPool } from './smtp-pool.js';
 
 export interface EmailToolSourceOptions {
   smtpUrl: string;
+  /** SMTP_MAX_CONNECTIONS: SMTP connections kept open at most. Default 5. */
+  maxConnections?: number;
+  /** SMTP_MAX_QUEUED: sends waiting for a free connection at most. Default 1,000. */
+  maxQueued?: number;
   from: string;
   allowedDomains: readonly string[];
   maxPerRun: number;
@@ -30,10 +34,13 @@ export function sendEmailTool(options: EmailToolSourceOptions): ToolSource<Worke
     kind: 'tool-source',
     names: [SEND_EMAIL],
     async open(services) {
-      const transport = createSmtpTransport(options.smtpUrl);
+      const transport = new SmtpPool(options.smtpUrl, {
+        ...(options.maxConnections !== undefined ? { maxConnections: options.maxConnections } : {}),
+        ...(options.maxQueued !== undefined ? { maxQueued: options.maxQueued } : {}),
+      });
       const deliveryLookup = options.lookupUrl ? httpDeliveryLookup(options.lookupUrl) : undefined;
       const tool = createSendEmailTool({
-        ledger: new EmailLedger(services.store),
+        ledger: emailLedgerOf(services),
         transport,
         from: options.from,
         allowedDomains: options.allowedDomains,
@@ -52,4 +59,9 @@ export function sendEmailTool(options: EmailToolSourceOptions): ToolSource<Worke
       };
     },
   };
+}
+
+function emailLedgerOf(services: WorkerServices): EmailLedger {
+  const { pool, options } = effectLedgerPool(services);
+  return new EmailLedger(pool, options);
 }

@@ -4,6 +4,9 @@
 // The checks run cheapest and most certain first: recipient, subject, body, then the ledger, which enforces
 // the per-job cap and exactly one attempt per call key. The ledger row is written before the SMTP transaction
 // (pending), marked just before it starts (handed off), and settled after it (sent, with the server's reply).
+// With pooled connections (smtp-pool.ts) the call first leases a free connection, waiting with nothing
+// recorded, and then claims its row already handed off (one write): the mark is never set on a message that
+// still waits for a connection, so a wait in the queue can never outlast the grace under a hand-off mark.
 // The Message-ID is derived from the call key, so every attempt of one call carries the same one.
 //
 // A call that finds its row pending (an earlier attempt crashed, or is still sending) never gives up on it:
@@ -26,6 +29,7 @@ import {
   type EmailClaim,
   type EmailLedgerEntry,
 } from './email-ledger.js';
+import type { MailConnections, MailLease } from './smtp-pool.js';
 import { classifySendError } from './smtp-transport.js';
 import {
   defineTool,
@@ -48,7 +52,10 @@ export interface EmailLedgerPort {
   noteUncertain(callKey: string, error: string): Promise<void>;
 }
 
-/** What the tool needs of a nodemailer Transporter (createSmtpTransport's, or any other). */
+/**
+ * What the tool needs of a nodemailer Transporter (createSmtpTransport's, or any other) whose sendMail starts
+ * the SMTP transaction at once; a transport that queues messages must be a MailConnections (SmtpPool).
+ */
 export interface MailSender {
   sendMail(mail: SendMailOptions): Promise<SentMessageInfo>;
 }
@@ -63,7 +70,7 @@ export type SweepOutcome = 'sent' | 'not_delivered' | 'uncertain';
 
 export interface SendEmailToolOptions {
   ledger: EmailLedgerPort;
-  transport: MailSender;
+  transport: MailSender | MailConnections;
   /** EMAIL_FROM: a plain address; its domain also names the Message-IDs. */
   from: string;
   /** EMAIL_ALLOWED_DOMAINS: recipients must be at one of these domains exactly. */
@@ -154,19 +161,32 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
       // Nothing is claimed for a call that is already being abandoned.
       if (ctx.signal.aborted) throw new ToolError('aborted', 'the call was cancelled; nothing was sent');
 
+      const connections = options.dryRun ? undefined : pooled(options.transport);
+      // The connection this attempt holds while its claim is `new` (pooled transports only).
+      let lease: MailLease | undefined;
       const claimRow = async (): Promise<ClaimResult> => {
+        lease = connections ? await connections.acquire(ctx.signal) : undefined;
+        let result: ClaimResult;
         try {
-          return await options.ledger.claim({
+          result = await options.ledger.claim({
             callKey: ctx.callKey,
             jobId: ctx.runId,
             recipient: address,
             subject,
             messageId,
             maxForJob: options.maxPerRun,
+            handedOff: lease !== undefined,
           });
         } catch (error) {
+          releaseLease();
           throw ledgerUnavailable(error);
         }
+        if (result.kind !== 'new') releaseLease();
+        return result;
+      };
+      const releaseLease = () => {
+        lease?.release();
+        lease = undefined;
       };
 
       let claim = await claimRow();
@@ -189,7 +209,11 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
               differs(claim.entry, address, subject)
             );
           case 'new':
-            return send(claim.attempt);
+            try {
+              return await send(claim.attempt);
+            } finally {
+              releaseLease();
+            }
           case 'pending': {
             const settled = await settlePending(claim.entry);
             if (settled !== 'claim_again') return settled;
@@ -214,20 +238,24 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
           );
           throw new ToolError('aborted', 'the call was cancelled; nothing was sent');
         }
-        let handedOff: boolean;
-        try {
-          handedOff = await options.ledger.markHandedOff(ctx.callKey, attempt);
-        } catch (error) {
-          // The row stays claimed but not handed off: whoever meets it later knows nothing was sent.
-          throw ledgerUnavailable(error);
-        }
-        if (!handedOff) {
-          return `Not sent by this attempt: another attempt of this call took it over (message-id ${messageId}). Do not send it again.`;
+        // A leased connection's claim was handed off with it; a direct transport's is marked now.
+        const sender = lease ?? direct(options.transport);
+        if (!lease) {
+          let handedOff: boolean;
+          try {
+            handedOff = await options.ledger.markHandedOff(ctx.callKey, attempt);
+          } catch (error) {
+            // The row stays claimed but not handed off: whoever meets it later knows nothing was sent.
+            throw ledgerUnavailable(error);
+          }
+          if (!handedOff) {
+            return `Not sent by this attempt: another attempt of this call took it over (message-id ${messageId}). Do not send it again.`;
+          }
         }
 
         let info: SentMessageInfo;
         try {
-          info = await options.transport.sendMail({
+          info = await sender.sendMail({
             from,
             to: address,
             subject,
@@ -395,6 +423,15 @@ function emailEffectHooks(options: SendEmailToolOptions, graceMs: number): Effec
       else options.logger?.warn(fields, 'email sweep: delivery cannot be known');
     },
   };
+}
+
+function pooled(transport: MailSender | MailConnections): MailConnections | undefined {
+  return 'acquire' in transport ? transport : undefined;
+}
+
+function direct(transport: MailSender | MailConnections): MailSender {
+  if ('sendMail' in transport) return transport;
+  throw new Error('send_email: a pooled transport sends only on a leased connection');
 }
 
 /** `<32 hex characters of sha256(callKey)@domain>`: the same for every attempt of one call. */

@@ -1,6 +1,5 @@
 // The SMTP side of send_email: a nodemailer transport built from SMTP_URL, and the reading of its errors that
-// at-most-once depends on. One connection per message (no pool): emails are rare, and a pooled connection that
-// the server dropped while idle is one more way for a send to fail halfway.
+// at-most-once depends on.
 import nodemailer from 'nodemailer';
 import type { SMTPSentMessageInfo, SMTPTransportOptions, Transporter } from 'nodemailer';
 import SMTPTransport from 'nodemailer/lib/smtp-transport';
@@ -22,11 +21,20 @@ export type SmtpTransport = Transporter<SMTPSentMessageInfo, SMTPTransportOption
 const LOCAL_HOSTS = new Set(['localhost', '127.0.0.1', '::1', '[::1]']);
 
 /**
- * A transport for `smtp://` or `smtps://` URLs, credentials in the URL's user info. Query parameters of the
- * URL (nodemailer's own, like `?tls.rejectUnauthorized=false`) override the defaults here; pooling cannot be
- * turned on that way because the transport is built directly rather than chosen from the options.
+ * A transport for `smtp://` or `smtps://` URLs, credentials in the URL's user info, one connection per message
+ * (src/tools/smtp-pool.ts keeps connections open). Query parameters of the URL (nodemailer's own, like
+ * `?tls.rejectUnauthorized=false`) override the defaults here; pooling cannot be turned on that way because the
+ * transport is built directly rather than chosen from the options.
  */
 export function createSmtpTransport(smtpUrl: string, options: SmtpTransportOptions = {}): SmtpTransport {
+  return nodemailer.createTransport(new SMTPTransport(smtpConnectionOptions(smtpUrl, options)));
+}
+
+/** nodemailer's options for one connection to SMTP_URL, the URL checked (a ConfigError naming it). */
+export function smtpConnectionOptions(
+  smtpUrl: string,
+  options: SmtpTransportOptions = {},
+): SMTPTransportOptions & { url: string } {
   let url: URL;
   try {
     url = new URL(smtpUrl);
@@ -39,7 +47,7 @@ export function createSmtpTransport(smtpUrl: string, options: SmtpTransportOptio
       `SMTP_URL=${JSON.stringify(redactUrl(smtpUrl))} must be smtp:// or smtps://`,
     );
   }
-  const transport = new SMTPTransport({
+  return {
     url: smtpUrl,
     connectionTimeout: options.connectionTimeoutMs ?? 10_000,
     greetingTimeout: options.greetingTimeoutMs ?? 10_000,
@@ -48,8 +56,7 @@ export function createSmtpTransport(smtpUrl: string, options: SmtpTransportOptio
     // other host still upgrades with STARTTLS when the server offers it.
     ignoreTLS: url.protocol === 'smtp:' && isLocalHost(url.hostname),
     logger: false,
-  });
-  return nodemailer.createTransport(transport);
+  };
 }
 
 function isLocalHost(hostname: string): boolean {

@@ -1,27 +1,6 @@
-// Raw-text layer of the SQL guard: runs before the parser, on the characters the server will see.
-//
-// Why a lexer of our own: node-sql-parser and MySQL/MariaDB do not agree on every lexical detail, and a guard
-// that checks the parser's idea of a query while the server runs a different one is no guard. The known gaps:
-// - comments: the parser treats `--x` as a comment, MySQL as two minus signs (`SELECT 5--3` is 5 to the
-//   parser, 8 to the server); `/*! … */` and `/*M! … */` are executed by the server but were never meant
-//   to be parsed; `/*+ … */` hints change execution;
-// - backslash escapes: with sql_mode NO_BACKSLASH_ESCAPES, `'\'` is a complete string, without it an
-//   unterminated one, so where a string ends depends on a server setting the guard cannot see.
-// So the rules are strict:
-// - block comments of any kind are refused; a line comment (`-- ` or `#`) is accepted only at the end of the
-//   query's last line of SQL and only when it reads as prose (see TRAILING_COMMENT), and it is cut off: the
-//   text that runs is the text without it (SqlLexOk.sql);
-// - a backslash is accepted only inside a quoted string and only doubled (`'\\d+'`, a literal backslash):
-//   then a quote is never preceded by an escaping backslash and the string ends at the same place whether or
-//   not the server honours backslash escapes. `\'`, `\n`, `\_` and a backslash outside quotes are refused.
-// Quoted text is skipped while looking for comments, so `'/*'`, `'--'`, `'#'` and `';'` inside a string
-// literal or a backquoted identifier are fine.
-//
-// The lexer produces tokens (with their original text, so the guard can rebuild the query), and `code`, for
-// keyword scans that must not look inside literals: the query with each single-quoted string replaced by
-// `''`, and each backquoted or double-quoted text (an identifier, or under ANSI_QUOTES possibly one) replaced
-// by its content with characters outside [A-Za-z0-9_$] turned into `_`, so that `sleep`(1) and
-// "mysql"."user" are still seen while "a;b" or "x@y.z" are single harmless words.
+// Raw-text layer of the SQL guard: runs before the parser, on the characters the server will see, because
+// node-sql-parser and MySQL disagree on comments and backslash escapes; so block comments and lone backslashes
+// are refused. Design: docs/sql-safety.md#why-a-lexer-of-its-own.
 
 export type SqlTokenKind = 'space' | 'word' | 'number' | 'string' | 'quoted' | 'punct';
 

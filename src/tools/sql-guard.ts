@@ -1,29 +1,7 @@
 // First layer of defence for the `sql_query` tool: decides, without any I/O, whether a query from the model is
-// one read-only SELECT that cannot write, read files, sleep, lock or touch the system schemas. Later layers (a
-// read-only database account, a read-only transaction) back it up; this one fails closed and says what to fix.
-//
-// Three independent passes, each able to refuse on its own:
-// 1. raw text (sql-guard-lexer.ts): no comments (but a trailing prose note), no backslash escapes, no control
-//    characters; then, on the text with string literals blanked out and numbers standing apart (`1.5INTO` is
-//    `1.5 INTO` to MySQL): one statement, starting with SELECT or WITH, and no INTO, `@`, locking clause,
-//    dangerous function name or system schema (a table alias of the same name excepted: passes 2 and 3 still
-//    refuse the schema);
-// 2. the AST from node-sql-parser (MySQL dialect), walked generically (every object of the tree, not only the
-//    known positions): every statement node is a SELECT, no INTO/locking/variables/placeholders, every function
-//    call has a plain built-in name outside the deny list, no system schema, and the tables referenced (CTE
-//    names, resolved by scope, are not tables) are inside the optional allowlist;
-// 3. the parser's tableList (`verb::db::table`): every verb is `select`, no system schema, and no table that
-//    pass 2 did not see.
-// Decisions: SHOW, EXPLAIN and DESCRIBE are refused (EXPLAIN ANALYZE runs the query; the schema tools describe
-// tables), information_schema is refused with the other system schemas (the schema tools cover it), and
-// comments are refused but for a short prose note at the very end, which is cut off (see the lexer).
-//
-// Bounded cost: before any parsing, the length, the parenthesis depth and the token count are capped, and the
-// parse itself runs in a worker thread under a deadline (sql-parse-pool.ts), so the guard is async and never
-// holds the event loop for more than the linear passes take. Constructs the parser lacks (sql-guard-rewrites.ts)
-// are rewritten, for the AST pass only, into equivalents it knows; the text that runs is the original, without
-// an accepted trailing comment (the verdict's `sql`). docs/sql-safety.md lists which rules only the guard
-// enforces and what the database does with each.
+// one read-only SELECT that cannot write, read files, sleep, lock or touch the system schemas. Three passes
+// (raw text, AST, table list), each able to refuse alone; the parse runs off the event loop under a deadline
+// (sql-parse-pool.ts), so the guard is async. Design: docs/sql-safety.md#how-the-guard-is-built.
 import { lexSql, withoutTrailingSemicolons, type SqlLexOk } from './sql-guard-lexer.js';
 import { rewriteForParser } from './sql-guard-rewrites.js';
 import { SqlParsePool } from './sql-parse-pool.js';

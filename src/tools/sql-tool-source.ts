@@ -1,5 +1,5 @@
-// `sqlTools(...)`: the three data tools of CONTRACT §7 as a tool source a fleet configuration wires with its own
-// data database and caps. The database is opened (and refused if its account can write) at worker start.
+// `sqlTools(...)`: the three data tools (docs/tool-safety.md) as a tool source a fleet configuration wires with
+// its own data database and caps. The database is opened (and refused if its account can write) at worker start.
 import { ConfigError } from '../kernel/errors.js';
 import type { ToolSource } from '../kernel/define-fleet.js';
 import type { WorkerServices } from '../worker/worker-services.js';

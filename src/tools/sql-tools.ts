@@ -1,5 +1,6 @@
-// The three data tools of CONTRACT §7 over a DataDatabase. Their descriptions and schemas are sent to the model
-// on every call, so they are short; the outputs are compact text (render-rows.ts) for the same reason.
+// The three data tools (docs/tool-safety.md#the-built-in-tools) over a DataDatabase. Their descriptions and
+// schemas are sent to the model on every call, so they are short; the outputs are compact text (render-rows.ts)
+// for the same reason.
 // sql_query runs the SQL guard first (layer a) and refuses with its reason, so the model can fix the query;
 // the database layers (read-only account, read-only session, limits) stand behind it either way.
 import { z } from 'zod';

@@ -36,6 +36,8 @@ export function defaultTools(env: Env, options: DefaultToolsOptions = {}) {
     }),
     sendEmailTool({
       smtpUrl: env.SMTP_URL,
+      maxConnections: env.SMTP_MAX_CONNECTIONS,
+      maxQueued: env.SMTP_MAX_QUEUED,
       from: env.EMAIL_FROM,
       allowedDomains: env.EMAIL_ALLOWED_DOMAINS,
       maxPerRun: env.EMAIL_MAX_PER_RUN,

@@ -4,7 +4,7 @@
 import { checkFleetTools, toolNamesOf, type Fleet } from '../kernel/define-fleet.js';
 import type { AgentDefinition } from '../kernel/define-agent.js';
 import { ConfigError } from '../kernel/errors.js';
-import { EffectLedger } from '../tools/effect-ledger.js';
+import type { EffectLedger } from '../tools/effect-ledger.js';
 import {
   DEFAULT_PENDING_GRACE_MS,
   EffectUncertainError,
@@ -15,7 +15,7 @@ import { startEffectSweeper, sweptToolsOf } from '../tools/effect-sweeper.js';
 import { loadMcpTools } from '../tools/mcp/load-mcp-tools.js';
 import { UncertainOutcome, type Tool } from '../kernel/tool.js';
 import { StaticToolProvider, type ToolProvider } from './tool-provider.js';
-import type { WorkerServices } from './worker-services.js';
+import { effectLedgerOf, type WorkerServices } from './worker-services.js';
 
 export interface FleetRuntime {
   agents: ReadonlyMap<string, AgentDefinition>;
@@ -55,7 +55,7 @@ export async function openFleet(fleet: Fleet, services: WorkerServices): Promise
       names,
       fleet.mcpServers.map((server) => server.toolPrefix ?? server.name),
     );
-    const ledger = new EffectLedger(services.store);
+    const ledger = effectLedgerOf(services);
     const intervalMs = services.env.EFFECT_SWEEP_INTERVAL_MS ?? services.env.EMAIL_SWEEP_INTERVAL_MS;
     if (intervalMs > 0) {
       const sweeper = startEffectSweeper({

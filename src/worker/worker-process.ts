@@ -86,6 +86,11 @@ export async function startWorkerProcess(
     logger.info({ source: loaded.source ?? 'built-in configuration' }, 'fleet configuration loaded');
     const pool = await createStorePool(config.MYSQL_URL);
     await migrate(pool, { logger });
+    // The effect ledger's own pool: several statements in one query (its SQL only), so a claim is two round trips.
+    const effectPool = await createStorePool(config.MYSQL_URL, {
+      connectionLimit: 5,
+      multipleStatements: true,
+    });
     const connection = createRedis(config.REDIS_URL, 'worker');
     // One line when Redis goes away and one when it is back, from every queue and connection of the process.
     const outages = new RedisOutageLog(logger).watchConnection(connection);
@@ -160,6 +165,7 @@ export async function startWorkerProcess(
       });
     const tools = await openFleet(loaded.fleet, {
       store: pool,
+      effectStore: effectPool,
       env: config,
       logger,
       onEmailSettled: (outcome) => metrics.observeEmailSettlement(outcome),
@@ -283,6 +289,7 @@ export async function startWorkerProcess(
             await results.close();
             await tools.close();
             await pool.end();
+            await effectPool.end();
             await journalPool.end();
           })(),
           STOP_MARGIN_MS,
