@@ -35,7 +35,7 @@ function tenantsTable(report: BatchReport): string {
     return `<tr><td>${name}</td><td class="num">${h(formatInt(line.tasks) + running)}</td><td class="num">${h(formatInt(line.usage.totalTokens))}</td><td class="num">${h(formatUsd(line.usage.costUsd))}</td></tr>`;
   });
   return `<h2>Tenants</h2>
-<table class="runs tenants">
+<table class="tenants">
 <thead><tr><th>Tenant</th><th class="num">Tasks</th><th class="num">Tokens</th><th class="num">Cost</th></tr></thead>
 <tbody>
 ${rows.join('\n')}

@@ -104,8 +104,8 @@ function runRow(run: ConsoleRun): string {
   return `<tr>
 <td><a href="${href('runs', run.jobId)}">${h(run.jobId)}</a></td>
 <td>${h(run.agent ?? 'default')}</td>
-<td>${run.tenant ? h(run.tenant) : NONE}</td>
 <td><a href="${href('runs', run.jobId)}">${h(label(scrubText(run.task), 90))}</a></td>
+<td>${run.tenant ? h(run.tenant) : NONE}</td>
 <td>${badge(run.status)}</td>
 <td>${run.stopReason === null ? NONE : h(run.stopReason)}</td>
 <td class="num">${run.steps}</td>
@@ -131,7 +131,7 @@ export function runsPage(
 ${filterForm(query)}
 ${problem ? `<p class="problem">${h(problem)}</p>` : `<p class="meta">${count}, newest first</p>`}
 <table class="runs">
-<thead><tr><th>Job</th><th>Agent</th><th>Tenant</th><th>Task</th><th>Status</th><th>Stop reason</th><th class="num">Steps</th><th class="num">Tokens</th><th class="num">Cost</th><th class="num">Duration</th><th>Started (UTC)</th><th>Batch</th></tr></thead>
+<thead><tr><th>Job</th><th>Agent</th><th>Task</th><th>Tenant</th><th>Status</th><th>Stop reason</th><th class="num">Steps</th><th class="num">Tokens</th><th class="num">Cost</th><th class="num">Duration</th><th>Started (UTC)</th><th>Batch</th></tr></thead>
 <tbody>
 ${rows || `<tr><td colspan="12" class="none">no run matches</td></tr>`}
 </tbody>
