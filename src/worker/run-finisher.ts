@@ -13,6 +13,7 @@ import type { FleetMetrics } from '../metrics/fleet-metrics.js';
 import { isConnectionFailure } from '../store/mysql-errors.js';
 import { StoreError } from '../kernel/errors.js';
 import type { StartRunInput } from '../store/runs-repository.js';
+import { TENANT_NAME } from '../queue/tenant-name.js';
 import { batchMembership } from './batch-membership.js';
 import { forgetJobState } from './job-state.js';
 import type { OutcomeStore } from './outcome-store.js';
@@ -68,6 +69,7 @@ export function startOf(job: Job, env: Env): StartRunInput {
     task?: unknown;
     model?: unknown;
     protocol?: unknown;
+    tenant?: unknown;
     metadata?: Record<string, unknown>;
   };
   return {
@@ -75,6 +77,8 @@ export function startOf(job: Job, env: Env): StartRunInput {
     task: typeof data.task === 'string' ? data.task.slice(0, 8_000) : '',
     model: typeof data.model === 'string' ? data.model : env.LLM_MODEL,
     protocol: data.protocol === 'tools' || data.protocol === 'json' ? data.protocol : env.AGENT_PROTOCOL,
+    // The job's data is unchecked here (the task may have failed validation): a tenant only if well formed.
+    tenant: typeof data.tenant === 'string' && TENANT_NAME.test(data.tenant) ? data.tenant : null,
     batchId: batchId ?? null,
     metadata: data.metadata,
     attempt: job.attemptsMade,

@@ -163,6 +163,7 @@ export function createTaskProcessor(
         // Every activation counts as started; those that ran nothing are the tenant waits so far.
         const delayMs = tenantWaitMs(Math.max(1, job.attemptsStarted - job.attemptsMade));
         log.debug({ tenant: task.tenant, delayMs }, 'tenant at its concurrency limit: delayed');
+        deps.metrics?.observeTenantDelay(task.tenant);
         await job.moveToDelayed(Date.now() + delayMs, token);
         throw new DelayedError();
       }
@@ -180,6 +181,7 @@ export function createTaskProcessor(
       model: config.model,
       protocol: checkpoint?.protocol ?? config.protocol,
       agent: agent.name,
+      tenant: task.tenant ?? null,
       prices: checkpoint?.price ?? config.price,
       batchId: batchId ?? null,
       metadata: task.metadata,
