@@ -4,17 +4,17 @@
 import { randomBytes } from 'node:crypto';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { AgentResult } from '../src/kernel/types.js';
-import { ConsoleStore } from '../src/console/console-store.js';
-import { batchPage } from '../src/console/pages/batch-page.js';
-import { parseRunFilters, runsPage } from '../src/console/pages/runs-page.js';
-import { renderTimelineText } from '../src/console/render-timeline-text.js';
-import { buildTimeline } from '../src/console/timeline.js';
-import { buildBatchReport } from '../src/reports/batch-summary.js';
-import { BatchReportStore } from '../src/reports/report-store.js';
-import { migrate } from '../src/store/migrate.js';
-import { createStorePool, quoteIdentifier } from '../src/store/pool.js';
-import { RunsRepository } from '../src/store/runs-repository.js';
+import type { AgentResult } from '../../../src/kernel/types.js';
+import { ConsoleStore } from '../../../src/console/console-store.js';
+import { batchPage } from '../../../src/console/pages/batch-page.js';
+import { parseRunFilters, runsPage } from '../../../src/console/pages/runs-page.js';
+import { renderTimelineText } from '../../../src/console/render-timeline-text.js';
+import { buildTimeline } from '../../../src/console/timeline.js';
+import { buildBatchReport } from '../../../src/reports/batch-summary.js';
+import { BatchReportStore } from '../../../src/reports/report-store.js';
+import { migrate } from '../../../src/store/migrate.js';
+import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
+import { RunsRepository } from '../../../src/store/runs-repository.js';
 
 const SERVER = process.env['MYSQL_URL'] || 'mysql://root@127.0.0.1:3306/agent_fleet';
 const RUN_ID = randomBytes(4).toString('hex');

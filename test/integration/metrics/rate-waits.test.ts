@@ -6,15 +6,15 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { gateForJob } from '../src/fleet/fleet-gate.js';
-import { RateLimiter } from '../src/fleet/rate-limiter.js';
-import { SpendLedger } from '../src/fleet/spend-ledger.js';
-import { TokenRateLimiter } from '../src/fleet/token-rate-limiter.js';
-import { FleetMetrics } from '../src/metrics/fleet-metrics.js';
-import { startMetricsServer, type MetricsServer } from '../src/metrics/metrics-server.js';
-import { createRedis } from '../src/queue/redis.js';
-import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
-import { MODEL, runWith } from './support/kernel-harness.js';
+import { gateForJob } from '../../../src/fleet/fleet-gate.js';
+import { RateLimiter } from '../../../src/fleet/rate-limiter.js';
+import { SpendLedger } from '../../../src/fleet/spend-ledger.js';
+import { TokenRateLimiter } from '../../../src/fleet/token-rate-limiter.js';
+import { FleetMetrics } from '../../../src/metrics/fleet-metrics.js';
+import { startMetricsServer, type MetricsServer } from '../../../src/metrics/metrics-server.js';
+import { createRedis } from '../../../src/queue/redis.js';
+import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
+import { MODEL, runWith } from '../../support/kernel-harness.js';
 
 const REDIS_URL = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
 const PREFIX = `test-waits-${randomBytes(4).toString('hex')}`;

@@ -2,8 +2,8 @@
 // whose tenant is at TENANT_CONCURRENCY is counted as a tenant delay on /metrics, and calls held by the fleet's
 // pause (asked by the endpoint's x-ratelimit headers) are counted as waits, by model and reason.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../src/demo/free-port.js';
-import { startScriptedModel, type ScriptedModelServer } from '../src/testing/scripted-model-server.js';
+import { freePort } from '../../../src/demo/free-port.js';
+import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
 import {
   createNamespace,
   killWorker,
@@ -11,8 +11,8 @@ import {
   startWorker,
   type FleetNamespace,
   type WorkerHandle,
-} from './support/fleet-harness.js';
-import { stepsModel } from './support/steps-model.js';
+} from '../../support/fleet-harness.js';
+import { stepsModel } from '../../support/steps-model.js';
 
 let server: ScriptedModelServer;
 let ns: FleetNamespace;
