@@ -2,7 +2,11 @@
 // to the summary, a line of their own for tasks without a tenant, shown escaped in every rendering, and absent
 // from batches whose tasks name no tenant.
 import { describe, expect, it } from 'vitest';
-import { buildBatchReport, type BatchRecord, type BatchRunInput } from '../../../src/reports/batch-summary.js';
+import {
+  buildBatchReport,
+  type BatchRecord,
+  type BatchRunInput,
+} from '../../../src/reports/batch-summary.js';
 import { renderHtml } from '../../../src/reports/render-html.js';
 import { renderMarkdown } from '../../../src/reports/render-markdown.js';
 import { renderText } from '../../../src/reports/render-text.js';
