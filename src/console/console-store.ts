@@ -13,6 +13,8 @@ export const RUN_LIST_LIMIT = 200;
 export interface RunFilters {
   batch?: string;
   agent?: string;
+  /** Runs of this tenant (the task's `tenant`). */
+  tenant?: string;
   status?: RunRowStatus;
   stopReason?: StopReason;
   /** Runs started on or after this instant. */
@@ -54,6 +56,7 @@ export class ConsoleStore {
       if (filters.agent === 'default') add("COALESCE(agent, 'default') = ?", filters.agent);
       else add('agent = ?', filters.agent);
     }
+    if (filters.tenant !== undefined) add('tenant = ?', filters.tenant);
     if (filters.status !== undefined) add('status = ?', filters.status);
     if (filters.stopReason !== undefined) add('stop_reason = ?', filters.stopReason);
     if (filters.from !== undefined) add('started_at >= ?', filters.from);

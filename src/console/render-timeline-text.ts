@@ -44,7 +44,7 @@ export function renderTimelineText(timeline: Timeline): string {
   const { run } = timeline;
   const lines: string[] = [];
   lines.push(
-    `run ${clean(run.jobId)} · agent ${clean(run.agent)} · ${run.status}${run.stopReason ? ` (${run.stopReason})` : ''}`,
+    `run ${clean(run.jobId)} · agent ${clean(run.agent)}${run.tenant ? ` · tenant ${clean(run.tenant)}` : ''} · ${run.status}${run.stopReason ? ` (${run.stopReason})` : ''}`,
   );
   lines.push(`task: ${clean(run.task).replace(/\s+/g, ' ')}`);
   const batch = run.batchId ? ` · batch ${clean(run.batchId)}` : '';

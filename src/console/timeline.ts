@@ -25,6 +25,8 @@ export interface TimelineUsage {
 export interface TimelineRun {
   jobId: string;
   agent: string;
+  /** Whom the run was for (the task's `tenant`); null without one. */
+  tenant: string | null;
   batchId: string | null;
   task: string;
   model: string;
@@ -132,6 +134,7 @@ function timelineRun(run: ConsoleRun): TimelineRun {
   return {
     jobId: run.jobId,
     agent: run.agent ?? 'default',
+    tenant: run.tenant ?? null,
     batchId: run.batchId,
     task: mask(run.task),
     model: run.model,

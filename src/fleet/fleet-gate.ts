@@ -4,7 +4,7 @@
 import type { Redis } from 'ioredis';
 import type { Env } from '../../config/env.js';
 import type { CallCost, CallGate, GateDecision, GateWaitLimits } from '../kernel/call-gate.js';
-import { RateLimiter, WaitPastDeadline } from './rate-limiter.js';
+import { RateLimiter, WaitPastDeadline, type RateWaitReason } from './rate-limiter.js';
 import { batchScope, dayScope, tenantDayScope } from './ledger-scopes.js';
 import { decodeTicket } from './ledger-tickets.js';
 import { SpendLedger, type BookOptions, type Booking } from './spend-ledger.js';
@@ -33,6 +33,8 @@ export interface FleetGateOptions {
   limitRequests?: boolean;
   /** The model's tokens per minute (MODEL_TPM): each call's worst case waits for room in the window. */
   tokens?: TokenRateLimiter;
+  /** Told of every wait a call made before it could go (for the metrics): what it waited for, and how long. */
+  onWaited?: (reason: RateWaitReason, ms: number) => void;
 }
 
 interface PendingSettle {
@@ -105,7 +107,8 @@ export class FleetGate implements CallGate {
         `a call that may need ${Math.ceil(worstCase.tokens).toLocaleString('en-US')} tokens never fits`;
       return { ok: false, reason: 'token_budget', message };
     }
-    const { grant } = await tokens.acquire(worstCase.tokens, signal, deadline);
+    const { grant, waitedMs, waitedFor } = await tokens.acquire(worstCase.tokens, signal, deadline);
+    if (waitedFor) this.options.onWaited?.(waitedFor, waitedMs);
     let decision: GateDecision;
     try {
       decision = await this.acquireBooking(worstCase, signal, deadline);
@@ -125,7 +128,10 @@ export class FleetGate implements CallGate {
   ): Promise<GateDecision> {
     const pauseOnly = this.options.limitRequests === false;
     // With MODEL_RPM the limiter's own script respects the pause; without, the booking checks it.
-    if (this.limiter && !pauseOnly) await this.limiter.acquire(signal, deadline);
+    if (this.limiter && !pauseOnly) {
+      const { waitedMs, waitedFor } = await this.limiter.acquire(signal, deadline);
+      if (waitedFor) this.options.onWaited?.(waitedFor, waitedMs);
+    }
     const pauseKey = this.limiter && pauseOnly ? this.limiter.pauseKey : undefined;
     for (;;) {
       signal.throwIfAborted();
@@ -147,7 +153,11 @@ export class FleetGate implements CallGate {
       const { reservation, pausedMs, capped } = await this.answered(booking, signal);
       if (!reservation) {
         this.limiter?.notePaused(pausedMs);
-        await this.limiter?.waitWhilePaused(signal, deadline);
+        if (this.limiter) {
+          const pausedAt = Date.now();
+          await this.limiter.waitWhilePaused(signal, deadline);
+          this.options.onWaited?.('pause', Date.now() - pausedAt);
+        }
         continue;
       }
       if (capped === false) this.uncapped.add(scopesKey);
@@ -309,6 +319,7 @@ export interface JobGateOptions {
   onRateLimited?: (ms: number) => void;
   ledgerTimeoutMs?: number;
   onError?: (error: unknown) => void;
+  onWaited?: (reason: RateWaitReason, ms: number) => void;
 }
 
 /**
@@ -335,6 +346,7 @@ export function gateForJob(options: JobGateOptions): FleetGate {
     ledgerTimeoutMs: options.ledgerTimeoutMs,
     onError: options.onError,
     limitRequests: options.limitRequests,
+    onWaited: options.onWaited,
   });
 }
 

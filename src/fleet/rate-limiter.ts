@@ -41,6 +41,12 @@ export class WaitPastDeadline extends Error {
   }
 }
 
+/**
+ * What a model call waited for, for the metrics: MODEL_RPM's window, MODEL_TPM's, or the fleet's pause (after a
+ * 429, or asked by the endpoint's x-ratelimit headers).
+ */
+export type RateWaitReason = 'rpm' | 'tpm' | 'pause';
+
 export type TryAcquireResult =
   { ok: true; grantedAt: number } | { ok: false; waitMs: number; paused: boolean };
 
@@ -105,18 +111,29 @@ export class RateLimiter {
    * the pause says cannot end before it throws WaitPastDeadline at once (the script's wait is exact: the oldest
    * grant leaves the window then, the pause ends then).
    */
-  async acquire(signal?: AbortSignal, deadline?: number): Promise<{ grantedAt: number; waitedMs: number }> {
+  async acquire(
+    signal?: AbortSignal,
+    deadline?: number,
+  ): Promise<{ grantedAt: number; waitedMs: number; waitedFor?: RateWaitReason }> {
     const started = Date.now();
+    /** What the last sleep waited for; absent when the first try was granted. */
+    let waitedFor: RateWaitReason | undefined;
     for (;;) {
       signal?.throwIfAborted();
       const answer = await this.tryAcquire();
       // A grant that arrives after the abort is still a grant: the caller gave up, so it is not used.
       signal?.throwIfAborted();
-      if (answer.ok) return { grantedAt: answer.grantedAt, waitedMs: Date.now() - started };
+      if (answer.ok)
+        return {
+          grantedAt: answer.grantedAt,
+          waitedMs: Date.now() - started,
+          ...(waitedFor ? { waitedFor } : {}),
+        };
       if (deadline !== undefined && Date.now() + answer.waitMs > deadline) {
         throw new WaitPastDeadline(answer.paused ? PAUSE_NAME : 'MODEL_RPM', answer.waitMs);
       }
       const wait = Math.min(answer.waitMs, this.maxPollMs) + Math.floor(Math.random() * (this.jitterMs + 1));
+      waitedFor = answer.paused ? 'pause' : 'rpm';
       await this.sleep(wait, signal);
     }
   }

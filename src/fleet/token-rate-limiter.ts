@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { sleep as abortableSleep } from '../kernel/sleep.js';
 import { LuaScript } from './lua-script.js';
-import { DEFAULT_RATE_WINDOW_MS, WaitPastDeadline } from './rate-limiter.js';
+import { DEFAULT_RATE_WINDOW_MS, WaitPastDeadline, type RateWaitReason } from './rate-limiter.js';
 
 export interface TokenRateLimiterOptions {
   redis: Redis;
@@ -121,8 +121,10 @@ export class TokenRateLimiter {
     tokens: number,
     signal?: AbortSignal,
     deadline?: number,
-  ): Promise<{ grant: string; waitedMs: number }> {
+  ): Promise<{ grant: string; waitedMs: number; waitedFor?: RateWaitReason }> {
     const started = Date.now();
+    /** What the last sleep waited for; absent when the first try was granted. */
+    let waitedFor: RateWaitReason | undefined;
     for (;;) {
       signal?.throwIfAborted();
       const answer = await this.tryGrant(tokens);
@@ -132,7 +134,7 @@ export class TokenRateLimiter {
           await this.settle(answer.grant, 0).catch(() => undefined);
           signal.throwIfAborted();
         }
-        return { grant: answer.grant, waitedMs: Date.now() - started };
+        return { grant: answer.grant, waitedMs: Date.now() - started, ...(waitedFor ? { waitedFor } : {}) };
       }
       let wait = Math.min(answer.waitMs, this.maxPollMs) + Math.floor(Math.random() * (this.jitterMs + 1));
       if (deadline !== undefined) {
@@ -145,6 +147,7 @@ export class TokenRateLimiter {
         }
         wait = Math.min(wait, left);
       }
+      waitedFor = answer.paused ? 'pause' : 'tpm';
       await this.sleep(wait, signal);
     }
   }

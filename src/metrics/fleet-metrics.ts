@@ -3,7 +3,8 @@
 // instances in one process never collide, and nothing is registered on prom-client's global registry.
 //
 // Label values are bounded: tool names come from the model, so only known tools are labelled by name
-// (the rest are `other`); tool error codes, step kinds, outcomes and stop reasons likewise.
+// (the rest are `other`); tool error codes, step kinds, outcomes and stop reasons likewise. Tenants and models
+// have no fixed list: the first 100 distinct values seen keep their label, the rest are `other`.
 //
 // Queue depths are read on scrape, from BullMQ, with a short timeout: a slow or unreachable Redis never
 // hangs a scrape; the last values read are kept and agentfleet_scrape_errors_total counts the failure.
@@ -17,8 +18,10 @@ import {
   type StopReason,
   type TraceKind,
 } from '../kernel/types.js';
+import type { RateWaitReason } from '../fleet/rate-limiter.js';
 import { TOOL_NAMES } from '../queue/tool-names.js';
 import { withTimeout } from '../util/with-timeout.js';
+import { DEFAULT_MAX_LABEL_VALUES, FirstSeenLabels } from './bounded-labels.js';
 
 export const METRIC_PREFIX = 'agentfleet_';
 
@@ -65,6 +68,16 @@ export const TOOL_CALL_BUCKETS_SECONDS: readonly number[] = [
   0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 ];
 
+/** A call's wait for a rate limit: none to a minute (a full window), rarely more (a long pause after a 429). */
+export const RATE_WAIT_BUCKETS_SECONDS: readonly number[] = [
+  0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+];
+
+const WAIT_REASONS: ReadonlySet<string> = new Set<RateWaitReason>(['rpm', 'tpm', 'pause']);
+
+/** Why the fleet was paused: the endpoint answered 429, or its x-ratelimit headers said its limits were near. */
+export type PauseCause = 'status_429' | 'headers';
+
 /**
  * The BullMQ states read for agentfleet_queue_jobs, as getJobCounts names them (and as the `state` label
  * shows them): `waiting` is BullMQ's wait list.
@@ -97,6 +110,8 @@ export interface FleetMetricsOptions {
   defaultMetrics?: boolean;
   /** How long a scrape waits for each queue's counts before keeping the last ones. Default: 500 ms. */
   queueTimeoutMs?: number;
+  /** Distinct tenants, and models, labelled as themselves; later ones are `other`. Default: 100. */
+  maxLabelValues?: number;
 }
 
 type Counts = Record<string, number>;
@@ -124,6 +139,11 @@ export class FleetMetrics {
   private readonly emailSettlements: Counter<'outcome'>;
   private readonly uncertainEffects: Counter;
   private readonly catalogsServed: Gauge;
+  private readonly tenantDelays: Counter<'tenant'>;
+  private readonly rateWaits: Histogram<'model' | 'reason'>;
+  private readonly ratePauses: Counter<'model' | 'cause'>;
+  private readonly tenantLabels: FirstSeenLabels;
+  private readonly modelLabels: FirstSeenLabels;
 
   constructor(options: FleetMetricsOptions = {}) {
     this.registry = new Registry();
@@ -217,6 +237,28 @@ export class FleetMetrics {
       help: 'Distinct agent catalogs the live workers of the fleet serve, as this worker last saw them: more than 1 means workers disagree.',
       registers,
     });
+    const maxLabels = options.maxLabelValues ?? DEFAULT_MAX_LABEL_VALUES;
+    this.tenantLabels = new FirstSeenLabels(OTHER, maxLabels);
+    this.modelLabels = new FirstSeenLabels(OTHER, maxLabels);
+    this.tenantDelays = new Counter({
+      name: `${METRIC_PREFIX}tenant_delays_total`,
+      help: 'Jobs put back in delayed because their tenant was at TENANT_CONCURRENCY, by tenant (past the first 100 tenants, "other").',
+      labelNames: ['tenant'] as const,
+      registers,
+    });
+    this.rateWaits = new Histogram({
+      name: `${METRIC_PREFIX}model_call_wait_seconds`,
+      help: "Model calls that waited before going out, and how long: for MODEL_RPM (rpm), MODEL_TPM (tpm) or the fleet's pause after a 429 or asked by x-ratelimit headers (pause), by model.",
+      labelNames: ['model', 'reason'] as const,
+      buckets: [...RATE_WAIT_BUCKETS_SECONDS],
+      registers,
+    });
+    this.ratePauses = new Counter({
+      name: `${METRIC_PREFIX}rate_limit_pauses_total`,
+      help: 'Fleet-wide pauses this worker set, by model and cause: the endpoint answered 429 (status_429) or its x-ratelimit headers said its limits were nearly used (headers).',
+      labelNames: ['model', 'cause'] as const,
+      registers,
+    });
   }
 
   /** Labels these tools as themselves too: the fleet configuration's, known once it is open. */
@@ -274,6 +316,24 @@ export class FleetMetrics {
   /** Call for each pending email the effect sweeper settles (effect-sweeper.ts, send_email's onSwept). */
   observeEmailSettlement(outcome: 'sent' | 'not_delivered' | 'uncertain'): void {
     this.emailSettlements.inc({ outcome });
+  }
+
+  /** Call when a job is put back in delayed because its tenant is at TENANT_CONCURRENCY. */
+  observeTenantDelay(tenant: string): void {
+    this.tenantDelays.inc({ tenant: this.tenantLabels.label(tenant) });
+  }
+
+  /** Call when a model call waited for a rate limit before going out (FleetGate's onWaited). */
+  observeRateWait(model: string, reason: RateWaitReason, ms: number): void {
+    this.rateWaits.observe(
+      { model: this.modelLabels.label(model), reason: bounded(reason, WAIT_REASONS) },
+      nonNegative(ms) / 1000,
+    );
+  }
+
+  /** Call when this worker pauses the fleet: after a 429, or because the endpoint's headers asked for it. */
+  observeRatePause(model: string, cause: PauseCause): void {
+    this.ratePauses.inc({ model: this.modelLabels.label(model), cause });
   }
 
   /** Reports these queues' job counts on every scrape. The caller keeps ownership (and closes them). */

@@ -10,6 +10,7 @@ import type { StopReason } from '../kernel/types.js';
 import { BatchTally, type BatchSummary } from '../batch/batch-summary.js';
 import type { RunRowStatus } from '../store/rows.js';
 import { forecastAgainstActual, type ForecastReport } from './forecast-report.js';
+import { tenantTotals, type TenantTotals } from './tenant-totals.js';
 
 /** The batch summary, key for key: the one the batch aggregator stores, computed here from the runs. */
 export type { BatchSummary };
@@ -60,6 +61,8 @@ export interface BatchRunInput {
   /** The run's agent and model, for the forecast's groups. */
   agent?: string | null;
   model?: string;
+  /** Whom the task ran for (the task's `tenant`), for the per-tenant totals. */
+  tenant?: string | null;
 }
 
 /**
@@ -123,6 +126,8 @@ export interface BatchReport {
   emails: (EmailDoubt & { index: number })[];
   /** The forecast it was enqueued with against what it cost; null when it has none. */
   forecast: ForecastReport | null;
+  /** Per tenant, when some task of the batch has one: its finished tasks, tokens and cost. Empty otherwise. */
+  tenants: TenantTotals[];
 }
 
 export interface BuildReportOptions {
@@ -227,6 +232,7 @@ export function buildBatchReport(
     warnings,
     emails,
     forecast: forecastAgainstActual(batch.forecast, [...runsByJob.values()], summary.usage.costUsd, warnings),
+    tenants: tenantTotals([...runsByJob.values()]),
   };
 }
 

@@ -4,6 +4,7 @@
 import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summary.js';
 import { outputTable } from './output-columns.js';
 import { forecastHtml } from './forecast-section.js';
+import { tenantHtml } from './tenant-section.js';
 import { renderBatchChart, STATUS_COLORS } from './render-chart.js';
 import { ANSWER_MAX_CHARS } from './render-markdown.js';
 import {
@@ -109,6 +110,7 @@ ${emailsHtml(report)}
 <h2>Totals</h2>
 ${totalsHtml(report)}
 </section>
+${tenantHtml(report)}
 ${forecastHtml(report)}
 <section>
 <h2>Cost and steps per task</h2>

@@ -4,6 +4,7 @@
 import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summary.js';
 import { outputTable } from './output-columns.js';
 import { forecastMarkdown } from './forecast-section.js';
+import { tenantMarkdown } from './tenant-section.js';
 import { describeBudget, formatInt, formatTime, formatUsd, label, oneLine, truncate } from './text.js';
 
 export interface MarkdownOptions {
@@ -47,6 +48,7 @@ export function renderMarkdown(report: BatchReport, options: MarkdownOptions = {
   if (report.running + report.pending > 0) {
     out.push(`Running and pending tasks are not in the totals yet: they count when their run finishes.`, '');
   }
+  out.push(...tenantMarkdown(report));
   out.push(...forecastMarkdown(report));
 
   if (report.warnings.length > 0) {

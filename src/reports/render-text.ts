@@ -3,6 +3,7 @@
 import type { BatchReport, TaskReportRow } from './batch-summary.js';
 import { outputTable } from './output-columns.js';
 import { forecastTextLines } from './forecast-section.js';
+import { tenantTextLines } from './tenant-section.js';
 import { formatInt, formatPercent, formatTime, formatUsd, label, terminalSafe } from './text.js';
 
 const TASK_CHARS = 48;
@@ -53,6 +54,7 @@ export function renderText(report: BatchReport): string {
   if (report.running + report.pending > 0) {
     out.push('           (running and pending tasks are not in the totals yet)');
   }
+  out.push(...tenantTextLines(report));
   out.push(...forecastTextLines(report));
   for (const warning of report.warnings) out.push(`Warning:   ${terminalSafe(warning)}`);
   for (const email of report.emails) {

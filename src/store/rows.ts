@@ -18,6 +18,8 @@ export interface RunRow {
   protocol: ProtocolName;
   /** The fleet agent the run served; null for runs recorded before agents were stored. */
   agent: string | null;
+  /** Whom the run was for (the task's `tenant`); null without one, and for runs recorded before it was kept. */
+  tenant?: string | null;
   status: RunRowStatus;
   stopReason: StopReason | null;
   /** Why a budget stopped the run, in numbers; null otherwise. */
@@ -144,6 +146,8 @@ const runColumns = z.object({
   model: z.string(),
   protocol: z.enum(PROTOCOLS),
   agent: z.string().nullable(),
+  // Optional: rows read by a process whose store is older than migration 016.
+  tenant: z.string().nullable().optional(),
   status: z.enum(STATUSES),
   stop_reason: z.enum(STOP_REASONS).nullable(),
   stop_detail: z.string().nullable(),
@@ -221,6 +225,7 @@ export function toRunRow(raw: RowDataPacket): RunRow {
     model: row.model,
     protocol: row.protocol,
     agent: row.agent,
+    tenant: row.tenant ?? null,
     status: row.status,
     stopReason: row.stop_reason,
     stopDetail: row.stop_detail,

@@ -18,6 +18,8 @@ export interface StartRunInput {
   protocol: ProtocolName;
   /** The fleet agent the run serves (`default` for a task without one); absent for records made before. */
   agent?: string | null;
+  /** Whom the run is for (the task's `tenant`); absent or null for a task without one. */
+  tenant?: string | null;
   /** The prices the run is billed at (kept with the run: a later price change never rewrites its bill). */
   prices?: ModelPrice | null;
   batchId?: string | null;
@@ -128,13 +130,14 @@ export const runNotFound = (jobId: string): StoreError =>
 function startRunsStatement(inputs: readonly StartRunInput[]): { sql: string; values: unknown[] } {
   const now = new Date();
   return {
-    sql: `INSERT INTO agent_runs (job_id, batch_id, task, model, protocol, agent, prices, status, metadata,
-         attempts, started_at)
-       VALUES ${inputs.map(() => "(?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)").join(', ')}
+    sql: `INSERT INTO agent_runs (job_id, batch_id, task, model, protocol, agent, tenant, prices, status,
+         metadata, attempts, started_at)
+       VALUES ${inputs.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)").join(', ')}
        ON DUPLICATE KEY UPDATE
          status = 'running', stop_reason = NULL, stop_detail = NULL, answer = NULL, output = NULL, error = NULL,
          finished_at = NULL,
          model = VALUES(model), protocol = VALUES(protocol), agent = COALESCE(VALUES(agent), agent),
+         tenant = COALESCE(VALUES(tenant), tenant),
          prices = COALESCE(VALUES(prices), prices),
          batch_id = COALESCE(VALUES(batch_id), batch_id),
          metadata = COALESCE(VALUES(metadata), metadata),
@@ -146,6 +149,7 @@ function startRunsStatement(inputs: readonly StartRunInput[]): { sql: string; va
       input.model,
       input.protocol,
       input.agent ?? null,
+      input.tenant ?? null,
       input.prices ? JSON.stringify(input.prices) : null,
       input.metadata === undefined ? null : JSON.stringify(input.metadata),
       input.attempt,

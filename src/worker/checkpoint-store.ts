@@ -4,7 +4,7 @@
 import type { Redis } from 'ioredis';
 import type { RunState } from '../kernel/types.js';
 
-const TTL_SECONDS = 7 * 24 * 3600;
+export const CHECKPOINT_TTL_SECONDS = 7 * 24 * 3600;
 
 /** The Redis key of a job's checkpoint. */
 export const checkpointKey = (prefix: string, jobId: string): string => `${prefix}:agent-checkpoint:${jobId}`;
@@ -26,7 +26,7 @@ export class CheckpointStore {
 
   /** Stores the state as the kernel serialized it (Checkpoint.json): no second serialization here. */
   async save(jobId: string, json: string): Promise<void> {
-    await this.redis.set(this.key(jobId), json, 'EX', TTL_SECONDS);
+    await this.redis.set(this.key(jobId), json, 'EX', CHECKPOINT_TTL_SECONDS);
   }
 
   async delete(jobId: string): Promise<void> {

@@ -7,9 +7,9 @@ import type { Redis } from 'ioredis';
 import type { AgentResult } from '../kernel/types.js';
 import { usageOf } from '../kernel/budget.js';
 import { configuredPrices, priceOf } from '../llm/price-table.js';
-import { resultJobId, TASKS_QUEUE } from '../queue/names.js';
+import { TASKS_QUEUE } from '../queue/names.js';
 import { retryDelayMs, type RetrySchedule } from '../queue/retry-schedule.js';
-import { FinalRecorder, startOf } from './final-recorder.js';
+import { RunFinisher, startOf } from './run-finisher.js';
 import {
   agentNamedBy,
   createTaskProcessor,
@@ -52,13 +52,14 @@ export interface FleetWorkerOptions {
 export class FleetWorker {
   readonly worker: Worker<unknown, AgentResult>;
   private closing: Promise<void> | undefined;
-  private readonly recorder: FinalRecorder;
+  private readonly finisher: RunFinisher;
 
   constructor(
     private readonly deps: TaskProcessorDeps & { results: Queue },
     private readonly options: FleetWorkerOptions,
   ) {
-    this.worker = new Worker(TASKS_QUEUE, createTaskProcessor(deps), {
+    this.finisher = new RunFinisher(deps);
+    this.worker = new Worker(TASKS_QUEUE, createTaskProcessor(deps, this.finisher), {
       connection: options.connection,
       prefix: options.prefix,
       concurrency: options.concurrency,
@@ -76,7 +77,6 @@ export class FleetWorker {
       removeOnFail: options.retention?.failed,
       ...(options.telemetry ? { telemetry: options.telemetry } : {}),
     });
-    this.recorder = new FinalRecorder(deps);
     this.worker.on('failed', (job, error) => {
       if (job) void this.onFailed(job, error);
     });
@@ -85,14 +85,14 @@ export class FleetWorker {
 
   start(): void {
     void this.worker.run();
-    this.recorder.sweepEvery(this.options.retry.baseMs);
+    this.finisher.sweepEvery(this.options.retry.baseMs);
     this.deps.logger.info({ concurrency: this.options.concurrency }, 'worker started');
   }
 
   /** Stops taking jobs, lets running ones finish within the grace period, then releases the rest. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      this.recorder.stop();
+      this.finisher.stop();
       const timer = setTimeout(
         () => this.releaseRunningJobs('grace period over'),
         this.options.shutdownGraceMs,
@@ -136,10 +136,17 @@ export class FleetWorker {
     if (!final) return;
     const jobId = String(job.id);
     try {
-      if (await this.deps.results.getJob(resultJobId(jobId))) return;
+      // Most jobs failed for good have published their result already (a failed run): nothing more to do.
+      if (await this.deps.publisher.isPublished(jobId)) return;
       const kept = await this.deps.outcomes.load(jobId);
       const result = kept?.result ?? (await this.exhaustedResult(job, error));
-      await this.recorder.recordAndPublish(startOf(job, this.deps.env), result);
+      await this.finisher.finish({
+        result,
+        start: startOf(job, this.deps.env),
+        recordTries: kept?.recordTries ?? 0,
+        recheck: true,
+        whileDown: 'sweep',
+      });
     } catch (err) {
       this.deps.logger.error({ err, jobId }, 'could not publish the result of a failed job');
     }

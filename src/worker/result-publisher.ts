@@ -28,6 +28,11 @@ export class ResultPublisher {
     this.keepFailed = options.keepFailed ?? defaults.failed;
   }
 
+  /** Whether a result of this job is on the queue already (a job delivered again after it published). */
+  async isPublished(jobId: string): Promise<boolean> {
+    return (await this.results.getJob(resultJobId(jobId))) !== undefined;
+  }
+
   async publish(result: AgentResult): Promise<void> {
     await this.results.add(RESULT_JOB_NAME, result, {
       jobId: resultJobId(result.jobId),

@@ -21,21 +21,20 @@ import type { ChatModel } from '../kernel/chat-model.js';
 import type { FleetMetrics } from '../metrics/fleet-metrics.js';
 import type { Logger } from '../logging/logger.js';
 import { formatFieldIssues, MAX_TASK_CHARS, validateTask } from '../queue/task-schema.js';
-import type { RunsRepository } from '../store/runs-repository.js';
-import { isConnectionFailure } from '../store/mysql-errors.js';
+import type { RunsRepository, StartRunInput } from '../store/runs-repository.js';
 import type { CheckpointStore } from './checkpoint-store.js';
 import { forgetJobState } from './job-state.js';
 import type { OutcomeStore } from './outcome-store.js';
 import { retryDelayMs } from '../queue/retry-schedule.js';
-import { progressOf, stepLogLine } from './progress.js';
 import type { ResultPublisher } from './result-publisher.js';
+import { RunFinisher, type Finished } from './run-finisher.js';
 import { withRetries } from './retry.js';
 import { runConfigFor } from './run-config.js';
 import type { ToolProvider } from './tool-provider.js';
 import type { RunJournal } from './run-journal.js';
 import { TraceWriter } from './trace-writer.js';
 import type { BatchTracker } from './batch-tracker.js';
-import { Background } from './background.js';
+import { StepWrites } from './step-writes.js';
 import { batchMembership } from './batch-membership.js';
 import { tenantWaitMs, type HeldSlot, type TenantSlots } from '../fleet/tenant-slots.js';
 
@@ -83,7 +82,10 @@ export interface TaskProcessorDeps {
 
 const STORE_RETRIES = { attempts: 4, baseDelayMs: 250 };
 
-export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown, AgentResult> {
+export function createTaskProcessor(
+  deps: TaskProcessorDeps,
+  finisher: RunFinisher = new RunFinisher(deps),
+): Processor<unknown, AgentResult> {
   const journal = deps.journal;
   // The tenant slot a job holds is given back however its run ends.
   const processor = async (job: Job, token: string | undefined, signal: AbortSignal | undefined) => {
@@ -108,29 +110,33 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     const validation = validateTask(job.data);
     if (!validation.ok) {
       const message = `Invalid task: ${formatFieldIssues(validation.issues)}`;
-      await finishWithoutRun(
+      return finishWithoutRun(
         deps,
+        finisher,
         job,
+        token,
         { kind: 'input', code: 'invalid_task', message, retryable: false },
         agentNamedBy(job.data, deps.agents),
       );
-      throw new UnrecoverableError(message);
     }
     const task = validation.task;
     const agentName = task.agent ?? DEFAULT_AGENT;
     const agent = deps.agents.get(agentName);
     if (!agent) {
       const message = `Invalid task: agent: this fleet has no agent "${agentName}" (it has ${[...deps.agents.keys()].join(', ')})`;
-      await finishWithoutRun(deps, job, { kind: 'input', code: 'invalid_task', message, retryable: false });
-      throw new UnrecoverableError(message);
+      return finishWithoutRun(deps, finisher, job, token, {
+        kind: 'input',
+        code: 'invalid_task',
+        message,
+        retryable: false,
+      });
     }
     let config;
     try {
       config = runConfigFor(task, deps.env, agent);
     } catch (error) {
       if (!(error instanceof ConfigError || error instanceof InputError)) throw error;
-      await finishWithoutRun(deps, job, error.toRunError(), agent);
-      throw new UnrecoverableError(error.message);
+      return finishWithoutRun(deps, finisher, job, token, error.toRunError(), agent);
     }
 
     const { batchId, claimed } = batchMembership(job, deps.env.QUEUE_PREFIX);
@@ -157,6 +163,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
         // Every activation counts as started; those that ran nothing are the tenant waits so far.
         const delayMs = tenantWaitMs(Math.max(1, job.attemptsStarted - job.attemptsMade));
         log.debug({ tenant: task.tenant, delayMs }, 'tenant at its concurrency limit: delayed');
+        deps.metrics?.observeTenantDelay(task.tenant);
         await job.moveToDelayed(Date.now() + delayMs, token);
         throw new DelayedError();
       }
@@ -168,23 +175,20 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     // run is recorded before it is finished or released (below); if MySQL stays down, a finished run's outcome
     // waits in Redis for it, and a run that needs it for a side effect fails the attempt, retried from its checkpoint.
     const startedAt = new Date();
-    const startRun = () =>
-      withRetries(
-        () =>
-          journal.start({
-            jobId,
-            task: config.taskText.slice(0, MAX_TASK_CHARS),
-            model: config.model,
-            protocol: checkpoint?.protocol ?? config.protocol,
-            agent: agent.name,
-            prices: checkpoint?.price ?? config.price,
-            batchId: batchId ?? null,
-            metadata: task.metadata,
-            attempt: job.attemptsMade + 1,
-            startedAt,
-          }),
-        STORE_RETRIES,
-      );
+    const startInput = (): StartRunInput => ({
+      jobId,
+      task: config.taskText.slice(0, MAX_TASK_CHARS),
+      model: config.model,
+      protocol: checkpoint?.protocol ?? config.protocol,
+      agent: agent.name,
+      tenant: task.tenant ?? null,
+      prices: checkpoint?.price ?? config.price,
+      batchId: batchId ?? null,
+      metadata: task.metadata,
+      attempt: job.attemptsMade + 1,
+      startedAt,
+    });
+    const startRun = () => withRetries(() => journal.start(startInput()), STORE_RETRIES);
     let started = kept?.started ? Promise.resolve() : startRun();
     started.catch(() => undefined); // awaited below; this only keeps an early failure from going unhandled
     // A start that failed (MySQL down) is written again when it is next needed: MySQL may be back by then.
@@ -201,7 +205,8 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     else if (checkpoint) log.info({ step: checkpoint.steps }, 'resuming from checkpoint');
     if (recovered > 0) log.info({ traces: recovered }, 'writing again the traces an earlier attempt parked');
 
-    const shown = new Background(log);
+    // Checkpoint, parked trace, progress and log line of a step: one round trip.
+    const steps = new StepWrites(deps.redis, job, deps.env.QUEUE_PREFIX, log);
     const runTrace = kept
       ? undefined
       : deps.tracing?.startRun({
@@ -231,13 +236,12 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
         ...(runTrace ? { observer: runTrace } : {}),
         logger: log,
         onStep: (trace) => {
+          steps.step(trace);
           traces.add(trace);
           deps.metrics?.observeStep(trace);
           log.info({ step: trace.step, kind: trace.kind, costUsd: trace.totals.costUsd }, 'step');
-          shown.run('progress update', job.updateProgress({ ...progressOf(trace) }));
-          shown.run('job log', job.log(stepLogLine(trace)));
         },
-        onCheckpoint: (checkpoint) => deps.checkpoints.save(jobId, checkpoint.json),
+        onCheckpoint: (checkpoint) => steps.checkpoint(checkpoint.json),
         beforeSideEffects: recorded,
       }).catch((error: unknown) => {
         runTrace?.fail(error);
@@ -245,7 +249,7 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
       }));
     runTrace?.end(result);
 
-    await shown.settled();
+    await steps.settled();
     if (result.stopReason === 'cancelled' && signal?.reason === SHUTDOWN_REASON) {
       await Promise.all([ensureStarted(), traces.flush()]);
       // Released, not ended: the checkpoint carries the run to whichever worker takes the job next.
@@ -263,25 +267,16 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
     // The outcome is final: its record goes in before its result goes out. If MySQL is down, the outcome waits
     // in Redis and the job comes back later (a delay, not a failed attempt: an outage of any length short of
     // the keys' expiry loses nothing).
-    let isStarted = kept?.started ?? false;
-    try {
-      await ensureStarted();
-      isStarted = true;
-      await traces.flush();
-      await withRetries(() => deps.journal.finish(result), STORE_RETRIES);
-    } catch (error) {
-      if (!isConnectionFailure(error)) throw error;
-      const recordTries = (kept?.recordTries ?? 0) + 1;
-      const delayMs = retryDelayMs(
-        { baseMs: deps.env.WORKER_RETRY_BASE_MS, maxMs: deps.env.WORKER_RETRY_MAX_MS },
-        recordTries,
-      );
-      await deps.outcomes.keep(jobId, { result, started: isStarted, recordTries });
-      log.warn({ err: error, retryInMs: delayMs }, 'run finished but MySQL is unreachable: record kept');
-      await job.moveToDelayed(Date.now() + delayMs, token);
-      throw new DelayedError();
-    }
-    await publish(deps, result);
+    const finished = await finisher.finish({
+      result,
+      start: startInput(),
+      started: ensureStarted,
+      traces,
+      recordTries: kept?.recordTries ?? 0,
+      recheck: !firstStart,
+      whileDown: 'redeliver',
+    });
+    if (finished.kept) await delayForRecord(deps.env, finished, log, job, token);
     log.info({ status: result.status, stopReason: result.stopReason, usage: result.usage }, 'run finished');
     if (result.status === 'failed') throw new UnrecoverableError(result.error?.message ?? 'run failed');
     return result;
@@ -289,46 +284,58 @@ export function createTaskProcessor(deps: TaskProcessorDeps): Processor<unknown,
   return processor;
 }
 
-/** Records the run, publishes its result, forgets its checkpoint: in that order, each step idempotent. */
-async function finish(deps: TaskProcessorDeps, result: AgentResult): Promise<void> {
-  await withRetries(() => deps.journal.finish(result), STORE_RETRIES);
-  await publish(deps, result);
-}
-
-/** Publishes a recorded run's result and forgets what was kept for it. */
-async function publish(deps: TaskProcessorDeps, result: AgentResult): Promise<void> {
-  await withRetries(() => deps.publisher.publish(result), STORE_RETRIES);
-  deps.metrics?.observeResult(result);
-  // Not waited for: with the result out nothing reads them again, and one left behind expires.
-  void forgetJobState(deps.redis, deps.env.QUEUE_PREFIX, result.jobId).catch(() => undefined);
+/** MySQL is down: the job waits, delayed (no attempt spent), and its next delivery records the kept outcome. */
+async function delayForRecord(
+  env: Env,
+  finished: Extract<Finished, { kept: true }>,
+  log: Logger,
+  job: Job,
+  token: string | undefined,
+): Promise<never> {
+  const delayMs = retryDelayMs(
+    { baseMs: env.WORKER_RETRY_BASE_MS, maxMs: env.WORKER_RETRY_MAX_MS },
+    finished.recordTries,
+  );
+  log.warn({ err: finished.error, retryInMs: delayMs }, 'run finished but MySQL is unreachable: record kept');
+  await job.moveToDelayed(Date.now() + delayMs, token);
+  throw new DelayedError();
 }
 
 /**
  * A job that ends before any run starts (a bad task, an unknown model) still gets its record and result; that of
  * an agent with an output schema carries `output: null`, as every result of such an agent does.
  */
-export async function finishWithoutRun(
+async function finishWithoutRun(
   deps: TaskProcessorDeps,
+  finisher: RunFinisher,
   job: Job,
+  token: string | undefined,
   error: RunError,
   agent?: AgentDefinition,
-): Promise<AgentResult> {
-  const data = (job.data ?? {}) as { task?: unknown };
+): Promise<never> {
+  const log = deps.logger.child({ jobId: String(job.id), attempt: job.attemptsMade + 1 });
   const result = failedResult(String(job.id), error, agent);
-  await withRetries(
-    () =>
-      deps.repository.startRun({
-        jobId: result.jobId,
-        task: typeof data.task === 'string' ? data.task.slice(0, 8_000) : '',
-        model: deps.env.LLM_MODEL,
-        protocol: deps.env.AGENT_PROTOCOL,
-        agent: agent?.name ?? null,
-        attempt: job.attemptsMade + 1,
-      }),
-    STORE_RETRIES,
-  );
-  await finish(deps, result);
-  return result;
+  // A job delivered again for its record (MySQL was down) has its tries kept: they space the next delivery.
+  const kept = job.attemptsStarted > 1 ? await deps.outcomes.load(result.jobId) : null;
+  const data = (job.data ?? {}) as { task?: unknown };
+  const start: StartRunInput = {
+    jobId: result.jobId,
+    task: typeof data.task === 'string' ? data.task.slice(0, MAX_TASK_CHARS) : '',
+    model: deps.env.LLM_MODEL,
+    protocol: deps.env.AGENT_PROTOCOL,
+    agent: agent?.name ?? null,
+    attempt: job.attemptsMade + 1,
+  };
+  const finished = await finisher.finish({
+    result,
+    start,
+    started: () => withRetries(() => deps.journal.start(start), STORE_RETRIES),
+    recordTries: kept?.recordTries ?? 0,
+    recheck: job.attemptsStarted > 1,
+    whileDown: 'redeliver',
+  });
+  if (finished.kept) await delayForRecord(deps.env, finished, log, job, token);
+  throw new UnrecoverableError(error.message);
 }
 
 /** `agent`: the agent the job names, when the fleet has it (its output schema decides whether `output` is there). */

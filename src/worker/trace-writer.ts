@@ -1,19 +1,15 @@
 // Writes a job's step traces to MySQL while the run goes, in the background and in batches shared with the other
-// jobs of the process (run-journal), so a slow database never slows the loop. Each trace is parked in Redis the
-// moment it is added, until the job's result is out (src/worker/job-state.ts): a trace that could not be written
-// (the store down, the worker killed) is written by the job's next attempt, even when that attempt only replays a
-// finished run. MySQL upserts on (job, step), so writing a step twice is harmless.
+// jobs of the process (run-journal), so a slow database never slows the loop. Each trace is parked in Redis as its
+// step ends (with the step's other writes: step-writes.ts), until the job's result is out (job-state.ts): a trace
+// that could not be written (the store down, the worker killed) is written by the job's next attempt, even when
+// that attempt only replays a finished run. MySQL upserts on (job, step), so writing a step twice is harmless.
 import type { Redis } from 'ioredis';
 import type { StepTrace } from '../kernel/types.js';
-import { LuaScript } from '../fleet/lua-script.js';
 import type { Logger } from '../logging/logger.js';
 import { withRetries } from './retry.js';
 import type { RunJournal } from './run-journal.js';
 
-const PARKED_TTL_SECONDS = 7 * 24 * 3600;
-
-// KEYS: the job's parked traces. ARGV: step, trace JSON, TTL (s). One command, and a parked trace always expires.
-const PARK = LuaScript.fromFiles(new URL('./trace-park.lua', import.meta.url));
+export const PARKED_TTL_SECONDS = 7 * 24 * 3600;
 
 /** The Redis hash of a job's traces not yet in MySQL, keyed by step. */
 export const parkedTracesKey = (prefix: string, jobId: string): string => `${prefix}:agent-traces:${jobId}`;
@@ -45,11 +41,8 @@ export class TraceWriter {
     return traces.length;
   }
 
+  /** The caller parks the trace in Redis (StepWrites.step); this writes it to MySQL. */
   add(trace: StepTrace): void {
-    // Parked now, not after the job's earlier MySQL writes: the HDEL that follows this trace's write is sent
-    // later on the same connection, so Redis sees the park first (but for a script reloaded after a Redis
-    // restart: a trace parked late is only written again by a retry, or expires).
-    this.park(trace);
     this.buffer.push(trace);
     this.writing = this.writing.then(() => this.writeBuffered());
   }
@@ -61,12 +54,6 @@ export class TraceWriter {
     this.writing = this.writing.then(() => this.writeBuffered());
     await this.writing;
     if (this.lastError) throw this.lastError;
-  }
-
-  private park(trace: StepTrace): void {
-    PARK.run(this.redis, [this.parkedKey], [trace.step, JSON.stringify(trace), PARKED_TTL_SECONDS]).catch(
-      (error: unknown) => this.logger.warn({ err: error }, 'could not park a trace in Redis'),
-    );
   }
 
   private async writeBuffered(): Promise<void> {

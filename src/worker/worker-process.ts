@@ -138,8 +138,10 @@ export async function startWorkerProcess(
       if (!chat) {
         chat = withProviderRateLimits(createModel(model), {
           pause: (ms) => limiter.pause(ms),
-          onSlowDown: (ms, state) =>
-            logger.debug({ pauseMs: ms, ...state }, 'endpoint rate-limit headers: pausing the fleet'),
+          onSlowDown: (ms, state) => {
+            metrics.observeRatePause(model, 'headers');
+            logger.debug({ pauseMs: ms, ...state }, 'endpoint rate-limit headers: pausing the fleet');
+          },
           onError: (err) => logger.warn({ err }, 'could not pause the fleet'),
         });
         slowedModels.set(model, chat);
@@ -154,7 +156,11 @@ export async function startWorkerProcess(
         batchId,
         tenant,
         tokens: tokens.for(model),
-        onRateLimited,
+        onRateLimited: (ms) => {
+          metrics.observeRatePause(model, 'status_429');
+          onRateLimited(ms);
+        },
+        onWaited: (reason, ms) => metrics.observeRateWait(model, reason, ms),
         onError: (err) => logger.warn({ err }, 'spend ledger'),
       });
     const tools = await openFleet(loaded.fleet, {

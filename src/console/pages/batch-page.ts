@@ -23,6 +23,26 @@ function taskRow(row: TaskReportRow): string {
 </tr>`;
 }
 
+/** A line per tenant, when the batch's tasks have tenants: each links to its runs of the batch. */
+function tenantsTable(report: BatchReport): string {
+  if (report.tenants.length === 0) return '';
+  const rows = report.tenants.map((line) => {
+    const name =
+      line.tenant === null
+        ? '<span class="none">(no tenant)</span>'
+        : `<a href="${h(`/console/runs?batch=${encodeURIComponent(report.batchId)}&tenant=${encodeURIComponent(line.tenant)}`)}">${h(line.tenant)}</a>`;
+    const running = line.running > 0 ? ` (+${formatInt(line.running)} running)` : '';
+    return `<tr><td>${name}</td><td class="num">${h(formatInt(line.tasks) + running)}</td><td class="num">${h(formatInt(line.usage.totalTokens))}</td><td class="num">${h(formatUsd(line.usage.costUsd))}</td></tr>`;
+  });
+  return `<h2>Tenants</h2>
+<table class="tenants">
+<thead><tr><th>Tenant</th><th class="num">Tasks</th><th class="num">Tokens</th><th class="num">Cost</th></tr></thead>
+<tbody>
+${rows.join('\n')}
+</tbody>
+</table>`;
+}
+
 export function batchPage(report: BatchReport): string {
   const { summary } = report;
   const figures: [string, string][] = [
@@ -43,6 +63,7 @@ export function batchPage(report: BatchReport): string {
 <p class="meta">${report.name === null ? '' : `${h(label(report.name, 200))} · `}created ${h(formatTime(report.createdAt))}${report.completedAt ? ` · completed ${h(formatTime(report.completedAt))}` : ''} · budget: ${h(describeBudget(report))} · <a href="${h(`/console/runs?batch=${encodeURIComponent(report.batchId)}`)}">its runs in the list</a></p>
 ${cards(figures)}
 ${warnings}
+${tenantsTable(report)}
 <h2>Cost and steps per task</h2>
 <figure class="chart">
 ${renderBatchChart(report).trim()}

@@ -93,7 +93,7 @@ export function runPage(timeline: Timeline): string {
   const output =
     'output' in run ? `<h2>Structured output</h2><pre class="output">${json(run.output)}</pre>` : '';
   const body = `<h1>Run ${h(run.jobId)} ${badge(run.status)}${run.stopReason ? ` <span class="meta">${h(run.stopReason)}</span>` : ''}</h1>
-<p class="meta">agent <strong>${h(run.agent)}</strong> · model ${h(run.model)} · protocol ${h(run.protocol)} · started ${h(formatTime(run.startedAt))}${run.finishedAt ? ` · finished ${h(formatTime(run.finishedAt))}` : ''}${batch} · <a href="${boardJobHref(TASKS_QUEUE, run.jobId)}">job in Bull Board</a></p>
+<p class="meta">agent <strong>${h(run.agent)}</strong>${run.tenant ? ` · tenant <strong>${h(run.tenant)}</strong>` : ''} · model ${h(run.model)} · protocol ${h(run.protocol)} · started ${h(formatTime(run.startedAt))}${run.finishedAt ? ` · finished ${h(formatTime(run.finishedAt))}` : ''}${batch} · <a href="${boardJobHref(TASKS_QUEUE, run.jobId)}">job in Bull Board</a></p>
 <h2>Task</h2>
 <pre class="task">${h(run.task)}</pre>
 ${cards(figures)}

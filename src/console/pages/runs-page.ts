@@ -1,6 +1,7 @@
-// The console's list of runs, newest first, filtered by batch, agent, status, stop reason and start date (the
+// The console's list of runs, newest first, filtered by batch, agent, tenant, status, stop reason and start date (the
 // query string of a plain GET form, so a filtered list is a link one can share).
 import type { StopReason } from '../../kernel/types.js';
+import { TENANT_NAME, TENANT_NAME_RULE } from '../../queue/tenant-name.js';
 import { scrubText } from '../../logging/redact.js';
 import { formatInt, formatTime, formatUsd, label } from '../../reports/text.js';
 import type { RunRowStatus } from '../../store/rows.js';
@@ -25,7 +26,7 @@ export function parseRunFilters(query: Record<string, unknown>): ParsedFilters {
     return value;
   };
   const filters: RunFilters = {};
-  for (const name of ['batch', 'agent', 'status', 'stop_reason', 'from', 'to'] as const) {
+  for (const name of ['batch', 'agent', 'tenant', 'status', 'stop_reason', 'from', 'to'] as const) {
     const value = text(name);
     if (value instanceof Error) return { ok: false, message: value.message };
     if (value === undefined) continue;
@@ -35,6 +36,10 @@ export function parseRunFilters(query: Record<string, unknown>): ParsedFilters {
         break;
       case 'agent':
         filters.agent = value;
+        break;
+      case 'tenant':
+        if (!TENANT_NAME.test(value)) return { ok: false, message: `tenant: must be ${TENANT_NAME_RULE}` };
+        filters.tenant = value;
         break;
       case 'status':
         if (!RUN_STATUSES.includes(value as RunRowStatus)) {
@@ -77,6 +82,7 @@ function filterForm(query: Record<string, unknown>): string {
   return `<form class="filters" method="get" action="${CONSOLE_PATH}/runs">
 <label>Batch <input name="batch" value="${value('batch')}" maxlength="${FILTER_TEXT_MAX}"></label>
 <label>Agent <input name="agent" value="${value('agent')}" maxlength="${FILTER_TEXT_MAX}"></label>
+<label>Tenant <input name="tenant" value="${value('tenant')}" maxlength="${FILTER_TEXT_MAX}"></label>
 <label>Status ${select('status', RUN_STATUSES)}</label>
 <label>Stop reason ${select('stop_reason', STOP_REASONS)}</label>
 <label>Started from <input type="date" name="from" value="${value('from')}"></label>
@@ -99,6 +105,7 @@ function runRow(run: ConsoleRun): string {
 <td><a href="${href('runs', run.jobId)}">${h(run.jobId)}</a></td>
 <td>${h(run.agent ?? 'default')}</td>
 <td><a href="${href('runs', run.jobId)}">${h(label(scrubText(run.task), 90))}</a></td>
+<td>${run.tenant ? h(run.tenant) : NONE}</td>
 <td>${badge(run.status)}</td>
 <td>${run.stopReason === null ? NONE : h(run.stopReason)}</td>
 <td class="num">${run.steps}</td>
@@ -124,9 +131,9 @@ export function runsPage(
 ${filterForm(query)}
 ${problem ? `<p class="problem">${h(problem)}</p>` : `<p class="meta">${count}, newest first</p>`}
 <table class="runs">
-<thead><tr><th>Job</th><th>Agent</th><th>Task</th><th>Status</th><th>Stop reason</th><th class="num">Steps</th><th class="num">Tokens</th><th class="num">Cost</th><th class="num">Duration</th><th>Started (UTC)</th><th>Batch</th></tr></thead>
+<thead><tr><th>Job</th><th>Agent</th><th>Task</th><th>Tenant</th><th>Status</th><th>Stop reason</th><th class="num">Steps</th><th class="num">Tokens</th><th class="num">Cost</th><th class="num">Duration</th><th>Started (UTC)</th><th>Batch</th></tr></thead>
 <tbody>
-${rows || `<tr><td colspan="11" class="none">no run matches</td></tr>`}
+${rows || `<tr><td colspan="12" class="none">no run matches</td></tr>`}
 </tbody>
 </table>`;
   return page('Runs', body);

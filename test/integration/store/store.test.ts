@@ -287,6 +287,7 @@ describe('store on a real server', () => {
         model: 'gpt-4-turbo-preview',
         protocol: 'tools',
         agent: 'default',
+        tenant: null,
         status: 'succeeded',
         stopReason: 'answer',
         stopDetail: null,

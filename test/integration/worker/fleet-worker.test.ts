@@ -3,6 +3,7 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { turnsIn } from '../../../src/kernel/memory.js';
 import type { AgentResult } from '../../../src/kernel/types.js';
 import { RESULTS_QUEUE, TASKS_QUEUE } from '../../../src/queue/names.js';
 import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
@@ -135,7 +136,8 @@ describe('a worker process', () => {
       rules: [
         (request) => {
           const task = String(request.messages[1]?.content);
-          if (task.startsWith('job beta:') && request.messages.length > 3 && failuresLeft > 0) {
+          // Past step 1, whatever the memory's layout (verbatim turns or facts).
+          if (task.startsWith('job beta:') && turnsIn(request.messages) > 0 && failuresLeft > 0) {
             failuresLeft--;
             return { fault: 'server_error' };
           }

@@ -10,6 +10,7 @@ import { CheckpointStore } from '../../../src/worker/checkpoint-store.js';
 import { forgetJobState } from '../../../src/worker/job-state.js';
 import { OutcomeStore } from '../../../src/worker/outcome-store.js';
 import type { RunJournal } from '../../../src/worker/run-journal.js';
+import { StepWrites } from '../../../src/worker/step-writes.js';
 import { parkedTracesKey, TraceWriter } from '../../../src/worker/trace-writer.js';
 
 const PREFIX = `test-job-state-${randomBytes(4).toString('hex')}`;
@@ -21,7 +22,17 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-const trace = (step: number) => ({ step, kind: 'action' }) as unknown as StepTrace;
+const trace = (step: number) =>
+  ({
+    step,
+    kind: 'action',
+    actions: [],
+    promptTokens: 1,
+    completionTokens: 1,
+    latencyMs: 1,
+    error: null,
+    totals: { steps: step, maxSteps: 8, totalTokens: 2, costUsd: 0 },
+  }) as unknown as StepTrace;
 
 describe('a job’s state in Redis', () => {
   it('keeps written traces parked until the job state is forgotten, all of it in one command', async () => {
@@ -34,9 +45,18 @@ describe('a job’s state in Redis', () => {
       expedite: () => undefined,
     } as unknown as RunJournal;
     const writer = new TraceWriter(journal, redis, PREFIX, jobId, logger);
-    writer.add(trace(1));
-    writer.add(trace(2));
-    await writer.flush();
+    // Parked as each step ends (with its checkpoint, progress and log line), written to MySQL by the writer.
+    const steps = new StepWrites(
+      redis,
+      { id: jobId, queueQualifiedName: `${PREFIX}:agent-tasks`, opts: {} },
+      PREFIX,
+      logger,
+    );
+    for (const step of [1, 2]) {
+      steps.step(trace(step));
+      writer.add(trace(step));
+    }
+    await Promise.all([writer.flush(), steps.settled()]);
     expect(written).toEqual([1, 2]);
     expect((await redis.hkeys(parkedTracesKey(PREFIX, jobId))).sort()).toEqual(['1', '2']);
 

@@ -130,7 +130,7 @@ it(
   OUTAGE_MS + 110_000,
 );
 
-it('a job that fails for good while the store is down is recorded and published by the sweeper once it is back', async () => {
+it('a task that never runs while the store is down waits delayed, then is recorded and published once', async () => {
   const worker = startWorker(ns, {
     OPENAI_BASE_URL: server.baseURL,
     MYSQL_URL: `mysql://root@127.0.0.1:${proxy.port}/${ns.database}`,
@@ -139,25 +139,39 @@ it('a job that fails for good while the store is down is recorded and published 
   });
   const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
   const tasks = new Queue(TASKS_QUEUE, { connection, prefix: ns.prefix });
+  const results = new Queue(RESULTS_QUEUE, { connection, prefix: ns.prefix });
   try {
     await worker.waitForOutput(/worker started/);
+    const resultsBefore = await results.getJobCountByTypes(
+      'waiting',
+      'completed',
+      'failed',
+      'active',
+      'delayed',
+    );
     await proxy.cut();
-    // An invalid task fails at once, but its record cannot be written: the one attempt fails for good.
+    // An invalid task fails at once, but its record cannot be written: its outcome waits, no attempt spent.
     const job = await tasks.add(TASK_JOB_NAME, { task: '' }, { attempts: 1 });
-    await worker.waitForOutput(/outcome kept for the sweeper/, 20_000);
-    expect(await (await tasks.getJob(String(job.id)))!.getState()).toBe('failed');
+    await worker.waitForOutput(/MySQL is unreachable: record kept/, 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 3_000)); // several redeliveries, still down
+    expect(await (await tasks.getJob(String(job.id)))!.getState()).not.toBe('failed');
     expect(await ns.client.getResult(String(job.id))).toBeNull();
     await proxy.restore();
 
     const result = await ns.client.waitForResult(String(job.id), { timeoutMs: 20_000 });
-    expect(result).toMatchObject({ status: 'failed', error: { retryable: false } });
+    expect(result).toMatchObject({ status: 'failed', error: { code: 'invalid_task', retryable: false } });
+    await expect.poll(async () => (await tasks.getJob(String(job.id)))!.getState()).toBe('failed');
     const [run] = await queryStore<{ status: string }>(ns, 'SELECT status FROM agent_runs WHERE job_id = ?', [
       String(job.id),
     ]);
     expect(run).toMatchObject({ status: 'failed' });
+    expect(await results.getJobCountByTypes('waiting', 'completed', 'failed', 'active', 'delayed')).toBe(
+      resultsBefore + 1,
+    );
   } finally {
     await killWorker(worker);
     await tasks.close();
+    await results.close();
     connection.disconnect();
   }
 }, 60_000);
