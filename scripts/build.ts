@@ -48,11 +48,21 @@ function copyAssets(outDir: string, besideCode = false): number {
   return copied;
 }
 
-for (const outDir of ['dist', 'packages/client/dist'])
-  rmSync(join(ROOT, outDir), { recursive: true, force: true });
+// `tsx scripts/build.ts client` (the client package's own build, run by its prepack): that package alone, so
+// `npm pack` in packages/client ships the files its modules read too.
+const clientOnly = process.argv[2] === 'client';
+const outDirs = clientOnly ? ['packages/client/dist'] : ['dist', 'packages/client/dist'];
+for (const outDir of outDirs) rmSync(join(ROOT, outDir), { recursive: true, force: true });
 // Two programs, one per package: compiled side by side.
-await Promise.all([tsc('tsconfig.build.json'), tsc('packages/client/tsconfig.json')]);
-const assets = copyAssets(join(ROOT, 'dist'));
+await Promise.all([
+  ...(clientOnly ? [] : [tsc('tsconfig.build.json')]),
+  tsc('packages/client/tsconfig.json'),
+]);
+const assets = clientOnly ? 0 : copyAssets(join(ROOT, 'dist'));
 // The client package runs some of the same modules (the spend ledger's scripts for a batch's caps).
 const clientAssets = copyAssets(join(ROOT, 'packages/client/dist'), true);
-process.stdout.write(`built dist/ (${assets} assets) and packages/client/dist/ (${clientAssets} assets)\n`);
+process.stdout.write(
+  clientOnly
+    ? `built packages/client/dist/ (${clientAssets} assets)\n`
+    : `built dist/ (${assets} assets) and packages/client/dist/ (${clientAssets} assets)\n`,
+);

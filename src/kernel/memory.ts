@@ -176,8 +176,20 @@ export function renderFactArgs(args: unknown, output = ''): string {
 const SHOWN_ARG_MIN_CHARS = 8;
 
 function shownByOutput(value: unknown, output: string): boolean {
-  return typeof value === 'string' && value.length >= SHOWN_ARG_MIN_CHARS && output.includes(value);
+  if (typeof value !== 'string' || value.length < SHOWN_ARG_MIN_CHARS) return false;
+  // Quoted whole, not inside a longer name or number (ORD-1001 in ORD-10010, bob@ in jimbob@): that one is
+  // another order, customer or file, and the result would not say which the call asked for.
+  // Past each occurrence, not one character on: a long argument the result repeats is searched in linear time.
+  for (let at = output.indexOf(value); at !== -1; at = output.indexOf(value, at + value.length)) {
+    if (!JOINS_A_NAME.test(output[at - 1] ?? '') && !JOINS_A_NAME.test(output[at + value.length] ?? '')) {
+      return true;
+    }
+  }
+  return false;
 }
+
+/** A character that would make the text around a quote one longer name or number. */
+const JOINS_A_NAME = /^[\p{L}\p{N}_@]$/u;
 
 /** Outputs this long or longer that a fact already shows are named, not repeated. */
 const SAME_OUTPUT_MIN_CHARS = 40;

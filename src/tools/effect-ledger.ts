@@ -183,10 +183,18 @@ export class EffectLedger {
     claim: EffectRowClaim,
     lock: { held: boolean },
   ): Promise<EffectClaimResult> {
-    const [sets] = await connection.query<RowDataPacket[][]>(
-      `SELECT GET_LOCK(${LOCK_NAME}, ?) AS got; ${READ_COUNTING}`,
-      [claim.jobId, claim.tool, this.lockTimeout, ...readCountingValues(claim)],
-    );
+    let sets: RowDataPacket[][];
+    try {
+      [sets] = await connection.query<RowDataPacket[][]>(
+        `SELECT GET_LOCK(${LOCK_NAME}, ?) AS got; ${READ_COUNTING}`,
+        [claim.jobId, claim.tool, this.lockTimeout, ...readCountingValues(claim)],
+      );
+    } catch (error) {
+      // The lock may be held though the read after it failed: unlocked (or the connection closed) on release,
+      // or it would stay with the pooled session and every other claim of the job would time out on it.
+      lock.held = true;
+      throw error;
+    }
     if (Number(sets[0]?.[0]?.['got']) !== 1) throw this.lockBusy(claim.jobId, claim.tool);
     lock.held = true;
     const { existing, count } = readCountingOf(sets[1]);

@@ -13,6 +13,7 @@ import { createNamespace, REDIS_URL, type FleetNamespace } from '../../support/f
 import {
   buildAndPack,
   installInto,
+  npm,
   REPOSITORY,
   runToEnd,
   start,
@@ -212,6 +213,28 @@ describe('the installed packages', () => {
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/--config: no file at .*nowhere\.js/);
   }, 90_000);
+
+  // After the installs (their tarballs were packed with --ignore-scripts): this rebuilds packages/client/dist.
+  it('npm pack in packages/client, its prepack run, ships every Lua file its modules read', async () => {
+    const clientFolder = join(REPOSITORY, 'packages', 'client');
+    // As from a fresh checkout: nothing left by the whole project's build.
+    rmSync(join(clientFolder, 'dist'), { recursive: true, force: true });
+    const output = await npm(['pack', '--dry-run', '--json'], clientFolder);
+    // The prepack's own output comes first on stdout.
+    const [packed] = JSON.parse(output.slice(output.search(/^\[/m))) as { files: { path: string }[] }[];
+    const files = new Set(packed!.files.map((file) => file.path));
+    const read: string[] = [];
+    for (const file of files) {
+      if (!file.endsWith('.js')) continue;
+      // Comments left out (lua-script.js shows the pattern with an example name).
+      const code = readFileSync(join(clientFolder, file), 'utf8').replace(/^\s*(\/\/|\/?\*).*$/gm, '');
+      for (const [, name] of code.matchAll(/new URL\('\.\/([\w-]+\.lua)', import\.meta\.url\)/g)) {
+        read.push(join(file, '..', name!));
+      }
+    }
+    expect(read).toContain('dist/src/fleet/ledger-reserve.lua');
+    expect(read.filter((path) => !files.has(path))).toEqual([]);
+  }, 180_000);
 
   it(
     'a TypeScript service type-checks against the installed declarations, skipLibCheck off',

@@ -239,6 +239,30 @@ describe('per-job caps on pools that run several statements in one query', () =>
   });
 });
 
+describe('a batched claim whose read fails after it took the lock', () => {
+  it("lets go of the job's lock: the next claim of the job does not wait for it", async () => {
+    const batched = await createStorePool(`mysql://root@127.0.0.1:3306/${database}`, {
+      multipleStatements: true,
+      connectionLimit: 1,
+    });
+    try {
+      const failing = new EffectLedger(batched, { multipleStatements: true, lockTimeoutSeconds: 1 });
+      const claim = { effectKey: 'job-r:1:0', jobId: 'job-r', tool: 'capped', maxPerJob: 3 };
+      // The lock's statement runs, the read after it fails (a statement error: the session lives on).
+      await pool.query('RENAME TABLE effect_ledger TO effect_ledger_away');
+      try {
+        await expect(failing.claim(claim)).rejects.toThrow(/effect_ledger/);
+      } finally {
+        await pool.query('RENAME TABLE effect_ledger_away TO effect_ledger');
+      }
+      const plain = new EffectLedger(pool, { lockTimeoutSeconds: 1 });
+      expect(await plain.claim(claim)).toEqual({ kind: 'new', attempt: 1 });
+    } finally {
+      await batched.end();
+    }
+  });
+});
+
 describe('the effect sweeper', () => {
   const silent = { info: () => undefined, warn: () => undefined };
 

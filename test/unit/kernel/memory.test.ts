@@ -256,6 +256,26 @@ describe('cache-aware facts', () => {
     expect(turnFacts(1, [{ tool: 'peek', args: { key: 'a' }, output: 'a' }])).toBe('#1 peek key=a\na');
   });
 
+  it('a fact keeps an argument its result only contains inside a longer name or number', () => {
+    const lookup = (args: Record<string, string>, output: string) =>
+      turnFacts(2, [{ tool: 'lookup', args, output }]).split('\n')[0];
+    // Another order, another customer, another file: the result does not say which one was asked for.
+    expect(lookup({ id: 'ORD-1001' }, 'ORD-10010: shipped')).toBe('#2 lookup id=ORD-1001');
+    expect(lookup({ email: 'bob@example.com' }, 'jimbob@example.com: no orders')).toBe(
+      '#2 lookup email=bob@example.com',
+    );
+    expect(lookup({ path: '/data/report.csv' }, 'read /mnt/data/report.csv')).toBe(
+      '#2 lookup path=/data/report.csv',
+    );
+    // Quoted whole, even next to punctuation, and anywhere among longer lookalikes: left out.
+    expect(lookup({ id: 'ORD-1001' }, 'ORD-10010, ORD-1001: shipped')).toBe('#2 lookup');
+    expect(lookup({ to: 'bob@example.com' }, 'Sent to bob@example.com.')).toBe('#2 lookup');
+    // A long argument inside a long result made of it: searched once per occurrence, not per character.
+    const started = performance.now();
+    expect(lookup({ v: 'a'.repeat(10_000) }, 'a'.repeat(400_000))).toMatch(/^#2 lookup v=/);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
   it('a result an earlier fact shows is named instead of repeated', () => {
     const output = 'a long result that the model has already seen once';
     const earlier = turnFacts(1, [{ tool: 'peek', args: { key: 'a' }, output }]);
