@@ -1,7 +1,7 @@
 // The batch report's per-tenant totals: the finished tasks of each tenant (the task's `tenant`, kept with its
 // run), with their tokens and cost, summed by the batch tally so each line is exact and the lines add up to the
 // summary. Tasks without a tenant make a line of their own, and only batches with some tenant get the lines.
-import { BatchTally } from '../batch/batch-summary.js';
+import { BatchTally, type TaskUsage } from '../batch/batch-summary.js';
 import type { Usage } from '../kernel/budget.js';
 import type { RunStatus } from '../kernel/types.js';
 
@@ -16,16 +16,9 @@ export interface TenantTotals {
 }
 
 /** What the totals read of a task's run. */
-export interface TenantRun {
+export interface TenantRun extends TaskUsage {
   tenant?: string | null;
   status: RunStatus | 'running';
-  promptTokens: number;
-  completionTokens: number;
-  totalTokens: number;
-  costUsd: number;
-  cachedPromptTokens?: number;
-  reasoningTokens?: number;
-  flexSavedUsd?: number;
 }
 
 /** One line per tenant, by name (tasks without a tenant last); none when no run has a tenant. */
