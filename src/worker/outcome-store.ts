@@ -12,6 +12,10 @@ export const OUTCOME_TTL_SECONDS = 7 * 24 * 3600;
 /** The Redis key of a job's kept outcome, and of the set of jobs the sweeper has to record. */
 export const outcomeKey = (prefix: string, jobId: string): string => `${prefix}:agent-outcome:${jobId}`;
 export const unrecordedKey = (prefix: string): string => `${prefix}:agent-unrecorded`;
+const sweepClaimKey = (prefix: string, jobId: string): string => `${prefix}:agent-sweeping:${jobId}`;
+
+/** How long one sweeper holds a kept outcome: longer than a record and a publish take, retries included. */
+const SWEEP_CLAIM_SECONDS = 60;
 
 export interface KeptOutcome {
   result: AgentResult;
@@ -58,6 +62,19 @@ export class OutcomeStore {
   /** Jobs the sweeper has to record, at most `count` at a time. */
   async unrecorded(count: number): Promise<string[]> {
     return this.redis.srandmember(this.unrecordedKey, count);
+  }
+
+  /**
+   * Every worker sweeps: the one that claims a kept outcome records it, the others skip it, so its result is
+   * published and counted by one of them. False when another sweeper holds it.
+   */
+  async claimForSweep(jobId: string): Promise<boolean> {
+    const key = sweepClaimKey(this.prefix, jobId);
+    return (await this.redis.set(key, '1', 'EX', SWEEP_CLAIM_SECONDS, 'NX')) === 'OK';
+  }
+
+  async releaseSweepClaim(jobId: string): Promise<void> {
+    await this.redis.del(sweepClaimKey(this.prefix, jobId));
   }
 
   /** The record is in: nothing to keep any more. */

@@ -33,6 +33,12 @@ export class ResultPublisher {
     return (await this.results.getJob(resultJobId(jobId))) !== undefined;
   }
 
+  /** The result of this job on the queue, if it is out already. */
+  async published(jobId: string): Promise<AgentResult | null> {
+    const job = await this.results.getJob(resultJobId(jobId));
+    return job ? (job.data as AgentResult) : null;
+  }
+
   async publish(result: AgentResult): Promise<void> {
     await this.results.add(RESULT_JOB_NAME, result, {
       jobId: resultJobId(result.jobId),

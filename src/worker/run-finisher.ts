@@ -144,20 +144,27 @@ export class RunFinisher {
     if (this.sweeping) return;
     this.sweeping = true;
     try {
-      for (const jobId of await this.deps.outcomes.unrecorded(SWEEP_BATCH)) {
-        const kept = await this.deps.outcomes.load(jobId);
-        if (!kept?.start) {
-          await this.deps.outcomes.forget(jobId); // expired: nothing left to write
-          continue;
+      const { outcomes } = this.deps;
+      for (const jobId of await outcomes.unrecorded(SWEEP_BATCH)) {
+        // Another worker's sweep has it: both would pass the isPublished check and count the result twice.
+        if (!(await outcomes.claimForSweep(jobId))) continue;
+        try {
+          const kept = await outcomes.load(jobId);
+          if (!kept?.start) {
+            await outcomes.forget(jobId); // expired: nothing left to write
+            continue;
+          }
+          const finished = await this.finish({
+            result: kept.result,
+            start: kept.start,
+            recordTries: kept.recordTries,
+            recheck: true,
+            whileDown: 'sweep',
+          });
+          if (finished.kept) break; // still down: the next sweep tries again
+        } finally {
+          await outcomes.releaseSweepClaim(jobId);
         }
-        const finished = await this.finish({
-          result: kept.result,
-          start: kept.start,
-          recordTries: kept.recordTries,
-          recheck: true,
-          whileDown: 'sweep',
-        });
-        if (finished.kept) break; // still down: the next sweep tries again
       }
     } catch (err) {
       this.deps.logger.warn({ err }, 'recording kept outcomes failed; the next sweep tries again');

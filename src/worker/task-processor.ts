@@ -150,9 +150,23 @@ export function createTaskProcessor(
     const firstStart = job.attemptsStarted <= 1;
     // Not waited for: sent before this job parks any trace, on the same connection.
     if (firstStart) void forgetJobState(deps.redis, deps.env.QUEUE_PREFIX, jobId).catch(() => undefined);
-    const [checkpoint, recovered, kept] = firstStart
-      ? [null, 0, null]
-      : await Promise.all([deps.checkpoints.load(jobId), traces.recover(), deps.outcomes.load(jobId)]);
+    const [checkpoint, recovered, kept, published] = firstStart
+      ? [null, 0, null, null]
+      : await Promise.all([
+          deps.checkpoints.load(jobId),
+          traces.recover(),
+          deps.outcomes.load(jobId),
+          deps.publisher.published(jobId),
+        ]);
+    // Delivered again after its result went out (its worker died before BullMQ completed it): nothing more to
+    // do. Running it again would write its start again, setting its finished record back to `running`.
+    if (published) {
+      void forgetJobState(deps.redis, deps.env.QUEUE_PREFIX, jobId).catch(() => undefined);
+      log.info('result published already: completed as it was');
+      if (published.status === 'failed')
+        throw new UnrecoverableError(published.error?.message ?? 'run failed');
+      return published;
+    }
     // A tenant at its limit: the job goes back to `delayed` for a short while, holding no worker slot, so the
     // jobs of other tenants run meanwhile. A kept outcome's run is over: it needs no slot.
     if (task.tenant !== undefined && deps.tenantSlots && !kept) {

@@ -135,3 +135,37 @@ it('a job failed for good while MySQL is down: kept, then recorded, published an
   ]);
   expect(JSON.stringify(run)).toContain('attempts_exhausted');
 }, 60_000);
+
+it('two workers sweeping at once: the kept outcome is published and counted once, not once per worker', async () => {
+  const env = parseEnv({ ...process.env, QUEUE_PREFIX: ns.prefix });
+  const outcomes = new OutcomeStore(redis, ns.prefix);
+  const publisher = new ResultPublisher(results);
+  const workers = [0, 1].map(() => {
+    const metrics = new FleetMetrics({ defaultMetrics: false });
+    const finisher = new RunFinisher({
+      env,
+      journal: new RunJournal(new RunsRepository(pool)),
+      redis,
+      outcomes,
+      publisher,
+      metrics,
+      logger: createLogger('test', 'silent'),
+    });
+    return { metrics, finisher };
+  });
+  const jobId = `job-${randomBytes(3).toString('hex')}`;
+  const result = failedResult(jobId, {
+    kind: 'system',
+    code: 'attempts_exhausted',
+    message: 'Failed after 2 attempts: stalled',
+    retryable: false,
+  });
+  const start = { jobId, task: 'a task', model: 'gpt-4.1-mini', protocol: 'json' as const, attempt: 2 };
+  await outcomes.keepUnrecorded(jobId, { result, started: false, recordTries: 1, start });
+
+  await Promise.all(workers.map((w) => w.finisher.sweep()));
+  expect(await publisher.isPublished(jobId)).toBe(true);
+  const counted = await Promise.all(workers.map((w) => jobsCounted(w.metrics)));
+  expect(counted[0]! + counted[1]!).toBe(1);
+  expect(await outcomes.unrecorded(10)).toEqual([]);
+}, 60_000);
