@@ -30,7 +30,7 @@ export class ResultPublisher {
 
   /** Whether a result of this job is on the queue already (a job delivered again after it published). */
   async isPublished(jobId: string): Promise<boolean> {
-    return (await this.results.getJob(resultJobId(jobId))) !== undefined;
+    return (await this.published(jobId)) !== null;
   }
 
   /** The result of this job on the queue, if it is out already. */
