@@ -14,7 +14,11 @@ import zlib from 'node:zlib';
 export type Fetch = typeof globalThis.fetch;
 
 export interface NodeHttpFetchOptions {
-  /** Sockets kept open per host beyond the ones in use. Default 256: a worker's whole concurrency. */
+  /**
+   * Idle sockets kept open per host. Default: all of them. The sockets in use are bounded by the calls in flight
+   * (a worker's concurrency), and a socket closed for want of room is a new TCP connection on the next call: at
+   * 2,000 calls in flight and a bound of 256, seven calls in eight paid for a connect and the server an accept.
+   */
   maxFreeSockets?: number;
   /** Certificate authorities to trust for https instead of Node's (an endpoint behind a private CA). */
   ca?: string | Buffer;
@@ -36,7 +40,7 @@ const REDIRECT_STATUS = new Set([301, 302, 303, 307, 308]);
 export function createNodeHttpFetch(options: NodeHttpFetchOptions = {}): Fetch {
   const agentOptions = {
     keepAlive: true,
-    maxFreeSockets: options.maxFreeSockets ?? 256,
+    maxFreeSockets: options.maxFreeSockets ?? Infinity,
     scheduling: 'lifo' as const,
   };
   const httpAgent = new http.Agent(agentOptions);
