@@ -25,7 +25,10 @@ const MAX_AST_NODES = 200_000;
 
 const SYSTEM_SCHEMAS = new Set(['mysql', 'information_schema', 'performance_schema', 'sys']);
 
-/** Functions that wait, lock, read files, touch replication or sequences, or run programs (UDFs). */
+/**
+ * Functions that wait, lock, read files, touch replication or sequences, run programs (UDFs), or read what an
+ * earlier statement of the session left.
+ */
 const DENIED_FUNCTIONS = new Set([
   'sleep',
   'benchmark',
@@ -49,9 +52,16 @@ const DENIED_FUNCTIONS = new Set([
   'setval',
   'lastval',
   'last_insert_id',
+  // What the previous statement on the connection left: FOUND_ROWS() is the row count of the last SELECT (a
+  // previous job's, on a pooled connection; no reset clears it), ROW_COUNT() the last statement's.
+  'found_rows',
+  'row_count',
 ]);
-/** Prefixes of denied function names: lib_mysqludf_sys and MySQL's data-dictionary internals. */
-const DENIED_FUNCTION_PREFIXES = ['sys_', 'internal_'];
+/**
+ * Prefixes of denied function names: lib_mysqludf_sys, MySQL's data-dictionary internals, and the UDFs of
+ * MySQL's locking service and version tokens plugin (their locks last as long as the session).
+ */
+const DENIED_FUNCTION_PREFIXES = ['sys_', 'internal_', 'service_', 'version_tokens_'];
 
 /** AST `type` values of statements other than SELECT (anywhere in the tree, they mean a write or worse). */
 const STATEMENT_TYPES = new Set([
