@@ -360,9 +360,12 @@ export class DataDatabase {
   /** COM_RESET_CONNECTION, for a statement that must find nothing of an earlier one in its session. */
   private async resetSession(connection: PoolConnection): Promise<void> {
     this.sessions.forget(connection.connection);
+    // No answer: the server is away (the caller drops the connection, whose reset may still be on the wire).
     await withTimeout(connection.reset(), ADMIN_TIMEOUT_MS, {
       timedOut: () =>
-        Object.assign(new Error('no answer to the reset'), { code: 'PROTOCOL_SEQUENCE_TIMEOUT' }),
+        new TransientToolError('The data database did not answer; try again.', {
+          code: 'data_db_unavailable',
+        }),
     });
   }
 

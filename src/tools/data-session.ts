@@ -18,6 +18,8 @@ import type { ServerFlavour } from './data-database.js';
 
 /** UTF-8 both ways and UTC (see the pool's timezone option), as every caller expects. */
 const SESSION_BASICS = "SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci, SESSION time_zone = '+00:00'";
+/** MariaDB's limits ride on each statement (statementText), so its session setting never changes. */
+const MARIADB_SETUP = `${SESSION_BASICS}, SESSION tx_read_only = 1`;
 
 /**
  * A statement that starts as a SELECT (or WITH …) and names nothing that touches the session: no variable,
@@ -48,7 +50,7 @@ export interface StatementLimits {
  * bookkeeping queries (`limits` undefined).
  */
 export function sessionSetup(flavour: ServerFlavour, limits: StatementLimits | undefined): string {
-  if (flavour === 'mariadb') return `${SESSION_BASICS}, SESSION tx_read_only = 1`;
+  if (flavour === 'mariadb') return MARIADB_SETUP;
   const bounds = limits
     ? `SESSION MAX_EXECUTION_TIME = ${Math.floor(limits.timeoutMs)}, SESSION sql_select_limit = ${Math.floor(limits.fetch)}`
     : 'SESSION MAX_EXECUTION_TIME = DEFAULT, SESSION sql_select_limit = DEFAULT';
