@@ -83,6 +83,23 @@ it('a server that stops answering right after a query gives a transient error, n
   }
 }, 60_000);
 
+it('a server that stops answering the reset before a screened statement is a transient error', async () => {
+  const url = `mysql://${READER}:${READER_PASSWORD}@${HOST}:${proxy.port}/${DATABASE}`;
+  const screened = await openDataDatabase(url, { connectionLimit: 1, connectTimeoutMs: 2_000 });
+  try {
+    expect((await screened.query('SELECT 1 AS one')).rows).toEqual([[1]]);
+    proxy.stall();
+    // `@` sends the statement through a reset session (src/tools/data-session.ts): the reset gets no answer.
+    const error = await screened.query('SELECT @x AS x').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ToolError);
+    expect((error as ToolError).code, (error as Error).message).toBe('data_db_unavailable');
+    expect((error as ToolError).transient).toBe(true);
+  } finally {
+    proxy.resume();
+    await Promise.race([screened.close(), new Promise((resolve) => setTimeout(resolve, 2_000))]);
+  }
+}, 60_000);
+
 interface StallingProxy {
   port: number;
   /** Open connections stay open but nothing passes either way (and new ones are held the same way). */
