@@ -11,8 +11,8 @@
 // only through SHOW, GET DIAGNOSTICS, variables, those functions or information_schema.
 // The guard refuses all of these. Independently of it, `isSessionNeutral` screens the raw text (strings and
 // comments included, so it can only err towards "not neutral"); what it does not pass gets the old treatment:
-// a reset before the statement (it reads nothing a previous user left) and the connection dropped after it
-// (nothing it left reaches the next user). Not covered: code the operator installed on the server (a UDF, a
+// a reset before the statement (it reads nothing a previous user left, but for FOUND_ROWS(), which no reset
+// clears) and the connection dropped after it (nothing it left reaches the next user). Not covered: code the operator installed on the server (a UDF, a
 // stored function behind a view), whose effects no text shows.
 import type { ServerFlavour } from './data-database.js';
 
