@@ -1,6 +1,6 @@
 // The database the SQL tools read (DATA_MYSQL_URL), behind the layers that do not depend on the SQL guard: a
-// read-only account (data-grants.ts), a READ ONLY session reset after each query, time, row and byte limits.
-// The row cap is sql_select_limit plus streaming, not a LIMIT wrapper (it would lose ORDER BY).
+// read-only account (data-grants.ts), a READ ONLY session set once per connection (data-session.ts), time, row
+// and byte limits. The row cap is sql_select_limit plus streaming, not a LIMIT wrapper (it would lose ORDER BY).
 // Design: docs/sql-safety.md#the-database-behind-the-guard.
 import { createConnection, createPool } from 'mysql2/promise';
 import type {
@@ -13,7 +13,7 @@ import type {
   RowDataPacket,
 } from 'mysql2/promise';
 import { ConfigError, TransientToolError } from '../kernel/errors.js';
-import { isClientTimeout, leavesConnectionUnusable } from '../store/mysql-errors.js';
+import { isClientTimeout, isStatementError, leavesConnectionUnusable } from '../store/mysql-errors.js';
 import type { MysqlTarget } from '../store/mysql-url.js';
 import { QueryStopped, streamRows } from './stream-rows.js';
 import { withoutTrailingSemicolons } from './sql-guard-lexer.js';
@@ -27,6 +27,13 @@ import {
 } from './data-catalog.js';
 import { AcquireTimeout, connectError, connectFailure, parseDataUrl, toToolError } from './data-errors.js';
 import { grantLineProblem } from './data-grants.js';
+import {
+  isSessionNeutral,
+  SessionLedger,
+  sessionSetup,
+  statementText,
+  type StatementLimits,
+} from './data-session.js';
 import { withTimeout } from '../util/with-timeout.js';
 
 export type ServerFlavour = 'mariadb' | 'mysql';
@@ -73,10 +80,10 @@ const MAX_MAX_ROWS = 10_000;
 export const DEFAULT_MAX_RESULT_BYTES = 1_048_576;
 /** The client waits this long past the server-side limit, so the server's clearer error normally wins. */
 const CLIENT_GRACE_MS = 1_000;
-/** Bookkeeping statements (the session SET, information_schema) get this long. */
+/** Bookkeeping statements (the session SET, a reset, information_schema) get this long. */
 const ADMIN_TIMEOUT_MS = 5_000;
-/** Every use of a connection starts with this: UTF-8 both ways, and UTC (see the pool's timezone option). */
-const SESSION_BASICS = "SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci, SESSION time_zone = '+00:00'";
+/** KILL QUERY gets this long to connect and to be answered. */
+const KILL_TIMEOUT_MS = 2_000;
 /** A COUNT(*) for "showing 10 of N" is only tried with at least this much of the time limit left. */
 const MIN_COUNT_MS = 200;
 
@@ -103,9 +110,11 @@ export async function openDataDatabase(
     waitForConnections: true,
     queueLimit: 0,
     enableKeepAlive: true,
-    // COM_RESET_CONNECTION on release: whatever a query changed in its session dies with it.
-    resetOnRelease: true,
-    // Sessions run in UTC (set per query), so DATETIME/TIMESTAMP values map to Dates without shifting.
+    // No COM_RESET_CONNECTION on release: a statement that could leave anything in its session is screened
+    // and its connection dropped instead (data-session.ts); the others leave nothing to reset.
+    resetOnRelease: false,
+    // Sessions run in UTC (set per connection, and per statement on MariaDB), so DATETIME/TIMESTAMP values map
+    // to Dates without shifting.
     timezone: 'Z',
     dateStrings: false,
     // DECIMAL as exact text ('1234.50'); BIGINT as numbers while exact (COUNT(*)), text beyond 2^53.
@@ -145,6 +154,7 @@ export class DataDatabase {
   /** DATA_MYSQL_URL with its password replaced, for messages and logs. */
   readonly redactedUrl: string;
   private readonly schema: SchemaReader;
+  private readonly sessions = new SessionLedger();
 
   constructor(
     private readonly pool: Pool,
@@ -248,9 +258,8 @@ export class DataDatabase {
   }
 
   /**
-   * A pooled connection with the session every caller expects. The reset on release brings session variables
-   * back to the server's defaults but not the character set a `SET NAMES` changed (seen on MariaDB 10.11), and
-   * the server's time zone may be anything: both are set on every use.
+   * A pooled connection with the session every caller expects (set on its first use, data-session.ts), for a
+   * fixed query of our own.
    */
   private async withConnection<T>(work: (connection: PoolConnection) => Promise<T>): Promise<T> {
     let connection: PoolConnection;
@@ -261,7 +270,7 @@ export class DataDatabase {
     }
     let reusable = true;
     try {
-      await connection.query({ sql: SESSION_BASICS, timeout: ADMIN_TIMEOUT_MS });
+      await this.prepareSession(connection, undefined);
       return await work(connection);
     } catch (error) {
       if (leavesConnectionUnusable(error)) reusable = false;
@@ -275,7 +284,8 @@ export class DataDatabase {
   /**
    * Runs one statement in a read-only transaction of a read-only session with the time limits, streaming at
    * most `fetch` rows and `maxBytes` of values; anything beyond stops the query (KILL QUERY) and drops the
-   * connection.
+   * connection. One round trip when the connection's session is set already and the statement is neutral
+   * (data-session.ts); a statement that is not gets a reset session and its connection is dropped after it.
    */
   private async run(
     sql: string,
@@ -289,18 +299,16 @@ export class DataDatabase {
       throw connectFailure(error, ADMIN_TIMEOUT_MS, this.redact);
     }
     const threadId = connection.threadId;
-    let reusable = true;
+    const limits: StatementLimits = { timeoutMs, fetch };
+    const neutral = isSessionNeutral(sql);
+    let reusable = neutral;
     let sent = false;
     try {
-      await this.prepareSession(connection, timeoutMs, fetch);
+      if (!neutral) await this.resetSession(connection);
+      await this.prepareSession(connection, limits);
       throwIfAborted(signal);
       sent = true;
-      const text =
-        this.flavour === 'mariadb'
-          ? // Bound to this statement alone; sql_select_limit caps only the top-level result (see the header).
-            `SET STATEMENT max_statement_time=${(timeoutMs / 1000).toFixed(3)}, sql_select_limit=${fetch} FOR ${sql}`
-          : sql;
-      const outcome = await streamRows(connection, text, {
+      const outcome = await streamRows(connection, statementText(this.flavour, sql, limits), {
         fetch,
         maxBytes,
         signal,
@@ -312,16 +320,17 @@ export class DataDatabase {
       }
       return outcome;
     } catch (error) {
-      // A server error about the SQL leaves the connection fine (the reset on release rolls back); anything
+      // A server error about the SQL leaves the connection fine (autocommit ended its transaction); anything
       // else (abort, client timeout, broken connection) may leave the query running or the protocol mid-way.
       const stoppedEarly = error instanceof QueryStopped && !sent;
       if (leavesConnectionUnusable(error) && !stoppedEarly) reusable = false;
+      let answered = true;
       if (sent && (error instanceof QueryStopped || isClientTimeout(error))) {
-        await this.killQuery(threadId);
+        answered = await this.killQuery(threadId);
       }
-      // The session set-up got no answer: the server stopped answering (a partition, a frozen server), the
-      // model's SQL was never sent. An outage, not a slow query.
-      if (!sent && isClientTimeout(error)) {
+      // No answer to the session set-up, or to the statement and then to a KILL QUERY from a new connection:
+      // the server stopped answering (a partition, a frozen server). An outage, not a slow query.
+      if (isClientTimeout(error) && (!sent || !answered)) {
         throw new TransientToolError('The data database did not answer; try again.', {
           code: 'data_db_unavailable',
           cause: error,
@@ -335,16 +344,29 @@ export class DataDatabase {
   }
 
   /**
-   * One round trip: UTF-8, UTC and a READ ONLY session (on MySQL also the session limits MariaDB puts on the
-   * statement). With autocommit, the query is then a read-only transaction of its own; the session setting also
-   * covers what a transaction cannot: statements that commit implicitly (DDL, SET PASSWORD) fail too.
+   * Sends the session SET when this connection does not hold it yet (its first use; on MySQL also when the
+   * statement's limits differ from the last ones). Otherwise no round trip at all.
    */
-  private async prepareSession(connection: PoolConnection, timeoutMs: number, fetch: number): Promise<void> {
-    const sql =
-      this.flavour === 'mariadb'
-        ? `${SESSION_BASICS}, SESSION tx_read_only = 1`
-        : `${SESSION_BASICS}, SESSION transaction_read_only = 1, SESSION MAX_EXECUTION_TIME = ${timeoutMs}, SESSION sql_select_limit = ${fetch}`;
+  private async prepareSession(
+    connection: PoolConnection,
+    limits: StatementLimits | undefined,
+  ): Promise<void> {
+    const sql = this.sessions.needed(connection.connection, sessionSetup(this.flavour, limits));
+    if (sql === undefined) return;
     await connection.query({ sql, timeout: ADMIN_TIMEOUT_MS });
+    this.sessions.record(connection.connection, sql);
+  }
+
+  /** COM_RESET_CONNECTION, for a statement that must find nothing of an earlier one in its session. */
+  private async resetSession(connection: PoolConnection): Promise<void> {
+    this.sessions.forget(connection.connection);
+    // No answer: the server is away (the caller drops the connection, whose reset may still be on the wire).
+    await withTimeout(connection.reset(), ADMIN_TIMEOUT_MS, {
+      timedOut: () =>
+        new TransientToolError('The data database did not answer; try again.', {
+          code: 'data_db_unavailable',
+        }),
+    });
   }
 
   /** COUNT(*) of the query under what is left of its time limit; null when too little is left or it fails. */
@@ -375,7 +397,7 @@ export class DataDatabase {
   /**
    * A pooled connection, or a transient error once waiting for one outlasts a connect and a query's time limit:
    * under load a connection frees up within that, so waiting longer means the pool's connections are stuck (a
-   * partition in the middle of a connection's reset on release, which has no timeout of its own).
+   * partition in the middle of a command without a timeout of its own).
    */
   private async acquire(queryTimeoutMs: number): Promise<PoolConnection> {
     const pending = this.pool.getConnection();
@@ -393,15 +415,20 @@ export class DataDatabase {
     }
   }
 
-  /** KILL QUERY from a connection of its own: the pool may be exhausted, and the victim is busy. */
-  private async killQuery(threadId: number): Promise<void> {
+  /**
+   * KILL QUERY from a connection of its own: the pool may be exhausted, and the victim is busy. False when the
+   * server did not answer at all (no connection, or no reply in time): it is away, not just slow.
+   */
+  private async killQuery(threadId: number): Promise<boolean> {
     let side: PromiseConnection | undefined;
     try {
-      side = await createConnection({ ...this.server, connectTimeout: 2_000 });
-      await side.query({ sql: `KILL QUERY ${Number(threadId)}`, timeout: 2_000 });
-    } catch {
-      // Best effort: the query may have ended already (unknown thread), and dropping its connection makes the
-      // server stop it at its next write anyway.
+      side = await createConnection({ ...this.server, connectTimeout: KILL_TIMEOUT_MS });
+      await side.query({ sql: `KILL QUERY ${Number(threadId)}`, timeout: KILL_TIMEOUT_MS });
+      return true;
+    } catch (error) {
+      // Best effort: the query may have ended already (unknown thread: an answer all the same), and dropping
+      // its connection makes the server stop it at its next write anyway.
+      return isStatementError(error);
     } finally {
       side?.destroy();
     }

@@ -5,6 +5,7 @@
 import { lexSql, withoutTrailingSemicolons, type SqlLexOk } from './sql-guard-lexer.js';
 import { rewriteForParser } from './sql-guard-rewrites.js';
 import { SqlParsePool } from './sql-parse-pool.js';
+import { VerdictCache } from './sql-verdict-cache.js';
 
 export interface SqlGuardOptions {
   /** Optional allowlist, case-insensitive: `table` or `db.table`; absent = any table of the data db. */
@@ -15,6 +16,9 @@ export interface SqlGuardOptions {
 export type SqlGuardVerdict = { ok: true; tables: string[]; sql: string } | { ok: false; reason: string };
 
 const parsePool = new SqlParsePool();
+const verdicts = new VerdictCache();
+/** Refusals that depend on the machine (a parse past its deadline, a failed thread), never cached. */
+const transientVerdicts = new WeakSet<SqlGuardVerdict>();
 
 /** Cheap structural limits, checked before parsing; a legitimate analytic query is far inside each. */
 const MAX_SQL_LENGTH = 8_000;
@@ -25,7 +29,10 @@ const MAX_AST_NODES = 200_000;
 
 const SYSTEM_SCHEMAS = new Set(['mysql', 'information_schema', 'performance_schema', 'sys']);
 
-/** Functions that wait, lock, read files, touch replication or sequences, or run programs (UDFs). */
+/**
+ * Functions that wait, lock, read files, touch replication or sequences, run programs (UDFs), or read what an
+ * earlier statement of the session left.
+ */
 const DENIED_FUNCTIONS = new Set([
   'sleep',
   'benchmark',
@@ -49,9 +56,16 @@ const DENIED_FUNCTIONS = new Set([
   'setval',
   'lastval',
   'last_insert_id',
+  // What the previous statement on the connection left: FOUND_ROWS() is the row count of the last SELECT (a
+  // previous job's, on a pooled connection; no reset clears it), ROW_COUNT() the last statement's.
+  'found_rows',
+  'row_count',
 ]);
-/** Prefixes of denied function names: lib_mysqludf_sys and MySQL's data-dictionary internals. */
-const DENIED_FUNCTION_PREFIXES = ['sys_', 'internal_'];
+/**
+ * Prefixes of denied function names: lib_mysqludf_sys, MySQL's data-dictionary internals, and the UDFs of
+ * MySQL's locking service and version tokens plugin (their locks last as long as the session).
+ */
+const DENIED_FUNCTION_PREFIXES = ['sys_', 'internal_', 'service_', 'version_tokens_'];
 
 /** AST `type` values of statements other than SELECT (anywhere in the tree, they mean a write or worse). */
 const STATEMENT_TYPES = new Set([
@@ -103,13 +117,21 @@ const STATEMENT_KEYWORD =
   /\b(insert|update|delete|replace|create|drop|alter|truncate|rename|grant|revoke|call|handler|explain|describe|prepare|execute|show)\b(?!\s*\()/i;
 
 export async function checkSelectOnly(sql: string, options: SqlGuardOptions = {}): Promise<SqlGuardVerdict> {
-  return guarded(async () => {
+  // Past the length limit (or not a string) the refusal costs nothing: not worth a cache entry of that size.
+  const basic = checkBasics(sql);
+  if (basic) return refuse(basic);
+  const key = VerdictCache.key(sql, options.allowedTables);
+  const cached = verdicts.get(key);
+  if (cached) return cached;
+  const verdict = await guarded(async () => {
     const lexed = lexChecked(sql);
     if (typeof lexed === 'string') return refuse(lexed);
     const textReason = checkText(lexed);
     if (textReason) return refuse(textReason);
     return checkParsed(lexed, options);
   });
+  if (!transientVerdicts.has(verdict)) verdicts.set(key, verdict);
+  return verdict;
 }
 
 /** Starts the parser threads ahead of the first query (a worker calls it when it builds its tools). */
@@ -151,7 +173,9 @@ async function guarded(run: () => Promise<SqlGuardVerdict>): Promise<SqlGuardVer
     return await run();
   } catch (error) {
     // Nothing in the checks should throw; if something does, refuse rather than let the query through.
-    return refuse(`The query could not be checked (${shortError(error)}); send one plain SELECT statement.`);
+    return refuseForNow(
+      `The query could not be checked (${shortError(error)}); send one plain SELECT statement.`,
+    );
   }
 }
 
@@ -197,12 +221,14 @@ async function checkParsed(lexed: SqlLexOk, options: SqlGuardOptions): Promise<S
   const parseText = rewriteForParser(lexed.tokens);
   const outcome = await parsePool.parse(parseText);
   if (outcome.kind === 'timeout') {
-    return refuse(
+    return refuseForNow(
       `The query is too complex to check (parsing it took over ${parsePool.deadline} ms, twice); simplify it: fewer nested parentheses, CASE or CAST.`,
     );
   }
   if (outcome.kind === 'failed') {
-    return refuse(`The query could not be checked (${outcome.message}); send one plain SELECT statement.`);
+    return refuseForNow(
+      `The query could not be checked (${outcome.message}); send one plain SELECT statement.`,
+    );
   }
   if (outcome.kind === 'syntax_error') {
     // A statement keyword in text that does not parse (`WITH x AS (DELETE …) SELECT …`) makes a clearer
@@ -513,6 +539,13 @@ function checkTableList(tableList: unknown, walk: AstWalk): string | undefined {
 
 function refuse(reason: string): SqlGuardVerdict {
   return { ok: false, reason };
+}
+
+/** A refusal the same query might not get on a less loaded machine: not cached. */
+function refuseForNow(reason: string): SqlGuardVerdict {
+  const verdict = refuse(reason);
+  transientVerdicts.add(verdict);
+  return verdict;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -1,6 +1,7 @@
 // An outage where the data database stops answering instead of refusing (a network partition, a frozen server):
-// the session set-up that precedes the model's SQL times out on the client. That is the database being away,
-// not the model's query being slow, so it must be a transient (infrastructure) error, never "filter with WHERE".
+// the model's SQL (sent alone now that the session is set once per connection) times out on the client, and so
+// does the KILL QUERY sent from a new connection. That is the database being away, not the model's query being
+// slow, so it must be a transient (infrastructure) error, never "filter with WHERE".
 import { randomBytes } from 'node:crypto';
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
 import { createConnection } from 'mysql2/promise';
@@ -45,9 +46,8 @@ afterAll(async () => {
   await root.end();
 });
 
-it('a server that stops answering before the SQL is sent is a transient error', async () => {
-  // The pool keeps this connection open: the next query reuses it and sets up its session first. The wait lets
-  // the connection's reset on release finish first (a stall mid-reset is not covered here).
+it('a server that stops answering is a transient error, not a slow query', async () => {
+  // The pool keeps this connection open, its session set: the next query reuses it and sends its SQL at once.
   expect((await db.query('SELECT 1 AS one')).rows).toEqual([[1]]);
   await new Promise((resolve) => setTimeout(resolve, 1_000));
   proxy.stall();
@@ -61,12 +61,12 @@ it('a server that stops answering before the SQL is sent is a transient error', 
   expect((await db.query('SELECT 2 AS two')).rows).toEqual([[2]]);
 }, 60_000);
 
-it('a pool whose connection is stuck in its reset gives a transient error, not a wait without end', async () => {
+it('a server that stops answering right after a query gives a transient error, not a wait without end', async () => {
   const url = `mysql://${READER}:${READER_PASSWORD}@${HOST}:${proxy.port}/${DATABASE}`;
   const stuck = await openDataDatabase(url, { connectionLimit: 1, connectTimeoutMs: 2_000 });
   try {
     expect((await stuck.query('SELECT 1 AS one')).rows).toEqual([[1]]);
-    // At once: the connection's reset on release is still on the wire, and its answer is lost.
+    // At once, while the end of the last answer may still be on the wire.
     proxy.stall();
     const started = Date.now();
     const error = await stuck
@@ -75,11 +75,28 @@ it('a pool whose connection is stuck in its reset gives a transient error, not a
     expect(error).toBeInstanceOf(ToolError);
     expect((error as ToolError).code, (error as Error).message).toBe('data_db_unavailable');
     expect((error as ToolError).transient).toBe(true);
-    // connect 2 s + the query's 2 s + 1 s, with headroom.
+    // The query's 2 s + 1 s, then the KILL QUERY's connect (2 s), with headroom.
     expect(Date.now() - started).toBeLessThan(20_000);
   } finally {
     proxy.resume();
     await Promise.race([stuck.close(), new Promise((resolve) => setTimeout(resolve, 2_000))]);
+  }
+}, 60_000);
+
+it('a server that stops answering the reset before a screened statement is a transient error', async () => {
+  const url = `mysql://${READER}:${READER_PASSWORD}@${HOST}:${proxy.port}/${DATABASE}`;
+  const screened = await openDataDatabase(url, { connectionLimit: 1, connectTimeoutMs: 2_000 });
+  try {
+    expect((await screened.query('SELECT 1 AS one')).rows).toEqual([[1]]);
+    proxy.stall();
+    // `@` sends the statement through a reset session (src/tools/data-session.ts): the reset gets no answer.
+    const error = await screened.query('SELECT @x AS x').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ToolError);
+    expect((error as ToolError).code, (error as Error).message).toBe('data_db_unavailable');
+    expect((error as ToolError).transient).toBe(true);
+  } finally {
+    proxy.resume();
+    await Promise.race([screened.close(), new Promise((resolve) => setTimeout(resolve, 2_000))]);
   }
 }, 60_000);
 

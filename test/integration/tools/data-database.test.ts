@@ -365,7 +365,8 @@ describe('query with the SQL guard switched off', () => {
     expect(forUpdate.code).toBe('sql_error');
 
     // What only the guard refuses (docs/sql-safety.md) runs here, but its lock ends with the query: the
-    // transaction is rolled back at once, and the connection reset on release frees GET_LOCK's named lock.
+    // transaction is rolled back at once, and a statement naming GET_LOCK has its connection dropped after it,
+    // which frees the named lock (src/tools/data-session.ts).
     const shared = await db.query('SELECT id FROM orders WHERE id = 1.0LOCK IN SHARE MODE');
     expect(shared.rows).toEqual([[1]]);
     const writer = await root.getConnection();
@@ -381,7 +382,7 @@ describe('query with the SQL guard switched off', () => {
     const lock = `af_lock_${SUFFIX}`;
     const named = await db.query(`SELECT GET_LOCK('${lock}', 0) AS got`);
     expect(named.rows).toEqual([[1]]);
-    // The reset is sent on release, just before the query returns: give the server a moment to apply it.
+    // The connection is closed just before the query returns: give the server a moment to notice.
     const isFree = async () => {
       const [rows] = await root.query<RowDataPacket[]>('SELECT IS_FREE_LOCK(?) AS free', [lock]);
       return Number(rows[0]?.['free']) === 1;
@@ -518,7 +519,7 @@ describe('query limits', () => {
     expect(core.config.connectionConfig.trace).toBe(false);
   });
 
-  it('sets the session up in one round trip: the query runs on its own (autocommit), read-only', async () => {
+  it('runs each query on its own (autocommit), read-only', async () => {
     const single = await openDataDatabase(dataUrl(READER, READER_PASSWORD), { connectionLimit: 1 });
     try {
       // MariaDB's @@in_transaction is 1 inside START TRANSACTION: the query no longer needs one (nor the

@@ -154,6 +154,12 @@ describe('rules only the guard enforces (the database runs these queries: docs/s
     "SELECT MASTER_POS_WAIT('log', 4, 1)",
     'SELECT @@version',
     'SELECT * FROM information_schema.tables',
+    // What the previous statement on a pooled connection left (FOUND_ROWS survives even a connection reset).
+    'SELECT FOUND_ROWS()',
+    'SELECT ROW_COUNT()',
+    // MySQL's locking service and version tokens: locks held for the rest of the session.
+    "SELECT service_get_write_locks('ns', 'l', 0)",
+    "SELECT version_tokens_lock_shared('t', 0)",
   ])('%s: refused by the text pass alone and by the AST pass alone', async (sql) => {
     expect(checkSelectText(sql)).toBeTruthy();
     expect((await checkSelectAst(sql)).ok).toBe(false);
