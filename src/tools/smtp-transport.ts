@@ -6,6 +6,7 @@ import SMTPTransport from 'nodemailer/lib/smtp-transport';
 import { redactUrl } from '../../config/env.js';
 import { ConfigError } from '../kernel/errors.js';
 import { NOT_CONNECTED_CODES } from '../util/socket-errors.js';
+import { openSmtpSocket } from './smtp-socket.js';
 
 export interface SmtpTransportOptions {
   /** Milliseconds to open the TCP connection. Default 10,000. */
@@ -56,6 +57,8 @@ export function smtpConnectionOptions(
     // other host still upgrades with STARTTLS when the server offers it.
     ignoreTLS: url.protocol === 'smtp:' && isLocalHost(url.hostname),
     logger: false,
+    // Our own connect, whose writes coalesce (smtp-socket.ts); a proxy given in the URL keeps nodemailer's.
+    ...(url.searchParams.has('proxy') ? {} : { getSocket: openSmtpSocket }),
   };
 }
 

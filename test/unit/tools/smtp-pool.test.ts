@@ -1,9 +1,11 @@
 // send_email's pooled SMTP connections (src/tools/smtp-pool.ts) against the real demo sink behind a TCP proxy
 // that counts connections: reused, bounded in number and queue, closed when idle, replaced when broken, closed
 // at shutdown. (That a queued message is never marked handed off is in test/integration/tools/send-email.test.ts.)
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSmtpSink, type SmtpSink } from '../../../src/demo/smtp-sink.js';
 import { SmtpPool, type MailLease } from '../../../src/tools/smtp-pool.js';
+import { classifySendError } from '../../../src/tools/smtp-transport.js';
 import { startTcpProxy, type TcpProxy } from '../../support/tcp-proxy.js';
 
 let sink: SmtpSink;
@@ -36,6 +38,8 @@ async function send(pool: SmtpPool, n: number) {
     lease.release();
   }
 }
+
+type WriteGeneric = (writev: boolean, data: unknown, encoding: unknown, callback: unknown) => unknown;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -142,5 +146,46 @@ describe('the pooled SMTP connections', () => {
     await expect(queued).rejects.toMatchObject({ code: 'email_smtp_busy' });
     busy.release();
     expect(single.size).toBe(0);
+  });
+
+  it('send a message on a kept connection in two socket writes: the envelope, then the message', async () => {
+    // Counted on the client's sockets to the proxy (the writes nodemailer makes, before TCP merges or splits
+    // them); without the coalesced socket a message went out in six.
+    const writes: number[] = [];
+    const writeGeneric = (net.Socket.prototype as unknown as { _writeGeneric: WriteGeneric })._writeGeneric;
+    const pool = new SmtpPool(`smtp://127.0.0.1:${proxy.port}`, { maxConnections: 3 });
+    try {
+      await Promise.all([20, 21, 22].map((n) => send(pool, n))); // the connections open and greet
+      (net.Socket.prototype as unknown as { _writeGeneric: WriteGeneric })._writeGeneric = function (
+        this: net.Socket,
+        ...args: Parameters<WriteGeneric>
+      ) {
+        if (this.remotePort === proxy.port) writes.push(1);
+        return writeGeneric.apply(this, args);
+      };
+      await Promise.all([23, 24, 25].map((n) => send(pool, n)));
+    } finally {
+      (net.Socket.prototype as unknown as { _writeGeneric: WriteGeneric })._writeGeneric = writeGeneric;
+      pool.close();
+    }
+    expect(writes.length).toBe(6);
+    expect(sink.messages.filter((m) => /^pooled 2[345]$/.test(m.subject)).length).toBe(3);
+  });
+
+  it('fail a send to a port nobody listens on as not sent, before anything is handed over', async () => {
+    const closed = await startTcpProxy(sink.port);
+    const port = closed.port;
+    await closed.close();
+    const pool = new SmtpPool(`smtp://127.0.0.1:${port}`, { maxConnections: 1 });
+    try {
+      const failure = await send(pool, 30).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(String(failure)).toMatch(/ECONNREFUSED/);
+      expect(classifySendError(failure)).toMatchObject({ delivery: 'not_sent', transient: true });
+    } finally {
+      pool.close();
+    }
   });
 });
