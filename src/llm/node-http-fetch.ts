@@ -10,6 +10,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import zlib from 'node:zlib';
+import { BufferedResponse } from './buffered-response.js';
 
 export type Fetch = typeof globalThis.fetch;
 
@@ -129,11 +130,11 @@ function send(url: URL, init: RequestInit, agent: http.Agent): Promise<Response>
         }
         let response: Response;
         try {
-          response = new Response(content, {
+          response = new BufferedResponse(content, {
             status,
             statusText: incoming.statusMessage ?? '',
             headers: responseHeaders(incoming.rawHeaders),
-          });
+          }).asResponse();
         } catch (error) {
           fail(error as Error);
           return;
