@@ -15,6 +15,7 @@ import { quoteIdentifier } from '../../../src/store/pool.js';
 import { openDataDatabase, type DataDatabase } from '../../../src/tools/data-database.js';
 import { isSessionNeutral, statementText } from '../../../src/tools/data-session.js';
 import { createSqlTools } from '../../../src/tools/sql-tools.js';
+import { checkSelectOnly } from '../../../src/tools/sql-guard.js';
 import type { Tool } from '../../../src/kernel/tool.js';
 import {
   COM_QUERY,
@@ -157,6 +158,35 @@ describe('a statement that could touch its session', () => {
         ['plain', 'ünïcødé ✓'],
       ]);
       expect(await connectionId()).not.toBe(after);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("cannot follow the previous user's RAND() sequence: the generator is the session's, seeded per connection", async () => {
+    const db = await openSingle();
+    try {
+      // MariaDB's RAND() without a seed steps the session's generator (seed1 = 3·seed1 + seed2, seed2 = seed1 +
+      // seed2 + 33, mod 2^30 - 1): two values give its whole state. Kept across users, the next value tells how
+      // many RAND() calls ran in between, here the row count of the victim's table, and predicts its samples.
+      const MAX = 0x3fffffff;
+      const draw = async () => Math.round(Number((await db.query('SELECT RAND() AS r')).rows[0]?.[0]) * MAX);
+      const x1 = await draw();
+      const x2 = await draw();
+      let s1 = x2;
+      let s2 = (((((x2 - 3 * x1) % MAX) + MAX) % MAX) + x2 + 33) % MAX;
+      const victim = 'SELECT SUM(RAND() < 2) AS n FROM orders';
+      expect((await checkSelectOnly(victim)).ok).toBe(true);
+      const victimRows = Number((await db.query(victim)).rows[0]?.[0]);
+      expect(victimRows).toBeGreaterThan(2);
+      const x3 = await draw();
+      let steps: number | undefined;
+      for (let n = 0; n < 100_000 && steps === undefined; n += 1) {
+        s1 = (s1 * 3 + s2) % MAX;
+        s2 = (s1 + s2 + 33) % MAX;
+        if (s1 === x3) steps = n;
+      }
+      expect(steps).toBeUndefined();
     } finally {
       await db.close();
     }
