@@ -16,8 +16,13 @@
 // stored function behind a view), whose effects no text shows.
 import type { ServerFlavour } from './data-database.js';
 
-/** UTF-8 both ways and UTC (see the pool's timezone option), as every caller expects. */
-const SESSION_BASICS = "SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci, SESSION time_zone = '+00:00'";
+/**
+ * UTF-8 both ways and UTC (see the pool's timezone option), as every caller expects; and autocommit, which
+ * ends each statement's transaction with it: a server configured with autocommit off would otherwise keep the
+ * first SELECT's transaction (its snapshot, its metadata locks) open for every later user of the connection.
+ */
+const SESSION_BASICS =
+  "SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci, SESSION time_zone = '+00:00', SESSION autocommit = 1";
 /** MariaDB's limits ride on each statement (statementText), so its session setting never changes. */
 const MARIADB_SETUP = `${SESSION_BASICS}, SESSION tx_read_only = 1`;
 

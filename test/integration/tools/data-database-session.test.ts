@@ -13,7 +13,7 @@ import { ToolError } from '../../../src/kernel/errors.js';
 import { seedDemoDatabase } from '../../../src/demo/seed-demo-database.js';
 import { quoteIdentifier } from '../../../src/store/pool.js';
 import { openDataDatabase, type DataDatabase } from '../../../src/tools/data-database.js';
-import { isSessionNeutral, statementText } from '../../../src/tools/data-session.js';
+import { isSessionNeutral, sessionSetup, statementText } from '../../../src/tools/data-session.js';
 import { createSqlTools } from '../../../src/tools/sql-tools.js';
 import { checkSelectOnly } from '../../../src/tools/sql-guard.js';
 import type { Tool } from '../../../src/kernel/tool.js';
@@ -257,6 +257,31 @@ describe('guarded statements', () => {
       await db.close();
     }
   }, 120_000);
+});
+
+describe('the session set-up', () => {
+  beforeEach(requireServer);
+
+  it('turns autocommit on: a server whose default is off would keep a transaction open across users', async () => {
+    const [version] = await root.query<RowDataPacket[]>('SELECT VERSION() AS v');
+    const flavour = /mariadb/i.test(String(version[0]?.['v'])) ? 'mariadb' : 'mysql';
+    const connection = await root.getConnection();
+    try {
+      // What a connection of a server with autocommit=0 in its configuration starts with. Without a reset
+      // between users, its first SELECT's transaction would never end: its snapshot served every later job
+      // stale rows and its metadata locks held off any ALTER of the tables it read.
+      await connection.query('SET SESSION autocommit = 0');
+      await connection.query(sessionSetup(flavour, undefined));
+      await connection.query(`SELECT COUNT(*) FROM ${quoteIdentifier(DATABASE)}.orders`);
+      const open = flavour === 'mariadb' ? '@@in_transaction' : '0';
+      const [rows] = await connection.query<RowDataPacket[]>(
+        `SELECT @@SESSION.autocommit AS ac, ${open} AS open_tx`,
+      );
+      expect(rows[0]).toEqual({ ac: 1, open_tx: 0 });
+    } finally {
+      connection.destroy();
+    }
+  });
 });
 
 describe('MariaDB: settings bound to the statement', () => {
