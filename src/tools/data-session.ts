@@ -16,19 +16,26 @@
 // stored function behind a view), whose effects no text shows.
 import type { ServerFlavour } from './data-database.js';
 
-/** UTF-8 both ways and UTC (see the pool's timezone option), as every caller expects. */
-const SESSION_BASICS = "SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci, SESSION time_zone = '+00:00'";
+/**
+ * UTF-8 both ways and UTC (see the pool's timezone option), as every caller expects; and autocommit, which
+ * ends each statement's transaction with it: a server configured with autocommit off would otherwise keep the
+ * first SELECT's transaction (its snapshot, its metadata locks) open for every later user of the connection.
+ */
+const SESSION_BASICS =
+  "SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci, SESSION time_zone = '+00:00', SESSION autocommit = 1";
 /** MariaDB's limits ride on each statement (statementText), so its session setting never changes. */
 const MARIADB_SETUP = `${SESSION_BASICS}, SESSION tx_read_only = 1`;
 
 /**
  * A statement that starts as a SELECT (or WITH …) and names nothing that touches the session: no variable,
  * no INTO, no function with a session effect or that reads the previous statement's leftovers, no system
- * schema (information_schema.SESSION_STATUS shows the last query's cost and counters).
+ * schema (information_schema.SESSION_STATUS shows the last query's cost and counters). RAND() too: without a
+ * seed it steps the session's generator, whose next value tells how many calls ran before (the row count of
+ * a previous user's `ORDER BY RAND()`) and predicts the next user's; a reset reseeds it.
  */
 const NEUTRAL_START = /^[\s(]*(?:select|with)\b/i;
 const SESSION_WORDS =
-  /(?<![A-Za-z0-9_$])(?:into|get_lock|release_lock|release_all_locks|last_insert_id|nextval|setval|lastval|next\s+value|previous\s+value|found_rows|row_count|information_schema|performance_schema|service_[a-z_]*locks|version_tokens_[a-z_]*)(?![A-Za-z0-9_$])/i;
+  /(?<![A-Za-z0-9_$])(?:into|rand|get_lock|release_lock|release_all_locks|last_insert_id|nextval|setval|lastval|next\s+value|previous\s+value|found_rows|row_count|information_schema|performance_schema|service_[a-z_]*locks|version_tokens_[a-z_]*)(?![A-Za-z0-9_$])/i;
 
 /** True when the statement can neither change the session nor read what an earlier statement left in it. */
 export function isSessionNeutral(sql: string): boolean {

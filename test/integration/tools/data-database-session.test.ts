@@ -13,8 +13,9 @@ import { ToolError } from '../../../src/kernel/errors.js';
 import { seedDemoDatabase } from '../../../src/demo/seed-demo-database.js';
 import { quoteIdentifier } from '../../../src/store/pool.js';
 import { openDataDatabase, type DataDatabase } from '../../../src/tools/data-database.js';
-import { isSessionNeutral, statementText } from '../../../src/tools/data-session.js';
+import { isSessionNeutral, sessionSetup, statementText } from '../../../src/tools/data-session.js';
 import { createSqlTools } from '../../../src/tools/sql-tools.js';
+import { checkSelectOnly } from '../../../src/tools/sql-guard.js';
 import type { Tool } from '../../../src/kernel/tool.js';
 import {
   COM_QUERY,
@@ -162,6 +163,36 @@ describe('a statement that could touch its session', () => {
     }
   });
 
+  it("cannot follow the previous user's RAND() sequence: the generator is the session's, seeded per connection", async () => {
+    const db = await openSingle();
+    try {
+      // MariaDB's RAND() without a seed steps the session's generator (seed1 = 3·seed1 + seed2, seed2 = seed1 +
+      // seed2 + 33, mod 2^30 - 1): two values give its whole state. Kept across users, the next value tells how
+      // many RAND() calls ran in between, here the row count of the victim's table, and predicts its samples.
+      const MAX = 0x3fffffff;
+      const draw = async () => Math.round(Number((await db.query('SELECT RAND() AS r')).rows[0]?.[0]) * MAX);
+      const x1 = await draw();
+      const x2 = await draw();
+      let s1 = x2;
+      let s2 = (((((x2 - 3 * x1) % MAX) + MAX) % MAX) + x2 + 33) % MAX;
+      const victim = 'SELECT SUM(RAND() < 2) AS n FROM orders';
+      expect((await checkSelectOnly(victim)).ok).toBe(true);
+      const victimRows = Number((await db.query(victim)).rows[0]?.[0]);
+      expect(victimRows).toBeGreaterThan(2);
+      expect(victimRows).toBeLessThan(10_000);
+      const x3 = await draw();
+      let steps: number | undefined;
+      for (let n = 0; n < 10_000 && steps === undefined; n += 1) {
+        s1 = (s1 * 3 + s2) % MAX;
+        s2 = (s1 + s2 + 33) % MAX;
+        if (s1 === x3) steps = n;
+      }
+      expect(steps).toBeUndefined();
+    } finally {
+      await db.close();
+    }
+  });
+
   it("reads nothing a neutral statement left: the warnings of the previous user's query", async () => {
     const db = await openSingle();
     try {
@@ -227,6 +258,31 @@ describe('guarded statements', () => {
       await db.close();
     }
   }, 120_000);
+});
+
+describe('the session set-up', () => {
+  beforeEach(requireServer);
+
+  it('turns autocommit on: a server whose default is off would keep a transaction open across users', async () => {
+    const [version] = await root.query<RowDataPacket[]>('SELECT VERSION() AS v');
+    const flavour = /mariadb/i.test(String(version[0]?.['v'])) ? 'mariadb' : 'mysql';
+    const connection = await root.getConnection();
+    try {
+      // What a connection of a server with autocommit=0 in its configuration starts with. Without a reset
+      // between users, its first SELECT's transaction would never end: its snapshot served every later job
+      // stale rows and its metadata locks held off any ALTER of the tables it read.
+      await connection.query('SET SESSION autocommit = 0');
+      await connection.query(sessionSetup(flavour, undefined));
+      await connection.query(`SELECT COUNT(*) FROM ${quoteIdentifier(DATABASE)}.orders`);
+      const open = flavour === 'mariadb' ? '@@in_transaction' : '0';
+      const [rows] = await connection.query<RowDataPacket[]>(
+        `SELECT @@SESSION.autocommit AS ac, ${open} AS open_tx`,
+      );
+      expect(rows[0]).toEqual({ ac: 1, open_tx: 0 });
+    } finally {
+      connection.destroy();
+    }
+  });
 });
 
 describe('MariaDB: settings bound to the statement', () => {

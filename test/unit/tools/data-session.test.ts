@@ -69,6 +69,11 @@ describe('isSessionNeutral', () => {
     expect(isSessionNeutral(sql)).toBe(true);
   });
 
+  it("screens RAND(): the session's generator carries one user's calls into the next one's values", () => {
+    expect(isSessionNeutral('SELECT id FROM orders ORDER BY RAND() LIMIT 5')).toBe(false);
+    expect(isSessionNeutral('SELECT brand, operand FROM products')).toBe(true);
+  });
+
   it('errs towards not neutral: a screened word inside a string is enough', () => {
     expect(isSessionNeutral("SELECT id FROM orders WHERE note = 'goes into stock'")).toBe(false);
     expect(isSessionNeutral("SELECT 'a@b.c'")).toBe(false);
