@@ -7,11 +7,16 @@
 //   uncertain  nothing could tell whether it happened: never run again by itself; a lookup may settle it later
 // A row is marked started only while its attempt's claim still stands, so an attempt whose row was taken over
 // cannot go on. Claims under a per-job cap are serialized by a named lock per job and tool, so parallel calls
-// of one job cannot all pass the count before any of them is recorded.
+// of one job cannot all pass the count before any of them is recorded. On a pool that runs several statements
+// in one query, the capped claims of one turn (a reply's parallel calls) go in one query, and the done records
+// of the effects so claimed may leave together after the calls returned (docs/side-effects.md).
 import { createHash } from 'node:crypto';
 import type { Pool, PoolConnection, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { z } from 'zod';
 import { StoreError } from '../kernel/errors.js';
+import { effectsInFlight } from '../kernel/effects-in-flight.js';
+import { DoneRecords, type DoneRecord } from './effect-done-records.js';
+import { SameTurnBatches, type Pending } from './same-turn-batches.js';
 
 export type EffectStatus = 'pending' | 'done' | 'failed' | 'uncertain';
 
@@ -120,12 +125,17 @@ function refAndDetail(claim: EffectRowClaim): { ref: string; detail: string | nu
 
 /** The first claim's row: pending, started with the claim when the effect follows at once. */
 function insertStatement(claim: EffectRowClaim): { sql: string; values: unknown[] } {
-  const { ref, detail } = refAndDetail(claim);
   return {
     sql: `INSERT INTO effect_ledger (effect_key, job_id, tool, status, ref, detail, started_at)
       VALUES (?, ?, ?, 'pending', ?, ?, ${claim.started ? 'CURRENT_TIMESTAMP(3)' : 'NULL'})`,
-    values: [claim.effectKey, claim.jobId.slice(0, 64), claim.tool.slice(0, 64), ref, detail],
+    values: insertValues(claim),
   };
+}
+
+/** The values of a new row: key, job, tool, ref and detail. */
+function insertValues(claim: EffectRowClaim): unknown[] {
+  const { ref, detail } = refAndDetail(claim);
+  return [claim.effectKey, claim.jobId.slice(0, 64), claim.tool.slice(0, 64), ref, detail];
 }
 
 /** Every column, and the row's age by the server's clock. */
@@ -143,28 +153,48 @@ export interface EffectLedgerOptions {
   /** Seconds a capped claim waits for its job's lock. Default 10. */
   lockTimeoutSeconds?: number;
   /**
-   * The pool allows several statements in one query (store/pool.ts): a capped claim then takes two round trips
-   * (the lock with the read, the insert with the unlock) instead of four.
+   * The pool allows several statements in one query (store/pool.ts): the capped claims of one job and tool made
+   * in the same turn of the event loop (the calls of one model reply) then take ONE round trip together.
    */
   multipleStatements?: boolean;
+  /**
+   * `recordDone` does not hold the call: the records of effects claimed together leave in one write once all
+   * of them settled (effect-done-records.ts). Off: `recordDone` writes at once, as `markDone` does.
+   */
+  deferDone?: boolean;
+  /** How long a deferred record waits for the others claimed with it at most. Default 50 ms. */
+  doneDelayMs?: number;
 }
 
+type PendingClaim = Pending<EffectRowClaim, EffectClaimResult>;
+
 export class EffectLedger {
+  private readonly claims = new SameTurnBatches<EffectRowClaim, EffectClaimResult>((group) =>
+    this.claimTogether(group),
+  );
+  private readonly records: DoneRecords;
+
   constructor(
     private readonly pool: Pool,
     private readonly options: EffectLedgerOptions = {},
-  ) {}
+  ) {
+    this.records = new DoneRecords((records) => this.writeDone(records), options.doneDelayMs ?? 50);
+  }
 
   /**
    * Claims the effect's row, atomically: the first claim inserts it as pending (`new`: go ahead); a later one
    * gets the row as it stands, except that a `failed` row is claimed again as `new`.
    */
   async claim(claim: EffectRowClaim): Promise<EffectClaimResult> {
+    if (claim.maxPerJob === undefined || !this.options.multipleStatements) return this.claimAlone(claim);
+    return this.claims.add(`${claim.jobId}\u0000${claim.tool}\u0000${claim.maxPerJob}`, claim);
+  }
+
+  private async claimAlone(claim: EffectRowClaim): Promise<EffectClaimResult> {
     const connection = await this.pool.getConnection();
     const lock = { held: false };
     try {
       if (claim.maxPerJob === undefined) return await this.claimOn(connection, claim);
-      if (this.options.multipleStatements) return await this.claimBatched(connection, claim, lock);
       await this.lockJob(connection, claim.jobId, claim.tool);
       lock.held = true;
       return await this.claimOn(connection, claim);
@@ -174,52 +204,100 @@ export class EffectLedger {
   }
 
   /**
-   * A capped claim in two round trips: the job's lock and then, in the same query, the row and the count (read
-   * only once the lock is held; discarded when it was not); for a new row, the insert and then the unlock (the
-   * row is committed before the next claim can count). Anything else goes on as the one-statement path does.
+   * The capped claims of one job and tool made in one turn, in ONE query: the job's lock; the job's count and
+   * which of the keys have a row (one read); for each key, in the order the claims were made, an insert (the
+   * key has no row) or the claim of a failed row again, either only while the lock is held and the count is
+   * below the cap, each followed by the count going up by what it took; the rows of the keys; the unlock. Each
+   * claim gets its own verdict: new (its insert or claim-again took), done or pending (its row), cap_reached
+   * (neither took). The reads are plain reads, which lock nothing (an INSERT ... SELECT reading the table would
+   * take shared locks on what it read). A dup-key error (only a claim of the key without the cap could race
+   * one under the job's lock) fails every claim of the query as retryable: the next attempt meets the rows.
    */
-  private async claimBatched(
-    connection: PoolConnection,
-    claim: EffectRowClaim,
-    lock: { held: boolean },
-  ): Promise<EffectClaimResult> {
-    let sets: RowDataPacket[][];
+  private async claimTogether(group: readonly PendingClaim[]): Promise<void> {
+    const { jobId, tool, maxPerJob } = group[0]!.request;
+    const firstOf = new Map<string, EffectRowClaim>();
+    for (const { request } of group)
+      if (!firstOf.has(request.effectKey)) firstOf.set(request.effectKey, request);
+    const claims = [...firstOf.values()];
+    const keys = [...firstOf.keys()];
+    const takes = 'WHERE @af_got = 1 AND @af_n < ?';
+    const sql = [
+      `SELECT GET_LOCK(${LOCK_NAME}, ?) INTO @af_got`,
+      `SELECT COUNT(job_id = ? AND tool = ? AND status IN ('pending', 'done', 'uncertain') OR NULL),
+         ${keys.map(() => 'COUNT(effect_key = ? OR NULL)').join(', ')}
+       INTO @af_n, ${keys.map((_, i) => `@af_e${i}`).join(', ')}
+       FROM effect_ledger WHERE @af_got = 1 AND (job_id = ? AND tool = ? OR effect_key IN (?))`,
+      ...claims.flatMap((claim, i) => {
+        const started = claim.started ? 'CURRENT_TIMESTAMP(3)' : 'NULL';
+        return [
+          `INSERT INTO effect_ledger (effect_key, job_id, tool, status, ref, detail, started_at)
+           SELECT ?, ?, ?, 'pending', ?, ?, ${started} FROM DUAL ${takes} AND @af_e${i} = 0`,
+          'SET @af_n = @af_n + ROW_COUNT()',
+          // It did not happen earlier: take the row back, for whatever this attempt does.
+          `UPDATE effect_ledger
+           SET status = 'pending', ref = ?, detail = ?, result = NULL, error = NULL, attempt = attempt + 1,
+             started_at = ${started}, updated_at = CURRENT_TIMESTAMP(3)
+           ${takes} AND effect_key = ? AND status = 'failed'`,
+          'SET @af_n = @af_n + ROW_COUNT()',
+        ];
+      }),
+      `${SELECT_ROW} WHERE effect_key IN (?)`,
+      `SELECT @af_got AS got, @af_n AS n, RELEASE_LOCK(${LOCK_NAME}) AS released`,
+    ].join(';\n');
+    const values = [
+      jobId,
+      tool,
+      this.lockTimeout,
+      jobId,
+      tool,
+      ...keys,
+      jobId,
+      tool,
+      keys,
+      ...claims.flatMap((claim) => {
+        const { ref, detail } = refAndDetail(claim);
+        return [...insertValues(claim), maxPerJob, ref, detail, maxPerJob, claim.effectKey];
+      }),
+      keys,
+      jobId,
+      tool,
+    ];
+    const connection = await this.pool.getConnection();
+    // The lock may be held by the session when the query fails midway: unlocked (or the connection closed) on
+    // release, or it would stay with the pooled session and every other claim of the job would time out on it.
+    let lockMayBeHeld = true;
+    let sets: (RowDataPacket[] | ResultSetHeader)[];
     try {
-      [sets] = await connection.query<RowDataPacket[][]>(
-        `SELECT GET_LOCK(${LOCK_NAME}, ?) AS got; ${READ_COUNTING}`,
-        [claim.jobId, claim.tool, this.lockTimeout, ...readCountingValues(claim)],
-      );
-    } catch (error) {
-      // The lock may be held though the read after it failed: unlocked (or the connection closed) on release,
-      // or it would stay with the pooled session and every other claim of the job would time out on it.
-      lock.held = true;
-      throw error;
+      // Result sets and headers, one per statement.
+      [sets] = (await connection.query<RowDataPacket[][]>(sql, values)) as unknown as [
+        (RowDataPacket[] | ResultSetHeader)[],
+      ];
+      lockMayBeHeld = false;
+    } finally {
+      await releaseConnection(connection, lockMayBeHeld ? [jobId, tool] : undefined);
     }
-    if (Number(sets[0]?.[0]?.['got']) !== 1) throw this.lockBusy(claim.jobId, claim.tool);
-    lock.held = true;
-    const { existing, count } = readCountingOf(sets[1]);
-    if (existing && existing.status !== 'failed') {
-      return existing.status === 'done'
-        ? { kind: 'done', row: existing }
-        : { kind: 'pending', row: existing };
+    const last = (sets[sets.length - 1] as RowDataPacket[])[0];
+    if (Number(last?.['got']) !== 1) throw this.lockBusy(jobId, tool);
+    const count = Number(last?.['n'] ?? 0);
+    const took = (i: number) =>
+      (sets[2 + 4 * i] as ResultSetHeader).affectedRows === 1 ||
+      (sets[4 + 4 * i] as ResultSetHeader).affectedRows === 1;
+    const taken = new Set(claims.filter((_, i) => took(i)));
+    const rows = new Map(
+      (sets[2 + 4 * claims.length] as RowDataPacket[]).map((raw) => {
+        const row = toRow(raw);
+        return [row.effectKey, row];
+      }),
+    );
+    if (this.options.deferDone && taken.size > 0) {
+      this.records.together([...taken].map((claim) => claim.effectKey));
     }
-    // A failed row is claimed again (an update that may race): the one-statement path, still locked.
-    if (existing) return this.claimOn(connection, claim);
-    if (count >= (claim.maxPerJob ?? Infinity)) return { kind: 'cap_reached', count };
-    const insert = insertStatement(claim);
-    try {
-      await connection.query(`${insert.sql}; SELECT RELEASE_LOCK(${LOCK_NAME})`, [
-        ...insert.values,
-        claim.jobId,
-        claim.tool,
-      ]);
-    } catch (error) {
-      // A concurrent claim inserted it first (the unlock did not run): decide on its row, still locked.
-      if ((error as { errno?: unknown }).errno === ER_DUP_ENTRY) return this.claimOn(connection, claim);
-      throw error;
+    for (const { request, resolve } of group) {
+      const row = rows.get(request.effectKey);
+      if (taken.has(request)) resolve({ kind: 'new', attempt: row?.attempt ?? 1 });
+      else if (row === undefined || row.status === 'failed') resolve({ kind: 'cap_reached', count });
+      else resolve(row.status === 'done' ? { kind: 'done', row } : { kind: 'pending', row });
     }
-    lock.held = false;
-    return { kind: 'new', attempt: 1 };
   }
 
   /**
@@ -232,15 +310,41 @@ export class EffectLedger {
        WHERE effect_key = ? AND status = 'pending' AND attempt = ? AND started_at IS NULL`,
       [effectKey, attempt],
     );
+    // Taken over: this attempt makes nothing, so it records nothing.
+    if (header.affectedRows !== 1) this.records.settled(effectKey);
     return header.affectedRows === 1;
   }
 
   /** It happened: the value is kept and given to every later attempt. */
   async markDone(effectKey: string, value: unknown): Promise<void> {
+    this.records.settled(effectKey);
+    await this.writeDone([{ effectKey, value }]);
+  }
+
+  /**
+   * It happened, just now, in this attempt: as markDone, but with `deferDone` the caller need not wait. The
+   * record leaves with those of the effects claimed with it (one write for a reply's three emails) and is
+   * tracked with the effects in flight, so a worker that shuts down writes it before closing its pools. If it
+   * never lands (a crash, a failed write), the row stays pending and started: the tool's lookup settles it, or
+   * it is reported uncertain, and it is never made again, as after a crash between an effect and an awaited
+   * record. Resolves once the record is in.
+   */
+  recordDone(effectKey: string, value: unknown): Promise<void> {
+    if (!this.options.deferDone) return this.markDone(effectKey, value);
+    return effectsInFlight.track(this.records.record(effectKey, value));
+  }
+
+  /** Done records in one statement (unconditional, as each is true: the effect happened). */
+  private async writeDone(records: readonly DoneRecord[]): Promise<void> {
+    const cases = records.map(() => 'WHEN ? THEN ?').join(' ');
     await this.pool.query(
-      `UPDATE effect_ledger SET status = 'done', result = ?, error = NULL, updated_at = CURRENT_TIMESTAMP(3)
-       WHERE effect_key = ?`,
-      [JSON.stringify(value ?? null), effectKey],
+      `UPDATE effect_ledger
+       SET status = 'done', result = CASE effect_key ${cases} END, error = NULL, updated_at = CURRENT_TIMESTAMP(3)
+       WHERE effect_key IN (?)`,
+      [
+        ...records.flatMap((record) => [record.effectKey, JSON.stringify(record.value ?? null)]),
+        records.map((record) => record.effectKey),
+      ],
     );
   }
 
@@ -249,6 +353,7 @@ export class EffectLedger {
    * done (a late failure of a taken-over attempt must not free a made effect for a second one).
    */
   async markFailed(effectKey: string, error: string): Promise<void> {
+    this.records.settled(effectKey);
     await this.pool.query(
       `UPDATE effect_ledger SET status = 'failed', error = ?, updated_at = CURRENT_TIMESTAMP(3)
        WHERE effect_key = ? AND status <> 'done'`,
@@ -267,6 +372,7 @@ export class EffectLedger {
     why: string,
     options: { unstartedOnly?: boolean } = {},
   ): Promise<boolean> {
+    this.records.settled(effectKey);
     const [header] = await this.pool.query<ResultSetHeader>(
       `UPDATE effect_ledger SET status = 'failed', error = ?, updated_at = CURRENT_TIMESTAMP(3)
        WHERE effect_key = ? AND status IN ('pending', 'uncertain') AND attempt = ?
@@ -278,6 +384,7 @@ export class EffectLedger {
 
   /** Nothing could tell whether it happened: `uncertain`, never run again by itself. False when it moved on. */
   async markUncertain(effectKey: string, why: string): Promise<boolean> {
+    this.records.settled(effectKey);
     const [header] = await this.pool.query<ResultSetHeader>(
       `UPDATE effect_ledger SET status = 'uncertain', error = ?, updated_at = CURRENT_TIMESTAMP(3)
        WHERE effect_key = ? AND status IN ('pending', 'uncertain')`,
@@ -288,6 +395,7 @@ export class EffectLedger {
 
   /** Keeps an error on a row that stays pending (the effect may have happened), for whoever investigates. */
   async noteError(effectKey: string, error: string): Promise<void> {
+    this.records.settled(effectKey);
     await this.pool.query(
       `UPDATE effect_ledger SET error = ?, updated_at = CURRENT_TIMESTAMP(3)
        WHERE effect_key = ? AND status = 'pending'`,

@@ -75,9 +75,18 @@ export function isNotDelivered(entry: Pick<EmailLedgerEntry, 'status' | 'error'>
 
 export class EmailLedger {
   private readonly effects: EffectLedger;
+  /**
+   * Present when the ledger defers done records (`deferDone`): the server accepted the message, and the call
+   * goes on without waiting for the record, which leaves with those of the emails claimed with it. Resolves
+   * once it is in; if it never is, the row stays pending and handed off, for the delivery lookup to settle.
+   */
+  readonly recordSent?: (callKey: string, smtpResponse: string) => Promise<void>;
 
   constructor(pool: Pool, options: EffectLedgerOptions = {}) {
     this.effects = new EffectLedger(pool, options);
+    if (options.deferDone) {
+      this.recordSent = (callKey, smtpResponse) => this.effects.recordDone(callKey, { smtpResponse });
+    }
   }
 
   /**

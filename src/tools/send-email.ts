@@ -7,6 +7,9 @@
 // With pooled connections (smtp-pool.ts) the call first leases a free connection, waiting with nothing
 // recorded, and then claims its row already handed off (one write): the mark is never set on a message that
 // still waits for a connection, so a wait in the queue can never outlast the grace under a hand-off mark.
+// On the worker's ledger the call does not wait for the "sent" record: it leaves with those of the emails
+// claimed in the same turn (effect-done-records.ts). One that never lands leaves the row handed off, which
+// the delivery lookup settles as for a crash right after the server's reply: never sent twice.
 // The Message-ID is derived from the call key, so every attempt of one call carries the same one.
 //
 // A call that finds its row pending (an earlier attempt crashed, or is still sending) never gives up on it:
@@ -45,6 +48,11 @@ export interface EmailLedgerPort {
   get(callKey: string): Promise<EmailLedgerEntry | null>;
   markHandedOff(callKey: string, attempt: number): Promise<boolean>;
   markSent(callKey: string, smtpResponse: string): Promise<void>;
+  /**
+   * Optional: records a send the server accepted without holding the call (the ledger batches the record with
+   * those of the emails claimed with it); resolves once it is in. Absent: markSent, awaited.
+   */
+  recordSent?(callKey: string, smtpResponse: string): Promise<void>;
   markDryRun(callKey: string): Promise<void>;
   markFailed(callKey: string, error: string): Promise<void>;
   release(callKey: string, attempt: number, why: string): Promise<boolean>;
@@ -273,15 +281,18 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
           return settleFailure(Object.assign(new Error('recipient rejected'), { code: 'EENVELOPE' }));
         }
         const response = typeof info.response === 'string' ? info.response : 'accepted';
-        try {
-          await options.ledger.markSent(ctx.callKey, response);
-        } catch (error) {
-          // The server has the message: tell the truth to the model. The row stays pending and handed off, so
-          // whoever meets it later asks the delivery lookup rather than sending again.
+        // If the record fails (or, deferred, never lands) the server has the message all the same: tell the
+        // truth to the model. The row stays pending and handed off, so whoever meets it later (a resumed call
+        // whose checkpoint lacks this result, the sweeper) asks the delivery lookup rather than sending again.
+        const notRecorded = (error: unknown) =>
           options.logger?.warn(
             { callKey: ctx.callKey, err: messageOf(error) },
             'email sent but not recorded',
           );
+        if (options.ledger.recordSent) {
+          void options.ledger.recordSent(ctx.callKey, response).catch(notRecorded);
+        } else {
+          await options.ledger.markSent(ctx.callKey, response).catch(notRecorded);
         }
         return sentObservation(address, messageId);
       }

@@ -86,7 +86,7 @@ export async function startWorkerProcess(
     logger.info({ source: loaded.source ?? 'built-in configuration' }, 'fleet configuration loaded');
     const pool = await createStorePool(config.MYSQL_URL);
     await migrate(pool, { logger });
-    // The effect ledger's own pool: several statements in one query (its SQL only), so a claim is two round trips.
+    // The effect ledger's own pool: several statements in one query (its SQL only): a reply's claims in one.
     const effectPool = await createStorePool(config.MYSQL_URL, {
       connectionLimit: 5,
       multipleStatements: true,

@@ -10,7 +10,8 @@ export interface WorkerServices {
   store: Pool;
   /**
    * The same store on a pool that runs several statements in one query, for the effect ledger's own SQL (built
-   * with placeholders): a capped claim then takes two round trips, not four. Absent: `store`, one statement each.
+   * with placeholders): the capped claims of a reply's parallel calls then take one round trip together, and
+   * their done records one more (docs/side-effects.md). Absent: `store`, one statement each, records awaited.
    */
   effectStore?: Pool;
   env: Env;
@@ -21,7 +22,7 @@ export interface WorkerServices {
 /** The pool and options of the services' effect ledger (one place that knows about `effectStore`). */
 export function effectLedgerPool(services: WorkerServices): { pool: Pool; options: EffectLedgerOptions } {
   return services.effectStore
-    ? { pool: services.effectStore, options: { multipleStatements: true } }
+    ? { pool: services.effectStore, options: { multipleStatements: true, deferDone: true } }
     : { pool: services.store, options: {} };
 }
 
