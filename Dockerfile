@@ -9,4 +9,5 @@ COPY packages/client/package.json packages/client/
 RUN npm ci --no-audit --no-fund
 COPY . .
 ENV NODE_ENV=production
-CMD ["node", "--import", "tsx", "workers/agent-worker.ts"]
+# The worker's V8 flags: src/worker/worker-node-flags.ts.
+CMD ["node", "--max-semi-space-size=64", "--import", "tsx", "workers/agent-worker.ts"]

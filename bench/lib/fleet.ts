@@ -8,6 +8,7 @@ import { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
 import { spawnChild, nextMessage, REPO_ROOT, type Child } from './children.js';
 import { deleteKeysWithPrefix } from '../../src/queue/delete-prefix.js';
+import { WORKER_NODE_FLAGS } from '../../src/worker/worker-node-flags.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const MYSQL_SERVER = process.env.BENCH_MYSQL_SERVER ?? 'mysql://root@127.0.0.1:3306';
@@ -135,10 +136,11 @@ export interface AgentWorkerOptions {
   env?: Record<string, string>;
 }
 
-/** `node --import tsx workers/agent-worker.ts`, as the tests start it, with logging at warn. */
+/** `node <the worker's V8 flags> --import tsx workers/agent-worker.ts`, as the tests start it, logging at warn. */
 export function startAgentWorker(ns: Namespace, model: ModelServer, options: AgentWorkerOptions): Child {
   const probe = pathToFileURL(join(REPO_ROOT, 'bench/heap-probe.ts')).href;
   const args = [
+    ...WORKER_NODE_FLAGS,
     ...(options.nodeArgs ?? []),
     ...(options.exposeGc ? ['--expose-gc'] : []),
     '--import',

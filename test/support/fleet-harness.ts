@@ -6,6 +6,7 @@ import { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
 import { FleetClient } from '../../producers/client.js';
 import { deleteKeysWithPrefix } from '../../src/queue/delete-prefix.js';
+import { WORKER_NODE_FLAGS } from '../../src/worker/worker-node-flags.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const MYSQL_SERVER = 'mysql://root@127.0.0.1:3306';
@@ -66,7 +67,13 @@ export function startWorker(
   env: Record<string, string>,
   options: StartOptions = {},
 ): WorkerHandle {
-  const [file, ...args] = options.command ?? [process.execPath, '--import', 'tsx', 'workers/agent-worker.ts'];
+  const [file, ...args] = options.command ?? [
+    process.execPath,
+    ...WORKER_NODE_FLAGS,
+    '--import',
+    'tsx',
+    'workers/agent-worker.ts',
+  ];
   const child = spawn(file!, args, {
     detached: options.detached ?? false,
     env: {
