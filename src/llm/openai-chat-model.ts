@@ -30,6 +30,22 @@ export interface OpenAIChatModelOptions {
   azure?: { endpoint: string; apiVersion: string; deployment: string };
 }
 
+// The client's telemetry headers (`x-stainless-os`, `-arch`, `-runtime`, ... 8 of a request's 13): nothing the
+// API needs, and each is built, copied, sorted for the client's debug log and written on every call. Null
+// removes a header the client would add.
+const WITHOUT_TELEMETRY_HEADERS: Record<string, null> = Object.fromEntries(
+  [
+    'X-Stainless-Arch',
+    'X-Stainless-Lang',
+    'X-Stainless-OS',
+    'X-Stainless-Package-Version',
+    'X-Stainless-Retry-Count',
+    'X-Stainless-Runtime',
+    'X-Stainless-Runtime-Version',
+    'X-Stainless-Timeout',
+  ].map((name) => [name, null]),
+);
+
 let sharedFetch: Fetch | undefined;
 function defaultFetch(): Fetch {
   sharedFetch ??= createNodeHttpFetch();
@@ -51,8 +67,15 @@ export class OpenAIChatModel implements ChatModel {
           deployment: options.azure.deployment,
           maxRetries: 0,
           fetch,
+          defaultHeaders: WITHOUT_TELEMETRY_HEADERS,
         })
-      : new OpenAI({ apiKey: options.apiKey, baseURL: options.baseURL ?? null, maxRetries: 0, fetch });
+      : new OpenAI({
+          apiKey: options.apiKey,
+          baseURL: options.baseURL ?? null,
+          maxRetries: 0,
+          fetch,
+          defaultHeaders: WITHOUT_TELEMETRY_HEADERS,
+        });
   }
 
   async complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletion> {

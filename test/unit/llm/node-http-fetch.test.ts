@@ -96,6 +96,9 @@ describe('the openai client over the node:http transport', () => {
     expect(request?.headers.authorization).toBe('Bearer sk-test-key');
     expect(request?.headers['content-type']).toBe('application/json');
     expect(Number(request?.headers['content-length'])).toBe(Buffer.byteLength(request?.body ?? ''));
+    // The client's telemetry headers are left off; what the API reads stays.
+    expect(Object.keys(request?.headers ?? {}).filter((name) => name.startsWith('x-stainless'))).toEqual([]);
+    expect(request?.headers['user-agent']).toMatch(/^OpenAI\/JS /);
     expect(JSON.parse(request?.body ?? '{}')).toMatchObject({
       model: 'gpt-4o-mini',
       messages: [{ role: 'user', content }],
