@@ -20,11 +20,18 @@ type Encoding = 'cl100k_base' | 'o200k_base';
 const loadEncoding = createRequire(import.meta.url);
 const counters = new Map<Encoding, TokenCounter>();
 
+// Text is counted as text, special tokens (`<|endoftext|>`) included: endpoints take them so in a message, and
+// by default the tokenizer throws on them, which would end a run over a tool result or a reply that quotes one.
+// Not scanning each text for them also spares a pass over it.
+const PLAIN_TEXT = { disallowedSpecial: new Set<string>() };
+
 function counterOf(encoding: Encoding): TokenCounter {
   let counter = counters.get(encoding);
   if (!counter) {
-    const module = loadEncoding(`gpt-tokenizer/encoding/${encoding}`) as { countTokens: TokenCounter };
-    counter = (text) => module.countTokens(text);
+    const module = loadEncoding(`gpt-tokenizer/encoding/${encoding}`) as {
+      countTokens: (text: string, options: typeof PLAIN_TEXT) => number;
+    };
+    counter = (text) => module.countTokens(text, PLAIN_TEXT);
     counters.set(encoding, counter);
   }
   return counter;

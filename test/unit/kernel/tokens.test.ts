@@ -80,6 +80,14 @@ describe('tokenCounterFor', () => {
     expect(JSON.parse(out.trim())).toEqual([true, false]);
   });
 
+  it('counts special-token text as text instead of throwing', () => {
+    const text = 'a <|endoftext|> b <|im_start|>';
+    expect(() => cl100k(text)).toThrow(/special token/);
+    expect(tokenCounterFor('gpt-4-turbo')(text)).toBe(cl100k(text, { disallowedSpecial: new Set() }));
+    expect(tokenCounterFor('gpt-4o')(text)).toBe(o200k(text, { disallowedSpecial: new Set() }));
+    expect(tokenCounterFor('gpt-4o')(text)).toBeGreaterThan(o200k('a  b '));
+  });
+
   it('the two encodings really count differently', () => {
     expect(o200k(SAMPLE)).not.toBe(cl100k(SAMPLE));
   });
