@@ -43,14 +43,37 @@ export function tokenCounterFor(model: string): TokenCounter {
   return counterOf(/^(ft:)?(gpt-4o|gpt-4\.1|gpt-5|o\d)/.test(model) ? 'o200k_base' : 'cl100k_base');
 }
 
-/** One counter's cache in a family of caches kept per counter (a count depends on the encoding), made on first use. */
-function cacheOf<C>(family: WeakMap<TokenCounter, C>, count: TokenCounter, make: () => C): C {
-  let cache = family.get(count);
-  if (!cache) {
-    cache = make();
-    family.set(count, cache);
+/**
+ * The caches of one counter (a count depends on the encoding), looked up once per call that walks a prompt.
+ * Messages in memory are never mutated, so a message's count is computed once per counter however many
+ * prompts it appears in: the loop estimates the whole prompt several times a step.
+ */
+interface CounterCaches {
+  /** The four role names: a handful of tokens, but a tokenizer call each for every message. */
+  roles: Map<string, number>;
+  messages: WeakMap<ChatMessage, number>;
+  framing: WeakMap<ChatMessage, number>;
+  tools: WeakMap<readonly ToolSpec[], number>;
+  longTexts: Map<string, number>;
+  lines: Map<string, number>;
+}
+
+const cachesByCounter = new WeakMap<TokenCounter, CounterCaches>();
+
+function cachesOf(count: TokenCounter): CounterCaches {
+  let caches = cachesByCounter.get(count);
+  if (!caches) {
+    caches = {
+      roles: new Map(),
+      messages: new WeakMap(),
+      framing: new WeakMap(),
+      tools: new WeakMap(),
+      longTexts: new Map(),
+      lines: new Map(),
+    };
+    cachesByCounter.set(count, caches);
   }
-  return cache;
+  return caches;
 }
 
 /** `count(text)`, remembered by value in a map of at most `limit` texts (emptied when full: repeats come back). */
@@ -69,16 +92,26 @@ function countRemembered(
   return tokens;
 }
 
-// Messages in memory are never mutated, so a message's count is computed once per counter however many
-// prompts it appears in: the loop re-counts the whole prompt before every call.
-const messageCache = new WeakMap<TokenCounter, WeakMap<ChatMessage, number>>();
+const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
+
+function roleTokens(role: string, count: TokenCounter, caches: CounterCaches): number {
+  let tokens = caches.roles.get(role);
+  if (tokens === undefined) {
+    tokens = count(role);
+    if (ROLES.has(role)) caches.roles.set(role, tokens);
+  }
+  return tokens;
+}
 
 export function countMessageTokens(message: ChatMessage, count: TokenCounter): number {
-  const cache = cacheOf(messageCache, count, () => new WeakMap());
-  const cached = cache.get(message);
+  return messageTokens(message, count, cachesOf(count));
+}
+
+function messageTokens(message: ChatMessage, count: TokenCounter, caches: CounterCaches): number {
+  const cached = caches.messages.get(message);
   if (cached !== undefined) return cached;
-  let tokens = TOKENS_PER_MESSAGE + count(message.role);
-  if (message.content) tokens += countLongText(message.content, count);
+  let tokens = TOKENS_PER_MESSAGE + roleTokens(message.role, count, caches);
+  if (message.content) tokens += countLongText(message.content, count, caches);
   if (message.role === 'tool') tokens += count(message.tool_call_id);
   if (message.role === 'assistant' && message.tool_calls) {
     for (const call of message.tool_calls) {
@@ -86,7 +119,7 @@ export function countMessageTokens(message: ChatMessage, count: TokenCounter): n
         TOKENS_PER_TOOL_CALL + count(call.id) + count(call.function.name) + count(call.function.arguments);
     }
   }
-  cache.set(message, tokens);
+  caches.messages.set(message, tokens);
   return tokens;
 }
 
@@ -94,22 +127,15 @@ export function countMessageTokens(message: ChatMessage, count: TokenCounter): n
 // its own: long texts are also remembered by value, a few hundred at most.
 const LONG_TEXT_CHARS = 512;
 const LONG_TEXTS_KEPT = 256;
-const textCache = new WeakMap<TokenCounter, Map<string, number>>();
 
-function countLongText(text: string, count: TokenCounter): number {
+function countLongText(text: string, count: TokenCounter, caches: CounterCaches): number {
   if (text.length < LONG_TEXT_CHARS) return count(text);
-  return countRemembered(
-    cacheOf(textCache, count, () => new Map()),
-    LONG_TEXTS_KEPT,
-    text,
-    count,
-  );
+  return countRemembered(caches.longTexts, LONG_TEXTS_KEPT, text, count);
 }
 
 // Lines of the deterministic summaries the kernel estimates before every step: each summary is new, its lines
 // mostly are not (they describe the same messages step after step).
 const LINES_KEPT = 4_096;
-const lineCache = new WeakMap<TokenCounter, Map<string, number>>();
 
 /**
  * An estimate of a multi-line text's tokens, for budget checks: the tokens of each line (each distinct line
@@ -117,10 +143,13 @@ const lineCache = new WeakMap<TokenCounter, Map<string, number>>();
  * with it, so this is the exact count or slightly above it.
  */
 export function estimateTokensByLine(text: string, count: TokenCounter): number {
-  const cache = cacheOf(lineCache, count, () => new Map());
+  return linesEstimate(text, count, cachesOf(count));
+}
+
+function linesEstimate(text: string, count: TokenCounter, caches: CounterCaches): number {
   const lines = text.split('\n');
   let tokens = lines.length - 1;
-  for (const line of lines) tokens += countRemembered(cache, LINES_KEPT, line, count);
+  for (const line of lines) tokens += countRemembered(caches.lines, LINES_KEPT, line, count);
   return tokens;
 }
 
@@ -129,26 +158,29 @@ export function estimateTokensByLine(text: string, count: TokenCounter): number 
  * it are estimated without counting its text: for a message made only to be measured.
  */
 export function estimateMessageTokensByLine(message: ChatMessage, count: TokenCounter): number {
+  const caches = cachesOf(count);
   const tokens =
-    TOKENS_PER_MESSAGE + count(message.role) + estimateTokensByLine(message.content ?? '', count);
-  let cache = messageCache.get(count);
-  if (!cache) {
-    cache = new WeakMap();
-    messageCache.set(count, cache);
-  }
-  cache.set(message, tokens);
+    TOKENS_PER_MESSAGE +
+    roleTokens(message.role, count, caches) +
+    linesEstimate(message.content ?? '', count, caches);
+  caches.messages.set(message, tokens);
   return tokens;
 }
 
-const toolsCache = new WeakMap<TokenCounter, WeakMap<readonly ToolSpec[], number>>();
-
 export function countToolsTokens(tools: readonly ToolSpec[] | undefined, count: TokenCounter): number {
+  return toolsTokens(tools, count, cachesOf(count));
+}
+
+function toolsTokens(
+  tools: readonly ToolSpec[] | undefined,
+  count: TokenCounter,
+  caches: CounterCaches,
+): number {
   if (!tools || tools.length === 0) return 0;
-  const cache = cacheOf(toolsCache, count, () => new WeakMap());
-  const cached = cache.get(tools);
+  const cached = caches.tools.get(tools);
   if (cached !== undefined) return cached;
   const tokens = TOKENS_FOR_TOOLS_BLOCK + count(JSON.stringify(tools));
-  cache.set(tools, tokens);
+  caches.tools.set(tools, tokens);
   return tokens;
 }
 
@@ -163,8 +195,9 @@ export function countPromptTokens(
   tools: readonly ToolSpec[] | undefined,
   count: TokenCounter,
 ): number {
-  let tokens = TOKENS_PER_REPLY_PRIMING + countToolsTokens(tools, count);
-  for (const message of messages) tokens += countMessageTokens(message, count);
+  const caches = cachesOf(count);
+  let tokens = TOKENS_PER_REPLY_PRIMING + toolsTokens(tools, count, caches);
+  for (const message of messages) tokens += messageTokens(message, count, caches);
   return tokens;
 }
 
@@ -177,12 +210,14 @@ export function countPromptTokens(
 const TOOL_CALL_OPENING_TOKENS = 10 + 1;
 const TOOL_CALLS_CLOSING_TOKENS = 12;
 
-const framingCache = new WeakMap<TokenCounter, WeakMap<ChatMessage, number>>();
-
 /** What a message may cost beyond its documented count: an endpoint's framing of the tool calls it makes. */
 export function toolCallFramingTokens(message: ChatMessage, count: TokenCounter): number {
+  return framingTokens(message, count, cachesOf(count));
+}
+
+function framingTokens(message: ChatMessage, count: TokenCounter, caches: CounterCaches): number {
   if (message.role !== 'assistant' || !message.tool_calls || message.tool_calls.length === 0) return 0;
-  const cache = cacheOf(framingCache, count, () => new WeakMap());
+  const cache = caches.framing;
   const cached = cache.get(message);
   if (cached !== undefined) return cached;
   let fitted = TOOL_CALLS_CLOSING_TOKENS;
@@ -206,8 +241,10 @@ export function countPromptTokensBound(
   tools: readonly ToolSpec[] | undefined,
   count: TokenCounter,
 ): number {
-  let tokens = countPromptTokens(messages, tools, count);
-  for (const message of messages) tokens += toolCallFramingTokens(message, count);
+  const caches = cachesOf(count);
+  let tokens = TOKENS_PER_REPLY_PRIMING + toolsTokens(tools, count, caches);
+  for (const message of messages)
+    tokens += messageTokens(message, count, caches) + framingTokens(message, count, caches);
   return tokens;
 }
 

@@ -156,6 +156,25 @@ describe('countMessageTokens', () => {
     expect(calls.filter((text) => text === 'hello')).toHaveLength(2);
   });
 
+  it('the role names are counted once per counter, and only they are kept by name', () => {
+    const { count, calls } = spyCounter();
+    const messages: ChatMessage[] = [
+      { role: 'user', content: 'one' },
+      { role: 'user', content: 'two' },
+      { role: 'assistant', content: 'three' },
+      { role: 'user', content: 'four' },
+    ];
+    const tokens = countPromptTokens(messages, undefined, count);
+    expect(tokens).toBe(3 + messages.reduce((sum, m) => sum + 3 + cl100k(m.role) + cl100k(m.content!), 0));
+    expect(calls.filter((text) => text === 'user')).toHaveLength(1);
+    expect(calls.filter((text) => text === 'assistant')).toHaveLength(1);
+    // Not a role of the wire format (a damaged checkpoint): counted, never kept.
+    const odd = { role: 'narrator', content: 'x' } as unknown as ChatMessage;
+    countMessageTokens(odd, count);
+    countMessageTokens({ ...odd }, count);
+    expect(calls.filter((text) => text === 'narrator')).toHaveLength(2);
+  });
+
   it('the cache is per counter: the same message under another encoding gets that encoding’s count', () => {
     const message: ChatMessage = { role: 'user', content: 'Здравствуйте, как дела? 你好世界' };
     const a = countMessageTokens(message, cl100k);
