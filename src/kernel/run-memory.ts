@@ -24,7 +24,7 @@ import type { ModelCallResult } from './model-call.js';
 import { truncateChars } from './truncate.js';
 import type { RunState, TraceEvent } from './types.js';
 import type { ModelPrice } from './pricing.js';
-import { countMessageTokens, type TokenCounter } from './tokens.js';
+import { countAppendedMessageTokens, countMessageTokens, type TokenCounter } from './tokens.js';
 
 export interface RunMemoryOptions {
   /** The run's state: the memory reads and writes its history, summary and facts in place. */
@@ -231,10 +231,11 @@ export class RunMemory {
     return usage.totalTokens <= budget.maxTokens && usage.costUsd <= budget.maxCostUsd;
   }
 
-  private factMessage(block: string): ChatMessage {
+  private factMessage(block: string, extends_?: ChatMessage): ChatMessage {
     let message = this.factMessages.get(block);
     if (!message) {
       message = factsMessage([block]);
+      countAppendedMessageTokens(message, extends_, this.o.count);
       this.factMessages.set(block, message);
     }
     return message;
@@ -268,8 +269,12 @@ export class RunMemory {
     const text = parts.join('\n');
     if (facts.length === 0) facts.push(text);
     else {
+      const last = facts.length - 1;
+      const before = this.factMessages.get(facts[last]!);
       this.factMessages.clear();
-      facts[facts.length - 1] = `${facts[facts.length - 1]}\n${text}`;
+      facts[last] = `${facts[last]}\n${text}`;
+      // Counted from the block it extends: only its new lines are tokenized.
+      this.factMessage(facts[last], before);
     }
     this.state.history = [];
     delete this.state.historyFacts;
