@@ -146,20 +146,8 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
     // (a share of it) can be fractional, and HTTP clients refuse a fractional timeout.
     const timeoutMs = Math.floor(Math.min(env.timeoutMs, request.answerBy - env.now()));
     const chargedBefore = charged;
-    const settle = async () => {
-      if (!env.gate || ticket === undefined) return;
-      const spent = usageSince(chargedBefore, charged);
-      const settled = env.gate
-        .release(ticket, {
-          tokens: spent.promptTokens + spent.completionTokens,
-          costUsd: costUsd(env.price, spent),
-        })
-        .catch(() => undefined);
-      if (env.defer) env.defer(settled);
-      else await settled;
-    };
     if (timeoutMs <= 0) {
-      await settle();
+      await settleGate(env, ticket, chargedBefore, charged);
       return { ok: false, stop: 'deadline', ...cost(attempt - 1) };
     }
 
@@ -182,7 +170,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
       if (completion.usage) env.calibration.observe(promptSize, completion.usage.promptTokens);
       const usage = chargedUsageOf(completion, promptEstimate, env.count);
       charged = addUsage(charged, usage);
-      await settle();
+      await settleGate(env, ticket, chargedBefore, charged);
       return { ok: true, completion, ...cost(attempt) };
     } catch (error) {
       const apiError =
@@ -193,7 +181,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
       if (CHARGED_WHEN_UNANSWERED.has(apiError.code)) {
         charged = addUsage(charged, { promptTokens: promptEstimate, completionTokens: plan.maxTokens });
       }
-      await settle();
+      await settleGate(env, ticket, chargedBefore, charged);
       // Flex lacking capacity is not a rate limit: the fleet's other calls go on at full speed.
       const flexUnavailable = apiError.code === 'flex_unavailable';
       if (apiError.status === 429 && !flexUnavailable) env.gate?.rateLimited?.(apiError.retryAfterMs);
@@ -223,6 +211,28 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
       }
     }
   }
+}
+
+/**
+ * Settles the gate's booking of an attempt with what it charged (nothing without a gate): handed to `defer` when
+ * the run takes settlements, awaited otherwise.
+ */
+async function settleGate(
+  env: ModelCallEnv,
+  ticket: string | undefined,
+  before: TokenUsage,
+  after: TokenUsage,
+): Promise<void> {
+  if (!env.gate || ticket === undefined) return;
+  const spent = usageSince(before, after);
+  const settled = env.gate
+    .release(ticket, {
+      tokens: spent.promptTokens + spent.completionTokens,
+      costUsd: costUsd(env.price, spent),
+    })
+    .catch(() => undefined);
+  if (env.defer) env.defer(settled);
+  else await settled;
 }
 
 /**

@@ -200,16 +200,20 @@ export class RunMemory {
    */
   private fitAutoMemory(stepAffordable: () => boolean): void {
     const tools = this.o.requestTools();
-    const limit = this.o.contextTokens * D.CONTEXT_FOLD_SHARE;
-    const tooBig = () => this.o.estimate(this.prompt(), tools) + this.o.completionTokens > limit;
-    if (this.state.history.length > 0 && (tooBig() || !stepAffordable())) {
+    if (this.state.history.length > 0 && (this.tooBig(tools) || !stepAffordable())) {
       this.foldHistoryIntoFacts();
     }
-    if (tooBig() && (this.state.facts?.length ?? 0) > 0) {
+    if (this.tooBig(tools) && (this.state.facts?.length ?? 0) > 0) {
       const blocks = (this.state.facts ?? []).map((block) => factsMessage([block]));
       this.state.summary = deterministicSummary(this.state.summary, blocks);
       this.state.facts = [];
     }
+  }
+
+  /** Whether the next step's prompt would pass the share of the context window the auto memory keeps to. */
+  private tooBig(tools: readonly ToolSpec[] | undefined): boolean {
+    const limit = this.o.contextTokens * D.CONTEXT_FOLD_SHARE;
+    return this.o.estimate(this.prompt(), tools) + this.o.completionTokens > limit;
   }
 
   /** A model summary only pays when there is much to fold and the budget can afford it and a step after. */
@@ -286,7 +290,6 @@ export class RunMemory {
    * failed: the model then sees exactly what it sent, to fix it.
    */
   private appendTurn(turn: ChatMessage[], facts: string, failed: boolean): void {
-    const tokens = (messages: readonly ChatMessage[]) => this.o.estimate(messages, undefined);
     const tools = this.o.requestTools();
     const prefixTokens = this.o.estimate(this.stablePart(), tools);
     const budget = this.o.budget();
@@ -296,8 +299,8 @@ export class RunMemory {
     if (this.state.history.length > 0) {
       foldOld = foldPays(
         {
-          verbatimTokens: tokens(this.state.history),
-          factsTokens: tokens([factsMessage([this.historyFactsText()])]),
+          verbatimTokens: this.o.estimate(this.state.history, undefined),
+          factsTokens: this.o.estimate([factsMessage([this.historyFactsText()])], undefined),
           prefixTokens,
           sentBefore: true,
           laterCalls,
@@ -311,8 +314,8 @@ export class RunMemory {
       (foldOld || this.state.history.length === 0) &&
       foldPays(
         {
-          verbatimTokens: tokens(turn),
-          factsTokens: tokens([factsMessage([facts])]),
+          verbatimTokens: this.o.estimate(turn, undefined),
+          factsTokens: this.o.estimate([factsMessage([facts])], undefined),
           prefixTokens,
           sentBefore: false,
           laterCalls,
