@@ -54,8 +54,8 @@ interface CounterCaches {
   messages: WeakMap<ChatMessage, number>;
   framing: WeakMap<ChatMessage, number>;
   tools: WeakMap<readonly ToolSpec[], number>;
-  longTexts: Map<string, number>;
-  lines: Map<string, number>;
+  longTexts: RememberedCounts;
+  lines: RememberedCounts;
   /** Of a message counted by `countAppendedMessageTokens`: its content's last cut and the tokens before it. */
   heads: WeakMap<ChatMessage, TextHead>;
 }
@@ -70,8 +70,8 @@ function cachesOf(count: TokenCounter): CounterCaches {
       messages: new WeakMap(),
       framing: new WeakMap(),
       tools: new WeakMap(),
-      longTexts: new Map(),
-      lines: new Map(),
+      longTexts: new RememberedCounts(LONG_TEXTS_KEPT, LONG_TEXT_CHARS_KEPT),
+      lines: new RememberedCounts(LINES_KEPT, LINE_CHARS_KEPT),
       heads: new WeakMap(),
     };
     cachesByCounter.set(count, caches);
@@ -79,20 +79,35 @@ function cachesOf(count: TokenCounter): CounterCaches {
   return caches;
 }
 
-/** `count(text)`, remembered by value in a map of at most `limit` texts (emptied when full: repeats come back). */
-function countRemembered(
-  cache: Map<string, number>,
-  limit: number,
-  text: string,
-  count: TokenCounter,
-): number {
-  let tokens = cache.get(text);
-  if (tokens === undefined) {
-    tokens = count(text);
-    if (cache.size >= limit) cache.clear();
-    cache.set(text, tokens);
+/**
+ * Counts remembered by value, for texts that come back (a system prompt, summary lines). The texts are the
+ * model's and the tools' as much as ours, so the map is bounded in entries and in characters, and emptied when
+ * either is reached (what comes back is counted and remembered again); a text larger than the whole bound is
+ * never kept.
+ */
+class RememberedCounts {
+  private readonly counts = new Map<string, number>();
+  private chars = 0;
+
+  constructor(
+    private readonly maxEntries: number,
+    private readonly maxChars: number,
+  ) {}
+
+  count(text: string, count: TokenCounter): number {
+    let tokens = this.counts.get(text);
+    if (tokens === undefined) {
+      tokens = count(text);
+      if (text.length > this.maxChars) return tokens;
+      if (this.counts.size >= this.maxEntries || this.chars + text.length > this.maxChars) {
+        this.counts.clear();
+        this.chars = 0;
+      }
+      this.counts.set(text, tokens);
+      this.chars += text.length;
+    }
+    return tokens;
   }
-  return tokens;
 }
 
 const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
@@ -130,15 +145,17 @@ function messageTokens(message: ChatMessage, count: TokenCounter, caches: Counte
 // its own: long texts are also remembered by value, a few hundred at most.
 const LONG_TEXT_CHARS = 512;
 const LONG_TEXTS_KEPT = 256;
+export const LONG_TEXT_CHARS_KEPT = 4_000_000;
 
 function countLongText(text: string, count: TokenCounter, caches: CounterCaches): number {
   if (text.length < LONG_TEXT_CHARS) return count(text);
-  return countRemembered(caches.longTexts, LONG_TEXTS_KEPT, text, count);
+  return caches.longTexts.count(text, count);
 }
 
 // Lines of the deterministic summaries the kernel estimates before every step: each summary is new, its lines
 // mostly are not (they describe the same messages step after step).
 const LINES_KEPT = 4_096;
+const LINE_CHARS_KEPT = 1_000_000;
 
 /**
  * An estimate of a multi-line text's tokens, for budget checks: the tokens of each line (each distinct line
@@ -152,7 +169,7 @@ export function estimateTokensByLine(text: string, count: TokenCounter): number 
 function linesEstimate(text: string, count: TokenCounter, caches: CounterCaches): number {
   const lines = text.split('\n');
   let tokens = lines.length - 1;
-  for (const line of lines) tokens += countRemembered(caches.lines, LINES_KEPT, line, count);
+  for (const line of lines) tokens += caches.lines.count(line, count);
   return tokens;
 }
 

@@ -16,6 +16,7 @@ import {
   estimateMessageTokensByLine,
   estimateTokensByLine,
   lastCountCut,
+  LONG_TEXT_CHARS_KEPT,
   tokenCounterFor,
   toolCallFramingTokens,
   type TokenCounter,
@@ -175,6 +176,30 @@ describe('countMessageTokens', () => {
     countMessageTokens(odd, count);
     countMessageTokens({ ...odd }, count);
     expect(calls.filter((text) => text === 'narrator')).toHaveLength(2);
+  });
+
+  it('the texts remembered by value are bounded in characters, not only in number', () => {
+    // A counter of its own (the caches are per counter), cheap: the bound is what is under test.
+    const calls: string[] = [];
+    const count: TokenCounter = (text) => {
+      calls.push(text);
+      return text.length;
+    };
+    const kept = `system ${'x'.repeat(600)}`;
+    const times = () => calls.filter((t) => t === kept).length;
+    countMessageTokens({ role: 'system', content: kept }, count);
+    countMessageTokens({ role: 'system', content: kept }, count);
+    expect(times()).toBe(1);
+    // Ten hostile results of half a million characters: far fewer texts than the count bound, more characters
+    // than the character bound, so the map is emptied on the way and the first text is counted again.
+    for (let i = 0; i < 10; i++) countMessageTokens({ role: 'user', content: `${i}`.repeat(500_000) }, count);
+    countMessageTokens({ role: 'system', content: kept }, count);
+    expect(times()).toBe(2);
+    // A text larger than the whole bound is never kept.
+    const huge = 'y'.repeat(LONG_TEXT_CHARS_KEPT + 1);
+    countMessageTokens({ role: 'user', content: huge }, count);
+    countMessageTokens({ role: 'user', content: huge }, count);
+    expect(calls.filter((t) => t === huge)).toHaveLength(2);
   });
 
   it('the cache is per counter: the same message under another encoding gets that encoding’s count', () => {
