@@ -63,6 +63,8 @@ export interface WindowFold {
 export class RunMemory {
   /** Fact messages by their text: a block's message is made (and its tokens counted) once. */
   private readonly factMessages = new Map<string, ChatMessage>();
+  /** The last stable part made, and the summary and blocks it was made of. */
+  private stable: { summary: string | null; facts: string[]; messages: readonly ChatMessage[] } | null = null;
 
   constructor(private readonly o: RunMemoryOptions) {}
 
@@ -79,16 +81,21 @@ export class RunMemory {
     return [...this.stablePart(), ...this.state.history];
   }
 
-  /** What stays byte-identical from step to step: pinned messages, the summary, the facts blocks in order. */
-  stablePart(): ChatMessage[] {
-    const summary: ChatMessage[] = this.state.summary
-      ? [{ role: 'user', content: `Summary of earlier steps:\n${this.state.summary}` }]
-      : [];
-    return [
-      ...this.o.pinned,
-      ...summary,
-      ...(this.state.facts ?? []).map((block) => this.factMessage(block)),
-    ];
+  /**
+   * What stays byte-identical from step to step: pinned messages, the summary, the facts blocks in order. Made
+   * again only when the summary or a block changed (it is asked for several times a step); the same message
+   * objects keep their counts.
+   */
+  stablePart(): readonly ChatMessage[] {
+    const summary = this.state.summary;
+    const facts = this.state.facts ?? [];
+    const made = this.stable;
+    if (made && made.summary === summary && sameBlocks(made.facts, facts)) return made.messages;
+    const messages: ChatMessage[] = [...this.o.pinned];
+    if (summary) messages.push({ role: 'user', content: `Summary of earlier steps:\n${summary}` });
+    for (const block of facts) messages.push(this.factMessage(block));
+    this.stable = { summary, facts: [...facts], messages };
+    return messages;
   }
 
   /** A turn whose reply was no valid action: kept verbatim, with what was wrong, so the model can fix it. */
@@ -330,6 +337,12 @@ export class RunMemory {
       this.foldHistoryIntoFacts(facts);
     }
   }
+}
+
+function sameBlocks(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** The prices the auto memory weighs a fold with; a model without a cached price has no discount to lose. */
