@@ -147,9 +147,26 @@ if (allocations) {
   allocations.connect();
   await allocations.post('HeapProfiler.startSampling', {
     samplingInterval: 4096,
-    includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    // KERNEL_ALLOCATIONS_LIVE=1: only what is alive at KERNEL_LIVE_AT_MS into the window (what runs in flight hold).
+    includeObjectsCollectedByMajorGC: process.env.KERNEL_ALLOCATIONS_LIVE !== '1',
+    includeObjectsCollectedByMinorGC: process.env.KERNEL_ALLOCATIONS_LIVE !== '1',
   });
+}
+// Live objects are read in the middle of the window, with every run still in flight.
+const live = allocations && process.env.KERNEL_ALLOCATIONS_LIVE === '1';
+const liveRead = live
+  ? new Promise<void>((resolve) =>
+      setTimeout(
+        () => {
+          void stopAllocations().then(resolve);
+        },
+        Number(process.env.KERNEL_LIVE_AT_MS ?? 5_000),
+      ),
+    )
+  : null;
+async function stopAllocations(): Promise<void> {
+  const { profile } = await allocations!.post('HeapProfiler.stopSampling');
+  writeFileSync(process.env.KERNEL_ALLOCATIONS!, JSON.stringify(profile));
 }
 const before = snapshot();
 const cpu0 = process.cpuUsage();
@@ -159,10 +176,8 @@ const elapsedMs = performance.now() - t0;
 await new Promise((resolve) => setTimeout(resolve, 50)); // the last GC entries are delivered
 const cpu = process.cpuUsage(cpu0);
 gcObserver.disconnect();
-if (allocations) {
-  const { profile } = await allocations.post('HeapProfiler.stopSampling');
-  writeFileSync(process.env.KERNEL_ALLOCATIONS!, JSON.stringify(profile));
-}
+if (liveRead) await liveRead;
+else if (allocations) await stopAllocations();
 const after = snapshot();
 const steps = after.steps - before.steps;
 const per = (key: keyof typeof before) => Number(((after[key] - before[key]) / steps).toFixed(3));
