@@ -153,19 +153,10 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
 
     env.watch?.attempt(attempt, plan.maxTokens);
     try {
-      const completion = await env.model.complete(
-        {
-          messages: request.messages,
-          tools: request.tools,
-          maxTokens: plan.maxTokens,
-          temperature: env.temperature,
-          ...(env.cacheKey ? { cacheKey: env.cacheKey } : {}),
-          ...(env.reasoning ? { reasoning: env.reasoning } : {}),
-          ...(env.serviceTier ? { serviceTier: tierOf(env, request, flexGaveUp) } : {}),
-          ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
-        },
-        { signal: env.signal, timeoutMs },
-      );
+      const completion = await env.model.complete(chatRequest(env, request, plan.maxTokens, flexGaveUp), {
+        signal: env.signal,
+        timeoutMs,
+      });
       // The endpoint's count is authoritative; when it reports none, our estimate stands in.
       if (completion.usage) env.calibration.observe(promptSize, completion.usage.promptTokens);
       const usage = chargedUsageOf(completion, promptEstimate, env.count);
@@ -211,6 +202,26 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
       }
     }
   }
+}
+
+/** The attempt's request: the optional fields only when set, always in this order. */
+function chatRequest(
+  env: ModelCallEnv,
+  request: ModelCallRequest,
+  maxTokens: number,
+  flexGaveUp: boolean,
+): ChatRequest {
+  const chat: ChatRequest = {
+    messages: request.messages,
+    tools: request.tools,
+    maxTokens,
+    temperature: env.temperature,
+  };
+  if (env.cacheKey) chat.cacheKey = env.cacheKey;
+  if (env.reasoning) chat.reasoning = env.reasoning;
+  if (env.serviceTier) chat.serviceTier = tierOf(env, request, flexGaveUp);
+  if (request.responseFormat) chat.responseFormat = request.responseFormat;
+  return chat;
 }
 
 /**
