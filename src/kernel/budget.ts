@@ -179,17 +179,30 @@ function completionRoomForCost(
 ): number {
   // The call is planned at its worst: no cache hit, the standard tier.
   const before = addUsage(used, { promptTokens, completionTokens: 0 });
-  const fits = (completion: number) =>
-    costUsd(price, { ...before, completionTokens: before.completionTokens + completion }) <= maxCostUsd;
-  if (!fits(0)) return -1;
+  // One usage object probed at each completion size (this runs several times a step).
+  const probe = { ...before };
+  const completedBefore = before.completionTokens;
+  if (!fitsWith(probe, completedBefore, 0, price, maxCostUsd)) return -1;
   if (price.outputPerMillion <= 0) return cap;
   const leftMicro = maxCostUsd * 1_000_000 - costUsd(price, before) * 1_000_000;
   // Capped before the correction loops: with a tiny output price the closed form can exceed 2^53, where
   // `room--` no longer changes the number.
   let room = Math.min(cap, Math.max(0, Math.floor(leftMicro / price.outputPerMillion)));
-  while (room > 0 && !fits(room)) room--;
-  while (room < cap && fits(room + 1)) room++;
+  while (room > 0 && !fitsWith(probe, completedBefore, room, price, maxCostUsd)) room--;
+  while (room < cap && fitsWith(probe, completedBefore, room + 1, price, maxCostUsd)) room++;
   return room;
+}
+
+/** Whether the usage with `completion` more completion tokens still costs at most `maxCostUsd`. */
+function fitsWith(
+  probe: TokenUsage,
+  completedBefore: number,
+  completion: number,
+  price: ModelPrice,
+  maxCostUsd: number,
+): boolean {
+  probe.completionTokens = completedBefore + completion;
+  return costUsd(price, probe) <= maxCostUsd;
 }
 
 /**

@@ -39,6 +39,28 @@ export function parseJsonReply(text: string): ParsedJsonReply {
 }
 
 function parseReply(text: string): ParsedJsonReply {
+  const whole = wholeObject(text);
+  return whole ? interpret(whole) : scanReply(text);
+}
+
+/**
+ * The reply when it is one strict JSON object and nothing else, the usual case, parsed at once: the scan would
+ * find no fence, no array, and that object as its only candidate, so it would come to the same result.
+ */
+function wholeObject(text: string): JsonObject | undefined {
+  if (text.includes('```')) return undefined;
+  const trimmed = text.trim();
+  if (!trimmed.startsWith('{') || !trimmed.endsWith('}')) return undefined;
+  try {
+    const value: unknown = JSON.parse(trimmed);
+    return isObject(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The lenient scan of a reply: fenced objects first, then every top-level object, repaired when need be. */
+export function scanReply(text: string): ParsedJsonReply {
   const starts = [...fenceContentStarts(text), 0];
   // Checked before the object scan, which would otherwise pick the first element and silently drop the rest.
   if (starts.some((start) => startsWithArrayOfObjects(text, start))) return invalid(ARRAY);
@@ -133,11 +155,8 @@ function parseLenient(json: string): unknown {
 
 function interpret(obj: JsonObject): ParsedJsonReply {
   const { tools, tool, answer } = obj;
-  // A null tool next to an answer means "no tool this turn": models often send {"tool": null, "answer": "..."}.
-  const given = (value: unknown) => value !== undefined && !(value === null && answer !== undefined);
-
-  if (given(tools)) return toolsReply(tools);
-  if (given(tool)) {
+  if (given(tools, answer)) return toolsReply(tools);
+  if (given(tool, answer)) {
     const action = toAction(obj, tool, '"tool"');
     return typeof action === 'string'
       ? invalid(`${action} ${EXPECTED}`)
@@ -149,6 +168,11 @@ function interpret(obj: JsonObject): ParsedJsonReply {
   const keys = Object.keys(obj);
   const found = keys.length === 0 ? 'was empty' : `had ${keyList(keys)} but no "tool" or "answer"`;
   return invalid(`Your JSON object ${found}. ${EXPECTED}`);
+}
+
+/** A null tool next to an answer means "no tool this turn": models often send {"tool": null, "answer": "..."}. */
+function given(value: unknown, answer: unknown): boolean {
+  return value !== undefined && !(value === null && answer !== undefined);
 }
 
 function toolsReply(tools: unknown): ParsedJsonReply {

@@ -146,43 +146,22 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
     // (a share of it) can be fractional, and HTTP clients refuse a fractional timeout.
     const timeoutMs = Math.floor(Math.min(env.timeoutMs, request.answerBy - env.now()));
     const chargedBefore = charged;
-    const settle = async () => {
-      if (!env.gate || ticket === undefined) return;
-      const spent = usageSince(chargedBefore, charged);
-      const settled = env.gate
-        .release(ticket, {
-          tokens: spent.promptTokens + spent.completionTokens,
-          costUsd: costUsd(env.price, spent),
-        })
-        .catch(() => undefined);
-      if (env.defer) env.defer(settled);
-      else await settled;
-    };
     if (timeoutMs <= 0) {
-      await settle();
+      await settleGate(env, ticket, chargedBefore, charged);
       return { ok: false, stop: 'deadline', ...cost(attempt - 1) };
     }
 
     env.watch?.attempt(attempt, plan.maxTokens);
     try {
-      const completion = await env.model.complete(
-        {
-          messages: request.messages,
-          tools: request.tools,
-          maxTokens: plan.maxTokens,
-          temperature: env.temperature,
-          ...(env.cacheKey ? { cacheKey: env.cacheKey } : {}),
-          ...(env.reasoning ? { reasoning: env.reasoning } : {}),
-          ...(env.serviceTier ? { serviceTier: tierOf(env, request, flexGaveUp) } : {}),
-          ...(request.responseFormat ? { responseFormat: request.responseFormat } : {}),
-        },
-        { signal: env.signal, timeoutMs },
-      );
+      const completion = await env.model.complete(chatRequest(env, request, plan.maxTokens, flexGaveUp), {
+        signal: env.signal,
+        timeoutMs,
+      });
       // The endpoint's count is authoritative; when it reports none, our estimate stands in.
       if (completion.usage) env.calibration.observe(promptSize, completion.usage.promptTokens);
       const usage = chargedUsageOf(completion, promptEstimate, env.count);
       charged = addUsage(charged, usage);
-      await settle();
+      await settleGate(env, ticket, chargedBefore, charged);
       return { ok: true, completion, ...cost(attempt) };
     } catch (error) {
       const apiError =
@@ -193,7 +172,7 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
       if (CHARGED_WHEN_UNANSWERED.has(apiError.code)) {
         charged = addUsage(charged, { promptTokens: promptEstimate, completionTokens: plan.maxTokens });
       }
-      await settle();
+      await settleGate(env, ticket, chargedBefore, charged);
       // Flex lacking capacity is not a rate limit: the fleet's other calls go on at full speed.
       const flexUnavailable = apiError.code === 'flex_unavailable';
       if (apiError.status === 429 && !flexUnavailable) env.gate?.rateLimited?.(apiError.retryAfterMs);
@@ -223,6 +202,48 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
       }
     }
   }
+}
+
+/** The attempt's request: the optional fields only when set, always in this order. */
+function chatRequest(
+  env: ModelCallEnv,
+  request: ModelCallRequest,
+  maxTokens: number,
+  flexGaveUp: boolean,
+): ChatRequest {
+  const chat: ChatRequest = {
+    messages: request.messages,
+    tools: request.tools,
+    maxTokens,
+    temperature: env.temperature,
+  };
+  if (env.cacheKey) chat.cacheKey = env.cacheKey;
+  if (env.reasoning) chat.reasoning = env.reasoning;
+  if (env.serviceTier) chat.serviceTier = tierOf(env, request, flexGaveUp);
+  if (request.responseFormat) chat.responseFormat = request.responseFormat;
+  return chat;
+}
+
+/**
+ * Settles the gate's booking of an attempt with what it charged (nothing without a gate): handed to `defer` when
+ * the run takes settlements, awaited otherwise.
+ */
+async function settleGate(
+  env: ModelCallEnv,
+  ticket: string | undefined,
+  before: TokenUsage,
+  after: TokenUsage,
+): Promise<void> {
+  if (!env.gate || ticket === undefined) return;
+  const spent = usageSince(before, after);
+  const settled = env.gate
+    .release(ticket, {
+      tokens: spent.promptTokens + spent.completionTokens,
+      costUsd: costUsd(env.price, spent),
+    })
+    .catch(() => undefined);
+  if (env.defer) env.defer(settled);
+  else await settled;
 }
 
 /**

@@ -30,6 +30,8 @@ export function observeRepeat(
 
 /** Key order must not make two identical calls look different. */
 function canonical(value: unknown): unknown {
+  // Arguments usually come with their keys in order already: then they are their own canonical form.
+  if (inOrder(value)) return value;
   if (Array.isArray(value)) return value.map(canonical);
   if (value && typeof value === 'object') {
     return Object.fromEntries(
@@ -39,4 +41,25 @@ function canonical(value: unknown): unknown {
     );
   }
   return value;
+}
+
+/**
+ * Whether a parsed JSON value already has every object's keys sorted, so that it serializes as its canonical
+ * copy would. Anything but JSON's own types (a Date, a class) is left to the copy.
+ */
+function inOrder(value: unknown, depth = 0): boolean {
+  if (value === null || typeof value !== 'object') return true;
+  if (depth > 32) return false;
+  if (Array.isArray(value)) {
+    for (const item of value) if (!inOrder(item, depth + 1)) return false;
+    return true;
+  }
+  const prototype: unknown = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  const keys = Object.keys(value);
+  for (let i = 0; i < keys.length; i++) {
+    if (i > 0 && !(keys[i - 1]! < keys[i]!)) return false;
+    if (!inOrder((value as Record<string, unknown>)[keys[i]!], depth + 1)) return false;
+  }
+  return true;
 }

@@ -677,26 +677,32 @@ class AgentRun {
 
   /** Before each step: the memory folds what its policy says to; a summary it asks for is a model call of the run. */
   private async foldMemory(): Promise<void> {
-    const fold = await this.memory.fold({
-      stepAffordable: () => this.stepAffordable(),
-      summarize: async (messages) => {
-        const call = await this.callModel(
-          {
-            messages,
-            tools: undefined,
-            desiredMaxTokens: D.SUMMARY_MAX_TOKENS,
-            minCompletionTokens: D.SUMMARY_MAX_TOKENS,
-            answerBy: this.softDeadline(),
-          },
-          'summary',
-        );
-        this.trace.carryOver(call);
-        return call;
-      },
-    });
+    const fold = await this.memory.fold(this.foldHooks);
     if (!fold) return;
     this.trace.noteEvent(fold.event);
     if (fold.paidSummary) this.checkpoint();
+  }
+
+  /** What the memory's fold may ask of the run (made once: the fold runs before every step). */
+  private readonly foldHooks = {
+    stepAffordable: () => this.stepAffordable(),
+    summarize: (messages: ChatMessage[]) => this.summarize(messages),
+  };
+
+  /** A summary for the memory: a model call of the run, reported with the next step's trace. */
+  private async summarize(messages: ChatMessage[]): Promise<ModelCallResult> {
+    const call = await this.callModel(
+      {
+        messages,
+        tools: undefined,
+        desiredMaxTokens: D.SUMMARY_MAX_TOKENS,
+        minCompletionTokens: D.SUMMARY_MAX_TOKENS,
+        answerBy: this.softDeadline(),
+      },
+      'summary',
+    );
+    this.trace.carryOver(call);
+    return call;
   }
 
   /** Whether the budget can pay the next step on the prompt as it is, and a final turn after it. */
@@ -773,10 +779,7 @@ class AgentRun {
         sleep: this.sleep,
         used: this.state.usage,
         gate: this.input.gate,
-        defer: (settle) => {
-          this.settles.add(settle);
-          void settle.finally(() => this.settles.delete(settle));
-        },
+        defer: this.deferSettle,
         watch,
       },
       request,
@@ -787,6 +790,12 @@ class AgentRun {
     this.state.promptCalibration = this.calibration.state;
     return result;
   }
+
+  /** Takes a settlement of the fleet gate the run does not wait for now, but before it ends. */
+  private readonly deferSettle = (settle: Promise<void>): void => {
+    this.settles.add(settle);
+    void settle.finally(() => this.settles.delete(settle));
+  };
 
   /** Model calls of a step stop this long before the deadline, leaving time for the final answer. */
   private softDeadline(): number {

@@ -24,7 +24,7 @@ import type { ModelCallResult } from './model-call.js';
 import { truncateChars } from './truncate.js';
 import type { RunState, TraceEvent } from './types.js';
 import type { ModelPrice } from './pricing.js';
-import { countMessageTokens, type TokenCounter } from './tokens.js';
+import { countAppendedMessageTokens, countMessageTokens, type TokenCounter } from './tokens.js';
 
 export interface RunMemoryOptions {
   /** The run's state: the memory reads and writes its history, summary and facts in place. */
@@ -63,6 +63,8 @@ export interface WindowFold {
 export class RunMemory {
   /** Fact messages by their text: a block's message is made (and its tokens counted) once. */
   private readonly factMessages = new Map<string, ChatMessage>();
+  /** The last stable part made, and the summary and blocks it was made of. */
+  private stable: { summary: string | null; facts: string[]; messages: readonly ChatMessage[] } | null = null;
 
   constructor(private readonly o: RunMemoryOptions) {}
 
@@ -79,16 +81,21 @@ export class RunMemory {
     return [...this.stablePart(), ...this.state.history];
   }
 
-  /** What stays byte-identical from step to step: pinned messages, the summary, the facts blocks in order. */
-  stablePart(): ChatMessage[] {
-    const summary: ChatMessage[] = this.state.summary
-      ? [{ role: 'user', content: `Summary of earlier steps:\n${this.state.summary}` }]
-      : [];
-    return [
-      ...this.o.pinned,
-      ...summary,
-      ...(this.state.facts ?? []).map((block) => this.factMessage(block)),
-    ];
+  /**
+   * What stays byte-identical from step to step: pinned messages, the summary, the facts blocks in order. Made
+   * again only when the summary or a block changed (it is asked for several times a step); the same message
+   * objects keep their counts.
+   */
+  stablePart(): readonly ChatMessage[] {
+    const summary = this.state.summary;
+    const facts = this.state.facts ?? [];
+    const made = this.stable;
+    if (made && made.summary === summary && sameBlocks(made.facts, facts)) return made.messages;
+    const messages: ChatMessage[] = [...this.o.pinned];
+    if (summary) messages.push({ role: 'user', content: `Summary of earlier steps:\n${summary}` });
+    for (const block of facts) messages.push(this.factMessage(block));
+    this.stable = { summary, facts: [...facts], messages };
+    return messages;
   }
 
   /** A turn whose reply was no valid action: kept verbatim, with what was wrong, so the model can fix it. */
@@ -200,16 +207,20 @@ export class RunMemory {
    */
   private fitAutoMemory(stepAffordable: () => boolean): void {
     const tools = this.o.requestTools();
-    const limit = this.o.contextTokens * D.CONTEXT_FOLD_SHARE;
-    const tooBig = () => this.o.estimate(this.prompt(), tools) + this.o.completionTokens > limit;
-    if (this.state.history.length > 0 && (tooBig() || !stepAffordable())) {
+    if (this.state.history.length > 0 && (this.tooBig(tools) || !stepAffordable())) {
       this.foldHistoryIntoFacts();
     }
-    if (tooBig() && (this.state.facts?.length ?? 0) > 0) {
+    if (this.tooBig(tools) && (this.state.facts?.length ?? 0) > 0) {
       const blocks = (this.state.facts ?? []).map((block) => factsMessage([block]));
       this.state.summary = deterministicSummary(this.state.summary, blocks);
       this.state.facts = [];
     }
+  }
+
+  /** Whether the next step's prompt would pass the share of the context window the auto memory keeps to. */
+  private tooBig(tools: readonly ToolSpec[] | undefined): boolean {
+    const limit = this.o.contextTokens * D.CONTEXT_FOLD_SHARE;
+    return this.o.estimate(this.prompt(), tools) + this.o.completionTokens > limit;
   }
 
   /** A model summary only pays when there is much to fold and the budget can afford it and a step after. */
@@ -231,10 +242,11 @@ export class RunMemory {
     return usage.totalTokens <= budget.maxTokens && usage.costUsd <= budget.maxCostUsd;
   }
 
-  private factMessage(block: string): ChatMessage {
+  private factMessage(block: string, extends_?: ChatMessage): ChatMessage {
     let message = this.factMessages.get(block);
     if (!message) {
       message = factsMessage([block]);
+      countAppendedMessageTokens(message, extends_, this.o.count);
       this.factMessages.set(block, message);
     }
     return message;
@@ -268,8 +280,12 @@ export class RunMemory {
     const text = parts.join('\n');
     if (facts.length === 0) facts.push(text);
     else {
+      const last = facts.length - 1;
+      const before = this.factMessages.get(facts[last]!);
       this.factMessages.clear();
-      facts[facts.length - 1] = `${facts[facts.length - 1]}\n${text}`;
+      facts[last] = `${facts[last]}\n${text}`;
+      // Counted from the block it extends: only its new lines are tokenized.
+      this.factMessage(facts[last], before);
     }
     this.state.history = [];
     delete this.state.historyFacts;
@@ -281,7 +297,6 @@ export class RunMemory {
    * failed: the model then sees exactly what it sent, to fix it.
    */
   private appendTurn(turn: ChatMessage[], facts: string, failed: boolean): void {
-    const tokens = (messages: readonly ChatMessage[]) => this.o.estimate(messages, undefined);
     const tools = this.o.requestTools();
     const prefixTokens = this.o.estimate(this.stablePart(), tools);
     const budget = this.o.budget();
@@ -291,8 +306,8 @@ export class RunMemory {
     if (this.state.history.length > 0) {
       foldOld = foldPays(
         {
-          verbatimTokens: tokens(this.state.history),
-          factsTokens: tokens([factsMessage([this.historyFactsText()])]),
+          verbatimTokens: this.o.estimate(this.state.history, undefined),
+          factsTokens: this.o.estimate([factsMessage([this.historyFactsText()])], undefined),
           prefixTokens,
           sentBefore: true,
           laterCalls,
@@ -306,8 +321,8 @@ export class RunMemory {
       (foldOld || this.state.history.length === 0) &&
       foldPays(
         {
-          verbatimTokens: tokens(turn),
-          factsTokens: tokens([factsMessage([facts])]),
+          verbatimTokens: this.o.estimate(turn, undefined),
+          factsTokens: this.o.estimate([factsMessage([facts])], undefined),
           prefixTokens,
           sentBefore: false,
           laterCalls,
@@ -322,6 +337,12 @@ export class RunMemory {
       this.foldHistoryIntoFacts(facts);
     }
   }
+}
+
+function sameBlocks(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** The prices the auto memory weighs a fold with; a model without a cached price has no discount to lose. */

@@ -20,11 +20,18 @@ type Encoding = 'cl100k_base' | 'o200k_base';
 const loadEncoding = createRequire(import.meta.url);
 const counters = new Map<Encoding, TokenCounter>();
 
+// Text is counted as text, special tokens (`<|endoftext|>`) included: endpoints take them so in a message, and
+// by default the tokenizer throws on them, which would end a run over a tool result or a reply that quotes one.
+// Not scanning each text for them also spares a pass over it.
+const PLAIN_TEXT = { disallowedSpecial: new Set<string>() };
+
 function counterOf(encoding: Encoding): TokenCounter {
   let counter = counters.get(encoding);
   if (!counter) {
-    const module = loadEncoding(`gpt-tokenizer/encoding/${encoding}`) as { countTokens: TokenCounter };
-    counter = (text) => module.countTokens(text);
+    const module = loadEncoding(`gpt-tokenizer/encoding/${encoding}`) as {
+      countTokens: (text: string, options: typeof PLAIN_TEXT) => number;
+    };
+    counter = (text) => module.countTokens(text, PLAIN_TEXT);
     counters.set(encoding, counter);
   }
   return counter;
@@ -36,42 +43,93 @@ export function tokenCounterFor(model: string): TokenCounter {
   return counterOf(/^(ft:)?(gpt-4o|gpt-4\.1|gpt-5|o\d)/.test(model) ? 'o200k_base' : 'cl100k_base');
 }
 
-/** One counter's cache in a family of caches kept per counter (a count depends on the encoding), made on first use. */
-function cacheOf<C>(family: WeakMap<TokenCounter, C>, count: TokenCounter, make: () => C): C {
-  let cache = family.get(count);
-  if (!cache) {
-    cache = make();
-    family.set(count, cache);
-  }
-  return cache;
+/**
+ * The caches of one counter (a count depends on the encoding), looked up once per call that walks a prompt.
+ * Messages in memory are never mutated, so a message's count is computed once per counter however many
+ * prompts it appears in: the loop estimates the whole prompt several times a step.
+ */
+interface CounterCaches {
+  /** The four role names: a handful of tokens, but a tokenizer call each for every message. */
+  roles: Map<string, number>;
+  messages: WeakMap<ChatMessage, number>;
+  framing: WeakMap<ChatMessage, number>;
+  tools: WeakMap<readonly ToolSpec[], number>;
+  longTexts: RememberedCounts;
+  lines: RememberedCounts;
+  /** Of a message counted by `countAppendedMessageTokens`: its content's last cut and the tokens before it. */
+  heads: WeakMap<ChatMessage, TextHead>;
 }
 
-/** `count(text)`, remembered by value in a map of at most `limit` texts (emptied when full: repeats come back). */
-function countRemembered(
-  cache: Map<string, number>,
-  limit: number,
-  text: string,
-  count: TokenCounter,
-): number {
-  let tokens = cache.get(text);
+const cachesByCounter = new WeakMap<TokenCounter, CounterCaches>();
+
+function cachesOf(count: TokenCounter): CounterCaches {
+  let caches = cachesByCounter.get(count);
+  if (!caches) {
+    caches = {
+      roles: new Map(),
+      messages: new WeakMap(),
+      framing: new WeakMap(),
+      tools: new WeakMap(),
+      longTexts: new RememberedCounts(LONG_TEXTS_KEPT, LONG_TEXT_CHARS_KEPT),
+      lines: new RememberedCounts(LINES_KEPT, LINE_CHARS_KEPT),
+      heads: new WeakMap(),
+    };
+    cachesByCounter.set(count, caches);
+  }
+  return caches;
+}
+
+/**
+ * Counts remembered by value, for texts that come back (a system prompt, summary lines). The texts are the
+ * model's and the tools' as much as ours, so the map is bounded in entries and in characters, and emptied when
+ * either is reached (what comes back is counted and remembered again); a text larger than the whole bound is
+ * never kept.
+ */
+class RememberedCounts {
+  private readonly counts = new Map<string, number>();
+  private chars = 0;
+
+  constructor(
+    private readonly maxEntries: number,
+    private readonly maxChars: number,
+  ) {}
+
+  count(text: string, count: TokenCounter): number {
+    let tokens = this.counts.get(text);
+    if (tokens === undefined) {
+      tokens = count(text);
+      if (text.length > this.maxChars) return tokens;
+      if (this.counts.size >= this.maxEntries || this.chars + text.length > this.maxChars) {
+        this.counts.clear();
+        this.chars = 0;
+      }
+      this.counts.set(text, tokens);
+      this.chars += text.length;
+    }
+    return tokens;
+  }
+}
+
+const ROLES = new Set(['system', 'user', 'assistant', 'tool']);
+
+function roleTokens(role: string, count: TokenCounter, caches: CounterCaches): number {
+  let tokens = caches.roles.get(role);
   if (tokens === undefined) {
-    tokens = count(text);
-    if (cache.size >= limit) cache.clear();
-    cache.set(text, tokens);
+    tokens = count(role);
+    if (ROLES.has(role)) caches.roles.set(role, tokens);
   }
   return tokens;
 }
 
-// Messages in memory are never mutated, so a message's count is computed once per counter however many
-// prompts it appears in: the loop re-counts the whole prompt before every call.
-const messageCache = new WeakMap<TokenCounter, WeakMap<ChatMessage, number>>();
-
 export function countMessageTokens(message: ChatMessage, count: TokenCounter): number {
-  const cache = cacheOf(messageCache, count, () => new WeakMap());
-  const cached = cache.get(message);
+  return messageTokens(message, count, cachesOf(count));
+}
+
+function messageTokens(message: ChatMessage, count: TokenCounter, caches: CounterCaches): number {
+  const cached = caches.messages.get(message);
   if (cached !== undefined) return cached;
-  let tokens = TOKENS_PER_MESSAGE + count(message.role);
-  if (message.content) tokens += countLongText(message.content, count);
+  let tokens = TOKENS_PER_MESSAGE + roleTokens(message.role, count, caches);
+  if (message.content) tokens += countLongText(message.content, count, caches);
   if (message.role === 'tool') tokens += count(message.tool_call_id);
   if (message.role === 'assistant' && message.tool_calls) {
     for (const call of message.tool_calls) {
@@ -79,7 +137,7 @@ export function countMessageTokens(message: ChatMessage, count: TokenCounter): n
         TOKENS_PER_TOOL_CALL + count(call.id) + count(call.function.name) + count(call.function.arguments);
     }
   }
-  cache.set(message, tokens);
+  caches.messages.set(message, tokens);
   return tokens;
 }
 
@@ -87,22 +145,17 @@ export function countMessageTokens(message: ChatMessage, count: TokenCounter): n
 // its own: long texts are also remembered by value, a few hundred at most.
 const LONG_TEXT_CHARS = 512;
 const LONG_TEXTS_KEPT = 256;
-const textCache = new WeakMap<TokenCounter, Map<string, number>>();
+export const LONG_TEXT_CHARS_KEPT = 4_000_000;
 
-function countLongText(text: string, count: TokenCounter): number {
+function countLongText(text: string, count: TokenCounter, caches: CounterCaches): number {
   if (text.length < LONG_TEXT_CHARS) return count(text);
-  return countRemembered(
-    cacheOf(textCache, count, () => new Map()),
-    LONG_TEXTS_KEPT,
-    text,
-    count,
-  );
+  return caches.longTexts.count(text, count);
 }
 
 // Lines of the deterministic summaries the kernel estimates before every step: each summary is new, its lines
 // mostly are not (they describe the same messages step after step).
 const LINES_KEPT = 4_096;
-const lineCache = new WeakMap<TokenCounter, Map<string, number>>();
+const LINE_CHARS_KEPT = 1_000_000;
 
 /**
  * An estimate of a multi-line text's tokens, for budget checks: the tokens of each line (each distinct line
@@ -110,10 +163,13 @@ const lineCache = new WeakMap<TokenCounter, Map<string, number>>();
  * with it, so this is the exact count or slightly above it.
  */
 export function estimateTokensByLine(text: string, count: TokenCounter): number {
-  const cache = cacheOf(lineCache, count, () => new Map());
+  return linesEstimate(text, count, cachesOf(count));
+}
+
+function linesEstimate(text: string, count: TokenCounter, caches: CounterCaches): number {
   const lines = text.split('\n');
   let tokens = lines.length - 1;
-  for (const line of lines) tokens += countRemembered(cache, LINES_KEPT, line, count);
+  for (const line of lines) tokens += caches.lines.count(line, count);
   return tokens;
 }
 
@@ -122,26 +178,80 @@ export function estimateTokensByLine(text: string, count: TokenCounter): number 
  * it are estimated without counting its text: for a message made only to be measured.
  */
 export function estimateMessageTokensByLine(message: ChatMessage, count: TokenCounter): number {
+  const caches = cachesOf(count);
   const tokens =
-    TOKENS_PER_MESSAGE + count(message.role) + estimateTokensByLine(message.content ?? '', count);
-  let cache = messageCache.get(count);
-  if (!cache) {
-    cache = new WeakMap();
-    messageCache.set(count, cache);
-  }
-  cache.set(message, tokens);
+    TOKENS_PER_MESSAGE +
+    roleTokens(message.role, count, caches) +
+    linesEstimate(message.content ?? '', count, caches);
+  caches.messages.set(message, tokens);
   return tokens;
 }
 
-const toolsCache = new WeakMap<TokenCounter, WeakMap<readonly ToolSpec[], number>>();
+// A block of facts grows by whole lines at its end, and the prompt is re-estimated with it every step: counted
+// whole each time, a run's counting would grow with the square of its length. The encodings' pre-tokenizers never
+// join a line break with a following character that is neither white space nor '/' (no piece they split text
+// into runs on past such a point, and none depends on what comes before it), so a text cut there counts exactly
+// as its two parts: a block's count is the count of its part up to its last such cut, kept, plus the rest.
+
+/** Where a text can be cut without changing its count: the offset past the cut, and the tokens before it. */
+interface TextHead {
+  cut: number;
+  tokens: number;
+}
+
+/** The last offset in text[from..] just past a '\n' followed by neither white space nor '/'; `from` if none. */
+export function lastCountCut(text: string, from = 0): number {
+  for (let at = text.lastIndexOf('\n'); at >= from && at !== -1; at = text.lastIndexOf('\n', at - 1)) {
+    const next = text.charCodeAt(at + 1);
+    if (at + 1 < text.length && next !== 0x2f && !/\s/.test(text[at + 1]!)) return at + 1;
+    if (at === 0) break;
+  }
+  return from;
+}
+
+/**
+ * The count of a user or system message whose content extends `base`'s (a facts block with lines appended),
+ * exactly `countMessageTokens(message)`, counting only the text past `base`'s last cut when `base` was counted
+ * this way; the message keeps the count, and its own last cut for the next extension. Any other pair is simply
+ * counted.
+ */
+export function countAppendedMessageTokens(
+  message: ChatMessage,
+  base: ChatMessage | undefined,
+  count: TokenCounter,
+): number {
+  const caches = cachesOf(count);
+  const cached = caches.messages.get(message);
+  if (cached !== undefined) return cached;
+  if (message.role !== 'user' && message.role !== 'system') return messageTokens(message, count, caches);
+  const text = message.content;
+  let head: TextHead = { cut: 0, tokens: 0 };
+  const known = base ? caches.heads.get(base) : undefined;
+  if (known && base!.role === message.role && text.startsWith(base!.content ?? '')) head = known;
+  const cut = lastCountCut(text, head.cut);
+  if (cut > head.cut) head = { cut, tokens: head.tokens + count(text.slice(head.cut, cut)) };
+  const rest = head.cut < text.length ? text.slice(head.cut) : '';
+  const tokens =
+    TOKENS_PER_MESSAGE + roleTokens(message.role, count, caches) + head.tokens + (rest ? count(rest) : 0);
+  caches.heads.set(message, head);
+  caches.messages.set(message, tokens);
+  return tokens;
+}
 
 export function countToolsTokens(tools: readonly ToolSpec[] | undefined, count: TokenCounter): number {
+  return toolsTokens(tools, count, cachesOf(count));
+}
+
+function toolsTokens(
+  tools: readonly ToolSpec[] | undefined,
+  count: TokenCounter,
+  caches: CounterCaches,
+): number {
   if (!tools || tools.length === 0) return 0;
-  const cache = cacheOf(toolsCache, count, () => new WeakMap());
-  const cached = cache.get(tools);
+  const cached = caches.tools.get(tools);
   if (cached !== undefined) return cached;
   const tokens = TOKENS_FOR_TOOLS_BLOCK + count(JSON.stringify(tools));
-  cache.set(tools, tokens);
+  caches.tools.set(tools, tokens);
   return tokens;
 }
 
@@ -156,8 +266,9 @@ export function countPromptTokens(
   tools: readonly ToolSpec[] | undefined,
   count: TokenCounter,
 ): number {
-  let tokens = TOKENS_PER_REPLY_PRIMING + countToolsTokens(tools, count);
-  for (const message of messages) tokens += countMessageTokens(message, count);
+  const caches = cachesOf(count);
+  let tokens = TOKENS_PER_REPLY_PRIMING + toolsTokens(tools, count, caches);
+  for (const message of messages) tokens += messageTokens(message, count, caches);
   return tokens;
 }
 
@@ -170,12 +281,14 @@ export function countPromptTokens(
 const TOOL_CALL_OPENING_TOKENS = 10 + 1;
 const TOOL_CALLS_CLOSING_TOKENS = 12;
 
-const framingCache = new WeakMap<TokenCounter, WeakMap<ChatMessage, number>>();
-
 /** What a message may cost beyond its documented count: an endpoint's framing of the tool calls it makes. */
 export function toolCallFramingTokens(message: ChatMessage, count: TokenCounter): number {
+  return framingTokens(message, count, cachesOf(count));
+}
+
+function framingTokens(message: ChatMessage, count: TokenCounter, caches: CounterCaches): number {
   if (message.role !== 'assistant' || !message.tool_calls || message.tool_calls.length === 0) return 0;
-  const cache = cacheOf(framingCache, count, () => new WeakMap());
+  const cache = caches.framing;
   const cached = cache.get(message);
   if (cached !== undefined) return cached;
   let fitted = TOOL_CALLS_CLOSING_TOKENS;
@@ -199,8 +312,10 @@ export function countPromptTokensBound(
   tools: readonly ToolSpec[] | undefined,
   count: TokenCounter,
 ): number {
-  let tokens = countPromptTokens(messages, tools, count);
-  for (const message of messages) tokens += toolCallFramingTokens(message, count);
+  const caches = cachesOf(count);
+  let tokens = TOKENS_PER_REPLY_PRIMING + toolsTokens(tools, count, caches);
+  for (const message of messages)
+    tokens += messageTokens(message, count, caches) + framingTokens(message, count, caches);
   return tokens;
 }
 

@@ -1,6 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import fc from 'fast-check';
-import { parseJsonReply } from '../../../src/kernel/json-action-parser.js';
+import { parseJsonReply, scanReply } from '../../../src/kernel/json-action-parser.js';
 import type { ParsedJsonReply } from '../../../src/kernel/json-action-parser.js';
 
 const call = (tool: string, args: unknown = {}): ParsedJsonReply => ({
@@ -284,6 +284,34 @@ describe('parseJsonReply: properties', () => {
           expect(parseJsonReply(before + body + after)).toEqual({ kind: 'actions', actions: [expected] });
         },
       ),
+    );
+  });
+});
+
+describe('the shortcut for a reply that is one strict JSON object', () => {
+  // It parses such a reply at once instead of scanning it: it must come to what the scan comes to.
+  const key = fc.constantFrom('tool', 'tools', 'answer', 'args', 'name', 'arguments', 'input', 'x');
+  const value = fc.oneof(
+    fc.jsonValue({ maxDepth: 2 }),
+    fc.constantFrom('lookup', '', null, '{"id": 1}', "it's {", '```', '"}'),
+    fc.array(fc.dictionary(key, fc.jsonValue({ maxDepth: 1 }), { maxKeys: 3 }), { maxLength: 3 }),
+  );
+  const object = fc.dictionary(key, value, { maxKeys: 4 });
+  const space = fc.constantFrom('', ' ', '\n', '\t\n ', '\u00a0', '\ufeff', '\u2028');
+  const reply = fc.oneof(
+    fc
+      .tuple(space, object, space, fc.boolean())
+      .map(([before, o, after, pretty]) => `${before}${JSON.stringify(o, null, pretty ? 2 : 0)}${after}`),
+    fc.tuple(object, fc.string({ maxLength: 12 })).map(([o, extra]) => `${JSON.stringify(o)}${extra}`),
+    fc.string({ maxLength: 40 }).map((t) => `{${t}}`),
+  );
+
+  it('comes to the same result as the scan (property)', () => {
+    fc.assert(
+      fc.property(reply, (text) => {
+        expect(parseJsonReply(text)).toEqual(scanReply(text));
+      }),
+      { numRuns: 3000 },
     );
   });
 });

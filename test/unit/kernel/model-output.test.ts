@@ -152,3 +152,23 @@ describe('parallel tool calls', () => {
     expect(observationsIn(server.requests.at(-1)!.messages)).toEqual(['first done', 'second done']);
   });
 });
+
+describe('special-token text', () => {
+  // `<|endoftext|>` in a reply or a tool result is text to the endpoint; the tokenizer's default is to throw
+  // on it, which ended the run with an error.
+  it.each(['json', 'tools'] as const)('is counted as text (%s protocol)', async (protocol) => {
+    server.reset({
+      script: [
+        { actions: [{ tool: 'peek', args: { key: '<|endoftext|>' } }] },
+        { answer: 'the value of <|endoftext|> is known <|im_start|>' },
+      ],
+    });
+    const { result } = await runWith(server, { protocol });
+    expect(result).toMatchObject({
+      status: 'succeeded',
+      answer: 'the value of <|endoftext|> is known <|im_start|>',
+      toolCalls: 1,
+    });
+    expect(observationsIn(server.requests.at(-1)!.messages)).toEqual(['value of <|endoftext|>']);
+  });
+});

@@ -87,3 +87,39 @@ describe('observeRepeat', () => {
     expect(REPEAT_NUDGE).toMatch(/Do not repeat it/);
   });
 });
+
+describe('turnSignature of arguments already in key order', () => {
+  // Arguments whose keys are sorted are their own canonical form (no copy is made): the signature must be the
+  // one of the sorted copy, whatever the arguments.
+  const sortedCopy = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(sortedCopy);
+    if (value && typeof value === 'object')
+      return Object.fromEntries(
+        Object.keys(value)
+          .sort()
+          .map((key) => [key, sortedCopy((value as Record<string, unknown>)[key])]),
+      );
+    return value;
+  };
+  const reference = (calls: { name: string; args: unknown }[], outputs: string[]) =>
+    JSON.stringify([calls.map((call) => [call.name, sortedCopy(call.args)]), outputs]);
+
+  it('is the signature of the sorted copy (property)', () => {
+    const args = fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.jsonValue({ maxDepth: 3 }).map(sortedCopy));
+    fc.assert(
+      fc.property(fc.array(fc.record({ name: fc.string(), args }), { maxLength: 3 }), (calls) => {
+        expect(turnSignature(calls, ['x'])).toBe(reference(calls, ['x']));
+        const parsed = calls.map((c) => ({ name: c.name, args: JSON.parse(JSON.stringify(c.args ?? null)) }));
+        expect(turnSignature(parsed, ['x'])).toBe(reference(parsed, ['x']));
+      }),
+      { numRuns: 2000 },
+    );
+    const date = new Date(0);
+    expect(turnSignature([{ name: 'a', args: { at: date } }], [])).toBe(
+      reference([{ name: 'a', args: { at: date } }], []),
+    );
+    expect(turnSignature([{ name: 'a', args: { 10: 1, 9: 2, b: 1, a: 2 } }], [])).toBe(
+      reference([{ name: 'a', args: { 10: 1, 9: 2, b: 1, a: 2 } }], []),
+    );
+  });
+});
