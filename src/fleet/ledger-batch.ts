@@ -39,7 +39,13 @@ export class LedgerBatcher {
     const queued = this.queued;
     this.queued = [];
     for (let i = 0; i < queued.length; i += MAX_OPERATIONS_PER_SCRIPT) {
-      this.send(queued.slice(i, i + MAX_OPERATIONS_PER_SCRIPT));
+      const operations = queued.slice(i, i + MAX_OPERATIONS_PER_SCRIPT);
+      // Thrown here, an error would end the process (this runs in setImmediate): it fails the operations.
+      try {
+        this.send(operations);
+      } catch (error) {
+        for (const op of operations) op.reject(error);
+      }
     }
   }
 
