@@ -2,11 +2,14 @@
 // against a redis-server of its own, every command seen through MONITOR, and those from the worker process's
 // sockets (found with `ss -tnp` while it runs) counted by command and script. Usage, from the repository:
 //   npx tsx bench/redis-commands.ts          (BENCH_* variables pass through; BENCH_REPETITIONS defaults to 1)
+// BENCH_REDIS_SCENARIO=4 counts scenario 4 instead (the model answering after BENCH_LATENCY_MS, as many jobs in
+// flight as BENCH_LATENCY_CONCURRENCY), where the steps of many jobs end in the same turns as in production.
 // The scenario's results file is written as usual; the counts are printed, not kept.
 import { spawn, execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { startPrivateRedis } from './lib/private-redis.js';
 
+const scenario = process.env.BENCH_REDIS_SCENARIO === '4' ? '4' : '3';
 const redis = await startPrivateRedis();
 const port = new URL(redis.url).port;
 const monitor = await redis.monitor();
@@ -44,7 +47,7 @@ const bench = spawn('npx', ['tsx', 'bench/run.ts'], {
   env: {
     ...process.env,
     REDIS_URL: redis.url,
-    BENCH_ONLY: '3',
+    BENCH_ONLY: scenario,
     BENCH_REPETITIONS: process.env.BENCH_REPETITIONS ?? '1',
   },
 });
@@ -62,10 +65,17 @@ if (code !== 0) throw new Error(`the benchmark failed (exit ${code})`);
 const resultsFile = /results in (bench\/results\/\S+\.json)/.exec(output)?.[1];
 if (!resultsFile) throw new Error('no results file named in the benchmark output');
 const { config } = JSON.parse(readFileSync(resultsFile, 'utf8')) as {
-  config: { steps: { tasks: number; warmupTasks: number; steps: number; repetitions: number } };
+  config: {
+    steps: { tasks: number; warmupTasks: number; steps: number; repetitions: number };
+    latency: { jobs: number; warmupJobs: number; steps: number; repetitions: number };
+  };
 };
 const s = config.steps;
-const steps = (s.warmupTasks + s.tasks * s.repetitions) * s.steps;
+const l = config.latency;
+const steps =
+  scenario === '4'
+    ? (l.warmupJobs + l.jobs * l.repetitions) * l.steps
+    : (s.warmupTasks + s.tasks * s.repetitions) * s.steps;
 const byCommand: Record<string, number> = {};
 for (const [source, counts] of monitor.byClient) {
   if (!workerSockets.has(source)) continue;

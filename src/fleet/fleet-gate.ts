@@ -1,6 +1,7 @@
 // The kernel's call gate backed by the fleet's Redis: a request slot (MODEL_RPM) and a booking in the spend
 // ledger before each model call, a settle after, a fleet-wide pause on a 429; one round trip per step, and no
-// waiting for bookings no cap can refuse. The trade-offs: docs/limits.md (one round trip per step).
+// waiting for bookings no cap can refuse. The trade-offs: docs/limits.md (one round trip per step, one script per
+// turn).
 import type { Redis } from 'ioredis';
 import type { Env } from '../../config/env.js';
 import type { CallCost, CallGate, GateDecision, GateWaitLimits } from '../kernel/call-gate.js';

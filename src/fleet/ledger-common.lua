@@ -2,6 +2,8 @@
 -- res_usd, res_tok, cap_usd, cap_tok), res (sorted set: ticket -> expiry ms), amt (hash: ticket ->
 -- "<micro-usd>:<tokens>" reserved), exp (hash: expired tickets -> their amounts, until a late settle corrects
 -- them). Figures come in as the strings the caller sent, never as Lua numbers, so no formatting can round them.
+-- Every function takes the keys of its operation (K) rather than KEYS: a batch (ledger-batch.lua) runs several
+-- operations, each over its own slice of KEYS.
 local function now_ms(arg)
   if arg ~= '' then return tonumber(arg) end
   local t = redis.call('TIME')
@@ -38,8 +40,8 @@ local function sweep(st, rs, am, ex, now)
   return #expired
 end
 
-local function touch(base, ttl)
-  for j = 1, 4 do redis.call('PEXPIRE', KEYS[base + j], ttl) end
+local function touch(K, base, ttl)
+  for j = 1, 4 do redis.call('PEXPIRE', K[base + j], ttl) end
 end
 
 -- Takes a ticket's worst case ("<usd>:<tok>") out of the fields that hold it and adds its actual to used.
@@ -51,9 +53,9 @@ local function replace_worst(st, usd_field, tok_field, worst, usd, tok)
   add(st, 'used_tok', tok)
 end
 
--- Settles a ticket in the i-th scope of KEYS: 'settled', 'late' (its reservation had expired) or 'none'.
-local function settle_in(i, ticket, usd, tok)
-  local st, rs, am, ex = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4]
+-- Settles a ticket in the i-th scope of K: 'settled', 'late' (its reservation had expired) or 'none'.
+local function settle_in(K, i, ticket, usd, tok)
+  local st, rs, am, ex = K[4 * i + 1], K[4 * i + 2], K[4 * i + 3], K[4 * i + 4]
   local a = redis.call('HGET', am, ticket)
   local e = redis.call('HGET', ex, ticket)
   if a then

@@ -8,61 +8,64 @@ local function cap_of(stored, configured)
   return configured
 end
 
-local now = now_ms(ARGV[1])
-local ticket, usd, tok = ARGV[2], ARGV[3], ARGV[4]
-local ttl, n = tonumber(ARGV[5]), tonumber(ARGV[6])
--- After the scopes' triplets: a ticket of the same scopes to settle first ('' for none) with its actuals,
--- '1' when KEYS[4n + 1] is the fleet's pause key: while it lives, nothing is booked, and '1' for a call already
--- made: it is booked whatever the pause and the caps, which are only reported.
-local extra = 7 + 3 * n
-local in_flight = ARGV[extra + 4] == '1'
-local settled = {}
-if ARGV[extra] ~= '' then
-  for i = 0, n - 1 do settled[i + 1] = settle_in(i, ARGV[extra], ARGV[extra + 1], ARGV[extra + 2]) end
-end
-local paused_ms = 0
-if ARGV[extra + 3] == '1' then
-  local paused = redis.call('PTTL', KEYS[4 * n + 1])
-  if paused > 0 then
-    if not in_flight then
-      for j = 0, n - 1 do touch(4 * j, ARGV[7 + 3 * j]) end
-      return {2, paused, settled}
+-- One booking over the keys K and arguments A (KEYS and ARGV of a lone booking; a slice of them in a batch).
+local function reserve(K, A)
+  local now = now_ms(A[1])
+  local ticket, usd, tok = A[2], A[3], A[4]
+  local ttl, n = tonumber(A[5]), tonumber(A[6])
+  -- After the scopes' triplets: a ticket of the same scopes to settle first ('' for none) with its actuals,
+  -- '1' when K[4n + 1] is the fleet's pause key: while it lives, nothing is booked, and '1' for a call already
+  -- made: it is booked whatever the pause and the caps, which are only reported.
+  local extra = 7 + 3 * n
+  local in_flight = A[extra + 4] == '1'
+  local settled = {}
+  if A[extra] ~= '' then
+    for i = 0, n - 1 do settled[i + 1] = settle_in(K, i, A[extra], A[extra + 1], A[extra + 2]) end
+  end
+  local paused_ms = 0
+  if A[extra + 3] == '1' then
+    local paused = redis.call('PTTL', K[4 * n + 1])
+    if paused > 0 then
+      if not in_flight then
+        for j = 0, n - 1 do touch(K, 4 * j, A[7 + 3 * j]) end
+        return {2, paused, settled}
+      end
+      paused_ms = paused
     end
-    paused_ms = paused
   end
-end
-for i = 0, n - 1 do
-  sweep(KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3], KEYS[4 * i + 4], now)
-end
-local capped = 0
-for i = 0, n - 1 do
-  local f = redis.call('HMGET', KEYS[4 * i + 1], 'used_usd', 'used_tok', 'res_usd', 'res_tok', 'cap_usd', 'cap_tok')
-  local cap_usd = cap_of(f[5], ARGV[8 + 3 * i])
-  local cap_tok = cap_of(f[6], ARGV[9 + 3 * i])
-  if cap_usd ~= '' or cap_tok ~= '' then capped = 1 end
-  local used_usd, used_tok, res_usd, res_tok = f[1] or '0', f[2] or '0', f[3] or '0', f[4] or '0'
-  local refusal
-  if cap_usd ~= '' and tonumber(used_usd) + tonumber(res_usd) + tonumber(usd) > tonumber(cap_usd) then
-    refusal = {0, 'cost_budget', i + 1, used_usd, res_usd, cap_usd}
-  elseif cap_tok ~= '' and tonumber(used_tok) + tonumber(res_tok) + tonumber(tok) > tonumber(cap_tok) then
-    refusal = {0, 'token_budget', i + 1, used_tok, res_tok, cap_tok}
+  for i = 0, n - 1 do
+    sweep(K[4 * i + 1], K[4 * i + 2], K[4 * i + 3], K[4 * i + 4], now)
   end
-  if refusal and not in_flight then
-    for j = 0, n - 1 do touch(4 * j, ARGV[7 + 3 * j]) end
-    refusal[7] = settled
-    return refusal
+  local capped = 0
+  for i = 0, n - 1 do
+    local f = redis.call('HMGET', K[4 * i + 1], 'used_usd', 'used_tok', 'res_usd', 'res_tok', 'cap_usd', 'cap_tok')
+    local cap_usd = cap_of(f[5], A[8 + 3 * i])
+    local cap_tok = cap_of(f[6], A[9 + 3 * i])
+    if cap_usd ~= '' or cap_tok ~= '' then capped = 1 end
+    local used_usd, used_tok, res_usd, res_tok = f[1] or '0', f[2] or '0', f[3] or '0', f[4] or '0'
+    local refusal
+    if cap_usd ~= '' and tonumber(used_usd) + tonumber(res_usd) + tonumber(usd) > tonumber(cap_usd) then
+      refusal = {0, 'cost_budget', i + 1, used_usd, res_usd, cap_usd}
+    elseif cap_tok ~= '' and tonumber(used_tok) + tonumber(res_tok) + tonumber(tok) > tonumber(cap_tok) then
+      refusal = {0, 'token_budget', i + 1, used_tok, res_tok, cap_tok}
+    end
+    if refusal and not in_flight then
+      for j = 0, n - 1 do touch(K, 4 * j, A[7 + 3 * j]) end
+      refusal[7] = settled
+      return refusal
+    end
   end
+  for i = 0, n - 1 do
+    if redis.call('HEXISTS', K[4 * i + 3], ticket) == 1 then return redis.error_reply('ERR duplicate spend ticket') end
+  end
+  local expires = now + ttl
+  for i = 0, n - 1 do
+    local st, rs, am = K[4 * i + 1], K[4 * i + 2], K[4 * i + 3]
+    add(st, 'res_usd', usd)
+    add(st, 'res_tok', tok)
+    redis.call('ZADD', rs, expires, ticket)
+    redis.call('HSET', am, ticket, usd .. ':' .. tok)
+    touch(K, 4 * i, A[7 + 3 * i])
+  end
+  return {1, expires, settled, capped, paused_ms}
 end
-for i = 0, n - 1 do
-  if redis.call('HEXISTS', KEYS[4 * i + 3], ticket) == 1 then return redis.error_reply('ERR duplicate spend ticket') end
-end
-local expires = now + ttl
-for i = 0, n - 1 do
-  local st, rs, am = KEYS[4 * i + 1], KEYS[4 * i + 2], KEYS[4 * i + 3]
-  add(st, 'res_usd', usd)
-  add(st, 'res_tok', tok)
-  redis.call('ZADD', rs, expires, ticket)
-  redis.call('HSET', am, ticket, usd .. ':' .. tok)
-  touch(4 * i, ARGV[7 + 3 * i])
-end
-return {1, expires, settled, capped, paused_ms}

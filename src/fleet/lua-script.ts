@@ -18,6 +18,11 @@ export class LuaScript {
     return new LuaScript(files.map((file) => readFileSync(file, 'utf8')).join('\n'));
   }
 
+  /** The script of these files (that define functions) ending with `main`, the line that calls one of them. */
+  static calling(main: string, ...files: URL[]): LuaScript {
+    return new LuaScript([...files.map((file) => readFileSync(file, 'utf8')), main].join('\n'));
+  }
+
   async run(redis: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
     try {
       return await redis.evalsha(this.sha, keys.length, ...keys, ...args);

@@ -8,7 +8,8 @@ import type { CallCost } from '../kernel/call-gate.js';
 import { capTokens, MICRO_USD_PER_USD, microUsdDown, microUsdUp, tokensUp } from './ledger-money.js';
 import { refusalDetail, refusalMessage, type RefusalDetail } from './ledger-refusals.js';
 import { assertScope } from './ledger-scopes.js';
-import { READ, RESERVE, SETTLE } from './ledger-scripts.js';
+import { LedgerBatcher } from './ledger-batch.js';
+import { READ } from './ledger-scripts.js';
 import { decodeTicket, encodeTicket, sameScopes } from './ledger-tickets.js';
 
 export const DEFAULT_RESERVATION_TTL_MS = 10 * 60_000;
@@ -102,6 +103,8 @@ export class SpendLedger {
   private readonly dayScopeTtlMs: number;
   private readonly batchScopeTtlMs: number;
   private readonly now: (() => number) | undefined;
+  /** Bookings and settles of one turn go as one script. */
+  private readonly batcher: LedgerBatcher;
 
   constructor(options: SpendLedgerOptions) {
     this.redis = options.redis;
@@ -116,6 +119,7 @@ export class SpendLedger {
     this.dayScopeTtlMs = positiveMs(options.dayScopeTtlMs ?? DEFAULT_DAY_SCOPE_TTL_MS, 'day scope');
     this.batchScopeTtlMs = positiveMs(options.batchScopeTtlMs ?? DEFAULT_BATCH_SCOPE_TTL_MS, 'batch scope');
     this.now = options.now;
+    this.batcher = new LedgerBatcher(this.redis);
   }
 
   /** Whether `day:` scopes have a cap in this process's configuration. */
@@ -199,7 +203,7 @@ export class SpendLedger {
     args.push(options.pauseKey === undefined ? '0' : '1', inFlight ? '1' : '0');
     if (options.pauseKey !== undefined) keys.push(options.pauseKey);
 
-    const booking = RESERVE.run(this.redis, keys, args).then((reply): Booking => {
+    const booking = this.batcher.run('reserve', keys, args).then((reply): Booking => {
       if (!Array.isArray(reply)) throw new Error(`spend ledger: unexpected reply ${JSON.stringify(reply)}`);
       const statuses = reply[0] === 0 ? reply[6] : reply[2];
       const settled = first
@@ -259,7 +263,7 @@ export class SpendLedger {
     const args: (string | number)[] = [id, String(usd), String(tokens), scopes.length];
     for (const scope of scopes) args.push(this.scopeTtlMs(scope));
     args.push(record ? '1' : '0');
-    const reply = await SETTLE.run(this.redis, this.scopeKeys(scopes), args);
+    const reply = await this.batcher.run('settle', this.scopeKeys(scopes), args);
     if (!Array.isArray(reply) || reply.length !== scopes.length) {
       throw new Error(`spend ledger: unexpected reply ${JSON.stringify(reply)}`);
     }

@@ -600,8 +600,12 @@ describe('bookings not waited for, where no cap applies', () => {
     ledger.bookInFlight = (...args) => (ways.push('in flight'), bookInFlight(...args));
     return ways;
   };
-  /** Lets the answers of the bookings sent so far arrive (one round trip on the same connection). */
+  /**
+   * Lets the answers of the bookings asked for so far arrive: they leave at the end of the turn, then one round
+   * trip on the same connection.
+   */
   const answersArrived = async () => {
+    await new Promise((resolve) => setImmediate(resolve));
     await redis.ping();
     await new Promise((resolve) => setImmediate(resolve));
   };

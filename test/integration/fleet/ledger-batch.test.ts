@@ -1,0 +1,201 @@
+// The spend ledger's bookings and settles of one turn of the event loop leave as one script: counted with INFO
+// commandstats on a Redis server of the test's own (so no other client counts), through the real fleet gate.
+// Each operation of a batch keeps its own answer, its own failure and its place in the order.
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gateForJob } from '../../../src/fleet/fleet-gate.js';
+import { LedgerOperationError, MAX_OPERATIONS_PER_SCRIPT } from '../../../src/fleet/ledger-batch.js';
+import { batchScope, dayScope, tenantDayScope } from '../../../src/fleet/ledger-scopes.js';
+import { SpendLedger } from '../../../src/fleet/spend-ledger.js';
+import { startPrivateRedis, type PrivateRedis } from '../../support/private-redis.js';
+
+const PREFIX = 'test-ledger-batch';
+let server: PrivateRedis;
+let redis: Redis;
+let seq = 0;
+
+beforeAll(async () => {
+  server = await startPrivateRedis();
+  redis = new Redis(server.url, { maxRetriesPerRequest: 1 });
+});
+
+afterAll(async () => {
+  redis?.disconnect();
+  await server?.close();
+});
+
+/** Scripts run since the last RESETSTAT (a NOSCRIPT fallback counts twice, as it costs two commands). */
+async function scriptsRun(): Promise<number> {
+  const text = await redis.info('commandstats');
+  return [...text.matchAll(/^cmdstat_(evalsha|eval):calls=(\d+)/gm)].reduce((n, m) => n + Number(m[2]), 0);
+}
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+const ms = (n: number) => new Promise((resolve) => setTimeout(resolve, n));
+const signal = new AbortController().signal;
+const worst = { tokens: 100, costUsd: 0.01 };
+
+describe('one script per turn', () => {
+  it('twenty jobs of five steps through the real gate: their bookings and settles cost two scripts a round', async () => {
+    const JOBS = 20;
+    const STEPS = 5;
+    const ledger = new SpendLedger({ redis, prefix: PREFIX });
+    const batchId = `round-${++seq}`;
+    // A budget: every booking is waited for, and the ledger could refuse any of them.
+    await ledger.setCaps(batchScope(batchId), { maxCostUsd: 100 });
+    const gates = Array.from({ length: JOBS }, (_, job) =>
+      gateForJob({ ledger, batchId, tenant: `t${job % 3}` }),
+    );
+    const signals = gates.map(() => new AbortController().signal);
+    // Warm: the scripts' first use loads them.
+    await Promise.all(gates.slice(0, 2).map((gate) => gate.acquire(worst, signal))).then((decisions) =>
+      Promise.all(
+        decisions.map((d, i) => (d.ok ? gates[i]?.release(d.ticket, { tokens: 0, costUsd: 0 }) : 0)),
+      ),
+    );
+    await redis.config('RESETSTAT');
+
+    let spentMicroUsd = 0;
+    const settles: Promise<void>[] = [];
+    for (let step = 1; step <= STEPS; step++) {
+      const decisions = await Promise.all(gates.map((gate, job) => gate.acquire(worst, signals[job]!)));
+      await ms(5); // the model calls
+      decisions.forEach((decision, job) => {
+        if (!decision.ok) throw new Error(decision.message);
+        const actual = { tokens: step + job, costUsd: (step + job) / 1_000_000 };
+        spentMicroUsd += step + job;
+        settles.push(gates[job]!.release(decision.ticket, actual));
+      });
+      await ms(5); // the tools, which did I/O: each settle leaves at the end of its turn
+    }
+    await Promise.all(settles);
+    // 200 bookings and settles alone would be 200 scripts (100 with every settle folded into a booking). At most
+    // two a round: fewer when a slow machine lets a round's settles leave with the next round's bookings.
+    expect(await scriptsRun()).toBeLessThanOrEqual(2 * STEPS);
+
+    const spend = await ledger.getSpend(batchScope(batchId));
+    expect(spend).toMatchObject({ usedMicroUsd: spentMicroUsd, reservedMicroUsd: 0, liveReservations: 0 });
+    const tenants = await Promise.all(
+      [0, 1, 2].map((t) => ledger.getSpend(tenantDayScope(`t${t}`, Date.now()))),
+    );
+    expect(tenants.reduce((sum, t) => sum + t.usedMicroUsd, 0)).toBe(spentMicroUsd);
+  });
+
+  it(`a turn with more than ${MAX_OPERATIONS_PER_SCRIPT} operations is split into scripts of at most that many`, async () => {
+    const ledger = new SpendLedger({ redis, prefix: PREFIX });
+    const scope = batchScope(`split-${++seq}`);
+    await ledger.reserve([scope], worst); // warm
+    await redis.config('RESETSTAT');
+    const bookings = await Promise.all(
+      Array.from({ length: MAX_OPERATIONS_PER_SCRIPT + 1 }, () => ledger.reserve([scope], worst)),
+    );
+    expect(bookings.every((b) => b.ok)).toBe(true);
+    expect(await scriptsRun()).toBe(2); // 64 in one, the last alone
+    expect(await ledger.getSpend(scope)).toMatchObject({ liveReservations: MAX_OPERATIONS_PER_SCRIPT + 2 });
+  });
+});
+
+describe('an operation of a batch behaves as if sent alone', () => {
+  it('in the order asked for: a settle before a booking frees its room, after it does not', async () => {
+    const ledger = new SpendLedger({ redis, prefix: PREFIX });
+    const scope = batchScope(`order-${++seq}`);
+    await ledger.setCaps(scope, { maxCostUsd: 0.015 });
+    const held = await ledger.reserve([scope], worst);
+    if (!held.ok) throw new Error(held.message);
+
+    // Same turn, booking first: the 0.01 held leaves no room for another 0.01 under 0.015.
+    const [refused] = await Promise.all([
+      ledger.reserve([scope], worst),
+      ledger.settle(held.ticket, { tokens: 10, costUsd: 0.001 }),
+    ]);
+    expect(refused).toMatchObject({ ok: false, reason: 'cost_budget' });
+    // The refusal's figures are those of that moment: the 0.01 reserved by the other call, nothing spent yet.
+    if (refused.ok) throw new Error('booked');
+    expect(refused.detail).toMatchObject({ spent: 0, reservedByOthers: 10_000, needed: 10_000, cap: 15_000 });
+
+    const again = await ledger.reserve([scope], worst);
+    if (!again.ok) throw new Error(again.message);
+    // Same turn, settle first: the booking sees the room it freed.
+    const [, booked] = await Promise.all([
+      ledger.settle(again.ticket, { tokens: 10, costUsd: 0.001 }),
+      ledger.reserve([scope], worst),
+    ]);
+    expect(booked.ok).toBe(true);
+    expect(await ledger.getSpend(scope)).toMatchObject({ usedMicroUsd: 2_000, reservedMicroUsd: 10_000 });
+  });
+
+  it('two bookings of one turn against a cap that covers one: the first gets it, the second is refused', async () => {
+    const ledger = new SpendLedger({ redis, prefix: PREFIX });
+    const scope = batchScope(`race-${++seq}`);
+    await ledger.setCaps(scope, { maxCostUsd: 0.015 });
+    const [first, second] = await Promise.all([
+      ledger.reserve([scope], worst),
+      ledger.reserve([scope], worst),
+    ]);
+    expect(first.ok).toBe(true);
+    expect(second).toMatchObject({ ok: false, reason: 'cost_budget', detail: { reservedByOthers: 10_000 } });
+  });
+
+  it('an operation that fails in the script fails alone; the others of its turn are done', async () => {
+    const ledger = new SpendLedger({ redis, prefix: PREFIX });
+    const broken = batchScope(`broken-${++seq}`);
+    const fine = batchScope(`fine-${seq}`);
+    const held = await ledger.reserve([fine], worst);
+    if (!held.ok) throw new Error(held.message);
+    // A key of the wrong type: the booking's script meets WRONGTYPE half-way.
+    const [state] = ledger.keysOf(broken);
+    await redis.set(state!, 'not a hash');
+    await redis.config('RESETSTAT');
+    const [lost, booked, settled] = await Promise.allSettled([
+      ledger.reserve([broken], worst),
+      ledger.reserve([fine], worst),
+      ledger.settle(held.ticket, { tokens: 5, costUsd: 0.002 }),
+    ]);
+    expect(await scriptsRun()).toBe(1);
+    expect(lost.status).toBe('rejected');
+    if (lost.status === 'rejected') {
+      expect(lost.reason).toBeInstanceOf(LedgerOperationError);
+      expect(String(lost.reason)).toMatch(/WRONGTYPE/);
+    }
+    expect(booked).toMatchObject({ status: 'fulfilled', value: { ok: true } });
+    expect(settled).toMatchObject({ status: 'fulfilled', value: { [fine]: 'settled' } });
+    expect(await ledger.getSpend(fine)).toMatchObject({ usedMicroUsd: 2_000, liveReservations: 1 });
+  });
+
+  it('a batch Redis refuses as a whole fails every operation of it', async () => {
+    const dead = new Redis({
+      port: 1,
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+    });
+    try {
+      const ledger = new SpendLedger({ redis: dead, prefix: PREFIX });
+      const scope = dayScope(Date.now());
+      const outcomes = await Promise.allSettled([
+        ledger.reserve([scope], worst),
+        ledger.reserve([scope], worst),
+      ]);
+      expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected']);
+    } finally {
+      dead.disconnect();
+    }
+  });
+
+  it('a crashed worker’s bookings of one script expire one by one as spent, and a late settle corrects each', async () => {
+    let now = Date.parse('2026-05-01T10:00:00Z');
+    const ledger = new SpendLedger({ redis, prefix: PREFIX, now: () => now, reservationTtlMs: 1_000 });
+    const scope = batchScope(`expiry-${++seq}`);
+    const [a, b] = await Promise.all([ledger.reserve([scope], worst), ledger.reserve([scope], worst)]);
+    if (!a.ok || !b.ok) throw new Error('not booked');
+    now += 2_000;
+    expect(await ledger.getSpend(scope)).toMatchObject({ usedMicroUsd: 20_000, liveReservations: 0 });
+    await turn();
+    const [late] = await Promise.all([
+      ledger.settle(a.ticket, { tokens: 1, costUsd: 0.001 }),
+      ledger.settle(b.ticket, { tokens: 1, costUsd: 0.003 }),
+    ]);
+    expect(late).toEqual({ [scope]: 'late' });
+    expect(await ledger.getSpend(scope)).toMatchObject({ usedMicroUsd: 4_000, reservedMicroUsd: 0 });
+  });
+});
