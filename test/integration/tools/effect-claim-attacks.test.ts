@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { effectsInFlight } from '../../../src/kernel/effects-in-flight.js';
 import { runToolCall, type ToolRunOptions } from '../../../src/kernel/run-tool-call.js';
 import { ToolRegistry } from '../../../src/kernel/tool-registry.js';
 import { startSmtpSink, type SmtpSink } from '../../../src/demo/smtp-sink.js';
@@ -32,6 +33,12 @@ beforeAll(async () => {
   sink = await startSmtpSink();
   // A claim whose key says so fails in the middle of its query, as a deadlock, a lock wait timeout or a
   // duplicate key would.
+  // A done record of a key that says so is refused, as a lock wait timeout on its row would refuse it.
+  await plain.query(
+    `CREATE TRIGGER refuse_record BEFORE UPDATE ON effect_ledger FOR EACH ROW
+     IF NEW.effect_key LIKE '%norecord%' AND NEW.status = 'done' THEN
+       SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'record refused'; END IF`,
+  );
   await plain.query(
     `CREATE TRIGGER poison_insert BEFORE INSERT ON effect_ledger FOR EACH ROW
      IF NEW.effect_key LIKE '%poison%' THEN SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'poisoned'; END IF`,
@@ -156,33 +163,86 @@ describe('a claims query whose connection is killed while it waits for the lock'
   });
 });
 
+describe('a deferred done record that fails', () => {
+  it('does not take the records of the emails claimed with it down too; none is ever sent again', async () => {
+    const smtp = new SmtpPool(sink.url, { maxConnections: 5 });
+    closers.push(() => smtp.close());
+    // No delivery lookup: a row whose record never landed can only end uncertain.
+    const tool = createSendEmailTool({
+      ledger: new EmailLedger(multi, WORKER),
+      transport: smtp,
+      from: 'reports@agent-fleet.local',
+      allowedDomains: ['example.com'],
+      maxPerRun: 10,
+      pendingGraceMs: 200,
+      pendingPollMs: 50,
+    });
+    const registry = new ToolRegistry([tool]);
+    const job = newJob();
+    const call = (callKey: string, name: string) =>
+      runToolCall(
+        registry,
+        {
+          name: 'send_email',
+          args: { ok: true, value: { to: `${name}@example.com`, subject: 'Orders', body: 'Dear you' } },
+        },
+        { signal: new AbortController().signal, runId: job, callKey, step: 1 },
+        RUN_OPTIONS,
+      );
+    const first = await Promise.all([call(`${job}:1:1`, 'lea'), call(`${job}:1:norecord`, 'max')]);
+    expect(first.map((o) => o.output)).toEqual([
+      expect.stringMatching(/^Sent to/),
+      expect.stringMatching(/^Sent to/),
+    ]);
+    expect(await effectsInFlight.settled(5_000)).toBe(true);
+    // The one record that could be written was.
+    expect((await rowsOf(job)).map((row) => [row['effect_key'], row['status']])).toEqual([
+      [`${job}:1:1`, 'done'],
+      [`${job}:1:norecord`, 'pending'],
+    ]);
+    // Asked again (a resumed job whose checkpoint missed both results): nothing is sent twice.
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const again = await Promise.all([call(`${job}:1:1`, 'lea'), call(`${job}:1:norecord`, 'max')]);
+    expect(again[0]?.output).toMatch(/^Sent to/);
+    expect(again[1]?.output).toMatch(/^Delivery uncertain/);
+    expect(sink.messages.filter((m) => m.to.includes('lea@example.com'))).toHaveLength(1);
+    expect(sink.messages.filter((m) => m.to.includes('max@example.com'))).toHaveLength(1);
+  });
+});
+
 describe('two ledgers claiming the same keys of a job at once', () => {
   it('give each key one `new` and hold the cap', async () => {
     const pools = await Promise.all(
       [0, 1].map(() => createStorePool(url, { multipleStatements: true, connectionLimit: 3 })),
     );
     closers.push(...pools.map((pool) => () => pool.end()));
+    // Several jobs at once as well: their claims' transactions run side by side (no deadlock, no lost claim).
     for (let round = 0; round < 10; round++) {
-      const job = newJob();
+      const jobs = [newJob(), newJob(), newJob(), newJob()];
       const ledgers = pools.map((pool) => new EffectLedger(pool, WORKER));
       const verdicts = await Promise.all(
-        ledgers.flatMap((ledger) =>
-          [1, 2, 3, 4, 2].map((n) =>
-            ledger.claim({
-              effectKey: `${job}:1:${n}`,
-              jobId: job,
-              tool: 'capped',
-              maxPerJob: 3,
-              started: true,
-            }),
+        jobs.map((job) =>
+          Promise.all(
+            ledgers.flatMap((ledger) =>
+              [1, 2, 3, 4, 2].map((n) =>
+                ledger.claim({
+                  effectKey: `${job}:1:${n}`,
+                  jobId: job,
+                  tool: 'capped',
+                  maxPerJob: 3,
+                  started: true,
+                }),
+              ),
+            ),
           ),
         ),
       );
-      const news = verdicts.filter((v) => v.kind === 'new');
-      expect(news).toHaveLength(3);
-      const rows = await rowsOf(job);
-      expect(rows).toHaveLength(3);
-      expect(rows.every((row) => row['attempt'] === 1)).toBe(true);
+      for (const [i, job] of jobs.entries()) {
+        expect(verdicts[i]!.filter((v) => v.kind === 'new')).toHaveLength(3);
+        const rows = await rowsOf(job);
+        expect(rows).toHaveLength(3);
+        expect(rows.every((row) => row['attempt'] === 1)).toBe(true);
+      }
     }
   });
 });
