@@ -293,3 +293,24 @@ describe('hostile values in the claims of one query', () => {
     expect((JSON.parse(String(rows[0]?.['detail'])) as { subject: string }).subject).toBe(evil.repeat(50));
   });
 });
+
+describe('a reply asking for very many capped effects at once', () => {
+  it('takes exactly the cap, in the reply order', async () => {
+    const ledger = new EffectLedger(multi, WORKER);
+    const job = newJob();
+    const verdicts = await Promise.all(
+      Array.from({ length: 300 }, (_, n) =>
+        ledger.claim({
+          effectKey: `${job}:1:${n}`,
+          jobId: job,
+          tool: 'capped',
+          maxPerJob: 10,
+          started: true,
+        }),
+      ),
+    );
+    expect(verdicts.slice(0, 10).every((v) => v.kind === 'new')).toBe(true);
+    expect(verdicts.slice(10).every((v) => v.kind === 'cap_reached')).toBe(true);
+    expect(await rowsOf(job)).toHaveLength(10);
+  });
+});
