@@ -95,7 +95,11 @@ export class DoneRecords {
     if (records.length === 0) return;
     this.write(records).then(
       () => records.forEach((record) => record.resolve()),
-      (error: unknown) => records.forEach((record) => record.reject(error)),
+      (error: unknown) => {
+        if (records.length === 1) records[0]!.reject(error);
+        // One record the store refuses (its row locked, say) must not leave the others unrecorded: each alone.
+        else for (const record of records) this.write([record]).then(record.resolve, record.reject);
+      },
     );
   }
 

@@ -210,8 +210,10 @@ export class EffectLedger {
    * below the cap, each followed by the count going up by what it took; the rows of the keys; the unlock. Each
    * claim gets its own verdict: new (its insert or claim-again took), done or pending (its row), cap_reached
    * (neither took). The reads are plain reads, which lock nothing (an INSERT ... SELECT reading the table would
-   * take shared locks on what it read). A dup-key error (only a claim of the key without the cap could race
-   * one under the job's lock) fails every claim of the query as retryable: the next attempt meets the rows.
+   * take shared locks on what it read). The claims are one transaction: a statement that fails midway (a
+   * duplicate key, a lock wait timeout, a deadlock) leaves none of them made, rather than rows claimed, even
+   * handed off, for calls that were told the query failed and will never make their effect; each claim is then
+   * made again alone, so one bad claim fails only its own call.
    */
   private async claimTogether(group: readonly PendingClaim[]): Promise<void> {
     const { jobId, tool, maxPerJob } = group[0]!.request;
@@ -223,6 +225,7 @@ export class EffectLedger {
     const takes = 'WHERE @af_got = 1 AND @af_n < ?';
     const sql = [
       `SELECT GET_LOCK(${LOCK_NAME}, ?) INTO @af_got`,
+      'START TRANSACTION',
       `SELECT COUNT(job_id = ? AND tool = ? AND status IN ('pending', 'done', 'uncertain') OR NULL),
          ${keys.map(() => 'COUNT(effect_key = ? OR NULL)').join(', ')}
        INTO @af_n, ${keys.map((_, i) => `@af_e${i}`).join(', ')}
@@ -242,6 +245,7 @@ export class EffectLedger {
         ];
       }),
       `${SELECT_ROW} WHERE effect_key IN (?)`,
+      'COMMIT',
       `SELECT @af_got AS got, @af_n AS n, RELEASE_LOCK(${LOCK_NAME}) AS released`,
     ].join(';\n');
     const values = [
@@ -263,28 +267,30 @@ export class EffectLedger {
       tool,
     ];
     const connection = await this.pool.getConnection();
-    // The lock may be held by the session when the query fails midway: unlocked (or the connection closed) on
-    // release, or it would stay with the pooled session and every other claim of the job would time out on it.
-    let lockMayBeHeld = true;
     let sets: (RowDataPacket[] | ResultSetHeader)[];
     try {
       // Result sets and headers, one per statement.
       [sets] = (await connection.query<RowDataPacket[][]>(sql, values)) as unknown as [
         (RowDataPacket[] | ResultSetHeader)[],
       ];
-      lockMayBeHeld = false;
-    } finally {
-      await releaseConnection(connection, lockMayBeHeld ? [jobId, tool] : undefined);
+      connection.release();
+    } catch {
+      // Failed midway: the session may hold the transaction and the lock. Both go (or the connection does), or
+      // the pooled session would keep them and every other claim of the job would time out on the lock.
+      await rollBackAndUnlock(connection, jobId, tool);
+      for (const { request, resolve, reject } of group) this.claimAlone(request).then(resolve, reject);
+      return;
     }
     const last = (sets[sets.length - 1] as RowDataPacket[])[0];
     if (Number(last?.['got']) !== 1) throw this.lockBusy(jobId, tool);
     const count = Number(last?.['n'] ?? 0);
+    // Statements: the lock, the transaction, the read, four per claim, the rows, the commit, the unlock.
     const took = (i: number) =>
-      (sets[2 + 4 * i] as ResultSetHeader).affectedRows === 1 ||
-      (sets[4 + 4 * i] as ResultSetHeader).affectedRows === 1;
+      (sets[3 + 4 * i] as ResultSetHeader).affectedRows === 1 ||
+      (sets[5 + 4 * i] as ResultSetHeader).affectedRows === 1;
     const taken = new Set(claims.filter((_, i) => took(i)));
     const rows = new Map(
-      (sets[2 + 4 * claims.length] as RowDataPacket[]).map((raw) => {
+      (sets[3 + 4 * claims.length] as RowDataPacket[]).map((raw) => {
         const row = toRow(raw);
         return [row.effectKey, row];
       }),
@@ -576,6 +582,17 @@ async function releaseConnection(
     connection.release();
   } catch {
     // A lock belongs to its session: closing the connection is the sure way to free it.
+    connection.destroy();
+  }
+}
+
+/** After a claims query failed midway: its transaction rolled back and the job's lock freed, or the session closed. */
+async function rollBackAndUnlock(connection: PoolConnection, jobId: string, tool: string): Promise<void> {
+  try {
+    await connection.query(`ROLLBACK; SELECT RELEASE_LOCK(${LOCK_NAME})`, [jobId, tool]);
+    connection.release();
+  } catch {
+    // The server rolls back and unlocks a session that closes.
     connection.destroy();
   }
 }
