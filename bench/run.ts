@@ -294,6 +294,12 @@ if (latencyResult) {
     info('4 latency', 'worker event-loop delay, p99 (median of 250 ms)', l.loop.delayP99Ms, 'ms'),
     info('4 latency', 'worker CPU per step', l.workerCpuMsPerStep, 'ms/step'),
     info('4 latency', 'worker CPU share (1 = one core)', l.workerCpuShare, 'cores'),
+    info(
+      '4 latency',
+      'MariaDB statements per step (Questions, all clients)',
+      l.mysqlQuestionsPerStep,
+      'queries/step',
+    ),
   );
 }
 if (memoryResult) {

@@ -243,3 +243,9 @@ export class QueueWatch {
     this.redis.disconnect();
   }
 }
+
+/** MariaDB's own count of statements received (SHOW GLOBAL STATUS Questions): every client of the server. */
+export async function mysqlQuestions(connection: mysql.Connection): Promise<number> {
+  const [rows] = await connection.query("SHOW GLOBAL STATUS LIKE 'Questions'");
+  return Number((rows as { Value: string }[])[0]?.Value);
+}

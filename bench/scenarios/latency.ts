@@ -18,11 +18,14 @@ import {
   createNamespace,
   log,
   QueueWatch,
+  MYSQL_SERVER,
+  mysqlQuestions,
   REDIS_URL,
   startAgentWorker,
   startModelServer,
 } from '../lib/fleet.js';
 import { loopStats, readProbe, type LoopStats } from '../lib/probe.js';
+import mysql from 'mysql2/promise';
 import { cpuMsOf } from '../lib/proc.js';
 import { median, spread } from '../lib/stats.js';
 import { taskText } from '../lib/steps-model.js';
@@ -50,6 +53,8 @@ export interface LatencyBatch {
   lastStartMs: number;
   workerCpuMsPerStep: number;
   workerCpuShare: number;
+  /** MariaDB statements per agent step over the batch (SHOW GLOBAL STATUS Questions: every client counts). */
+  mysqlQuestionsPerStep: number;
   breakdown: JobBreakdown;
   /** The same calls replayed by a bare `openai` loop, as many jobs in flight (latency-floor.ts). */
   bare: { elapsedMs: number; achievedOverIdeal: number; sustained: Sustained; errors: number };
@@ -92,6 +97,7 @@ export interface LatencyResult {
   overheadMsPerStep: number;
   workerCpuMsPerStep: number;
   workerCpuShare: number;
+  mysqlQuestionsPerStep: number;
   breakdown: JobBreakdown;
   loop: LoopStats;
   spread: number;
@@ -181,6 +187,7 @@ export async function latency(options: {
   const worker = workers[0]!;
   const slots = options.concurrency * workers.length;
   const cpuOfWorkers = () => workers.reduce((sum, w) => sum + cpuMsOf(w.pid), 0);
+  const admin = await mysql.createConnection(MYSQL_SERVER);
   try {
     log(`latency: warm-up ${options.warmupJobs} jobs at ${options.latencyMs} ms a call`);
     await enqueueTasks(client, 'warm', options.warmupJobs, options.steps);
@@ -196,12 +203,14 @@ export async function latency(options: {
       );
       const before = (await model.requests(Number.MAX_SAFE_INTEGER)).total;
       const cpu0 = cpuOfWorkers();
+      const questions0 = await mysqlQuestions(admin);
       const t0 = Date.now();
       const jobIds = await enqueueTasks(client, `run${rep}`, options.jobs, options.steps);
       done += options.jobs;
       await watch.waitForCompleted(done, worker, 120_000);
       const t1 = await watch.lastFinishedOn();
       const cpu1 = cpuOfWorkers();
+      const questions1 = await mysqlQuestions(admin);
 
       const check = await checkResults(client, jobIds, options.steps);
       const timings = await watch.timings(jobIds);
@@ -229,6 +238,8 @@ export async function latency(options: {
         lastStartMs: Math.max(...timings.map((t) => t.processedOn)) - t0,
         workerCpuMsPerStep: (cpu1 - cpu0) / check.steps,
         workerCpuShare: (cpu1 - cpu0) / elapsedMs,
+        // Less the two reads of the counter themselves.
+        mysqlQuestionsPerStep: (questions1 - questions0 - 1) / check.steps,
         breakdown,
         bare: {
           elapsedMs: replay.elapsedMs,
@@ -264,6 +275,7 @@ export async function latency(options: {
       overheadMsPerStep: median(batches.map((b) => b.overheadMsPerStep)),
       workerCpuMsPerStep: median(batches.map((b) => b.workerCpuMsPerStep)),
       workerCpuShare: median(batches.map((b) => b.workerCpuShare)),
+      mysqlQuestionsPerStep: median(batches.map((b) => b.mysqlQuestionsPerStep)),
       breakdown: {
         startMs: median(batches.map((b) => b.breakdown.startMs)),
         betweenStepsMs: median(batches.map((b) => b.breakdown.betweenStepsMs)),
@@ -281,6 +293,7 @@ export async function latency(options: {
     };
   } finally {
     await Promise.all(workers.map((w) => w.stop(10_000)));
+    await admin.end();
     await model.child.stop();
     await client.close();
     watch.close();

@@ -27,6 +27,7 @@ import {
   registerCleanup,
   sleep,
   startAgentWorker,
+  mysqlQuestions,
   startModelServer,
   type ModelServer,
   type Namespace,
@@ -107,11 +108,6 @@ export interface RealToolsResult {
 }
 
 const REAL_TOOLS_STEPS = 5;
-
-async function mysqlQuestions(connection: mysql.Connection): Promise<number> {
-  const [rows] = await connection.query("SHOW GLOBAL STATUS LIKE 'Questions'");
-  return Number((rows as { Value: string }[])[0]?.Value);
-}
 
 /** A private copy of the demo data database and its read-only account, removed at the end. */
 async function seedPrivateData(label: string): Promise<{ url: string; cleanup: () => Promise<void> }> {
