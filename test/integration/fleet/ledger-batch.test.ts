@@ -90,12 +90,27 @@ describe('one script per turn', () => {
       Array.from({ length: MAX_OPERATIONS_PER_SCRIPT + 1 }, () => ledger.reserve([scope], worst)),
     );
     expect(bookings.every((b) => b.ok)).toBe(true);
-    expect(await scriptsRun()).toBe(2); // 64 in one, the last alone
+    expect(await scriptsRun()).toBe(2); // 64 in one, the last in a second
     expect(await ledger.getSpend(scope)).toMatchObject({ liveReservations: MAX_OPERATIONS_PER_SCRIPT + 2 });
   });
 });
 
 describe('an operation of a batch behaves as if sent alone', () => {
+  it(`the order holds across the split at ${MAX_OPERATIONS_PER_SCRIPT} when the server has lost the batch's script`, async () => {
+    const ledger = new SpendLedger({ redis, prefix: PREFIX });
+    const scope = batchScope(`split-order-${++seq}`);
+    await ledger.setCaps(scope, { maxCostUsd: 0.015 });
+    // A lone booking's script is known to the server, the batch's not (a new version deployed, or a flush).
+    await redis.script('FLUSH');
+    await ledger.reserve([batchScope(`other-${seq}`)], worst);
+    const bookings = await Promise.all(
+      Array.from({ length: MAX_OPERATIONS_PER_SCRIPT + 1 }, () => ledger.reserve([scope], worst)),
+    );
+    // Room for one: the first asked for gets it, not the last.
+    expect(bookings.map((b) => b.ok).indexOf(true)).toBe(0);
+    expect(bookings.filter((b) => b.ok)).toHaveLength(1);
+  });
+
   it('in the order asked for: a settle before a booking frees its room, after it does not', async () => {
     const ledger = new SpendLedger({ redis, prefix: PREFIX });
     const scope = batchScope(`order-${++seq}`);
