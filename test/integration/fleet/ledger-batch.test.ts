@@ -139,6 +139,28 @@ describe('an operation of a batch behaves as if sent alone', () => {
     expect(await ledger.getSpend(scope)).toMatchObject({ usedMicroUsd: 2_000, reservedMicroUsd: 10_000 });
   });
 
+  it('a settle whose day has ended still goes before the next booking of its turn, in the batch it shares', async () => {
+    let now = Date.parse('2026-05-01T23:59:59Z');
+    const ledger = new SpendLedger({ redis, prefix: PREFIX });
+    const batchId = `midnight-${++seq}`;
+    // Room for one worst case: the next call fits only once the last one's settle has freed its room.
+    await ledger.setCaps(batchScope(batchId), { maxCostUsd: 0.015 });
+    const gate = gateForJob({ ledger, batchId, now: () => now });
+    const first = await gate.acquire(worst, signal);
+    if (!first.ok) throw new Error(first.message);
+    // A step whose tools did no I/O, across midnight: the settle cannot ride with the next booking (the day
+    // scope differs), and the batch scope they share must see it first.
+    const released = gate.release(first.ticket, { tokens: 10, costUsd: 0.001 });
+    now += 2_000;
+    const next = await gate.acquire(worst, signal);
+    await released;
+    expect(next).toMatchObject({ ok: true });
+    expect(await ledger.getSpend(batchScope(batchId))).toMatchObject({
+      usedMicroUsd: 1_000,
+      reservedMicroUsd: 10_000,
+    });
+  });
+
   it('two bookings of one turn against a cap that covers one: the first gets it, the second is refused', async () => {
     const ledger = new SpendLedger({ redis, prefix: PREFIX });
     const scope = batchScope(`race-${++seq}`);
