@@ -251,13 +251,20 @@ export class FleetGate implements CallGate {
     });
   }
 
-  /** The waiting settle, if it covers exactly these scopes (the UTC day may have changed since its booking). */
+  /**
+   * The waiting settle, if it covers exactly these scopes. Otherwise (the UTC day has changed since its booking)
+   * it goes now, alone, so that it still comes before the booking in the ledger: the scopes they share (the
+   * batch's) see the room it frees.
+   */
   private takePending(scopes: readonly string[]): PendingSettle | null {
     const pending = this.pending;
     if (!pending) return null;
     const booked = decodeTicket(pending.ticket).scopes;
     const asked = [...new Set(scopes)];
-    if (booked.length !== asked.length || booked.some((scope, i) => scope !== asked[i])) return null;
+    if (booked.length !== asked.length || booked.some((scope, i) => scope !== asked[i])) {
+      this.sendPending();
+      return null;
+    }
     this.pending = null;
     return pending;
   }

@@ -38,20 +38,24 @@ export class LedgerBatcher {
   private flush(): void {
     const queued = this.queued;
     this.queued = [];
+    // The scripts of a split are all the batch's, even a last one of a single operation: a server that knows
+    // one script and not the other would run the known one first (the other goes again as EVAL after its
+    // NOSCRIPT), and the operations out of the order they were asked for.
+    const alone = queued.length === 1;
     for (let i = 0; i < queued.length; i += MAX_OPERATIONS_PER_SCRIPT) {
       const operations = queued.slice(i, i + MAX_OPERATIONS_PER_SCRIPT);
       // Thrown here, an error would end the process (this runs in setImmediate): it fails the operations.
       try {
-        this.send(operations);
+        this.send(operations, alone);
       } catch (error) {
         for (const op of operations) op.reject(error);
       }
     }
   }
 
-  private send(operations: Queued[]): void {
+  private send(operations: Queued[], alone: boolean): void {
     const [only] = operations;
-    if (only && operations.length === 1) {
+    if (only && alone) {
       const script = only.kind === 'reserve' ? RESERVE : SETTLE;
       script.run(this.redis, only.keys, only.args).then(only.resolve, only.reject);
       return;

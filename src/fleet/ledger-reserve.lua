@@ -22,6 +22,11 @@ local function reserve(K, A)
   if A[extra] ~= '' then
     for i = 0, n - 1 do settled[i + 1] = settle_in(K, i, A[extra], A[extra + 1], A[extra + 2]) end
   end
+  -- This very booking ran before (its reply was lost, and the client sent the script again on a new connection):
+  -- the same booking, not a new one, nor one refused for the room it holds itself. Live, or expired since.
+  -- Whether a cap applies is not looked up again: yes, so the caller waits for its next booking.
+  local held = redis.call('ZSCORE', K[2], ticket)
+  if held or redis.call('HEXISTS', K[4], ticket) == 1 then return {1, tonumber(held) or now, settled, 1, 0} end
   local paused_ms = 0
   if A[extra + 3] == '1' then
     local paused = redis.call('PTTL', K[4 * n + 1])

@@ -6,11 +6,21 @@ local function settle(K, A)
   local record = A[5 + n] == '1'
   local out = {}
   for i = 0, n - 1 do
-    out[i + 1] = settle_in(K, i, ticket, usd, tok)
-    if out[i + 1] == 'none' and record then
-      add(K[4 * i + 1], 'used_usd', usd)
-      add(K[4 * i + 1], 'used_tok', tok)
-      out[i + 1] = 'recorded'
+    -- Recording is not idempotent by itself: what this settle did stays in the scope's exp hash, so the same
+    -- settle sent again (its reply lost with the connection, the client sends it again) answers the same and
+    -- counts once.
+    local done = 'recorded:' .. ticket
+    local again = record and redis.call('HGET', K[4 * i + 4], done)
+    if again then
+      out[i + 1] = again
+    else
+      out[i + 1] = settle_in(K, i, ticket, usd, tok)
+      if out[i + 1] == 'none' and record then
+        add(K[4 * i + 1], 'used_usd', usd)
+        add(K[4 * i + 1], 'used_tok', tok)
+        out[i + 1] = 'recorded'
+      end
+      if record then redis.call('HSET', K[4 * i + 4], done, out[i + 1]) end
     end
     touch(K, 4 * i, A[5 + i])
   end

@@ -246,7 +246,8 @@ export class SpendLedger {
 
   /**
    * `settle` for a call made without waiting for its booking when the booking failed (it may not have run): a
-   * ticket the ledger does not hold has its actual added all the same. Not idempotent: send it once.
+   * ticket the ledger does not hold has its actual added all the same. Once per ticket: sent again, it answers as
+   * the first time and adds nothing.
    */
   async settleOrRecord(ticket: string, actual: CallCost): Promise<Record<string, SettleStatus>> {
     return this.settleTicket(ticket, actual, true);

@@ -10,6 +10,11 @@ export interface TcpProxy {
   close(): Promise<void>;
   /** Client connections accepted so far. */
   accepted(): number;
+  /**
+   * The next bytes the server sends are thrown away and that connection is dropped: the command ran, its reply
+   * was lost (the client sees a connection closed before the answer).
+   */
+  loseNextReply(): void;
 }
 
 export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
@@ -17,6 +22,7 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
   let server: net.Server | undefined;
   let port = 0;
   let accepted = 0;
+  let loseReply = false;
 
   const listen = () =>
     new Promise<void>((resolve) => {
@@ -28,7 +34,14 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
           socket.on('close', () => sockets.delete(socket));
           socket.on('error', () => socket.destroy());
         }
-        client.pipe(upstream).pipe(client);
+        client.pipe(upstream);
+        upstream.on('data', (data: Buffer) => {
+          if (!loseReply) return void client.write(data);
+          loseReply = false;
+          client.destroy();
+          upstream.destroy();
+        });
+        upstream.on('end', () => client.end());
       });
       server.listen(port, '127.0.0.1', () => {
         port = (server!.address() as net.AddressInfo).port;
@@ -53,5 +66,8 @@ export async function startTcpProxy(targetPort: number, targetHost = '127.0.0.1'
     restore: listen,
     close: stop,
     accepted: () => accepted,
+    loseNextReply: () => {
+      loseReply = true;
+    },
   };
 }

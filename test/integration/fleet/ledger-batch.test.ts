@@ -90,12 +90,27 @@ describe('one script per turn', () => {
       Array.from({ length: MAX_OPERATIONS_PER_SCRIPT + 1 }, () => ledger.reserve([scope], worst)),
     );
     expect(bookings.every((b) => b.ok)).toBe(true);
-    expect(await scriptsRun()).toBe(2); // 64 in one, the last alone
+    expect(await scriptsRun()).toBe(2); // 64 in one, the last in a second
     expect(await ledger.getSpend(scope)).toMatchObject({ liveReservations: MAX_OPERATIONS_PER_SCRIPT + 2 });
   });
 });
 
 describe('an operation of a batch behaves as if sent alone', () => {
+  it(`the order holds across the split at ${MAX_OPERATIONS_PER_SCRIPT} when the server has lost the batch's script`, async () => {
+    const ledger = new SpendLedger({ redis, prefix: PREFIX });
+    const scope = batchScope(`split-order-${++seq}`);
+    await ledger.setCaps(scope, { maxCostUsd: 0.015 });
+    // A lone booking's script is known to the server, the batch's not (a new version deployed, or a flush).
+    await redis.script('FLUSH');
+    await ledger.reserve([batchScope(`other-${seq}`)], worst);
+    const bookings = await Promise.all(
+      Array.from({ length: MAX_OPERATIONS_PER_SCRIPT + 1 }, () => ledger.reserve([scope], worst)),
+    );
+    // Room for one: the first asked for gets it, not the last.
+    expect(bookings.map((b) => b.ok).indexOf(true)).toBe(0);
+    expect(bookings.filter((b) => b.ok)).toHaveLength(1);
+  });
+
   it('in the order asked for: a settle before a booking frees its room, after it does not', async () => {
     const ledger = new SpendLedger({ redis, prefix: PREFIX });
     const scope = batchScope(`order-${++seq}`);
@@ -122,6 +137,28 @@ describe('an operation of a batch behaves as if sent alone', () => {
     ]);
     expect(booked.ok).toBe(true);
     expect(await ledger.getSpend(scope)).toMatchObject({ usedMicroUsd: 2_000, reservedMicroUsd: 10_000 });
+  });
+
+  it('a settle whose day has ended still goes before the next booking of its turn, in the batch it shares', async () => {
+    let now = Date.parse('2026-05-01T23:59:59Z');
+    const ledger = new SpendLedger({ redis, prefix: PREFIX });
+    const batchId = `midnight-${++seq}`;
+    // Room for one worst case: the next call fits only once the last one's settle has freed its room.
+    await ledger.setCaps(batchScope(batchId), { maxCostUsd: 0.015 });
+    const gate = gateForJob({ ledger, batchId, now: () => now });
+    const first = await gate.acquire(worst, signal);
+    if (!first.ok) throw new Error(first.message);
+    // A step whose tools did no I/O, across midnight: the settle cannot ride with the next booking (the day
+    // scope differs), and the batch scope they share must see it first.
+    const released = gate.release(first.ticket, { tokens: 10, costUsd: 0.001 });
+    now += 2_000;
+    const next = await gate.acquire(worst, signal);
+    await released;
+    expect(next).toMatchObject({ ok: true });
+    expect(await ledger.getSpend(batchScope(batchId))).toMatchObject({
+      usedMicroUsd: 1_000,
+      reservedMicroUsd: 10_000,
+    });
   });
 
   it('two bookings of one turn against a cap that covers one: the first gets it, the second is refused', async () => {
