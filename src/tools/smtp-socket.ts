@@ -36,7 +36,6 @@ export function openSmtpSocket(request: SmtpSocketRequest, callback: SocketCallb
     if (settled) return;
     settled = true;
     clearTimeout(timer);
-    socket.removeListener('error', onError);
     if (error) {
       socket.destroy();
       callback(error);
@@ -45,6 +44,8 @@ export function openSmtpSocket(request: SmtpSocketRequest, callback: SocketCallb
     coalesceSocketWrites(socket);
     callback(null, { connection: socket });
   };
+  // Kept after the connect (a no-op then): an error between the hand-over and nodemailer's own listeners
+  // must not go unheard and end the process.
   const onError = (error: Error) => settle(error);
   const timer = setTimeout(
     () =>
@@ -56,6 +57,6 @@ export function openSmtpSocket(request: SmtpSocketRequest, callback: SocketCallb
       ),
     request.connectionTimeout ?? DEFAULT_CONNECTION_TIMEOUT_MS,
   );
-  socket.once('error', onError);
+  socket.on('error', onError);
   socket.once('connect', () => settle(null));
 }
