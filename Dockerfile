@@ -10,4 +10,4 @@ RUN npm ci --no-audit --no-fund
 COPY . .
 ENV NODE_ENV=production
 # The worker's V8 flags: src/worker/worker-node-flags.ts.
-CMD ["node", "--max-semi-space-size=128", "--import", "tsx", "workers/agent-worker.ts"]
+CMD ["node", "--max-semi-space-size=64", "--import", "tsx", "workers/agent-worker.ts"]

@@ -8,7 +8,7 @@ const read = (file: string) => readFileSync(new URL(`../../../${file}`, import.m
 
 describe("the worker's V8 flags", () => {
   it('are a young generation sized for jobs that live across model calls', () => {
-    expect(WORKER_NODE_FLAGS).toContain('--max-semi-space-size=128');
+    expect(WORKER_NODE_FLAGS).toContain('--max-semi-space-size=64');
   });
 
   it('are on the command line of npm run worker, the image and the compose file, before the worker module', () => {
