@@ -4,6 +4,7 @@
 // reads the buffer back out of that stream; at 2,000 calls in flight those streams were 2 % of everything the
 // worker allocated. Here `text()` and `json()` read the buffer directly; anything else (`body`, `arrayBuffer()`,
 // `blob()`, ...) gets a standard Response made on first use, so every reader sees fetch's behaviour.
+
 /** The part of Response this class inherits as is (the type of Response declares its methods as properties). */
 interface ResponseHead {
   readonly status: number;
