@@ -79,6 +79,34 @@ async function lockIsFree(jobId: string, tool: string): Promise<boolean> {
   }
 }
 
+/** send_email on the worker's ledger with no delivery lookup, for a new job: `call(callKey, name)` runs one call. */
+function emailCalls() {
+  const smtp = new SmtpPool(sink.url, { maxConnections: 5 });
+  closers.push(() => smtp.close());
+  const tool = createSendEmailTool({
+    ledger: new EmailLedger(multi, WORKER),
+    transport: smtp,
+    from: 'reports@agent-fleet.local',
+    allowedDomains: ['example.com'],
+    maxPerRun: 10,
+    pendingGraceMs: 200,
+    pendingPollMs: 50,
+  });
+  const registry = new ToolRegistry([tool]);
+  const job = newJob();
+  const call = (callKey: string, name: string) =>
+    runToolCall(
+      registry,
+      {
+        name: 'send_email',
+        args: { ok: true, value: { to: `${name}@example.com`, subject: 'Orders', body: 'Dear you' } },
+      },
+      { signal: new AbortController().signal, runId: job, callKey, step: 1 },
+      RUN_OPTIONS,
+    );
+  return { job, call };
+}
+
 describe('a claim of the turn whose statement fails midway', () => {
   it('leaves no other claim of the query half made, frees the lock, and the others still get their verdict', async () => {
     const ledger = new EffectLedger(multi, WORKER);
@@ -96,30 +124,8 @@ describe('a claim of the turn whose statement fails midway', () => {
   });
 
   it('does not leave an email of the reply handed off, then uncertain, when it was never sent', async () => {
-    const smtp = new SmtpPool(sink.url, { maxConnections: 5 });
-    closers.push(() => smtp.close());
     // No delivery lookup: a row left pending and handed off could only end uncertain, the email never sent.
-    const tool = createSendEmailTool({
-      ledger: new EmailLedger(multi, WORKER),
-      transport: smtp,
-      from: 'reports@agent-fleet.local',
-      allowedDomains: ['example.com'],
-      maxPerRun: 10,
-      pendingGraceMs: 200,
-      pendingPollMs: 50,
-    });
-    const registry = new ToolRegistry([tool]);
-    const job = newJob();
-    const call = (callKey: string, name: string) =>
-      runToolCall(
-        registry,
-        {
-          name: 'send_email',
-          args: { ok: true, value: { to: `${name}@example.com`, subject: 'Orders', body: 'Dear you' } },
-        },
-        { signal: new AbortController().signal, runId: job, callKey, step: 1 },
-        RUN_OPTIONS,
-      );
+    const { job, call } = emailCalls();
     // The same reply: one call's claim fails in the query that carries the other's.
     const outcomes = await Promise.all([call(`${job}:1:1`, 'jon'), call(`${job}:1:poison`, 'kim')]);
     expect(outcomes[1]?.ok).toBe(false);
@@ -165,30 +171,8 @@ describe('a claims query whose connection is killed while it waits for the lock'
 
 describe('a deferred done record that fails', () => {
   it('does not take the records of the emails claimed with it down too; none is ever sent again', async () => {
-    const smtp = new SmtpPool(sink.url, { maxConnections: 5 });
-    closers.push(() => smtp.close());
     // No delivery lookup: a row whose record never landed can only end uncertain.
-    const tool = createSendEmailTool({
-      ledger: new EmailLedger(multi, WORKER),
-      transport: smtp,
-      from: 'reports@agent-fleet.local',
-      allowedDomains: ['example.com'],
-      maxPerRun: 10,
-      pendingGraceMs: 200,
-      pendingPollMs: 50,
-    });
-    const registry = new ToolRegistry([tool]);
-    const job = newJob();
-    const call = (callKey: string, name: string) =>
-      runToolCall(
-        registry,
-        {
-          name: 'send_email',
-          args: { ok: true, value: { to: `${name}@example.com`, subject: 'Orders', body: 'Dear you' } },
-        },
-        { signal: new AbortController().signal, runId: job, callKey, step: 1 },
-        RUN_OPTIONS,
-      );
+    const { job, call } = emailCalls();
     const first = await Promise.all([call(`${job}:1:1`, 'lea'), call(`${job}:1:norecord`, 'max')]);
     expect(first.map((o) => o.output)).toEqual([
       expect.stringMatching(/^Sent to/),
