@@ -1,9 +1,11 @@
 // The one owner of hiding secrets in whatever the fleet shows: log lines (src/logging/logger.ts), one-line
 // start-up failures on stderr, the board's job view. Values under keys that name a secret are replaced at
 // any depth; every string is scrubbed of credentials (URLs, auth headers, `password=…`); errors become plain
-// objects with their message, stack, cause chain and AggregateError members scrubbed the same way.
+// objects with their message, stack, cause chain and AggregateError members scrubbed the same way, and a
+// driver error's SQL reduced to its shape (src/logging/sql-shape.ts).
 import { isSecretKey } from './secret-key.js';
 import { REDACTED, scrubText } from './scrub-text.js';
+import { carriesSql, sqlShape } from './sql-shape.js';
 
 export { isSecretKey } from './secret-key.js';
 export { REDACTED, URL_PASSWORD_MASK, redactUrl, scrubText } from './scrub-text.js';
@@ -46,6 +48,8 @@ export function errorFields(error: Error): Record<string, unknown> {
   for (const key of Object.keys(error)) {
     if (!Object.hasOwn(fields, key)) fields[key] = readField(error, key);
   }
+  // The statement with its values formatted in: those values are run data, so only its shape is shown.
+  if (carriesSql(error)) fields['sql'] = sqlShape(error.sql);
   const cause = 'cause' in error ? readField(error, 'cause') : undefined;
   if (cause !== undefined) fields['cause'] = cause;
   // pino's own name for them, so log queries keep working.
