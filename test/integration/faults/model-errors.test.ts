@@ -104,8 +104,10 @@ it('20% of model requests failing: every task succeeds, usage and cost exact, no
       startWorker(ns, {
         OPENAI_BASE_URL: model.baseURL,
         LLM_MODEL: MODEL,
-        // A hang ends with the client's timeout, then the step retries.
-        LLM_TIMEOUT_MS: '2000',
+        // A hang ends with the client's timeout, then the step retries. Far above the 50 ms replies, so on a
+        // loaded machine an answered call does not time out too (it would be charged its reservation, and
+        // the server's accounting above could not tell it from a hang).
+        LLM_TIMEOUT_MS: '6000',
         SMTP_URL: sink.url,
         SMTP_LOOKUP_URL: sink.lookupUrl,
         WORKER_CONCURRENCY: '5',
