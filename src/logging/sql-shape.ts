@@ -6,7 +6,8 @@
 export const SQL_SHAPE_MAX_CHARS = 300;
 
 // Quoted strings (with '' and \' inside), hex and bit literals, numbers not part of a name.
-const LITERALS = /'(?:[^'\\]|\\.|'')*'?|"(?:[^"\\]|\\.|"")*"?|\b[xXbB]'[^']*'?|\b0x[0-9a-fA-F]+\b|(?<![\w$.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?\b/g;
+const LITERALS =
+  /'(?:[^'\\]|\\.|'')*'?|"(?:[^"\\]|\\.|"")*"?|\b[xXbB]'[^']*'?|\b0x[0-9a-fA-F]+\b|(?<![\w$.])[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?\b/g;
 
 /** `INSERT INTO t (a, b) VALUES (?, ?)` for `INSERT INTO t (a, b) VALUES ('secret', 42)`. */
 export function sqlShape(sql: string): string {

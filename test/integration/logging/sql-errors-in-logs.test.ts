@@ -36,7 +36,10 @@ function captured(): { write: (error: unknown) => void; text: () => string } {
     },
   });
   const logger = createLogger('sql-log-test', 'info', stream);
-  return { write: (error) => logger.error({ err: error }, 'trace write failed'), text: () => chunks.join('') };
+  return {
+    write: (error) => logger.error({ err: error }, 'trace write failed'),
+    text: () => chunks.join(''),
+  };
 }
 
 describe('a driver error in a log line', () => {
@@ -44,7 +47,10 @@ describe('a driver error in a log line', () => {
     // Values formatted client-side (query, not execute): the error's `sql` holds them.
     const error = await connection
       .query(`INSERT INTO ${TABLE} (id, note) VALUES (?, ?)`, [7, `${MARK} longer than eight`])
-      .then(() => undefined, (e: unknown) => e);
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect((error as { sql?: string }).sql).toContain(MARK);
     const log = captured();
     log.write(error);
