@@ -294,12 +294,23 @@ if (latencyResult) {
     info('4 latency', 'worker event-loop delay, p99 (median of 250 ms)', l.loop.delayP99Ms, 'ms'),
     info('4 latency', 'worker CPU per step', l.workerCpuMsPerStep, 'ms/step'),
     info('4 latency', 'worker CPU share (1 = one core)', l.workerCpuShare, 'cores'),
+    info('4 latency', 'bare openai loop CPU per call (its process)', l.bareCpuMsPerCall, 'ms/call'),
     info(
       '4 latency',
       'MariaDB statements per step (Questions, all clients)',
       l.mysqlQuestionsPerStep,
       'queries/step',
     ),
+    info(
+      '4 latency',
+      `machine CPU in use over the batch (of ${cpus().length} cores)`,
+      l.cores.machine,
+      'cores',
+    ),
+    info('4 latency', '… of it the model server', l.cores.modelServer, 'cores'),
+    info('4 latency', '… of it redis-server', l.cores.redis, 'cores'),
+    info('4 latency', '… of it MariaDB', l.cores.mariadb, 'cores'),
+    info('4 latency', '… of it the bench (enqueue, watch)', l.cores.bench, 'cores'),
   );
 }
 if (memoryResult) {

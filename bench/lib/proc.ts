@@ -70,3 +70,16 @@ export function syscallsOf(pid: number | 'self'): { reads: number; writes: numbe
   const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(io)?.[1] ?? NaN);
   return { reads: field('syscr'), writes: field('syscw') };
 }
+
+/**
+ * CPU milliseconds the whole machine has been busy so far, summed over its cores (/proc/stat: every state but
+ * idle and iowait). Over a batch, busy / elapsed is how many cores were in use, by anything.
+ */
+export function machineBusyMs(): number {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!;
+  const [, user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).map(Number);
+  return (
+    (((user ?? 0) + (nice ?? 0) + (system ?? 0) + (irq ?? 0) + (softirq ?? 0) + (steal ?? 0)) * 1000) /
+    clockTicksPerSecond()
+  );
+}

@@ -26,7 +26,7 @@ import {
 } from '../lib/fleet.js';
 import { loopStats, readProbe, type LoopStats } from '../lib/probe.js';
 import mysql from 'mysql2/promise';
-import { cpuMsOf } from '../lib/proc.js';
+import { cpuMsOf, cpuMsOfAll, machineBusyMs, pidsByComm } from '../lib/proc.js';
 import { median, spread } from '../lib/stats.js';
 import { taskText } from '../lib/steps-model.js';
 import { checkResults, enqueueTasks, type BatchCheck } from '../lib/tasks.js';
@@ -55,12 +55,31 @@ export interface LatencyBatch {
   workerCpuShare: number;
   /** MariaDB statements per agent step over the batch (SHOW GLOBAL STATUS Questions: every client counts). */
   mysqlQuestionsPerStep: number;
+  /** Cores in use over the batch: the whole machine, and each process that shares it with the worker. */
+  cores: CoreShares;
   breakdown: JobBreakdown;
   /** The same calls replayed by a bare `openai` loop, as many jobs in flight (latency-floor.ts). */
-  bare: { elapsedMs: number; achievedOverIdeal: number; sustained: Sustained; errors: number };
+  bare: {
+    elapsedMs: number;
+    achievedOverIdeal: number;
+    sustained: Sustained;
+    errors: number;
+    /** CPU of the loop's process (this one) per call it made: the client's own cost at this concurrency. */
+    cpuMsPerCall: number;
+  };
   /** The worker's event loop over the batch (bench/heap-probe.ts). */
   loop: LoopStats;
   check: BatchCheck;
+}
+
+export interface CoreShares {
+  machine: number;
+  workers: number;
+  modelServer: number;
+  redis: number;
+  mariadb: number;
+  /** This process: enqueueing the batch and watching it. */
+  bench: number;
 }
 
 /**
@@ -87,6 +106,7 @@ export interface LatencyResult {
   /** Medians over the repetitions. */
   sustained: Sustained;
   bareSustainedOverIdeal: number;
+  bareCpuMsPerCall: number;
   sustainedOverBare: number;
   jobsPerSecond: number;
   achievedOverIdeal: number;
@@ -98,6 +118,7 @@ export interface LatencyResult {
   workerCpuMsPerStep: number;
   workerCpuShare: number;
   mysqlQuestionsPerStep: number;
+  cores: CoreShares;
   breakdown: JobBreakdown;
   loop: LoopStats;
   spread: number;
@@ -158,6 +179,41 @@ function breakdownOf(
   };
 }
 
+interface SharedCpu {
+  at: number;
+  machine: number;
+  modelServer: number;
+  redis: number;
+  mariadb: number;
+  bench: number;
+}
+
+/** CPU so far of the machine and of each process the worker shares it with (the servers are found by name). */
+function sharedCpuMs(modelServerPid: number): SharedCpu {
+  const usage = process.cpuUsage();
+  return {
+    at: Date.now(),
+    machine: machineBusyMs(),
+    modelServer: cpuMsOf(modelServerPid),
+    redis: cpuMsOfAll(pidsByComm(['redis-server'])),
+    mariadb: cpuMsOfAll(pidsByComm(['mariadbd', 'mysqld'])),
+    bench: (usage.user + usage.system) / 1000,
+  };
+}
+
+function coreShares(before: SharedCpu, after: SharedCpu, workersCpuMs: number): CoreShares {
+  const elapsed = Math.max(1, after.at - before.at);
+  const share = (key: keyof Omit<SharedCpu, 'at'>) => (after[key] - before[key]) / elapsed;
+  return {
+    machine: share('machine'),
+    workers: workersCpuMs / elapsed,
+    modelServer: share('modelServer'),
+    redis: share('redis'),
+    mariadb: share('mariadb'),
+    bench: share('bench'),
+  };
+}
+
 export async function latency(options: {
   jobs: number;
   warmupJobs: number;
@@ -202,14 +258,16 @@ export async function latency(options: {
         `latency: batch ${rep}, ${options.jobs} jobs, ${slots} in flight (${workers.length} worker(s)), ${options.latencyMs} ms a call`,
       );
       const before = (await model.requests(Number.MAX_SAFE_INTEGER)).total;
-      const cpu0 = cpuOfWorkers();
       const questions0 = await mysqlQuestions(admin);
+      const cpu0 = cpuOfWorkers();
+      const shares0 = sharedCpuMs(model.child.pid);
       const t0 = Date.now();
       const jobIds = await enqueueTasks(client, `run${rep}`, options.jobs, options.steps);
       done += options.jobs;
       await watch.waitForCompleted(done, worker, 120_000);
       const t1 = await watch.lastFinishedOn();
       const cpu1 = cpuOfWorkers();
+      const shares1 = sharedCpuMs(model.child.pid);
       const questions1 = await mysqlQuestions(admin);
 
       const check = await checkResults(client, jobIds, options.steps);
@@ -223,7 +281,9 @@ export async function latency(options: {
       if (rep === 1) await replayJobs(model.baseURL, calls, slots);
       log(`latency: the same ${calls.length} jobs by a bare openai loop, ${slots} in flight`);
       const beforeReplay = (await model.requests(Number.MAX_SAFE_INTEGER)).total;
+      const bareCpu0 = process.cpuUsage();
       const replay = await replayJobs(model.baseURL, calls, slots);
+      const bareCpu = process.cpuUsage(bareCpu0);
       const replayTimeline = await model.timeline(beforeReplay);
       const elapsedMs = t1 - t0;
       const jobsPerSecond = options.jobs / (elapsedMs / 1000);
@@ -240,12 +300,14 @@ export async function latency(options: {
         workerCpuShare: (cpu1 - cpu0) / elapsedMs,
         // Less the two reads of the counter themselves.
         mysqlQuestionsPerStep: (questions1 - questions0 - 1) / check.steps,
+        cores: coreShares(shares0, shares1, cpu1 - cpu0),
         breakdown,
         bare: {
           elapsedMs: replay.elapsedMs,
           achievedOverIdeal: calls.length / (replay.elapsedMs / 1000) / idealJobsPerSecond,
           sustained: sustainedOf(replayTimeline, slots, options.latencyMs),
           errors: replay.errors,
+          cpuMsPerCall: (bareCpu.user + bareCpu.system) / 1000 / Math.max(1, calls.flat().length),
         },
         loop: loopStats(readProbe(probeFile), t0, t1),
         check,
@@ -266,6 +328,7 @@ export async function latency(options: {
         calls: median(batches.map((b) => b.sustained.calls)),
       },
       bareSustainedOverIdeal: median(batches.map((b) => b.bare.sustained.overIdeal)),
+      bareCpuMsPerCall: median(batches.map((b) => b.bare.cpuMsPerCall)),
       sustainedOverBare: median(batches.map((b) => b.sustained.overIdeal / b.bare.sustained.overIdeal)),
       jobsPerSecond: median(batches.map((b) => b.jobsPerSecond)),
       achievedOverIdeal: median(batches.map((b) => b.achievedOverIdeal)),
@@ -276,6 +339,14 @@ export async function latency(options: {
       workerCpuMsPerStep: median(batches.map((b) => b.workerCpuMsPerStep)),
       workerCpuShare: median(batches.map((b) => b.workerCpuShare)),
       mysqlQuestionsPerStep: median(batches.map((b) => b.mysqlQuestionsPerStep)),
+      cores: {
+        machine: median(batches.map((b) => b.cores.machine)),
+        workers: median(batches.map((b) => b.cores.workers)),
+        modelServer: median(batches.map((b) => b.cores.modelServer)),
+        redis: median(batches.map((b) => b.cores.redis)),
+        mariadb: median(batches.map((b) => b.cores.mariadb)),
+        bench: median(batches.map((b) => b.cores.bench)),
+      },
       breakdown: {
         startMs: median(batches.map((b) => b.breakdown.startMs)),
         betweenStepsMs: median(batches.map((b) => b.breakdown.betweenStepsMs)),
