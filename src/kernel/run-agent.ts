@@ -48,6 +48,7 @@ import type { ModelPrice } from './pricing.js';
 import {
   countResponseFormatTokens,
   estimateMessageTokensByLine,
+  countRememberedText,
   tokenCounterFor,
   type TokenCounter,
 } from './tokens.js';
@@ -159,6 +160,7 @@ class AgentRun {
   private readonly state: RunState;
   private readonly protocol: AgentProtocol;
   private readonly count: TokenCounter;
+  private readonly countRemembered: TokenCounter = (text) => countRememberedText(text, this.count);
   private readonly calibration: PromptCalibration;
   private readonly opts: Required<
     Omit<AgentRunOptions, 'systemPrompt' | 'reasoningModel' | 'reasoningEffort' | 'serviceTier' | 'cacheKey'>
@@ -468,7 +470,8 @@ class AgentRun {
           tool: call.name,
           args: call.args.ok ? call.args.value : null,
           ok: outcome.ok,
-          output: truncateToTokens(output, this.opts.toolResultMaxTokens, this.count),
+          // Remembered whole: the tools protocol sends it as is, and every prompt's bound counts it again.
+          output: truncateToTokens(output, this.opts.toolResultMaxTokens, this.count, this.countRemembered),
           errorCode: outcome.errorCode ?? null,
           latencyMs: outcome.latencyMs,
           ...(outcome.uncertain ? { uncertain: outcome.uncertain } : {}),

@@ -132,25 +132,41 @@ function messageTokens(message: ChatMessage, count: TokenCounter, caches: Counte
   if (message.content) tokens += countLongText(message.content, count, caches);
   if (message.role === 'tool') tokens += count(message.tool_call_id);
   if (message.role === 'assistant' && message.tool_calls) {
-    for (const call of message.tool_calls) {
-      tokens +=
-        TOKENS_PER_TOOL_CALL + count(call.id) + count(call.function.name) + count(call.function.arguments);
-    }
+    for (const call of message.tool_calls)
+      tokens += TOKENS_PER_TOOL_CALL + callPartsTokens(call, count, caches);
   }
   caches.messages.set(message, tokens);
   return tokens;
 }
 
-// Every run of a process sends the same system prompt (the tool list, the protocol's rules) in a message object of
-// its own: long texts are also remembered by value, a few hundred at most.
-const LONG_TEXT_CHARS = 512;
-const LONG_TEXTS_KEPT = 256;
+// Texts are counted where the loop meets them, and several places meet the same one: a tool's result when it is
+// fitted to its token limit and again in every prompt's bound (in a message object of its own), a call's
+// arguments in its message's count and in the framing bound, the system prompt in every run. Such texts are
+// remembered by value (a lookup hashes the text, far cheaper than counting it); short ones are counted again.
+const LONG_TEXT_CHARS = 64;
+const LONG_TEXTS_KEPT = 8_192;
 export const LONG_TEXT_CHARS_KEPT = 4_000_000;
 
 function countLongText(text: string, count: TokenCounter, caches: CounterCaches): number {
   if (text.length < LONG_TEXT_CHARS) return count(text);
   return caches.longTexts.count(text, count);
 }
+
+/**
+ * `count(text)`, remembered by value with the texts of the messages (see above): for a whole text the loop will
+ * put in a message, such as a tool's result before it is fitted to its limit. Not for slices of a longer text,
+ * which would keep that text alive while remembered.
+ */
+export function countRememberedText(text: string, count: TokenCounter): number {
+  return countLongText(text, count, cachesOf(count));
+}
+
+/** A tool call's id, name and arguments, as the documented count and the framing bound both charge them. */
+function callPartsTokens(call: ToolCallPart, count: TokenCounter, caches: CounterCaches): number {
+  return count(call.id) + count(call.function.name) + countLongText(call.function.arguments, count, caches);
+}
+
+type ToolCallPart = { id: string; function: { name: string; arguments: string } };
 
 // Lines of the deterministic summaries the kernel estimates before every step: each summary is new, its lines
 // mostly are not (they describe the same messages step after step).
@@ -295,7 +311,7 @@ function framingTokens(message: ChatMessage, count: TokenCounter, caches: Counte
   let serialized = 0;
   for (const call of message.tool_calls) {
     fitted += Math.max(0, TOOL_CALL_OPENING_TOKENS - TOKENS_PER_TOOL_CALL);
-    const parts = count(call.id) + count(call.function.name) + count(call.function.arguments);
+    const parts = callPartsTokens(call, count, caches);
     serialized += Math.max(0, count(JSON.stringify(call)) - parts);
   }
   const tokens = Math.max(fitted, serialized);

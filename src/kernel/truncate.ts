@@ -13,7 +13,16 @@ const MAX_CHARS_PER_TOKEN = 64;
  */
 const ALWAYS_COUNTABLE_CHARS = 32_768;
 
-export function truncateToTokens(text: string, maxTokens: number, count: TokenCounter): string {
+/**
+ * `text` cut to `maxTokens` with a marker, or `text` itself when it fits. `countWhole` counts the whole text
+ * (a counter that remembers it, when the caller will count it again); the cuts are counted with `count`.
+ */
+export function truncateToTokens(
+  text: string,
+  maxTokens: number,
+  count: TokenCounter,
+  countWhole: TokenCounter = count,
+): string {
   // A token is at least one UTF-8 byte and a UTF-16 unit at most three: a short text fits without counting.
   if (text.length * 3 <= maxTokens) return text;
   // Counting takes time in proportion to the text (about 0.1 s per MB, on the event loop): a longer text than
@@ -26,7 +35,7 @@ export function truncateToTokens(text: string, maxTokens: number, count: TokenCo
       return ` …[cut: ${total - kept.length} of ${total} chars]`;
     });
   }
-  const total = count(text);
+  const total = countWhole(text);
   if (total <= maxTokens) return text;
   return fitWithMarker(text, total, maxTokens, count, (kept) => {
     return ` …[cut: ${total - count(kept)} of ${total} tokens]`;
