@@ -153,13 +153,18 @@ function abortError(signal: AbortSignal | undefined): Error {
   return new DOMException('This operation was aborted', 'AbortError');
 }
 
+/** The `openai` client's telemetry headers (`x-stainless-os`, `-arch`, ...): nothing an API needs. */
+const TELEMETRY_HEADER = 'x-stainless-';
+
 function headersObject(init: RequestInit['headers']): Record<string, string> {
   const out: Record<string, string> = {};
   if (!init) return out;
   // Headers and pairs iterate as [name, value]; a record's values may be lists (Node's own header type).
   const entries = init instanceof Headers || Array.isArray(init) ? init : Object.entries(init);
   for (const [name, value] of entries as Iterable<[string, string | readonly string[]]>) {
-    out[name.toLowerCase()] = typeof value === 'string' ? value : value.join(', ');
+    const key = name.toLowerCase();
+    if (key.startsWith(TELEMETRY_HEADER)) continue;
+    out[key] = typeof value === 'string' ? value : value.join(', ');
   }
   return out;
 }

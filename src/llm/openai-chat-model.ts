@@ -31,8 +31,9 @@ export interface OpenAIChatModelOptions {
 }
 
 // The client's telemetry headers (`x-stainless-os`, `-arch`, `-runtime`, ... 8 of a request's 13): nothing the
-// API needs, and each is built, copied, sorted for the client's debug log and written on every call. Null
-// removes a header the client would add.
+// API needs, and each is built, copied, sorted for the client's debug log and written on every call. The fleet's
+// own transport leaves them off as it writes the request (node-http-fetch.ts); for a fetch given here, null
+// removes a header the client would add (which costs the client more work than the header itself).
 const WITHOUT_TELEMETRY_HEADERS: Record<string, null> = Object.fromEntries(
   [
     'X-Stainless-Arch',
@@ -59,6 +60,7 @@ export class OpenAIChatModel implements ChatModel {
   constructor(options: OpenAIChatModelOptions) {
     this.model = options.model;
     const fetch = options.fetch ?? defaultFetch();
+    const defaultHeaders = options.fetch ? WITHOUT_TELEMETRY_HEADERS : undefined;
     this.client = options.azure
       ? new AzureOpenAI({
           apiKey: options.apiKey,
@@ -67,14 +69,14 @@ export class OpenAIChatModel implements ChatModel {
           deployment: options.azure.deployment,
           maxRetries: 0,
           fetch,
-          defaultHeaders: WITHOUT_TELEMETRY_HEADERS,
+          ...(defaultHeaders ? { defaultHeaders } : {}),
         })
       : new OpenAI({
           apiKey: options.apiKey,
           baseURL: options.baseURL ?? null,
           maxRetries: 0,
           fetch,
-          defaultHeaders: WITHOUT_TELEMETRY_HEADERS,
+          ...(defaultHeaders ? { defaultHeaders } : {}),
         });
   }
 

@@ -86,6 +86,19 @@ const failure = async (promise: Promise<unknown>): Promise<ModelApiError> => {
 };
 
 describe('the openai client over the node:http transport', () => {
+  it('leaves the client’s telemetry headers off with a fetch of the caller’s own too', async () => {
+    const chat = new OpenAIChatModel({
+      model: 'gpt-4o-mini',
+      apiKey: 'sk-test-key',
+      baseURL,
+      fetch: globalThis.fetch,
+    });
+    await ask(chat);
+    const [request] = received;
+    expect(Object.keys(request?.headers ?? {}).filter((name) => name.startsWith('x-stainless'))).toEqual([]);
+    expect(request?.headers['user-agent']).toMatch(/^OpenAI\/JS /);
+  });
+
   it('sends the request as the client built it and parses the reply', async () => {
     const content = 'Grüße, 東京 — "quoted" \\ and a newline\n';
     const result = await call(content);
