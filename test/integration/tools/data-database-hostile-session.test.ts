@@ -13,6 +13,7 @@ import { seedDemoDatabase } from '../../../src/demo/seed-demo-database.js';
 import { quoteIdentifier } from '../../../src/store/pool.js';
 import { openDataDatabase, type DataDatabase } from '../../../src/tools/data-database.js';
 import { isSessionNeutral } from '../../../src/tools/data-session.js';
+import { checkSelectAst, checkSelectText } from '../../../src/tools/sql-guard.js';
 
 const SERVER = new URL(process.env['MYSQL_URL'] || 'mysql://root@127.0.0.1:3306/agent_fleet');
 const HOST = SERVER.hostname;
@@ -299,3 +300,44 @@ describe('documented limit: code the operator installed (docs/sql-safety.md#one-
     }
   });
 });
+
+describe('another run on the same account (a guard-only rule)', () => {
+  beforeEach(requireServer);
+
+  it("sees and stops the other run's statements with the guard off; the guard refuses each way", async () => {
+    const victim = await openSingle();
+    const attacker = await openSingle();
+    try {
+      const secret = `secret_${randomBytes(4).toString('hex')}`;
+      const running = victim
+        .query(`SELECT SLEEP(3) AS s, '${secret}' AS t`, { timeoutMs: 5_000 })
+        .catch((error: unknown) => error);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      // (Plain SHOW PROCESSLIST cuts the text at 100 characters, inside the SET STATEMENT prefix on MariaDB.)
+      const probes = ['SHOW FULL PROCESSLIST', 'SELECT ID, INFO FROM information_schema.PROCESSLIST'];
+      let victimId: unknown;
+      for (const sql of probes) {
+        const { rows } = await attacker.query(sql, { maxRows: 100 });
+        const hit = rows.find((row) => row.some((value) => String(value).includes(secret)));
+        expect(hit, sql).toBeDefined();
+        victimId = hit?.[0];
+        await expectRefusedByEachPass(sql);
+      }
+      const started = Date.now();
+      await attacker.query(`KILL QUERY ${Number(victimId)}`);
+      await expectRefusedByEachPass(`KILL QUERY ${Number(victimId)}`);
+      const outcome = await running;
+      // The victim's sleep was cut short by the other run, not by its own limit.
+      expect(Date.now() - started).toBeLessThan(2_000);
+      expect(outcome instanceof Error || JSON.stringify(outcome).includes('"rows":[[1')).toBe(true);
+    } finally {
+      await victim.close();
+      await attacker.close();
+    }
+  });
+});
+
+async function expectRefusedByEachPass(sql: string): Promise<void> {
+  expect(checkSelectText(sql), sql).toBeDefined();
+  expect((await checkSelectAst(sql)).ok, sql).toBe(false);
+}
