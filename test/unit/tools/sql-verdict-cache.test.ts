@@ -97,6 +97,36 @@ describe('checkSelectOnly with the cache', () => {
     expect(parseAgain).toHaveBeenCalledTimes(1);
   });
 
+  it("never answers a near-twin of a cached text with the twin's verdict", async () => {
+    // Each pair differs only where the guard looks: a trailing `;` inside the accepted comment, the bytes of a
+    // comment, a look-alike letter in a table name, a non-breaking space (a name character to the server).
+    const n = Math.floor(Math.random() * 1e9);
+    const policy = { allowedTables: ['orders'] };
+    const noted = `SELECT id FROM orders WHERE id = ${n} -- note`;
+    const lookAlike = `SELECT id FROM \u043erders WHERE id = ${n}`;
+    const nbsp = `WITH c\u00a0 AS (SELECT 1 AS x) SELECT x FROM c WHERE x < ${n}`;
+    const pairs: [string, string][] = [
+      [noted, `${noted};`],
+      [`SELECT id FROM orders WHERE id = ${n} /* a */`, `SELECT id FROM orders WHERE id = ${n} /*! a */`],
+      [`SELECT id FROM orders WHERE id = ${n}`, lookAlike],
+      [`WITH c AS (SELECT 1 AS x) SELECT x FROM c WHERE x < ${n}`, nbsp],
+    ];
+    for (const [first, twin] of pairs) {
+      const cached = await checkSelectOnly(first, policy);
+      expect(await checkSelectOnly(first, policy)).toEqual(cached);
+      const verdict = await checkSelectOnly(twin, policy);
+      expect(verdict, twin).not.toEqual(cached);
+    }
+    // The accepted ones and what runs: the comment cut off, the rest as written.
+    expect(await checkSelectOnly(noted, policy)).toEqual({
+      ok: true,
+      tables: ['orders'],
+      sql: `SELECT id FROM orders WHERE id = ${n} `,
+    });
+    expect(await checkSelectOnly(lookAlike, policy)).toMatchObject({ ok: false, reason: /\u043erders/ });
+    expect(await checkSelectOnly(nbsp, policy)).toMatchObject({ ok: false, reason: /Table c / });
+  });
+
   it('does not store what is refused before any work (too long, not a string)', async () => {
     const parse = vi.spyOn(SqlParsePool.prototype, 'parse');
     const long = `SELECT '${'x'.repeat(9_000)}'`;
