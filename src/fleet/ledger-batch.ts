@@ -1,10 +1,10 @@
 // The spend ledger's bookings and settles asked for in one turn of the event loop leave as ONE script (in the
 // order they were asked for), instead of one script each: with many jobs in flight, their model calls end and
 // begin in the same turns, and each step's booking and settle would otherwise cost a command apiece. Each
-// operation keeps its own answer and its own failure, as if sent alone; an operation alone in its turn goes as
-// its own script. Why the turn, and what it costs: docs/limits.md (one script per turn).
+// operation keeps its own answer and its own failure, as if sent alone. Why the turn, and what it costs:
+// docs/limits.md (one script per turn).
 import type { Redis } from 'ioredis';
-import { BATCH, RESERVE, SETTLE } from './ledger-scripts.js';
+import { BATCH } from './ledger-scripts.js';
 
 export type LedgerOperation = 'reserve' | 'settle';
 
@@ -38,28 +38,22 @@ export class LedgerBatcher {
   private flush(): void {
     const queued = this.queued;
     this.queued = [];
-    // The scripts of a split are all the batch's, even a last one of a single operation: a server that knows
-    // one script and not the other would run the known one first (the other goes again as EVAL after its
-    // NOSCRIPT), and the operations out of the order they were asked for.
-    const alone = queued.length === 1;
+    // Every script is the batch's, even one of a single operation (a split's last, or one alone in its turn): a
+    // server that knows one script and not another (a new version deployed, a flush) would run the known one
+    // first (the other goes again as EVAL after its NOSCRIPT), and the operations out of the order they were
+    // asked for, within a turn or across turns.
     for (let i = 0; i < queued.length; i += MAX_OPERATIONS_PER_SCRIPT) {
       const operations = queued.slice(i, i + MAX_OPERATIONS_PER_SCRIPT);
       // Thrown here, an error would end the process (this runs in setImmediate): it fails the operations.
       try {
-        this.send(operations, alone);
+        this.send(operations);
       } catch (error) {
         for (const op of operations) op.reject(error);
       }
     }
   }
 
-  private send(operations: Queued[], alone: boolean): void {
-    const [only] = operations;
-    if (only && alone) {
-      const script = only.kind === 'reserve' ? RESERVE : SETTLE;
-      script.run(this.redis, only.keys, only.args).then(only.resolve, only.reject);
-      return;
-    }
+  private send(operations: Queued[]): void {
     const keys: string[] = [];
     const args: (string | number)[] = [operations.length];
     for (const op of operations) {

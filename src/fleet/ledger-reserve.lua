@@ -48,6 +48,10 @@ local function reserve(K, A)
     local cap_tok = cap_of(f[6], A[9 + 3 * i])
     if cap_usd ~= '' or cap_tok ~= '' then capped = 1 end
     local used_usd, used_tok, res_usd, res_tok = f[1] or '0', f[2] or '0', f[3] or '0', f[4] or '0'
+    -- A figure HINCRBY would refuse fails the booking here, before any scope is written: not half-booked.
+    for j = 1, 4 do
+      if f[j] and not string.match(f[j], '^%-?%d+$') then return redis.error_reply('ERR spend figure not an integer') end
+    end
     local refusal
     if cap_usd ~= '' and tonumber(used_usd) + tonumber(res_usd) + tonumber(usd) > tonumber(cap_usd) then
       refusal = {0, 'cost_budget', i + 1, used_usd, res_usd, cap_usd}

@@ -5,11 +5,10 @@ const COMMON = new URL('./ledger-common.lua', import.meta.url);
 const RESERVE_FN = new URL('./ledger-reserve.lua', import.meta.url);
 const SETTLE_FN = new URL('./ledger-settle.lua', import.meta.url);
 
-/** Settles a ticket first if asked, checks the pause, then books a worst case in every scope or in none. */
-export const RESERVE = LuaScript.calling('return reserve(KEYS, ARGV)', COMMON, RESERVE_FN);
-/** Moves a ticket's reservation out of every scope and adds what the call cost. */
-export const SETTLE = LuaScript.calling('return settle(KEYS, ARGV)', COMMON, SETTLE_FN);
-/** Bookings and settles of one turn of the event loop, in the order they were asked for (ledger-batch.ts). */
+/**
+ * Bookings and settles of one turn of the event loop, in the order they were asked for (ledger-batch.ts); the
+ * only script of bookings and settles, even for one operation: a server cannot know one of them and not another.
+ */
 export const BATCH = LuaScript.fromFiles(
   COMMON,
   RESERVE_FN,

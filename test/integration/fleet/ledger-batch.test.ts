@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gateForJob } from '../../../src/fleet/fleet-gate.js';
 import { LedgerOperationError, MAX_OPERATIONS_PER_SCRIPT } from '../../../src/fleet/ledger-batch.js';
 import { batchScope, dayScope, tenantDayScope } from '../../../src/fleet/ledger-scopes.js';
+import { LuaScript } from '../../../src/fleet/lua-script.js';
 import { SpendLedger } from '../../../src/fleet/spend-ledger.js';
 import { startPrivateRedis, type PrivateRedis } from '../../support/private-redis.js';
 
@@ -109,6 +110,37 @@ describe('an operation of a batch behaves as if sent alone', () => {
     // Room for one: the first asked for gets it, not the last.
     expect(bookings.map((b) => b.ok).indexOf(true)).toBe(0);
     expect(bookings.filter((b) => b.ok)).toHaveLength(1);
+  });
+
+  it("the order holds across turns when the server knows a lone booking's script and not the batch's", async () => {
+    const ledger = new SpendLedger({ redis, prefix: PREFIX });
+    const scope = batchScope(`turn-order-${++seq}`);
+    await ledger.setCaps(scope, { maxCostUsd: 0.01 });
+    const held = await ledger.reserve([scope], worst);
+    if (!held.ok) throw new Error(held.message);
+    // The server knows a lone booking's script (as another process loaded it), not the batch's.
+    await redis.script('FLUSH');
+    const lone = LuaScript.calling(
+      'return reserve(KEYS, ARGV)',
+      new URL('../../../src/fleet/ledger-common.lua', import.meta.url),
+      new URL('../../../src/fleet/ledger-reserve.lua', import.meta.url),
+    );
+    await redis.script('LOAD', lone.source);
+    // The server busy for a moment (another client's script), so both turns below reach it before it answers.
+    const busy = new Redis(server.url);
+    const busyScript = `local t = redis.call('TIME')[1] * 1e6 + redis.call('TIME')[2]
+      while redis.call('TIME')[1] * 1e6 + redis.call('TIME')[2] < t + 150000 do end`;
+    const busied = busy.eval(busyScript, 0);
+    await ms(20);
+    // A turn of two (a batch, sent again as EVAL after its NOSCRIPT), then a booking alone in the next turn.
+    const settled = ledger.settle(held.ticket, { tokens: 0, costUsd: 0 });
+    const other = ledger.reserve([batchScope(`other-${seq}`)], worst);
+    await turn();
+    const next = ledger.reserve([scope], worst);
+    await Promise.all([settled, other, busied]);
+    busy.disconnect();
+    // Asked for after the settle, the booking sees the room it freed.
+    expect(await next).toMatchObject({ ok: true });
   });
 
   it('in the order asked for: a settle before a booking frees its room, after it does not', async () => {
