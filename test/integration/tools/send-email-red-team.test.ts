@@ -1,0 +1,119 @@
+// Red-team cases of send_email's at-most-once path (docs/side-effects.md) against a real MariaDB ledger and the
+// SMTP sink: a connection that breaks mid-send with a socket error that usually means "never connected", a
+// late failure of a taken-over attempt, and the claims of one reply when the job's lock is busy.
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import type { Pool, RowDataPacket } from 'mysql2/promise';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { runToolCall, type ToolRunOptions } from '../../../src/kernel/run-tool-call.js';
+import { ToolRegistry } from '../../../src/kernel/tool-registry.js';
+import { startSmtpSink, type SmtpSink } from '../../../src/demo/smtp-sink.js';
+import { migrate } from '../../../src/store/migrate.js';
+import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
+import { EffectLedger } from '../../../src/tools/effect-ledger.js';
+import { EmailLedger } from '../../../src/tools/email-ledger.js';
+import { createSendEmailTool, deriveMessageId } from '../../../src/tools/send-email.js';
+import { SmtpPool } from '../../../src/tools/smtp-pool.js';
+
+const database = `af_test_email_rt_${randomBytes(4).toString('hex')}`;
+const url = `mysql://root@127.0.0.1:3306/${database}`;
+const RUN_OPTIONS: ToolRunOptions = { defaultTimeoutMs: 15_000, transientRetries: 2, retryBaseDelayMs: 5 };
+const email = { to: 'ada@example.com', subject: 'Thank you', body: 'Dear Ada,\n\nThanks.\n' };
+
+let pool: Pool;
+
+beforeAll(async () => {
+  pool = await createStorePool(url);
+  await migrate(pool);
+});
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+afterAll(async () => {
+  await pool.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(database)}`);
+  await pool.end();
+});
+
+const newJob = () => `job-${randomBytes(4).toString('hex')}`;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await sleep(10);
+  }
+}
+
+async function rowOf(effectKey: string): Promise<RowDataPacket | undefined> {
+  const [rows] = await pool.query<RowDataPacket[]>('SELECT * FROM effect_ledger WHERE effect_key = ?', [
+    effectKey,
+  ]);
+  return rows[0];
+}
+
+function call(
+  tool: ReturnType<typeof createSendEmailTool>,
+  callKey: string,
+  signal = new AbortController().signal,
+) {
+  return runToolCall(
+    new ToolRegistry([tool]),
+    { name: 'send_email', args: { ok: true, value: email } },
+    { signal, runId: callKey.split(':')[0]!, callKey, step: 1 },
+    RUN_OPTIONS,
+  );
+}
+
+describe('a pooled connection that breaks mid-send with EHOSTUNREACH', () => {
+  it('reports delivery uncertain and never sends again: the server may have the message', async () => {
+    // The sink stores the message, then holds its final 250: the message is on the server.
+    let hold: (() => void) | undefined;
+    const held = new Promise<void>((resolve) => (hold = resolve));
+    let holds = 0;
+    const sink: SmtpSink = await startSmtpSink({
+      holdReply: (stage) => (stage === 'data' && holds++ === 0 ? held : undefined),
+    });
+    // The client's sockets (smtp-socket.ts opens them with net.connect).
+    const sockets: net.Socket[] = [];
+    const connect = net.connect.bind(net);
+    vi.spyOn(net, 'connect').mockImplementation(((...args: Parameters<typeof net.connect>) => {
+      const socket = connect(...args);
+      sockets.push(socket);
+      return socket;
+    }) as typeof net.connect);
+    const smtp = new SmtpPool(sink.url, { maxConnections: 1 });
+    try {
+      const tool = createSendEmailTool({
+        ledger: new EmailLedger(pool),
+        transport: smtp,
+        from: 'reports@agent-fleet.local',
+        allowedDomains: ['example.com'],
+        maxPerRun: 10,
+        pendingGraceMs: 200,
+        pendingPollMs: 20,
+      });
+      const job = newJob();
+      const callKey = `${job}:1:0`;
+      const outcome = call(tool, callKey);
+      await until(() => holds === 1);
+      expect(sockets).toHaveLength(1);
+      // An established connection whose route went away: Linux reports the ICMP error on the socket's read, as
+      // a timed-out connection that saw "host unreachable" does.
+      sockets[0]!.destroy(
+        Object.assign(new Error('read EHOSTUNREACH'), { code: 'EHOSTUNREACH', errno: -113, syscall: 'read' }),
+      );
+      const result = await outcome;
+      const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+      expect(sink.messages.filter((m) => m.messageId === messageId)).toHaveLength(1);
+      expect(result.output).toMatch(/^Delivery uncertain/);
+      expect((await rowOf(callKey))?.['status']).toBe('pending');
+    } finally {
+      hold?.();
+      smtp.close();
+      await sink.close();
+    }
+  });
+});
