@@ -356,14 +356,16 @@ export class EffectLedger {
 
   /**
    * It certainly did not happen: the row may be claimed again. Never over a row another attempt has since settled
-   * done (a late failure of a taken-over attempt must not free a made effect for a second one).
+   * done (a late failure of a taken-over attempt must not free a made effect for a second one); given the
+   * attempt, only while that attempt still holds the row (nor free the claim of the attempt that took it over,
+   * whose effect may be under way).
    */
-  async markFailed(effectKey: string, error: string): Promise<void> {
+  async markFailed(effectKey: string, error: string, attempt?: number): Promise<void> {
     this.records.settled(effectKey);
     await this.pool.query(
       `UPDATE effect_ledger SET status = 'failed', error = ?, updated_at = CURRENT_TIMESTAMP(3)
-       WHERE effect_key = ? AND status <> 'done'`,
-      [clip(error), effectKey],
+       WHERE effect_key = ? AND status <> 'done' ${attempt === undefined ? '' : 'AND attempt = ?'}`,
+      attempt === undefined ? [clip(error), effectKey] : [clip(error), effectKey, attempt],
     );
   }
 

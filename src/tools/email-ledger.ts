@@ -117,8 +117,8 @@ export class EmailLedger {
   }
 
   /** The send certainly did not reach the server: the row may be claimed again. */
-  async markFailed(callKey: string, error: string): Promise<void> {
-    await this.effects.markFailed(callKey, error);
+  async markFailed(callKey: string, error: string, attempt?: number): Promise<void> {
+    await this.effects.markFailed(callKey, error, attempt);
   }
 
   /**

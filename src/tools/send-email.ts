@@ -54,7 +54,8 @@ export interface EmailLedgerPort {
    */
   recordSent?(callKey: string, smtpResponse: string): Promise<void>;
   markDryRun(callKey: string): Promise<void>;
-  markFailed(callKey: string, error: string): Promise<void>;
+  /** Given the attempt, only while that attempt still holds the row (not after a takeover). */
+  markFailed(callKey: string, error: string, attempt?: number): Promise<void>;
   release(callKey: string, attempt: number, why: string): Promise<boolean>;
   markUncertain(callKey: string, why: string): Promise<boolean>;
   noteUncertain(callKey: string, error: string): Promise<void>;
@@ -275,10 +276,13 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
             disableUrlAccess: true,
           });
         } catch (error) {
-          return settleFailure(error);
+          return settleFailure(error, attempt);
         }
         if (info.rejected && info.rejected.length > 0) {
-          return settleFailure(Object.assign(new Error('recipient rejected'), { code: 'EENVELOPE' }));
+          return settleFailure(
+            Object.assign(new Error('recipient rejected'), { code: 'EENVELOPE' }),
+            attempt,
+          );
         }
         const response = typeof info.response === 'string' ? info.response : 'accepted';
         // If the record fails (or, deferred, never lands) the server has the message all the same: tell the
@@ -373,7 +377,7 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
         );
       }
 
-      async function settleFailure(error: unknown): Promise<string | UncertainOutcome> {
+      async function settleFailure(error: unknown, attempt: number): Promise<string | UncertainOutcome> {
         const failure = classifySendError(error);
         if (failure.delivery === 'unknown') {
           // Left pending and handed off: after the grace, a lookup (a resumed run's or the sweeper's) settles it.
@@ -384,7 +388,8 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
             { what: `email to ${address} (message-id ${messageId})`, why: failure.summary },
           );
         }
-        await record(() => options.ledger.markFailed(ctx.callKey, failure.summary));
+        // This attempt's claim only: one that was taken over meanwhile must not free the newer attempt's send.
+        await record(() => options.ledger.markFailed(ctx.callKey, failure.summary, attempt));
         const message = `${failure.summary}; the email to ${address} was not sent`;
         if (failure.transient)
           throw new TransientToolError(message, { code: 'email_smtp_unavailable', cause: error });

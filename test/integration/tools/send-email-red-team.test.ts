@@ -10,7 +10,6 @@ import { ToolRegistry } from '../../../src/kernel/tool-registry.js';
 import { startSmtpSink, type SmtpSink } from '../../../src/demo/smtp-sink.js';
 import { migrate } from '../../../src/store/migrate.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
-import { EffectLedger } from '../../../src/tools/effect-ledger.js';
 import { EmailLedger } from '../../../src/tools/email-ledger.js';
 import { createSendEmailTool, deriveMessageId } from '../../../src/tools/send-email.js';
 import { SmtpPool } from '../../../src/tools/smtp-pool.js';
@@ -114,6 +113,81 @@ describe('a pooled connection that breaks mid-send with EHOSTUNREACH', () => {
       hold?.();
       smtp.close();
       await sink.close();
+    }
+  });
+});
+
+describe('a taken-over attempt whose send fails late', () => {
+  it('does not free the row of the attempt that took it over: the email is sent once', async () => {
+    // A server that answers the first RCPT (attempt 1's) with a 451 only when told to, long after the grace,
+    // and holds the final reply of the second message (the takeover's, stored) until told to.
+    const { SMTPServer } = await import('smtp-server');
+    const { simpleParser } = await import('mailparser');
+    const stored: string[] = [];
+    let refuseFirst: (() => void) | undefined;
+    const firstRefused = new Promise<void>((resolve) => (refuseFirst = resolve));
+    let finishSecond: (() => void) | undefined;
+    const secondFinished = new Promise<void>((resolve) => (finishSecond = resolve));
+    let rcpts = 0;
+    const server = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS', 'AUTH'],
+      logger: false,
+      closeTimeout: 200,
+      onRcptTo(_address, _session, callback) {
+        if (rcpts++ > 0) return callback();
+        void firstRefused.then(() =>
+          callback(Object.assign(new Error('try again later'), { responseCode: 451 })),
+        );
+      },
+      onData(stream, _session, callback) {
+        void simpleParser(stream).then((parsed) => {
+          stored.push(parsed.messageId ?? '');
+          void (stored.length === 1 ? secondFinished : Promise.resolve()).then(() => callback());
+        });
+      },
+    });
+    server.on('error', () => undefined);
+    const port = await new Promise<number>((resolve) => {
+      const listener = server.listen(0, '127.0.0.1', () =>
+        resolve((listener.address() as net.AddressInfo).port),
+      );
+    });
+    const smtp = new SmtpPool(`smtp://127.0.0.1:${port}`, { maxConnections: 3 });
+    try {
+      const tool = createSendEmailTool({
+        ledger: new EmailLedger(pool),
+        transport: smtp,
+        from: 'reports@agent-fleet.local',
+        allowedDomains: ['example.com'],
+        maxPerRun: 10,
+        pendingGraceMs: 200,
+        pendingPollMs: 20,
+        deliveryLookup: { delivered: async (id: string) => stored.includes(id) },
+      });
+      const job = newJob();
+      const callKey = `${job}:1:0`;
+      const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+      // Attempt 1 is held at RCPT past the grace (a stalled worker, a slow server).
+      const first = call(tool, callKey);
+      await until(() => rcpts === 1);
+      // Another attempt of the call (a resumed job) waits out the grace, finds it not delivered, takes over.
+      const second = call(tool, callKey);
+      await until(() => stored.length === 1);
+      expect(await rowOf(callKey)).toMatchObject({ status: 'pending', attempt: 2 });
+      // Attempt 1's late refusal arrives while the takeover's send is in flight.
+      refuseFirst?.();
+      await sleep(300);
+      finishSecond?.();
+      const outcomes = await Promise.all([first, second]);
+      expect(outcomes[1]?.output).toMatch(/^Sent to/);
+      expect(stored.filter((id) => id === messageId)).toHaveLength(1);
+      expect(await rowOf(callKey)).toMatchObject({ status: 'done' });
+    } finally {
+      refuseFirst?.();
+      finishSecond?.();
+      smtp.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 });
