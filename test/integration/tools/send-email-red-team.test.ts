@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { effectsInFlight } from '../../../src/kernel/effects-in-flight.js';
 import { runToolCall, type ToolRunOptions } from '../../../src/kernel/run-tool-call.js';
 import { ToolRegistry } from '../../../src/kernel/tool-registry.js';
 import { startSmtpSink, type SmtpSink } from '../../../src/demo/smtp-sink.js';
@@ -188,6 +189,106 @@ describe('a taken-over attempt whose send fails late', () => {
       finishSecond?.();
       smtp.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
+
+describe("the claims of one reply when the job's lock stays busy (GET_LOCK returns 0)", () => {
+  it('claim nothing, keep no lock, and the retried calls send each email once', async () => {
+    const multi = await createStorePool(url, { multipleStatements: true, connectionLimit: 3 });
+    const sink = await startSmtpSink();
+    const smtp = new SmtpPool(sink.url, { maxConnections: 3 });
+    const holder = await pool.getConnection();
+    const name = "CONCAT('af_effect:', LEFT(SHA2(CONCAT(DATABASE(), '/', ?, '/', ?), 256), 48))";
+    const job = newJob();
+    try {
+      await holder.query(`SELECT GET_LOCK(${name}, 0)`, [job, 'send_email']);
+      const tool = createSendEmailTool({
+        ledger: new EmailLedger(multi, { multipleStatements: true, deferDone: true, lockTimeoutSeconds: 1 }),
+        transport: smtp,
+        from: 'reports@agent-fleet.local',
+        allowedDomains: ['example.com'],
+        maxPerRun: 10,
+      });
+      const outcomes = Promise.all([call(tool, `${job}:1:0`), call(tool, `${job}:1:1`)]);
+      // Past the first wait for the lock: both claims were refused, and nothing is claimed.
+      await sleep(1_300);
+      const [rows] = await pool.query<RowDataPacket[]>('SELECT * FROM effect_ledger WHERE job_id = ?', [job]);
+      expect(rows).toEqual([]);
+      expect(smtp.size).toBeLessThanOrEqual(3);
+      await holder.query(`SELECT RELEASE_LOCK(${name})`, [job, 'send_email']);
+      const done = await outcomes;
+      expect(done.map((o) => o.output)).toEqual([
+        expect.stringMatching(/^Sent to/),
+        expect.stringMatching(/^Sent to/),
+      ]);
+      expect(done.map((o) => o.attempts)).toEqual([2, 2]);
+      expect(sink.messages).toHaveLength(2);
+      // The lock is free again.
+      const [got] = await holder.query<RowDataPacket[]>(`SELECT GET_LOCK(${name}, 0) AS got`, [
+        job,
+        'send_email',
+      ]);
+      expect(Number(got[0]?.['got'])).toBe(1);
+      await holder.query(`SELECT RELEASE_LOCK(${name})`, [job, 'send_email']);
+    } finally {
+      holder.release();
+      smtp.close();
+      await sink.close();
+      await multi.end();
+    }
+  });
+});
+
+describe('a pooled call cancelled between leasing its connection and its claim', () => {
+  it('gives the row back and the connection too: the next call sends at once on it', async () => {
+    const sink = await startSmtpSink();
+    const smtp = new SmtpPool(sink.url, { maxConnections: 1 });
+    const ledger = new EmailLedger(pool);
+    const controller = new AbortController();
+    // The run is cancelled (a shutdown) while the claim is on its way, after the connection was leased.
+    const cancelling = new Proxy(ledger, {
+      get(target, property) {
+        if (property === 'claim') {
+          return (claim: Parameters<EmailLedger['claim']>[0]) => {
+            controller.abort('worker-shutdown');
+            return target.claim(claim);
+          };
+        }
+        const value = Reflect.get(target, property) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const options = {
+      transport: smtp,
+      from: 'reports@agent-fleet.local',
+      allowedDomains: ['example.com'],
+      maxPerRun: 10,
+    };
+    try {
+      const job = newJob();
+      const callKey = `${job}:1:0`;
+      const cancelled = await call(
+        createSendEmailTool({ ...options, ledger: cancelling }),
+        callKey,
+        controller.signal,
+      );
+      expect(cancelled.ok).toBe(false);
+      // The runner stops waiting at the cancel; the call itself runs on to its end.
+      expect(await effectsInFlight.settled(5_000)).toBe(true);
+      expect(await rowOf(callKey)).toMatchObject({
+        status: 'failed',
+        error: 'not delivered: cancelled before sending',
+      });
+      expect(smtp.size).toBe(1);
+      expect(smtp.queued).toBe(0);
+      const again = await call(createSendEmailTool({ ...options, ledger }), callKey);
+      expect(again.output).toMatch(/^Sent to/);
+      expect(sink.messages).toHaveLength(1);
+      expect(await rowOf(callKey)).toMatchObject({ status: 'done', attempt: 2 });
+    } finally {
+      smtp.close();
+      await sink.close();
     }
   });
 });
