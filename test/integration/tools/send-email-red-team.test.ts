@@ -292,3 +292,74 @@ describe('a pooled call cancelled between leasing its connection and its claim',
     }
   });
 });
+
+describe('a kept, pipelined connection the server drops after the final dot of its second message', () => {
+  it('reads as uncertain (the coalesced writes change nothing): not sent again', async () => {
+    // Advertises PIPELINING, so the envelope and DATA leave together; accepts the first message, drops the
+    // connection once the second one's final dot arrived (the message transmitted, no reply).
+    let transmitted = 0;
+    const sockets = new Set<net.Socket>();
+    const server = net.createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => undefined);
+      let inData = false;
+      let buffer = '';
+      socket.write('220 dropper ESMTP\r\n');
+      socket.on('data', (chunk) => {
+        buffer += chunk.toString('latin1');
+        for (;;) {
+          if (inData) {
+            const end = buffer.indexOf('\r\n.\r\n');
+            if (end === -1) return;
+            buffer = buffer.slice(end + 5);
+            inData = false;
+            if (++transmitted === 2) {
+              socket.destroy();
+              return;
+            }
+            socket.write('250 queued\r\n');
+            continue;
+          }
+          const eol = buffer.indexOf('\r\n');
+          if (eol === -1) return;
+          const line = buffer.slice(0, eol).toUpperCase();
+          buffer = buffer.slice(eol + 2);
+          if (line.startsWith('EHLO')) socket.write('250-dropper\r\n250-PIPELINING\r\n250 8BITMIME\r\n');
+          else if (line.startsWith('DATA')) {
+            inData = true;
+            buffer = `\r\n${buffer}`;
+            socket.write('354 go ahead\r\n');
+          } else socket.write('250 OK\r\n');
+        }
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as net.AddressInfo).port;
+    const smtp = new SmtpPool(`smtp://127.0.0.1:${port}`, { maxConnections: 1 });
+    try {
+      const tool = createSendEmailTool({
+        ledger: new EmailLedger(pool),
+        transport: smtp,
+        from: 'reports@agent-fleet.local',
+        allowedDomains: ['example.com'],
+        maxPerRun: 10,
+        pendingGraceMs: 100,
+      });
+      const job = newJob();
+      expect((await call(tool, `${job}:1:0`)).output).toMatch(/^Sent to/);
+      const second = await call(tool, `${job}:1:1`);
+      expect(second.output).toMatch(/^Delivery uncertain/);
+      expect(second.attempts).toBe(1);
+      expect(transmitted).toBe(2);
+      expect(await rowOf(`${job}:1:1`)).toMatchObject({ status: 'pending' });
+      // Retried (the job resumed): still not sent again.
+      await sleep(150);
+      expect((await call(tool, `${job}:1:1`)).output).toMatch(/uncertain/i);
+      expect(transmitted).toBe(2);
+    } finally {
+      smtp.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
