@@ -390,13 +390,18 @@ export class EffectLedger {
     return header.affectedRows === 1;
   }
 
-  /** Nothing could tell whether it happened: `uncertain`, never run again by itself. False when it moved on. */
-  async markUncertain(effectKey: string, why: string): Promise<boolean> {
+  /**
+   * Nothing could tell whether it happened: `uncertain`, never run again by itself. False when it moved on. Given
+   * the attempt the caller judged, only while that attempt still holds the row: a newer claim (a takeover whose
+   * effect is under way) made uncertain would skip the wait of whoever meets it next, whose lookup could then
+   * find the effect not done yet and make it a second time.
+   */
+  async markUncertain(effectKey: string, why: string, attempt?: number): Promise<boolean> {
     this.records.settled(effectKey);
     const [header] = await this.pool.query<ResultSetHeader>(
       `UPDATE effect_ledger SET status = 'uncertain', error = ?, updated_at = CURRENT_TIMESTAMP(3)
-       WHERE effect_key = ? AND status IN ('pending', 'uncertain')`,
-      [clip(why), effectKey],
+       WHERE effect_key = ? AND status IN ('pending', 'uncertain') ${attempt === undefined ? '' : 'AND attempt = ?'}`,
+      attempt === undefined ? [clip(why), effectKey] : [clip(why), effectKey, attempt],
     );
     return header.affectedRows === 1;
   }

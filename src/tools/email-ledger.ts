@@ -139,8 +139,8 @@ export class EmailLedger {
   }
 
   /** Nothing could tell whether the email went out: `uncertain`, never sent again by itself. */
-  async markUncertain(callKey: string, why: string): Promise<boolean> {
-    return this.effects.markUncertain(callKey, why);
+  async markUncertain(callKey: string, why: string, attempt?: number): Promise<boolean> {
+    return this.effects.markUncertain(callKey, why, attempt);
   }
 
   /** The send failed where the server may already have the message: the row stays pending, the error kept. */

@@ -57,7 +57,8 @@ export interface EmailLedgerPort {
   /** Given the attempt, only while that attempt still holds the row (not after a takeover). */
   markFailed(callKey: string, error: string, attempt?: number): Promise<void>;
   release(callKey: string, attempt: number, why: string): Promise<boolean>;
-  markUncertain(callKey: string, why: string): Promise<boolean>;
+  /** Given the attempt, only while that attempt still holds the row. */
+  markUncertain(callKey: string, why: string, attempt?: number): Promise<boolean>;
   noteUncertain(callKey: string, error: string): Promise<void>;
 }
 
@@ -368,7 +369,8 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
         why: string,
         settle = false,
       ): Promise<UncertainOutcome> {
-        if (settle) await record(() => options.ledger.markUncertain(ctx.callKey, why));
+        // Only the attempt judged: one that took the row over meanwhile is sending, and stays pending.
+        if (settle) await record(() => options.ledger.markUncertain(ctx.callKey, why, entry.attempt));
         return new UncertainOutcome(
           `Delivery uncertain: an earlier attempt of this call to send to ${entry.recipient} stopped before ` +
             `its outcome was recorded, so the email may or may not have gone out. It was not sent again, to ` +

@@ -363,3 +363,70 @@ describe('a kept, pipelined connection the server drops after the final dot of i
     }
   });
 });
+
+describe('an attempt whose lookup fails after another attempt took the row over', () => {
+  it('does not mark the newer claim uncertain, so a third attempt waits for it rather than sending again', async () => {
+    // The takeover's send is held at RCPT (nothing transmitted yet) while the other attempts act.
+    let hold: (() => void) | undefined;
+    const held = new Promise<void>((resolve) => (hold = resolve));
+    let rcpts = 0;
+    const sink = await startSmtpSink({
+      holdReply: (stage) => (stage === 'rcpt' && rcpts++ === 0 ? held : undefined),
+    });
+    const smtp = new SmtpPool(sink.url, { maxConnections: 3 });
+    const options = {
+      ledger: new EmailLedger(pool),
+      transport: smtp,
+      from: 'reports@agent-fleet.local',
+      allowedDomains: ['example.com'],
+      maxPerRun: 10,
+      pendingGraceMs: 1_000,
+      pendingPollMs: 20,
+    };
+    const lookup = { delivered: async (id: string) => sink.messages.some((m) => m.messageId === id) };
+    // The takeover's lookup answers after both attempts read the row; the other's fails later (it timed out).
+    const takeoverLookup = {
+      delivered: async (id: string) => {
+        await sleep(100);
+        return lookup.delivered(id);
+      },
+    };
+    const failing = {
+      delivered: async () => {
+        await sleep(400);
+        throw new Error('lookup timed out');
+      },
+    };
+    const job = newJob();
+    const callKey = `${job}:1:0`;
+    const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+    try {
+      // Attempt 1 stopped after its hand-off, long ago.
+      await pool.query(
+        `INSERT INTO effect_ledger (effect_key, job_id, tool, detail, ref, status, started_at, updated_at)
+         VALUES (?, ?, 'send_email', JSON_OBJECT('recipient', 'ada@example.com', 'subject', 'Thank you'), ?,
+           'pending', NOW(3) - INTERVAL 5 MINUTE, NOW(3) - INTERVAL 5 MINUTE)`,
+        [callKey, job, messageId],
+      );
+      // Two attempts of the call meet it at once (a job run twice after a stall): one finds it not delivered
+      // and takes it over; the other's lookup fails meanwhile.
+      const taking = call(createSendEmailTool({ ...options, deliveryLookup: takeoverLookup }), callKey);
+      const failed = await call(createSendEmailTool({ ...options, deliveryLookup: failing }), callKey);
+      expect(failed.output).toMatch(/^Delivery uncertain/);
+      expect(rcpts).toBe(1);
+      expect(await rowOf(callKey)).toMatchObject({ attempt: 2 });
+      // A third attempt (the job retried) meets the row while the takeover's send is under way.
+      const third = call(createSendEmailTool({ ...options, deliveryLookup: lookup }), callKey);
+      await sleep(300);
+      hold?.();
+      const outcomes = await Promise.all([taking, third]);
+      expect(outcomes[0]?.output).toMatch(/^Sent to/);
+      expect(outcomes[1]?.output).toMatch(/^Sent to/);
+      expect(sink.messages.filter((m) => m.messageId === messageId)).toHaveLength(1);
+    } finally {
+      hold?.();
+      smtp.close();
+      await sink.close();
+    }
+  });
+});
