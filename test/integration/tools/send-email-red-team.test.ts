@@ -11,6 +11,7 @@ import { ToolRegistry } from '../../../src/kernel/tool-registry.js';
 import { startSmtpSink, type SmtpSink } from '../../../src/demo/smtp-sink.js';
 import { migrate } from '../../../src/store/migrate.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
+import { EffectLedger } from '../../../src/tools/effect-ledger.js';
 import { EmailLedger } from '../../../src/tools/email-ledger.js';
 import { createSendEmailTool, deriveMessageId } from '../../../src/tools/send-email.js';
 import { SmtpPool } from '../../../src/tools/smtp-pool.js';
@@ -427,6 +428,47 @@ describe('an attempt whose lookup fails after another attempt took the row over'
       hold?.();
       smtp.close();
       await sink.close();
+    }
+  });
+});
+
+describe('claims of one job and tool made in one turn with different caps, and a key twice', () => {
+  it('each cap holds against every claim of the job, the key is claimed once, and the lock is left free', async () => {
+    const multi = await createStorePool(url, { multipleStatements: true, connectionLimit: 3 });
+    try {
+      for (let round = 0; round < 5; round++) {
+        const ledger = new EffectLedger(multi, { multipleStatements: true, deferDone: true });
+        const job = newJob();
+        const claim = (n: number, maxPerJob: number) =>
+          ledger.claim({ effectKey: `${job}:1:${n}`, jobId: job, tool: 'capped', maxPerJob, started: true });
+        // Two groups (caps 2 and 3), serialized by the job's lock in whichever order; key 1 asked twice.
+        const verdicts = await Promise.all([claim(1, 2), claim(2, 2), claim(1, 2), claim(3, 3), claim(4, 3)]);
+        const kinds = verdicts.map((v) => v.kind);
+        expect(kinds[0]).toBe('new');
+        expect(kinds[2]).toBe('pending');
+        const [rows] = await pool.query<RowDataPacket[]>('SELECT * FROM effect_ledger WHERE job_id = ?', [
+          job,
+        ]);
+        const made = verdicts.filter((v) => v.kind === 'new').length;
+        expect(rows).toHaveLength(made);
+        // The cap-3 group, whichever ran second, never took the job past 3; the cap-2 group never past 2.
+        expect(made).toBeLessThanOrEqual(3);
+        expect([kinds[0], kinds[1]].filter((k) => k === 'new').length).toBeLessThanOrEqual(2);
+        const connection = await pool.getConnection();
+        try {
+          const name = "CONCAT('af_effect:', LEFT(SHA2(CONCAT(DATABASE(), '/', ?, '/', ?), 256), 48))";
+          const [got] = await connection.query<RowDataPacket[]>(`SELECT GET_LOCK(${name}, 0) AS got`, [
+            job,
+            'capped',
+          ]);
+          expect(Number(got[0]?.['got'])).toBe(1);
+          await connection.query(`SELECT RELEASE_LOCK(${name})`, [job, 'capped']);
+        } finally {
+          connection.release();
+        }
+      }
+    } finally {
+      await multi.end();
     }
   });
 });
