@@ -132,10 +132,15 @@ export class EmailLedger {
   /**
    * Takes a row from the attempt that holds it (a given attempt, pending or uncertain) when its email certainly
    * did not reach the server: it becomes `failed`, which the next claim takes again. False when the row had
-   * moved on meanwhile.
+   * moved on meanwhile. `unstartedOnly`: only while that attempt has not handed it off.
    */
-  async release(callKey: string, attempt: number, why: string): Promise<boolean> {
-    return this.effects.release(callKey, attempt, why);
+  async release(
+    callKey: string,
+    attempt: number,
+    why: string,
+    options: { unstartedOnly?: boolean } = {},
+  ): Promise<boolean> {
+    return this.effects.release(callKey, attempt, why, options);
   }
 
   /** Nothing could tell whether the email went out: `uncertain`, never sent again by itself. */

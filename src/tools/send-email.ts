@@ -56,7 +56,13 @@ export interface EmailLedgerPort {
   markDryRun(callKey: string): Promise<void>;
   /** Given the attempt, only while that attempt still holds the row (not after a takeover). */
   markFailed(callKey: string, error: string, attempt?: number): Promise<void>;
-  release(callKey: string, attempt: number, why: string): Promise<boolean>;
+  /** `unstartedOnly`: only while that attempt has not handed the row off. */
+  release(
+    callKey: string,
+    attempt: number,
+    why: string,
+    options?: { unstartedOnly?: boolean },
+  ): Promise<boolean>;
   /** Given the attempt, only while that attempt still holds the row. */
   markUncertain(callKey: string, why: string, attempt?: number): Promise<boolean>;
   noteUncertain(callKey: string, error: string): Promise<void>;
@@ -327,9 +333,11 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
           entry = now;
         }
         if (entry.status === 'pending' && entry.smtpStartedAt === null) {
+          // Only while it is still not handed off: the attempt may have woken and sent meanwhile.
           await takeOver(
             entry,
             `${NOT_DELIVERED}: an earlier attempt stopped before reaching the SMTP server`,
+            { unstartedOnly: true },
           );
           return 'claim_again';
         }
@@ -354,10 +362,14 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
       }
 
       /** Frees the row of an attempt that certainly did not deliver; whoever claims next sends it. */
-      async function takeOver(entry: EmailLedgerEntry, why: string): Promise<void> {
+      async function takeOver(
+        entry: EmailLedgerEntry,
+        why: string,
+        release: { unstartedOnly?: boolean } = {},
+      ): Promise<void> {
         try {
           // False when the row moved on meanwhile: the claim that follows reads what it became.
-          await options.ledger.release(ctx.callKey, entry.attempt, why);
+          await options.ledger.release(ctx.callKey, entry.attempt, why, release);
         } catch (error) {
           throw ledgerUnavailable(error);
         }
