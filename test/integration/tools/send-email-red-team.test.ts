@@ -544,3 +544,71 @@ describe('a takeover of a row never handed off, racing the late hand-off of its 
     }
   });
 });
+
+describe("the sweeper's failed lookup of a row another attempt took over meanwhile", () => {
+  it('leaves the newer claim pending: a third attempt waits for it, one copy is sent', async () => {
+    const { sweepUnsettledEffects, sweptToolsOf } = await import('../../../src/tools/effect-sweeper.js');
+    let hold: (() => void) | undefined;
+    const held = new Promise<void>((resolve) => (hold = resolve));
+    let rcpts = 0;
+    const sink = await startSmtpSink({
+      holdReply: (stage) => (stage === 'rcpt' && rcpts++ === 0 ? held : undefined),
+    });
+    const smtp = new SmtpPool(sink.url, { maxConnections: 3 });
+    const options = {
+      ledger: new EmailLedger(pool),
+      transport: smtp,
+      from: 'reports@agent-fleet.local',
+      allowedDomains: ['example.com'],
+      maxPerRun: 10,
+      pendingGraceMs: 1_000,
+      pendingPollMs: 20,
+    };
+    const lookup = { delivered: async (id: string) => sink.messages.some((m) => m.messageId === id) };
+    const job = newJob();
+    const callKey = `${job}:1:0`;
+    const messageId = deriveMessageId(callKey, 'agent-fleet.local');
+    try {
+      await pool.query(
+        `INSERT INTO effect_ledger (effect_key, job_id, tool, detail, ref, status, started_at, updated_at)
+         VALUES (?, ?, 'send_email', JSON_OBJECT('recipient', 'ada@example.com', 'subject', 'Thank you'), ?,
+           'pending', NOW(3) - INTERVAL 5 MINUTE, NOW(3) - INTERVAL 5 MINUTE)`,
+        [callKey, job, messageId],
+      );
+      // The sweeper's lookup hangs and fails; meanwhile a resumed call finds the email missing and sends it.
+      const swept = sweepUnsettledEffects({
+        ledger: new EffectLedger(pool),
+        tools: sweptToolsOf([
+          createSendEmailTool({
+            ...options,
+            deliveryLookup: {
+              delivered: async () => {
+                await sleep(400);
+                throw new Error('lookup timed out');
+              },
+            },
+          }),
+        ]),
+        logger: { info: () => undefined, warn: () => undefined },
+      });
+      await sleep(50);
+      const taking = call(createSendEmailTool({ ...options, deliveryLookup: lookup }), callKey);
+      await swept;
+      expect(await rowOf(callKey)).toMatchObject({ status: 'pending', attempt: 2 });
+      // Another attempt of the call meets the row while the takeover's send is under way.
+      const third = call(createSendEmailTool({ ...options, deliveryLookup: lookup }), callKey);
+      await sleep(300);
+      hold?.();
+      const outcomes = await Promise.all([taking, third]);
+      expect(outcomes.map((o) => o.output)).toEqual([
+        expect.stringMatching(/^Sent to/),
+        expect.stringMatching(/^Sent to/),
+      ]);
+      expect(sink.messages.filter((m) => m.messageId === messageId)).toHaveLength(1);
+    } finally {
+      hold?.();
+      smtp.close();
+      await sink.close();
+    }
+  });
+});
