@@ -565,6 +565,7 @@ describe("the sweeper's failed lookup of a row another attempt took over meanwhi
       pendingPollMs: 20,
     };
     const lookup = { delivered: async (id: string) => sink.messages.some((m) => m.messageId === id) };
+    const failedFor = new Set<string>();
     const job = newJob();
     const callKey = `${job}:1:0`;
     const messageId = deriveMessageId(callKey, 'agent-fleet.local');
@@ -582,8 +583,9 @@ describe("the sweeper's failed lookup of a row another attempt took over meanwhi
           createSendEmailTool({
             ...options,
             deliveryLookup: {
-              delivered: async () => {
+              delivered: async (id: string) => {
                 await sleep(400);
+                failedFor.add(id);
                 throw new Error('lookup timed out');
               },
             },
@@ -593,13 +595,16 @@ describe("the sweeper's failed lookup of a row another attempt took over meanwhi
       });
       await sleep(50);
       const taking = call(createSendEmailTool({ ...options, deliveryLookup: lookup }), callKey);
-      await swept;
+      // Not the whole sweep: it also looks up rows other tests left, one after the other.
+      await until(() => failedFor.has(messageId));
+      await sleep(100);
       expect(await rowOf(callKey)).toMatchObject({ status: 'pending', attempt: 2 });
       // Another attempt of the call meets the row while the takeover's send is under way.
       const third = call(createSendEmailTool({ ...options, deliveryLookup: lookup }), callKey);
       await sleep(300);
       hold?.();
       const outcomes = await Promise.all([taking, third]);
+      await swept;
       expect(outcomes.map((o) => o.output)).toEqual([
         expect.stringMatching(/^Sent to/),
         expect.stringMatching(/^Sent to/),
