@@ -356,14 +356,16 @@ export class EffectLedger {
 
   /**
    * It certainly did not happen: the row may be claimed again. Never over a row another attempt has since settled
-   * done (a late failure of a taken-over attempt must not free a made effect for a second one).
+   * done (a late failure of a taken-over attempt must not free a made effect for a second one); given the
+   * attempt, only while that attempt still holds the row (nor free the claim of the attempt that took it over,
+   * whose effect may be under way).
    */
-  async markFailed(effectKey: string, error: string): Promise<void> {
+  async markFailed(effectKey: string, error: string, attempt?: number): Promise<void> {
     this.records.settled(effectKey);
     await this.pool.query(
       `UPDATE effect_ledger SET status = 'failed', error = ?, updated_at = CURRENT_TIMESTAMP(3)
-       WHERE effect_key = ? AND status <> 'done'`,
-      [clip(error), effectKey],
+       WHERE effect_key = ? AND status <> 'done' ${attempt === undefined ? '' : 'AND attempt = ?'}`,
+      attempt === undefined ? [clip(error), effectKey] : [clip(error), effectKey, attempt],
     );
   }
 
@@ -388,13 +390,18 @@ export class EffectLedger {
     return header.affectedRows === 1;
   }
 
-  /** Nothing could tell whether it happened: `uncertain`, never run again by itself. False when it moved on. */
-  async markUncertain(effectKey: string, why: string): Promise<boolean> {
+  /**
+   * Nothing could tell whether it happened: `uncertain`, never run again by itself. False when it moved on. Given
+   * the attempt the caller judged, only while that attempt still holds the row: a newer claim (a takeover whose
+   * effect is under way) made uncertain would skip the wait of whoever meets it next, whose lookup could then
+   * find the effect not done yet and make it a second time.
+   */
+  async markUncertain(effectKey: string, why: string, attempt?: number): Promise<boolean> {
     this.records.settled(effectKey);
     const [header] = await this.pool.query<ResultSetHeader>(
       `UPDATE effect_ledger SET status = 'uncertain', error = ?, updated_at = CURRENT_TIMESTAMP(3)
-       WHERE effect_key = ? AND status IN ('pending', 'uncertain')`,
-      [clip(why), effectKey],
+       WHERE effect_key = ? AND status IN ('pending', 'uncertain') ${attempt === undefined ? '' : 'AND attempt = ?'}`,
+      attempt === undefined ? [clip(why), effectKey] : [clip(why), effectKey, attempt],
     );
     return header.affectedRows === 1;
   }

@@ -135,7 +135,8 @@ export async function runOnce<T>(
       answer = await lookup(pendingEffectOf(row), call.signal);
     } catch (error) {
       const why = `the lookup failed (${error instanceof Error ? error.message : String(error)})`;
-      await ledger.markUncertain(effectKey, why).catch(() => undefined);
+      // Only the attempt judged: one that took the row over meanwhile may be making the effect now.
+      await ledger.markUncertain(effectKey, why, row.attempt).catch(() => undefined);
       throw new EffectUncertainError(effectKey, why);
     }
     if (answer.happened) {

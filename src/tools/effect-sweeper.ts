@@ -109,7 +109,7 @@ async function settle(
   const lookup = hooks.lookup;
   if (!lookup) {
     const why = 'outcome unknown: the tool has no lookup';
-    return (await ledger.markUncertain(row.effectKey, why)) ? 'uncertain' : null;
+    return (await ledger.markUncertain(row.effectKey, why, row.attempt)) ? 'uncertain' : null;
   }
   const timeoutMs = options.lookupTimeoutMs ?? 30_000;
   let answer;
@@ -119,7 +119,7 @@ async function settle(
     backoff.failed(row.effectKey);
     if (row.status === 'uncertain') return null;
     const why = `outcome unknown: the lookup failed (${messageOf(error)})`;
-    return (await ledger.markUncertain(row.effectKey, why)) ? 'uncertain' : null;
+    return (await ledger.markUncertain(row.effectKey, why, row.attempt)) ? 'uncertain' : null;
   }
   backoff.forget(row.effectKey);
   if (answer.happened) {

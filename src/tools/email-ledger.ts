@@ -117,8 +117,8 @@ export class EmailLedger {
   }
 
   /** The send certainly did not reach the server: the row may be claimed again. */
-  async markFailed(callKey: string, error: string): Promise<void> {
-    await this.effects.markFailed(callKey, error);
+  async markFailed(callKey: string, error: string, attempt?: number): Promise<void> {
+    await this.effects.markFailed(callKey, error, attempt);
   }
 
   /**
@@ -132,15 +132,20 @@ export class EmailLedger {
   /**
    * Takes a row from the attempt that holds it (a given attempt, pending or uncertain) when its email certainly
    * did not reach the server: it becomes `failed`, which the next claim takes again. False when the row had
-   * moved on meanwhile.
+   * moved on meanwhile. `unstartedOnly`: only while that attempt has not handed it off.
    */
-  async release(callKey: string, attempt: number, why: string): Promise<boolean> {
-    return this.effects.release(callKey, attempt, why);
+  async release(
+    callKey: string,
+    attempt: number,
+    why: string,
+    options: { unstartedOnly?: boolean } = {},
+  ): Promise<boolean> {
+    return this.effects.release(callKey, attempt, why, options);
   }
 
   /** Nothing could tell whether the email went out: `uncertain`, never sent again by itself. */
-  async markUncertain(callKey: string, why: string): Promise<boolean> {
-    return this.effects.markUncertain(callKey, why);
+  async markUncertain(callKey: string, why: string, attempt?: number): Promise<boolean> {
+    return this.effects.markUncertain(callKey, why, attempt);
   }
 
   /** The send failed where the server may already have the message: the row stays pending, the error kept. */

@@ -54,9 +54,17 @@ export interface EmailLedgerPort {
    */
   recordSent?(callKey: string, smtpResponse: string): Promise<void>;
   markDryRun(callKey: string): Promise<void>;
-  markFailed(callKey: string, error: string): Promise<void>;
-  release(callKey: string, attempt: number, why: string): Promise<boolean>;
-  markUncertain(callKey: string, why: string): Promise<boolean>;
+  /** Given the attempt, only while that attempt still holds the row (not after a takeover). */
+  markFailed(callKey: string, error: string, attempt?: number): Promise<void>;
+  /** `unstartedOnly`: only while that attempt has not handed the row off. */
+  release(
+    callKey: string,
+    attempt: number,
+    why: string,
+    options?: { unstartedOnly?: boolean },
+  ): Promise<boolean>;
+  /** Given the attempt, only while that attempt still holds the row. */
+  markUncertain(callKey: string, why: string, attempt?: number): Promise<boolean>;
   noteUncertain(callKey: string, error: string): Promise<void>;
 }
 
@@ -275,10 +283,13 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
             disableUrlAccess: true,
           });
         } catch (error) {
-          return settleFailure(error);
+          return settleFailure(error, attempt);
         }
         if (info.rejected && info.rejected.length > 0) {
-          return settleFailure(Object.assign(new Error('recipient rejected'), { code: 'EENVELOPE' }));
+          return settleFailure(
+            Object.assign(new Error('recipient rejected'), { code: 'EENVELOPE' }),
+            attempt,
+          );
         }
         const response = typeof info.response === 'string' ? info.response : 'accepted';
         // If the record fails (or, deferred, never lands) the server has the message all the same: tell the
@@ -322,9 +333,11 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
           entry = now;
         }
         if (entry.status === 'pending' && entry.smtpStartedAt === null) {
+          // Only while it is still not handed off: the attempt may have woken and sent meanwhile.
           await takeOver(
             entry,
             `${NOT_DELIVERED}: an earlier attempt stopped before reaching the SMTP server`,
+            { unstartedOnly: true },
           );
           return 'claim_again';
         }
@@ -349,10 +362,14 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
       }
 
       /** Frees the row of an attempt that certainly did not deliver; whoever claims next sends it. */
-      async function takeOver(entry: EmailLedgerEntry, why: string): Promise<void> {
+      async function takeOver(
+        entry: EmailLedgerEntry,
+        why: string,
+        release: { unstartedOnly?: boolean } = {},
+      ): Promise<void> {
         try {
           // False when the row moved on meanwhile: the claim that follows reads what it became.
-          await options.ledger.release(ctx.callKey, entry.attempt, why);
+          await options.ledger.release(ctx.callKey, entry.attempt, why, release);
         } catch (error) {
           throw ledgerUnavailable(error);
         }
@@ -364,7 +381,8 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
         why: string,
         settle = false,
       ): Promise<UncertainOutcome> {
-        if (settle) await record(() => options.ledger.markUncertain(ctx.callKey, why));
+        // Only the attempt judged: one that took the row over meanwhile is sending, and stays pending.
+        if (settle) await record(() => options.ledger.markUncertain(ctx.callKey, why, entry.attempt));
         return new UncertainOutcome(
           `Delivery uncertain: an earlier attempt of this call to send to ${entry.recipient} stopped before ` +
             `its outcome was recorded, so the email may or may not have gone out. It was not sent again, to ` +
@@ -373,7 +391,7 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
         );
       }
 
-      async function settleFailure(error: unknown): Promise<string | UncertainOutcome> {
+      async function settleFailure(error: unknown, attempt: number): Promise<string | UncertainOutcome> {
         const failure = classifySendError(error);
         if (failure.delivery === 'unknown') {
           // Left pending and handed off: after the grace, a lookup (a resumed run's or the sweeper's) settles it.
@@ -384,7 +402,8 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
             { what: `email to ${address} (message-id ${messageId})`, why: failure.summary },
           );
         }
-        await record(() => options.ledger.markFailed(ctx.callKey, failure.summary));
+        // This attempt's claim only: one that was taken over meanwhile must not free the newer attempt's send.
+        await record(() => options.ledger.markFailed(ctx.callKey, failure.summary, attempt));
         const message = `${failure.summary}; the email to ${address} was not sent`;
         if (failure.transient)
           throw new TransientToolError(message, { code: 'email_smtp_unavailable', cause: error });

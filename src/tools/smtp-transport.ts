@@ -94,6 +94,9 @@ const REFUSED_BEFORE_DATA = new Set([
   'EREQUIRETLS',
 ]);
 
+/** The system calls of a socket that is connected: an error from one of them broke a session. */
+const MID_SESSION_SYSCALLS = new Set(['read', 'write', 'writev']);
+
 interface NodemailerErrorFields {
   code?: unknown;
   originalCode?: unknown;
@@ -123,10 +126,13 @@ export function classifySendError(error: unknown): SendFailure {
     };
   }
   const originalCode = typeof fields.originalCode === 'string' ? fields.originalCode : undefined;
+  // EHOSTUNREACH and its kin also end an established connection (an ICMP error reported on its read or write,
+  // after the message may have gone out): they prove "never connected" only when they did not come from one.
+  const midSession = MID_SESSION_SYSCALLS.has(String(fields.syscall));
   if (
     code === 'EDNS' ||
-    (originalCode !== undefined && NOT_CONNECTED_CODES.has(originalCode)) ||
-    (code !== undefined && NOT_CONNECTED_CODES.has(code)) ||
+    (!midSession && originalCode !== undefined && NOT_CONNECTED_CODES.has(originalCode)) ||
+    (!midSession && code !== undefined && NOT_CONNECTED_CODES.has(code)) ||
     (code === 'ESOCKET' && fields.syscall === 'connect')
   ) {
     return {
