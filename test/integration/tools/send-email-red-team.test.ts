@@ -68,6 +68,32 @@ function call(
   );
 }
 
+/**
+ * What the takeover cases share: a sink that holds its reply to the first RCPT until `hold()` (the takeover's
+ * send, nothing transmitted yet; `rcpts()` counts the RCPTs it met), a pool of three connections, the tool's options with a short grace, and a
+ * lookup that reads the sink.
+ */
+async function takeoverRig() {
+  let hold: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (hold = resolve));
+  let rcpts = 0;
+  const sink = await startSmtpSink({
+    holdReply: (stage) => (stage === 'rcpt' && rcpts++ === 0 ? held : undefined),
+  });
+  const smtp = new SmtpPool(sink.url, { maxConnections: 3 });
+  const options = {
+    ledger: new EmailLedger(pool),
+    transport: smtp,
+    from: 'reports@agent-fleet.local',
+    allowedDomains: ['example.com'],
+    maxPerRun: 10,
+    pendingGraceMs: 1_000,
+    pendingPollMs: 20,
+  };
+  const lookup = { delivered: async (id: string) => sink.messages.some((m) => m.messageId === id) };
+  return { sink, smtp, options, lookup, hold, rcpts: () => rcpts };
+}
+
 describe('a pooled connection that breaks mid-send with EHOSTUNREACH', () => {
   it('reports delivery uncertain and never sends again: the server may have the message', async () => {
     // The sink stores the message, then holds its final 250: the message is on the server.
@@ -368,23 +394,7 @@ describe('a kept, pipelined connection the server drops after the final dot of i
 describe('an attempt whose lookup fails after another attempt took the row over', () => {
   it('does not mark the newer claim uncertain, so a third attempt waits for it rather than sending again', async () => {
     // The takeover's send is held at RCPT (nothing transmitted yet) while the other attempts act.
-    let hold: (() => void) | undefined;
-    const held = new Promise<void>((resolve) => (hold = resolve));
-    let rcpts = 0;
-    const sink = await startSmtpSink({
-      holdReply: (stage) => (stage === 'rcpt' && rcpts++ === 0 ? held : undefined),
-    });
-    const smtp = new SmtpPool(sink.url, { maxConnections: 3 });
-    const options = {
-      ledger: new EmailLedger(pool),
-      transport: smtp,
-      from: 'reports@agent-fleet.local',
-      allowedDomains: ['example.com'],
-      maxPerRun: 10,
-      pendingGraceMs: 1_000,
-      pendingPollMs: 20,
-    };
-    const lookup = { delivered: async (id: string) => sink.messages.some((m) => m.messageId === id) };
+    const { sink, smtp, options, lookup, hold, rcpts } = await takeoverRig();
     // The takeover's lookup answers after both attempts read the row; the other's fails later (it timed out).
     const takeoverLookup = {
       delivered: async (id: string) => {
@@ -414,18 +424,18 @@ describe('an attempt whose lookup fails after another attempt took the row over'
       const taking = call(createSendEmailTool({ ...options, deliveryLookup: takeoverLookup }), callKey);
       const failed = await call(createSendEmailTool({ ...options, deliveryLookup: failing }), callKey);
       expect(failed.output).toMatch(/^Delivery uncertain/);
-      expect(rcpts).toBe(1);
+      expect(rcpts()).toBe(1);
       expect(await rowOf(callKey)).toMatchObject({ attempt: 2 });
       // A third attempt (the job retried) meets the row while the takeover's send is under way.
       const third = call(createSendEmailTool({ ...options, deliveryLookup: lookup }), callKey);
       await sleep(300);
-      hold?.();
+      hold();
       const outcomes = await Promise.all([taking, third]);
       expect(outcomes[0]?.output).toMatch(/^Sent to/);
       expect(outcomes[1]?.output).toMatch(/^Sent to/);
       expect(sink.messages.filter((m) => m.messageId === messageId)).toHaveLength(1);
     } finally {
-      hold?.();
+      hold();
       smtp.close();
       await sink.close();
     }
@@ -548,23 +558,7 @@ describe('a takeover of a row never handed off, racing the late hand-off of its 
 describe("the sweeper's failed lookup of a row another attempt took over meanwhile", () => {
   it('leaves the newer claim pending: a third attempt waits for it, one copy is sent', async () => {
     const { sweepUnsettledEffects, sweptToolsOf } = await import('../../../src/tools/effect-sweeper.js');
-    let hold: (() => void) | undefined;
-    const held = new Promise<void>((resolve) => (hold = resolve));
-    let rcpts = 0;
-    const sink = await startSmtpSink({
-      holdReply: (stage) => (stage === 'rcpt' && rcpts++ === 0 ? held : undefined),
-    });
-    const smtp = new SmtpPool(sink.url, { maxConnections: 3 });
-    const options = {
-      ledger: new EmailLedger(pool),
-      transport: smtp,
-      from: 'reports@agent-fleet.local',
-      allowedDomains: ['example.com'],
-      maxPerRun: 10,
-      pendingGraceMs: 1_000,
-      pendingPollMs: 20,
-    };
-    const lookup = { delivered: async (id: string) => sink.messages.some((m) => m.messageId === id) };
+    const { sink, smtp, options, lookup, hold } = await takeoverRig();
     const failedFor = new Set<string>();
     const job = newJob();
     const callKey = `${job}:1:0`;
@@ -602,7 +596,7 @@ describe("the sweeper's failed lookup of a row another attempt took over meanwhi
       // Another attempt of the call meets the row while the takeover's send is under way.
       const third = call(createSendEmailTool({ ...options, deliveryLookup: lookup }), callKey);
       await sleep(300);
-      hold?.();
+      hold();
       const outcomes = await Promise.all([taking, third]);
       await swept;
       expect(outcomes.map((o) => o.output)).toEqual([
@@ -611,7 +605,7 @@ describe("the sweeper's failed lookup of a row another attempt took over meanwhi
       ]);
       expect(sink.messages.filter((m) => m.messageId === messageId)).toHaveLength(1);
     } finally {
-      hold?.();
+      hold();
       smtp.close();
       await sink.close();
     }
