@@ -406,13 +406,17 @@ export class EffectLedger {
     return header.affectedRows === 1;
   }
 
-  /** Keeps an error on a row that stays pending (the effect may have happened), for whoever investigates. */
-  async noteError(effectKey: string, error: string): Promise<void> {
+  /**
+   * Keeps an error on a row that stays pending (the effect may have happened), for whoever investigates. Given
+   * the attempt, only while that attempt still holds the row: a taken-over attempt's late error is not the newer
+   * attempt's, and its write would also restart the newer claim's grace.
+   */
+  async noteError(effectKey: string, error: string, attempt?: number): Promise<void> {
     this.records.settled(effectKey);
     await this.pool.query(
       `UPDATE effect_ledger SET error = ?, updated_at = CURRENT_TIMESTAMP(3)
-       WHERE effect_key = ? AND status = 'pending'`,
-      [clip(error), effectKey],
+       WHERE effect_key = ? AND status = 'pending' ${attempt === undefined ? '' : 'AND attempt = ?'}`,
+      attempt === undefined ? [clip(error), effectKey] : [clip(error), effectKey, attempt],
     );
   }
 

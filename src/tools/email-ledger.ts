@@ -149,8 +149,8 @@ export class EmailLedger {
   }
 
   /** The send failed where the server may already have the message: the row stays pending, the error kept. */
-  async noteUncertain(callKey: string, error: string): Promise<void> {
-    await this.effects.noteError(callKey, error);
+  async noteUncertain(callKey: string, error: string, attempt?: number): Promise<void> {
+    await this.effects.noteError(callKey, error, attempt);
   }
 
   /** Emails of a job that count against its cap: sent, pending or uncertain (maybe sent) and dry runs. */

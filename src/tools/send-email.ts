@@ -65,7 +65,8 @@ export interface EmailLedgerPort {
   ): Promise<boolean>;
   /** Given the attempt, only while that attempt still holds the row. */
   markUncertain(callKey: string, why: string, attempt?: number): Promise<boolean>;
-  noteUncertain(callKey: string, error: string): Promise<void>;
+  /** Given the attempt, only while that attempt still holds the row. */
+  noteUncertain(callKey: string, error: string, attempt?: number): Promise<void>;
 }
 
 /**
@@ -395,7 +396,7 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
         const failure = classifySendError(error);
         if (failure.delivery === 'unknown') {
           // Left pending and handed off: after the grace, a lookup (a resumed run's or the sweeper's) settles it.
-          await record(() => options.ledger.noteUncertain(ctx.callKey, failure.summary));
+          await record(() => options.ledger.noteUncertain(ctx.callKey, failure.summary, attempt));
           return new UncertainOutcome(
             `Delivery uncertain: ${failure.summary}. The server may already have the email to ${address}; it ` +
               `will not be sent again by this call (message-id ${messageId}). Do not send it again.`,

@@ -90,6 +90,16 @@ describe('ctx.once on the effect ledger', () => {
     expect(runs).toBe(1);
   });
 
+  it("a taken-over attempt's late error is not written on the row of the attempt that took it over", async () => {
+    await leftPending('job-note:1:0', 'notify', 600);
+    await pool.query("UPDATE effect_ledger SET attempt = 2, error = NULL WHERE effect_key = 'job-note:1:0'");
+    const before = await statusOf('job-note:1:0');
+    await ledger.noteError('job-note:1:0', 'attempt 1: connection reset after DATA', 1);
+    expect(await statusOf('job-note:1:0')).toEqual(before);
+    await ledger.noteError('job-note:1:0', 'attempt 2: connection reset after DATA', 2);
+    expect(await statusOf('job-note:1:0')).toMatchObject({ error: 'attempt 2: connection reset after DATA' });
+  });
+
   it('frees the key when the effect throws, so a later attempt may make it', async () => {
     await expect(once('job-1:2:0', () => Promise.reject(new Error('refused')))).rejects.toThrow('refused');
     expect(await statusOf('job-1:2:0')).toMatchObject({ status: 'failed' });
