@@ -2,47 +2,30 @@
 // the model's SQL (sent alone now that the session is set once per connection) times out on the client, and so
 // does the KILL QUERY sent from a new connection. That is the database being away, not the model's query being
 // slow, so it must be a transient (infrastructure) error, never "filter with WHERE".
-import { randomBytes } from 'node:crypto';
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
-import { createConnection } from 'mysql2/promise';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ToolError } from '../../../src/kernel/errors.js';
-import { seedDemoDatabase } from '../../../src/demo/seed-demo-database.js';
-import { quoteIdentifier } from '../../../src/store/pool.js';
 import { openDataDatabase, type DataDatabase } from '../../../src/tools/data-database.js';
+import { SeededDataDatabase } from '../../support/seeded-data-database.js';
 
-const SERVER = new URL(process.env['MYSQL_URL'] || 'mysql://root@127.0.0.1:3306/agent_fleet');
-const HOST = SERVER.hostname;
-const PORT = Number(SERVER.port || 3306);
-const SUFFIX = randomBytes(4).toString('hex');
-const DATABASE = `af_test_hang_${SUFFIX}`;
-const READER = `af_h_${SUFFIX}`;
-const READER_PASSWORD = `pw_${randomBytes(8).toString('hex')}`;
+const data = new SeededDataDatabase('hang');
+const { host: HOST, port: PORT } = data;
 
 let proxy: StallingProxy;
 let db: DataDatabase;
 
 beforeAll(async () => {
-  await seedDemoDatabase({
-    adminUrl: SERVER.href,
-    database: DATABASE,
-    readerUser: READER,
-    readerPassword: READER_PASSWORD,
-  });
+  await data.seed();
   proxy = await startStallingProxy(HOST, PORT);
-  const url = `mysql://${READER}:${READER_PASSWORD}@${HOST}:${proxy.port}/${DATABASE}`;
-  db = await openDataDatabase(url, { connectionLimit: 1, connectTimeoutMs: 2_000 });
+  db = await openDataDatabase(data.readerUrl(proxy.port), { connectionLimit: 1, connectTimeoutMs: 2_000 });
 }, 60_000);
 
 afterAll(async () => {
   proxy?.resume();
   await Promise.race([db?.close(), new Promise((resolve) => setTimeout(resolve, 5_000))]);
   await proxy?.close();
-  const root = await createConnection(
-    `mysql://${SERVER.username || 'root'}:${SERVER.password}@${HOST}:${PORT}/`,
-  );
-  await root.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(DATABASE)}`);
-  await root.query('DROP USER IF EXISTS ?@?', [READER, '%']);
+  const root = data.rootPool({ connectionLimit: 1 });
+  await data.drop(root);
   await root.end();
 });
 
@@ -62,7 +45,7 @@ it('a server that stops answering is a transient error, not a slow query', async
 }, 60_000);
 
 it('a server that stops answering right after a query gives a transient error, not a wait without end', async () => {
-  const url = `mysql://${READER}:${READER_PASSWORD}@${HOST}:${proxy.port}/${DATABASE}`;
+  const url = data.readerUrl(proxy.port);
   const stuck = await openDataDatabase(url, { connectionLimit: 1, connectTimeoutMs: 2_000 });
   try {
     expect((await stuck.query('SELECT 1 AS one')).rows).toEqual([[1]]);
@@ -84,7 +67,7 @@ it('a server that stops answering right after a query gives a transient error, n
 }, 60_000);
 
 it('a server that stops answering the reset before a screened statement is a transient error', async () => {
-  const url = `mysql://${READER}:${READER_PASSWORD}@${HOST}:${proxy.port}/${DATABASE}`;
+  const url = data.readerUrl(proxy.port);
   const screened = await openDataDatabase(url, { connectionLimit: 1, connectTimeoutMs: 2_000 });
   try {
     expect((await screened.query('SELECT 1 AS one')).rows).toEqual([[1]]);

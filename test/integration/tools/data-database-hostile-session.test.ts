@@ -6,23 +6,16 @@
 // sequences or an operator's DEFINER function behind a view. Seeds its own database af_test_hs_<random> and
 // reader, and drops them at the end.
 import { randomBytes } from 'node:crypto';
-import { createPool } from 'mysql2/promise';
 import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { seedDemoDatabase } from '../../../src/demo/seed-demo-database.js';
-import { quoteIdentifier } from '../../../src/store/pool.js';
 import { openDataDatabase, type DataDatabase } from '../../../src/tools/data-database.js';
 import { isSessionNeutral } from '../../../src/tools/data-session.js';
 import { checkSelectAst, checkSelectText } from '../../../src/tools/sql-guard.js';
+import { SeededDataDatabase } from '../../support/seeded-data-database.js';
 
-const SERVER = new URL(process.env['MYSQL_URL'] || 'mysql://root@127.0.0.1:3306/agent_fleet');
-const HOST = SERVER.hostname;
-const PORT = Number(SERVER.port || 3306);
-const SUFFIX = randomBytes(4).toString('hex');
-const DATABASE = `af_test_hs_${SUFFIX}`;
-const READER = `af_h_${SUFFIX}`;
-const READER_PASSWORD = `pw_${randomBytes(8).toString('hex')}`;
-const LOCK = `af_hs_${SUFFIX}`;
+const data = new SeededDataDatabase('hs');
+const DATABASE = data.database;
+const LOCK = `${DATABASE}_lock`;
 
 let root: Pool;
 let mariadb = false;
@@ -34,21 +27,8 @@ function requireServer(): void {
 
 beforeAll(async () => {
   try {
-    await seedDemoDatabase({
-      adminUrl: SERVER.href,
-      database: DATABASE,
-      readerUser: READER,
-      readerPassword: READER_PASSWORD,
-    });
-    root = createPool({
-      host: HOST,
-      port: PORT,
-      user: decodeURIComponent(SERVER.username) || 'root',
-      password: decodeURIComponent(SERVER.password),
-      database: DATABASE,
-      connectionLimit: 2,
-      multipleStatements: true,
-    });
+    await data.seed();
+    root = data.rootPool({ database: DATABASE, multipleStatements: true });
     const [version] = await root.query<RowDataPacket[]>('SELECT VERSION() AS v');
     mariadb = /mariadb/i.test(String(version[0]?.['v']));
     await root.query('CREATE TABLE writes (a INT)');
@@ -84,14 +64,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (!root) return;
-  await root.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(DATABASE)}`);
-  await root.query('DROP USER IF EXISTS ?@?', [READER, '%']);
+  await data.drop(root);
   await root.end();
 });
 
 function openSingle(): Promise<DataDatabase> {
-  const url = `mysql://${READER}:${READER_PASSWORD}@${HOST}:${PORT}/${DATABASE}`;
-  return openDataDatabase(url, { connectionLimit: 1 });
+  return openDataDatabase(data.readerUrl(), { connectionLimit: 1 });
 }
 
 /** Session variables that change by themselves from one statement or connection to the next. */

@@ -3,14 +3,11 @@
 // touch its session gets instead (a reset before it, its connection dropped after it), and that the guarded
 // statements of the everyday corpus leave the session exactly as they found it. Seeds its own database
 // af_test_sess_<random> and reader, and drops them at the end.
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createPool } from 'mysql2/promise';
 import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ToolError } from '../../../src/kernel/errors.js';
-import { seedDemoDatabase } from '../../../src/demo/seed-demo-database.js';
 import { quoteIdentifier } from '../../../src/store/pool.js';
 import { openDataDatabase, type DataDatabase } from '../../../src/tools/data-database.js';
 import { isSessionNeutral, sessionSetup, statementText } from '../../../src/tools/data-session.js';
@@ -24,14 +21,10 @@ import {
   type MysqlCommandProxy,
 } from '../../support/mysql-command-proxy.js';
 import { CORPORA_DIR } from '../../support/repo-paths.js';
+import { SeededDataDatabase } from '../../support/seeded-data-database.js';
 
-const SERVER = new URL(process.env['MYSQL_URL'] || 'mysql://root@127.0.0.1:3306/agent_fleet');
-const HOST = SERVER.hostname;
-const PORT = Number(SERVER.port || 3306);
-const SUFFIX = randomBytes(4).toString('hex');
-const DATABASE = `af_test_sess_${SUFFIX}`;
-const READER = `af_s_${SUFFIX}`;
-const READER_PASSWORD = `pw_${randomBytes(8).toString('hex')}`;
+const data = new SeededDataDatabase('sess');
+const { database: DATABASE, host: HOST, port: PORT } = data;
 
 let root: Pool;
 let proxy: MysqlCommandProxy;
@@ -43,19 +36,8 @@ function requireServer(): void {
 
 beforeAll(async () => {
   try {
-    await seedDemoDatabase({
-      adminUrl: SERVER.href,
-      database: DATABASE,
-      readerUser: READER,
-      readerPassword: READER_PASSWORD,
-    });
-    root = createPool({
-      host: HOST,
-      port: PORT,
-      user: decodeURIComponent(SERVER.username) || 'root',
-      password: decodeURIComponent(SERVER.password),
-      connectionLimit: 2,
-    });
+    await data.seed();
+    root = data.rootPool();
     proxy = await startMysqlCommandProxy(PORT, HOST);
   } catch (error) {
     setupError = error;
@@ -65,14 +47,13 @@ beforeAll(async () => {
 afterAll(async () => {
   await proxy?.close();
   if (!root) return;
-  await root.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(DATABASE)}`);
-  await root.query('DROP USER IF EXISTS ?@?', [READER, '%']);
+  await data.drop(root);
   await root.end();
 });
 
 /** A data database of one connection, through the counting proxy. */
 function openSingle(): Promise<DataDatabase> {
-  const url = `mysql://${READER}:${READER_PASSWORD}@127.0.0.1:${proxy.port}/${DATABASE}`;
+  const url = data.readerUrl(proxy.port, '127.0.0.1');
   return openDataDatabase(url, { connectionLimit: 1 });
 }
 
@@ -137,7 +118,7 @@ describe('a statement that could touch its session', () => {
       // Neutral statements keep their connection.
       expect(await connectionId()).toBe(before);
 
-      const lock = `af_sess_${SUFFIX}`;
+      const lock = `${DATABASE}_lock`;
       const sent = await commandsOf(() => db.query(`SELECT GET_LOCK('${lock}', 0) AS got`));
       expect(sent[0]).toBe('RESET');
       expect(sent.at(-1)).toMatch(/GET_LOCK/);

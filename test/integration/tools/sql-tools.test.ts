@@ -3,11 +3,10 @@
 // own reader af_r_<random> and drops both at the end. With no server every test fails; none is skipped.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { createConnection, createPool } from 'mysql2/promise';
+import { createConnection } from 'mysql2/promise';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { REFERENCE_SQL, expectedTopCustomers, generateSalesData } from '../../../src/demo/sales-data.js';
-import { seedDemoDatabase } from '../../../src/demo/seed-demo-database.js';
 import { countToolsTokens, tokenCounterFor } from '../../../src/kernel/tokens.js';
 import { quoteIdentifier } from '../../../src/store/pool.js';
 import { openDataDatabase, type DataDatabase } from '../../../src/tools/data-database.js';
@@ -17,14 +16,18 @@ import { checkSelectOnly } from '../../../src/tools/sql-guard.js';
 import { createSqlTools } from '../../../src/tools/sql-tools.js';
 import { join } from 'node:path';
 import { CORPORA_DIR } from '../../support/repo-paths.js';
+import { SeededDataDatabase } from '../../support/seeded-data-database.js';
 
-const SERVER = new URL(process.env['MYSQL_URL'] || 'mysql://root@127.0.0.1:3306/agent_fleet');
-const HOST = SERVER.hostname;
-const PORT = Number(SERVER.port || 3306);
+const seeded = new SeededDataDatabase('data');
+const {
+  database: DATABASE,
+  reader: READER,
+  readerPassword: READER_PASSWORD,
+  host: HOST,
+  port: PORT,
+} = seeded;
+const SERVER = seeded.server;
 const SUFFIX = randomBytes(4).toString('hex');
-const DATABASE = `af_test_data_${SUFFIX}`;
-const READER = `af_r_${SUFFIX}`;
-const READER_PASSWORD = `pw_${randomBytes(8).toString('hex')}`;
 const RUN_OPTIONS = { defaultTimeoutMs: 10_000, transientRetries: 2, retryBaseDelayMs: 10 };
 
 const data = generateSalesData();
@@ -48,20 +51,9 @@ beforeEach(() => {
 });
 
 async function setUp(): Promise<void> {
-  await seedDemoDatabase({
-    adminUrl: SERVER.href,
-    database: DATABASE,
-    readerUser: READER,
-    readerPassword: READER_PASSWORD,
-  });
-  root = createPool({
-    host: HOST,
-    port: PORT,
-    user: decodeURIComponent(SERVER.username) || 'root',
-    password: decodeURIComponent(SERVER.password),
-    connectionLimit: 2,
-  });
-  db = await openDataDatabase(`mysql://${READER}:${READER_PASSWORD}@${HOST}:${PORT}/${DATABASE}`);
+  await seeded.seed();
+  root = seeded.rootPool();
+  db = await openDataDatabase(seeded.readerUrl());
   registry = new ToolRegistry(createSqlTools(db));
 }
 
@@ -71,8 +63,7 @@ afterAll(async () => {
     await root?.end();
     return;
   }
-  await root?.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(DATABASE)}`);
-  await root?.query('DROP USER IF EXISTS ?@?', [READER, '%']);
+  if (root) await seeded.drop(root);
   await root?.end();
 });
 
