@@ -55,6 +55,16 @@ async function rowOf(effectKey: string): Promise<RowDataPacket | undefined> {
   return rows[0];
 }
 
+/** The row of a call whose attempt 1 handed its email off five minutes ago and stopped there. */
+async function handedOffLongAgo(callKey: string, job: string, messageId: string): Promise<void> {
+  await pool.query(
+    `INSERT INTO effect_ledger (effect_key, job_id, tool, detail, ref, status, started_at, updated_at)
+     VALUES (?, ?, 'send_email', JSON_OBJECT('recipient', 'ada@example.com', 'subject', 'Thank you'), ?,
+       'pending', NOW(3) - INTERVAL 5 MINUTE, NOW(3) - INTERVAL 5 MINUTE)`,
+    [callKey, job, messageId],
+  );
+}
+
 function call(
   tool: ReturnType<typeof createSendEmailTool>,
   callKey: string,
@@ -413,12 +423,7 @@ describe('an attempt whose lookup fails after another attempt took the row over'
     const messageId = deriveMessageId(callKey, 'agent-fleet.local');
     try {
       // Attempt 1 stopped after its hand-off, long ago.
-      await pool.query(
-        `INSERT INTO effect_ledger (effect_key, job_id, tool, detail, ref, status, started_at, updated_at)
-         VALUES (?, ?, 'send_email', JSON_OBJECT('recipient', 'ada@example.com', 'subject', 'Thank you'), ?,
-           'pending', NOW(3) - INTERVAL 5 MINUTE, NOW(3) - INTERVAL 5 MINUTE)`,
-        [callKey, job, messageId],
-      );
+      await handedOffLongAgo(callKey, job, messageId);
       // Two attempts of the call meet it at once (a job run twice after a stall): one finds it not delivered
       // and takes it over; the other's lookup fails meanwhile.
       const taking = call(createSendEmailTool({ ...options, deliveryLookup: takeoverLookup }), callKey);
@@ -564,12 +569,7 @@ describe("the sweeper's failed lookup of a row another attempt took over meanwhi
     const callKey = `${job}:1:0`;
     const messageId = deriveMessageId(callKey, 'agent-fleet.local');
     try {
-      await pool.query(
-        `INSERT INTO effect_ledger (effect_key, job_id, tool, detail, ref, status, started_at, updated_at)
-         VALUES (?, ?, 'send_email', JSON_OBJECT('recipient', 'ada@example.com', 'subject', 'Thank you'), ?,
-           'pending', NOW(3) - INTERVAL 5 MINUTE, NOW(3) - INTERVAL 5 MINUTE)`,
-        [callKey, job, messageId],
-      );
+      await handedOffLongAgo(callKey, job, messageId);
       // The sweeper's lookup hangs and fails; meanwhile a resumed call finds the email missing and sends it.
       const swept = sweepUnsettledEffects({
         ledger: new EffectLedger(pool),
