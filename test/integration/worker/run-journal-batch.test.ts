@@ -1,0 +1,139 @@
+// Red-team of the shared run journal (src/worker/run-journal.ts) over a real RunsRepository on MariaDB: several
+// jobs' rows leave in one multi-statement query; one job's bad row must not fail or lose the others', must not
+// count another job's start twice, and must itself land in some form (or its attempt fail visibly).
+import type { Pool } from 'mysql2/promise';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentResult, StepTrace } from '../../../src/kernel/types.js';
+import { migrate } from '../../../src/store/migrate.js';
+import { createStorePool } from '../../../src/store/pool.js';
+import { RunsRepository, type StartRunInput } from '../../../src/store/runs-repository.js';
+import { RunJournal } from '../../../src/worker/run-journal.js';
+import { createNamespace, type FleetNamespace } from '../../support/fleet-harness.js';
+
+let ns: FleetNamespace;
+let pool: Pool;
+let repository: RunsRepository;
+
+beforeAll(async () => {
+  ns = createNamespace('journal');
+  pool = await createStorePool(ns.mysqlUrl, { connectionLimit: 3, multipleStatements: true });
+  await migrate(pool);
+  repository = new RunsRepository(pool);
+});
+
+afterAll(async () => {
+  await pool.end();
+  await ns.cleanup();
+});
+
+let n = 0;
+const id = (label: string) => `${label}-${++n}`;
+
+const trace = (step: number, over: Partial<StepTrace> = {}): StepTrace =>
+  ({
+    runId: 'x',
+    step,
+    kind: 'action',
+    actions: [],
+    observations: [`observation ${step}`],
+    promptTokens: 10,
+    completionTokens: 5,
+    costUsd: 0.001,
+    latencyMs: 1,
+    modelLatencyMs: 1,
+    modelCalls: 1,
+    error: null,
+    ...over,
+  }) as unknown as StepTrace;
+
+const start = (jobId: string): StartRunInput => ({
+  jobId,
+  task: 'a task',
+  model: 'gpt-4.1-mini',
+  protocol: 'json',
+  attempt: 1,
+});
+
+const result = (jobId: string, usage: Partial<AgentResult['usage']> = {}): AgentResult => ({
+  jobId,
+  status: 'succeeded',
+  stopReason: 'answer',
+  answer: 'done',
+  steps: 1,
+  toolCalls: 0,
+  usage: { promptTokens: 10, completionTokens: 5, totalTokens: 15, costUsd: 0.001, ...usage },
+  error: null,
+});
+
+const settle = (p: Promise<unknown>) =>
+  p.then(
+    () => 'written',
+    (e: unknown) => `failed: ${(e as Error).message}`,
+  );
+
+describe('one bad row in a shared batch', () => {
+  it('a step with a token count past INT neither fails the others nor counts their starts twice, and lands itself', async () => {
+    const journal = new RunJournal(repository, 20);
+    const [a, b, c] = [id('a'), id('b'), id('c')];
+    const answers = await Promise.all([
+      settle(journal.start(start(c))),
+      settle(journal.write(a, [trace(1)])),
+      // An endpoint may report any count up to 2^53 (openai-chat-model.ts clamps to MAX_SAFE_INTEGER only).
+      settle(journal.write(b, [trace(1), trace(2, { promptTokens: 3_000_000_000 })])),
+      settle(journal.write(a, [trace(2)])),
+    ]);
+    expect(answers).toEqual(['written', 'written', 'written', 'written']);
+    expect((await repository.getSteps(a)).map((s) => s.step)).toEqual([1, 2]);
+    // Written once: the failed batch had committed the starts statement before the steps statement failed.
+    expect(await repository.getRun(c)).toMatchObject({ status: 'running', attempts: 1 });
+    expect((await repository.getSteps(b)).map((s) => s.step)).toEqual([1, 2]);
+  });
+
+  it('a finish whose usage is past its columns lands (else no result is ever published)', async () => {
+    const journal = new RunJournal(repository, 20);
+    const [a, b] = [id('a'), id('b')];
+    await Promise.all([journal.start(start(a)), journal.start(start(b))]);
+    const answers = await Promise.all([
+      settle(journal.finish(result(a))),
+      settle(
+        journal.finish(
+          result(b, { promptTokens: 3_000_000_000, totalTokens: 3_000_000_005, costUsd: 7_500_000 }),
+        ),
+      ),
+    ]);
+    expect(answers).toEqual(['written', 'written']);
+    expect(await repository.getRun(a)).toMatchObject({ status: 'succeeded' });
+    expect(await repository.getRun(b)).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('a NaN or Infinity cost lands as a number', async () => {
+    const journal = new RunJournal(repository, 20);
+    const [a, b] = [id('a'), id('b')];
+    await journal.start(start(b));
+    const answers = await Promise.all([
+      settle(journal.write(a, [trace(1, { costUsd: Number.NaN }), trace(2, { costUsd: Infinity })])),
+      settle(journal.finish(result(b, { costUsd: Number.NaN }))),
+    ]);
+    expect(answers).toEqual(['written', 'written']);
+    expect((await repository.getSteps(a)).map((s) => s.step)).toEqual([1, 2]);
+    expect(await repository.getRun(b)).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('a lone surrogate in a model\'s text lands (safe: the driver encodes it as U+FFFD, JSON escapes it)', async () => {
+    const journal = new RunJournal(repository, 20);
+    const [a, b] = [id('a'), id('b')];
+    await journal.start(start(b));
+    const lone = 'bad \ud800 text';
+    const answers = await Promise.all([
+      settle(
+        journal.write(a, [
+          trace(1, { observations: [lone], actions: [{ tool: lone, args: { q: lone } }] as never, error: lone }),
+        ]),
+      ),
+      settle(journal.finish({ ...result(b), answer: lone, output: { x: lone } })),
+    ]);
+    expect(answers).toEqual(['written', 'written']);
+    expect((await repository.getSteps(a))[0]?.observation).toBe('bad \ufffd text');
+    expect(await repository.getRun(b)).toMatchObject({ status: 'succeeded' });
+  });
+});
