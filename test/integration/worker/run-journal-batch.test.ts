@@ -119,7 +119,7 @@ describe('one bad row in a shared batch', () => {
     expect(await repository.getRun(b)).toMatchObject({ status: 'succeeded' });
   });
 
-  it('a lone surrogate in a model\'s text lands (safe: the driver encodes it as U+FFFD, JSON escapes it)', async () => {
+  it("a lone surrogate in a model's text lands, in text and JSON columns alike, as U+FFFD", async () => {
     const journal = new RunJournal(repository, 20);
     const [a, b] = [id('a'), id('b')];
     await journal.start(start(b));
@@ -127,13 +127,42 @@ describe('one bad row in a shared batch', () => {
     const answers = await Promise.all([
       settle(
         journal.write(a, [
-          trace(1, { observations: [lone], actions: [{ tool: lone, args: { q: lone } }] as never, error: lone }),
+          trace(1, {
+            observations: [lone],
+            actions: [{ id: 'c1', tool: 'search', args: { q: lone, [lone]: 1 } }] as never,
+            error: lone,
+          }),
         ]),
       ),
-      settle(journal.finish({ ...result(b), answer: lone, output: { x: lone } })),
+      settle(
+        journal.finish({ ...result(b), answer: lone, output: { x: lone, y: '\\ud800', z: '\\\ud800' } }),
+      ),
     ]);
     expect(answers).toEqual(['written', 'written']);
-    expect((await repository.getSteps(a))[0]?.observation).toBe('bad \ufffd text');
-    expect(await repository.getRun(b)).toMatchObject({ status: 'succeeded' });
+    const [step] = await repository.getSteps(a);
+    expect(step?.observation).toBe('bad \ufffd text');
+    expect(step?.actions[0]?.args).toEqual({ q: 'bad \ufffd text', ['bad \ufffd text']: 1 });
+    // A backslash and the text "ud800" is no escape: kept as it is; a backslash and a lone surrogate is one.
+    expect(await repository.getRun(b)).toMatchObject({
+      answer: 'bad \ufffd text',
+      output: { x: 'bad \ufffd text', y: '\\ud800', z: '\\\ufffd' },
+    });
+  });
+
+  it('a statement failing midway (steps of an id too long for job_id) leaves no start written twice', async () => {
+    const journal = new RunJournal(repository, 20);
+    const [a, c] = [id('a'), id('c')];
+    // A job added through BullMQ directly may carry any id; agent_runs.job_id holds 64 characters.
+    const long = 'x'.repeat(70);
+    const answers = await Promise.all([
+      settle(journal.start(start(c))),
+      settle(journal.write(a, [trace(1)])),
+      settle(journal.write(long, [trace(1)])),
+    ]);
+    expect(answers.slice(0, 2)).toEqual(['written', 'written']);
+    expect(answers[2]).toMatch(/Data too long for column 'job_id'/);
+    // The start of c went in once: its attempt is counted once.
+    expect(await repository.getRun(c)).toMatchObject({ attempts: 1 });
+    expect((await repository.getSteps(a)).map((s) => s.step)).toEqual([1]);
   });
 });
