@@ -1,7 +1,7 @@
 // Red-team of the shared run journal (src/worker/run-journal.ts) over a real RunsRepository on MariaDB: several
 // jobs' rows leave in one multi-statement query; one job's bad row must not fail or lose the others', must not
 // count another job's start twice, and must itself land in some form (or its attempt fail visibly).
-import type { Pool } from 'mysql2/promise';
+import mysql, { type Pool, type RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentResult, StepTrace } from '../../../src/kernel/types.js';
 import { migrate } from '../../../src/store/migrate.js';
@@ -166,3 +166,48 @@ describe('one bad row in a shared batch', () => {
     expect((await repository.getSteps(a)).map((s) => s.step)).toEqual([1]);
   });
 });
+
+describe('a batch whose connection dies in flight', () => {
+  it('rolls back whole: every caller is written once by the rewrite, starts counted once, no duplicate steps', async () => {
+    const journal = new RunJournal(repository, 20);
+    const [a, c, x] = [id('a'), id('c'), id('x')];
+    await journal.start(start(x));
+    // Another session holds x's row: the batch's finish of x waits on it, the batch's start and steps before it done.
+    const holder = await mysql.createConnection(ns.mysqlUrl);
+    try {
+      await holder.query('START TRANSACTION');
+      await holder.query('SELECT * FROM agent_runs WHERE job_id = ? FOR UPDATE', [x]);
+      const answers = Promise.all([
+        settle(journal.start(start(c))),
+        settle(journal.write(a, [trace(1), trace(2)])),
+        settle(journal.finish(result(x))),
+      ]);
+      const victim = await waitForQuery(holder, 'UPDATE agent_runs');
+      await holder.query(`KILL CONNECTION ${victim}`); // the worker dying, the server restarting
+      await holder.query('COMMIT');
+      expect(await answers).toEqual(['written', 'written', 'written']);
+    } finally {
+      await holder.end();
+    }
+    expect(await repository.getRun(c)).toMatchObject({ status: 'running', attempts: 1 });
+    expect(await repository.getRun(x)).toMatchObject({ status: 'succeeded', attempts: 1 });
+    const [[count]] = await pool.query<RowDataPacket[]>(
+      'SELECT COUNT(*) AS n FROM agent_steps WHERE job_id = ?',
+      [a],
+    );
+    expect(count?.n).toBe(2);
+  });
+});
+
+/** The id of the session running a statement that starts with `prefix`, once it runs. */
+async function waitForQuery(connection: mysql.Connection, prefix: string): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const [rows] = await connection.query<RowDataPacket[]>(
+      'SELECT id, info FROM information_schema.processlist WHERE db = DATABASE() AND id <> CONNECTION_ID()',
+    );
+    const running = rows.find((row) => String(row.info ?? '').includes(prefix));
+    if (running) return Number(running.id);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`no session ran ${prefix}`);
+}
