@@ -167,6 +167,24 @@ describe('one bad row in a shared batch', () => {
   });
 });
 
+describe('a backlog past max_allowed_packet', () => {
+  it("one job's 18 MB of traces (a resumed run's parked steps, an outage's backlog) land", async () => {
+    const journal = new RunJournal(repository, 20);
+    const a = id('a');
+    const big = 'y'.repeat(450_000);
+    const traces = Array.from({ length: 40 }, (_, i) =>
+      trace(i + 1, { actions: [{ id: 'c', tool: 't', args: { big } }] as never }),
+    );
+    // MariaDB's max_allowed_packet is 16 MB by default: in one query, the write failed the same way every time.
+    expect(await settle(journal.write(a, traces))).toBe('written');
+    const [[count]] = await pool.query<RowDataPacket[]>(
+      'SELECT COUNT(*) AS n FROM agent_steps WHERE job_id = ?',
+      [a],
+    );
+    expect(count?.n).toBe(40);
+  });
+});
+
 describe('a batch whose connection dies in flight', () => {
   it('rolls back whole: every caller is written once by the rewrite, starts counted once, no duplicate steps', async () => {
     const journal = new RunJournal(repository, 20);
