@@ -86,10 +86,13 @@ it('a parked trace and a result MySQL would refuse as they are are recorded and 
   };
   const start = { jobId, task: 'a task', model: 'gpt-4.1-mini', protocol: 'json' as const, attempt: 1 };
 
+  const finishing = Date.now();
   expect(await finisher.finish({ result, start, whileDown: 'redeliver' })).toEqual({
     kept: false,
     published: true,
   });
+  // The run was never started: that answer is final, the start is written at once (not after 1.75 s of retries).
+  expect(Date.now() - finishing).toBeLessThan(1_000);
   expect(await publisher.isPublished(jobId)).toBe(true);
   expect(await repository.getRun(jobId)).toMatchObject({ status: 'stopped', promptTokens: 2_147_483_647 });
   expect((await repository.getSteps(jobId)).map((s) => s.promptTokens)).toEqual([2_147_483_647]);
