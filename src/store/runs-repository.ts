@@ -35,8 +35,22 @@ export interface StepRowInput {
   trace: StepTrace;
 }
 
-// DECIMAL(16,10): rounding here keeps what is read back equal to what was written.
-const toDecimal = (usd: number): number => Number(usd.toFixed(10));
+// DECIMAL(16,10): rounding here keeps what is read back equal to what was written. A value past the column (an
+// endpoint may report any count up to 2^53) or not a number would fail the whole statement, and with it the
+// run's record and result on every attempt: it is held to the column instead.
+const DECIMAL_MAX = 999_999.9999999999;
+const toDecimal = (usd: number): number =>
+  Number.isFinite(usd) ? Number(Math.min(DECIMAL_MAX, Math.max(-DECIMAL_MAX, usd)).toFixed(10)) : 0;
+// INT columns (counts, milliseconds): the same, held to 0..2^31-1.
+const INT_MAX = 2_147_483_647;
+const toInt = (n: number): number => (Number.isFinite(n) ? Math.min(INT_MAX, Math.max(0, Math.round(n))) : 0);
+// MariaDB's JSON check refuses the escape JSON.stringify writes for a lone surrogate (a model's text may carry
+// one), failing the statement: such an escape becomes U+FFFD, as the driver does for the text columns. Only an
+// odd run of backslashes before the `u` makes an escape (`\\ud800` is a backslash, then the text "ud800").
+const toJson = (value: unknown): string =>
+  JSON.stringify(value).replace(/(\\+)u(d[89a-f][0-9a-f]{2})/g, (all: string, slashes: string) =>
+    slashes.length % 2 === 1 ? `${slashes.slice(0, -1)}\\ufffd` : all,
+  );
 const STEP_ERROR_MAX_CHARS = 10_000; // a TEXT column holds 64 KB, 4 bytes a character at worst
 
 export class RunsRepository {
@@ -75,24 +89,36 @@ export class RunsRepository {
 
   /**
    * Starts, steps and finishes of any number of runs in ONE query (the pool must allow multiple statements):
-   * starts first, then steps, then finishes, each statement committed on its own. Answers the finishes whose run
-   * was never started; throws (having written what came before) when a statement fails.
+   * starts first, then steps, then finishes, in one transaction. Answers the finishes whose run was never
+   * started; throws, having written nothing, when a statement fails. All or nothing, because the journal writes a
+   * failed batch again caller by caller, and a start is not idempotent (it counts one more attempt).
    */
   async writeJournal(entries: JournalEntries): Promise<{ notStarted: string[] }> {
     const statements: { sql: string; values: unknown[] }[] = [];
     if (entries.starts.length > 0) statements.push(startRunsStatement(entries.starts));
     if (entries.steps.length > 0) statements.push(stepRowsStatement(entries.steps));
-    const finishesFrom = statements.length;
+    const finishesFrom = statements.length + 1; // after START TRANSACTION's header
     for (const finish of entries.finishes) statements.push(finishRunStatement(finish));
     if (statements.length === 0) return { notStarted: [] };
-    const [results] = await this.pool.query<ResultSetHeader[] | ResultSetHeader>(
-      statements.map((s) => s.sql).join(';\n'),
-      statements.flatMap((s) => s.values),
-    );
-    // One statement comes back as its header, several as a list of them.
-    const headers = Array.isArray(results) ? results : [results];
+    const connection = await this.pool.getConnection();
+    let results: ResultSetHeader[];
+    try {
+      [results] = await connection.query<ResultSetHeader[]>(
+        ['START TRANSACTION', ...statements.map((s) => s.sql), 'COMMIT'].join(';\n'),
+        statements.flatMap((s) => s.values),
+      );
+    } catch (error) {
+      // A statement failed and the server skipped the rest, COMMIT included: the transaction is still open on
+      // this connection. One that cannot roll back is not given back to the pool.
+      await connection.query('ROLLBACK').then(
+        () => connection.release(),
+        () => connection.destroy(),
+      );
+      throw error;
+    }
+    connection.release();
     const notStarted = entries.finishes
-      .filter((_, i) => headers[finishesFrom + i]?.affectedRows === 0)
+      .filter((_, i) => results[finishesFrom + i]?.affectedRows === 0)
       .map((finish) => finish.result.jobId);
     return { notStarted };
   }
@@ -150,8 +176,8 @@ function startRunsStatement(inputs: readonly StartRunInput[]): { sql: string; va
       input.protocol,
       input.agent ?? null,
       input.tenant ?? null,
-      input.prices ? JSON.stringify(input.prices) : null,
-      input.metadata === undefined ? null : JSON.stringify(input.metadata),
+      input.prices ? toJson(input.prices) : null,
+      input.metadata === undefined ? null : toJson(input.metadata),
       input.attempt,
       input.startedAt ?? now,
     ]),
@@ -175,20 +201,20 @@ function stepRowsStatement(rows: readonly StepRowInput[]): { sql: string; values
       jobId,
       trace.step,
       trace.kind,
-      JSON.stringify(trace.actions),
+      toJson(trace.actions),
       trace.observations.join('\n'),
-      trace.promptTokens,
-      trace.completionTokens,
-      trace.cachedPromptTokens ?? 0,
-      trace.reasoningTokens ?? 0,
+      toInt(trace.promptTokens),
+      toInt(trace.completionTokens),
+      toInt(trace.cachedPromptTokens ?? 0),
+      toInt(trace.reasoningTokens ?? 0),
       toDecimal(trace.costUsd),
-      Math.round(trace.latencyMs),
-      trace.modelCalls,
+      toInt(trace.latencyMs),
+      toInt(trace.modelCalls),
       trace.error === null ? null : trace.error.slice(0, STEP_ERROR_MAX_CHARS),
       // Each observation apart, for the run console (the column above joins them).
-      JSON.stringify(trace.observations),
-      Math.round(trace.modelLatencyMs),
-      trace.events && trace.events.length > 0 ? JSON.stringify(trace.events) : null,
+      toJson(trace.observations),
+      toInt(trace.modelLatencyMs),
+      trace.events && trace.events.length > 0 ? toJson(trace.events) : null,
     ]),
   };
 }
@@ -205,18 +231,18 @@ function finishRunStatement({ result, finishedAt }: FinishRunInput): { sql: stri
       result.stopReason,
       result.answer,
       // SQL NULL for a run without an output schema; the JSON `null` for one that ended without a value.
-      result.output === undefined ? null : JSON.stringify(result.output),
-      result.steps,
-      result.toolCalls,
-      result.usage.promptTokens,
-      result.usage.completionTokens,
-      result.usage.totalTokens,
-      result.usage.cachedPromptTokens ?? 0,
-      result.usage.reasoningTokens ?? 0,
+      result.output === undefined ? null : toJson(result.output),
+      toInt(result.steps),
+      toInt(result.toolCalls),
+      toInt(result.usage.promptTokens),
+      toInt(result.usage.completionTokens),
+      toInt(result.usage.totalTokens),
+      toInt(result.usage.cachedPromptTokens ?? 0),
+      toInt(result.usage.reasoningTokens ?? 0),
       result.usage.estimated ? 1 : 0,
       toDecimal(result.usage.costUsd),
       toDecimal(result.usage.flexSavedUsd ?? 0),
-      result.error === null ? null : JSON.stringify(result.error),
+      result.error === null ? null : toJson(result.error),
       result.stopDetail?.slice(0, 2_000) ?? null,
       finishedAt,
       result.jobId,

@@ -181,10 +181,16 @@ export class RunFinisher {
       new TraceWriter(journal, this.deps.redis, this.deps.env.QUEUE_PREFIX, run.result.jobId, log);
     if (!run.traces) await traces.recover();
     await traces.flush();
-    try {
-      await withRetries(() => journal.finish(run.result), STORE_RETRIES);
-    } catch (error) {
-      if (!(error instanceof StoreError) || error.code !== 'run_not_found') throw error;
+    // A run never started is the store's answer, not a failure to retry: the start goes in at once.
+    const finished = () =>
+      journal.finish(run.result).then(
+        () => true,
+        (error: unknown) => {
+          if (error instanceof StoreError && error.code === 'run_not_found') return false;
+          throw error;
+        },
+      );
+    if (!(await withRetries(finished, STORE_RETRIES))) {
       await withRetries(() => journal.start(run.start), STORE_RETRIES);
       onStarted();
       await withRetries(() => journal.finish(run.result), STORE_RETRIES);

@@ -50,7 +50,16 @@ export class RunJournal {
   /** Resolves once these traces are in MySQL; rejects when the write failed. */
   write(jobId: string, traces: readonly StepTrace[]): Promise<void> {
     if (traces.length === 0) return Promise.resolve();
-    return this.enqueue({ starts: [], steps: traces.map((trace) => ({ jobId, trace })), finishes: [] });
+    // Many traces at once (a resumed run's parked steps, a backlog from an outage) may outgrow the server's
+    // max_allowed_packet (16 MB on MariaDB), which would fail them the same way on every attempt: they leave in
+    // queries of bounded size, each chunk after the first in a query of its own.
+    const chunks = chunksOf(traces, MAX_QUERY_BYTES);
+    const written = chunks.map((chunk, i) => {
+      if (i > 0) this.flush();
+      return this.enqueue({ starts: [], steps: chunk.map((trace) => ({ jobId, trace })), finishes: [] });
+    });
+    if (chunks.length > 1) this.expedite();
+    return Promise.all(written).then(() => undefined);
   }
 
   /**
@@ -106,6 +115,32 @@ export class RunJournal {
       waiter.reject(error);
     }
   }
+}
+
+/** What the traces of one query may weigh: a quarter of MariaDB's default max_allowed_packet. */
+const MAX_QUERY_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Consecutive runs of traces of at most `maxBytes` each (a trace heavier alone goes alone). Weighed only when
+ * there are several: a trace's observations are stored twice (joined, and as JSON).
+ */
+function chunksOf(traces: readonly StepTrace[], maxBytes: number): StepTrace[][] {
+  if (traces.length === 1) return [[...traces]];
+  const chunks: StepTrace[][] = [];
+  let chunk: StepTrace[] = [];
+  let bytes = 0;
+  for (const trace of traces) {
+    const weight = 2 * Buffer.byteLength(JSON.stringify(trace));
+    if (chunk.length > 0 && bytes + weight > maxBytes) {
+      chunks.push(chunk);
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(trace);
+    bytes += weight;
+  }
+  chunks.push(chunk);
+  return chunks;
 }
 
 function answer(waiters: readonly Waiter[], notStarted: readonly string[]): void {

@@ -183,6 +183,10 @@ it('10 SIGKILLs during email tasks: one result and one row per task, every email
   results.forEach((r, i) => expect(r.steps, tasks[i]!.name).toBe(tasks[i]!.emails + 1));
   expect(notExactlyOnce(jobIds, published)).toEqual([]);
   expect(notExactlyOnce(jobIds, rowCounts)).toEqual([]);
+  // Every step's trace in agent_steps, once: what a killed worker parked is written by the job's next attempt.
+  jobIds.forEach((id, i) =>
+    expect(records.get(id)?.[0]?.stepRows, `${tasks[i]!.name} step rows`).toBe(results[i]!.steps),
+  );
   // Every email exactly once; none twice, none unexpected.
   expect(mail.missing).toEqual([]);
   expect(finishedMail.missing).toEqual([]);
