@@ -13,7 +13,11 @@ import { migrate } from '../../../src/store/migrate.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
 import { EffectLedger } from '../../../src/tools/effect-ledger.js';
 import { EmailLedger } from '../../../src/tools/email-ledger.js';
-import { createSendEmailTool, deriveMessageId } from '../../../src/tools/send-email.js';
+import {
+  createSendEmailTool,
+  deriveMessageId,
+  type SendEmailToolOptions,
+} from '../../../src/tools/send-email.js';
 import { SmtpPool } from '../../../src/tools/smtp-pool.js';
 
 const database = `af_test_email_rt_${randomBytes(4).toString('hex')}`;
@@ -78,6 +82,17 @@ function call(
   );
 }
 
+/** The tool's options every case shares: this file's ledger (unless given), the sink's domain, ten a run. */
+function toolBase(transport: SendEmailToolOptions['transport'], ledger = new EmailLedger(pool)) {
+  return {
+    ledger,
+    transport,
+    from: 'reports@agent-fleet.local',
+    allowedDomains: ['example.com'],
+    maxPerRun: 10,
+  };
+}
+
 /**
  * What the takeover cases share: a sink that holds its reply to the first RCPT until `hold()` (the takeover's
  * send, nothing transmitted yet; `rcpts()` counts the RCPTs it met), a pool of three connections, the tool's options with a short grace, and a
@@ -92,11 +107,7 @@ async function takeoverRig() {
   });
   const smtp = new SmtpPool(sink.url, { maxConnections: 3 });
   const options = {
-    ledger: new EmailLedger(pool),
-    transport: smtp,
-    from: 'reports@agent-fleet.local',
-    allowedDomains: ['example.com'],
-    maxPerRun: 10,
+    ...toolBase(smtp),
     pendingGraceMs: 1_000,
     pendingPollMs: 20,
   };
@@ -124,11 +135,7 @@ describe('a pooled connection that breaks mid-send with EHOSTUNREACH', () => {
     const smtp = new SmtpPool(sink.url, { maxConnections: 1 });
     try {
       const tool = createSendEmailTool({
-        ledger: new EmailLedger(pool),
-        transport: smtp,
-        from: 'reports@agent-fleet.local',
-        allowedDomains: ['example.com'],
-        maxPerRun: 10,
+        ...toolBase(smtp),
         pendingGraceMs: 200,
         pendingPollMs: 20,
       });
@@ -194,11 +201,7 @@ describe('a taken-over attempt whose send fails late', () => {
     const smtp = new SmtpPool(`smtp://127.0.0.1:${port}`, { maxConnections: 3 });
     try {
       const tool = createSendEmailTool({
-        ledger: new EmailLedger(pool),
-        transport: smtp,
-        from: 'reports@agent-fleet.local',
-        allowedDomains: ['example.com'],
-        maxPerRun: 10,
+        ...toolBase(smtp),
         pendingGraceMs: 200,
         pendingPollMs: 20,
         deliveryLookup: { delivered: async (id: string) => stored.includes(id) },
@@ -241,11 +244,10 @@ describe("the claims of one reply when the job's lock stays busy (GET_LOCK retur
     try {
       await holder.query(`SELECT GET_LOCK(${name}, 0)`, [job, 'send_email']);
       const tool = createSendEmailTool({
-        ledger: new EmailLedger(multi, { multipleStatements: true, deferDone: true, lockTimeoutSeconds: 1 }),
-        transport: smtp,
-        from: 'reports@agent-fleet.local',
-        allowedDomains: ['example.com'],
-        maxPerRun: 10,
+        ...toolBase(
+          smtp,
+          new EmailLedger(multi, { multipleStatements: true, deferDone: true, lockTimeoutSeconds: 1 }),
+        ),
       });
       const outcomes = Promise.all([call(tool, `${job}:1:0`), call(tool, `${job}:1:1`)]);
       // Past the first wait for the lock: both claims were refused, and nothing is claimed.
@@ -375,11 +377,7 @@ describe('a kept, pipelined connection the server drops after the final dot of i
     const smtp = new SmtpPool(`smtp://127.0.0.1:${port}`, { maxConnections: 1 });
     try {
       const tool = createSendEmailTool({
-        ledger: new EmailLedger(pool),
-        transport: smtp,
-        from: 'reports@agent-fleet.local',
-        allowedDomains: ['example.com'],
-        maxPerRun: 10,
+        ...toolBase(smtp),
         pendingGraceMs: 100,
       });
       const job = newJob();
