@@ -21,7 +21,17 @@ export interface AssistantMessage {
   role: 'assistant';
   content: string | null;
   tool_calls?: ToolCallRequest[];
+  /**
+   * The Responses API's output items this turn came as (reasoning, function_call, message), in order and as the
+   * provider returned them: the Responses adapter sends them back as they were, so every reasoning item travels
+   * with the function calls it was produced with; the Chat Completions adapter leaves them out. Opaque to the
+   * kernel, which only keeps them with the turn (in memory and in checkpoints).
+   */
+  items?: ResponseItem[];
 }
+
+/** One item of a Responses API output, kept as the provider returned it (`type` is all the kernel reads). */
+export type ResponseItem = { type: string } & Record<string, unknown>;
 
 export interface ToolMessage {
   role: 'tool';
