@@ -10,6 +10,14 @@ export {
   type ScriptedReply,
 } from './testing/scripted-model-server.js';
 
-// What a prompt tells the model it has done, for scripted models: the results it was shown (tool messages or the
-// facts of the auto memory, docs/memory.md) and how many turns of calls it has made.
-export { observationsIn, turnsIn } from './kernel/memory.js';
+// How a scripted model reads a request, as a trained one does: from its own turns (its calls and the results that
+// answered them), never from text written about them.
+export {
+  modelCalls,
+  modelTurns,
+  observationsIn,
+  taskOf,
+  turnsIn,
+  type TranscriptCall,
+  type TranscriptTurn,
+} from './testing/transcript.js';

@@ -3,7 +3,7 @@
 // prompt like a model would, whatever its layout: a result counts as known only while some observation in
 // the prompt (a tool message, a fact, a summary line) still shows it; what is no longer visible is asked for
 // again. So a memory that loses results costs calls, and one that keeps them does not.
-import { observationsIn } from '../../src/kernel/memory.js';
+import { observationsIn } from '../../src/testing/transcript.js';
 import type { RecordedRequest, ScriptedReply } from '../../src/testing/scripted-model-server.js';
 import { TEAMS } from './cost-fixture.js';
 

@@ -4,7 +4,6 @@
 //   2. send_email with a digest built from what the two tools returned;
 //   3. the digest as the structured answer.
 // Anything that is not a kpi-digest task gets a 400, never a canned answer.
-import { parseFacts } from '../../src/kernel/memory.js';
 import type { ChatMessage } from '../../src/kernel/messages.js';
 import type { RecordedRequest, ReplyRule, ScriptedReply } from '../../src/testing/scripted-model-server.js';
 import type { Digest } from './agent-fleet.config.js';
@@ -20,9 +19,6 @@ function toolResults(messages: readonly ChatMessage[]): Map<string, string> {
     } else if (message.role === 'tool') {
       const name = names.get(message.tool_call_id);
       if (name) results.set(name, String(message.content));
-    } else if (message.role === 'user') {
-      // Results the kernel's memory keeps as facts.
-      for (const fact of parseFacts(message.content)) results.set(fact.tool, fact.output);
     }
   }
   return results;

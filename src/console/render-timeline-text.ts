@@ -32,6 +32,11 @@ export function describeTokens(
   return `${formatInt(usage.promptTokens)} prompt${cached} + ${formatInt(usage.completionTokens)} completion${reasoning} tokens`;
 }
 
+/** What a clearing of earlier results took out of the prompt, in a line. */
+export function clearedText(entry: TimelineEntry & { type: 'clear' }): string {
+  return `memory · ${entry.results} earlier result(s) cleared to save context (${entry.tokens} tokens, from ${entry.tools.join(', ')}); their calls stay`;
+}
+
 /** What a fold's summary cost, when the model wrote it (or was asked to). */
 export function foldCost(entry: TimelineEntry & { type: 'fold' }): string {
   if (entry.modelCalls === 0) return '';
@@ -92,6 +97,8 @@ function entryText(entry: TimelineEntry): string {
     }
     case 'fold':
       return `${at(entry.step)}memory fold · ${entry.messages} messages into the summary${foldCost(entry)}\n${block(entry.summary)}`;
+    case 'clear':
+      return `${at(entry.step)}${clearedText(entry)}`;
     case 'decision':
       return `${at(entry.step)}decision · ${clean(entry.text)}`;
     case 'feedback':

@@ -92,6 +92,8 @@ export type TimelineEntry =
     }
   /** A memory fold as the step trace recorded it, with its step. */
   | (Extract<TraceEvent, { type: 'fold' }> & { step: number })
+  /** Earlier results cleared in place to fit the context or the budget, with its step. */
+  | (Extract<TraceEvent, { type: 'clear' }> & { step: number })
   | { type: 'decision'; step: number | null; text: string }
   | { type: 'feedback'; step: number; text: string }
   | { type: 'answer'; step: number; text: string; final: boolean };
@@ -185,6 +187,8 @@ function stepEntries(step: ConsoleStep): TimelineEntry[] {
         completionTokens: event.completionTokens,
         costUsd: event.costUsd,
       });
+    } else if (event.type === 'clear') {
+      entries.push({ ...event, step: step.step });
     } else {
       entries.push({
         type: 'decision',

@@ -7,7 +7,8 @@
 // Report tasks get one query and an answer built from its result. It speaks both protocols, because the
 // scripted server renders each reply for the protocol of the request.
 import type { ChatMessage } from '../kernel/messages.js';
-import { isSummaryRequest, observationsIn } from '../kernel/memory.js';
+import { isSummaryRequest } from '../kernel/memory.js';
+import { observationsIn } from '../testing/transcript.js';
 import type { RecordedRequest, ReplyRule, ScriptedReply } from '../testing/scripted-model-server.js';
 
 export const REFERENCE_TASK = 'Find the top 3 customers by Q1 2024 sales and email each a thank-you note';

@@ -57,13 +57,13 @@ import { runToolCall } from './run-tool-call.js';
 
 export interface AgentRunOptions {
   /**
-   * `auto` (the default): the cache-aware memory (memory.ts, docs/memory.md): every finished turn becomes
-   * facts appended to the prompt when that pays at the model's prices, and the prompt is only cut down near
-   * the context limit or the budget. A number: the sliding window of that many recent messages, older ones
-   * folded into a rolling summary (AGENT_MEMORY_WINDOW set to a number).
+   * `auto` (the default): the whole transcript, as the model wrote it (memory.ts, docs/memory.md), cut down only
+   * near the context limit or the budget (old results cleared in place, then old turns summarised). A number: the
+   * sliding window of that many recent messages, older ones folded into a rolling summary (AGENT_MEMORY_WINDOW set
+   * to a number).
    */
   memoryWindow?: number | 'auto';
-  /** The model's context window, in tokens: the auto memory compacts the prompt before it reaches 80 % of it. */
+  /** The model's context window, in tokens: the auto memory clears old results before a prompt reaches 80 % of it. */
   contextTokens?: number;
   /** The provider's prompt cache key; default, one per agent (a hash of its system prompt and tools). */
   cacheKey?: string;
@@ -368,14 +368,14 @@ class AgentRun {
       }
       if (turn.kind === 'invalid') {
         // Bad JSON, an empty reply: the model is told what was wrong and tries again next step.
-        this.memory.recordInvalidTurn(step, asMemory(reply), turn.observation);
+        this.memory.recordInvalidTurn(asMemory(reply), turn.observation);
         this.checkpoint();
         await this.emitStep(step, 'invalid', [], [turn.observation], call, turn.observation);
         continue;
       }
       const carried = this.trace.takeCarry();
       const pending: PendingTurn = {
-        assistant: this.protocol.name === 'json' ? asMemory(reply) : withCallIds(reply, turn.calls),
+        assistant: this.protocol.name === 'json' ? asMemory(reply) : asCallingTurn(reply),
         calls: turn.calls,
         results: turn.calls.map(() => null),
         trace: {
@@ -521,12 +521,7 @@ class AgentRun {
     this.state.repeat = repeat.state;
     if (repeat.verdict === 'nudge' && outputs.length > 0) outputs[outputs.length - 1] += REPEAT_NUDGE;
 
-    const turn = [pending.assistant, ...this.protocol.observationMessages(pending.calls, outputs)];
-    this.memory.recordTurn(
-      step,
-      turn,
-      results.map((r, i) => ({ tool: r.tool, args: r.args, output: outputs[i] ?? '', ok: r.ok })),
-    );
+    this.memory.recordTurn([pending.assistant, ...this.protocol.observationMessages(pending.calls, outputs)]);
     this.state.pending = null;
     this.checkpoint();
     const failed = results.filter((r) => !r.ok).map((r) => `${r.tool}: ${r.errorCode}`);
@@ -678,12 +673,12 @@ class AgentRun {
     return { promptTokens: prompt, completionTokens: D.MIN_FINAL_COMPLETION_TOKENS };
   }
 
-  /** Before each step: the memory folds what its policy says to; a summary it asks for is a model call of the run. */
+  /** Before each step: the memory cuts what its policy says to; a summary it asks for is a model call of the run. */
   private async foldMemory(): Promise<void> {
-    const fold = await this.memory.fold(this.foldHooks);
-    if (!fold) return;
-    this.trace.noteEvent(fold.event);
-    if (fold.paidSummary) this.checkpoint();
+    const change = await this.memory.fold(this.foldHooks);
+    if (!change) return;
+    for (const event of change.events) this.trace.noteEvent(event);
+    if (change.paidSummary) this.checkpoint();
   }
 
   /** What the memory's fold may ask of the run (made once: the fold runs before every step). */
@@ -948,20 +943,25 @@ function statusOf(reason: StopReason): RunStatus {
   return 'stopped';
 }
 
-/** The reply as memory keeps it: content and tool calls only, never an endpoint's extra fields. */
+/**
+ * A reply without calls as memory keeps it: its text as the model wrote it, and the provider's items it came as (a
+ * reasoning model's reasoning goes back with it); never an endpoint's other fields.
+ */
 function asMemory(reply: AssistantMessage): AssistantMessage {
-  return { role: 'assistant', content: reply.content ?? '' };
+  return { role: 'assistant', content: reply.content ?? '', ...(reply.items ? { items: reply.items } : {}) };
 }
 
-function withCallIds(reply: AssistantMessage, calls: readonly PlannedCall[]): AssistantMessage {
+/** A reply with calls as memory keeps it: each call's id, name and argument string exactly as the model sent them. */
+function asCallingTurn(reply: AssistantMessage): AssistantMessage {
   return {
     role: 'assistant',
     content: reply.content ?? null,
-    tool_calls: calls.map((call, i) => ({
+    tool_calls: (reply.tool_calls ?? []).map((call) => ({
       id: call.id,
       type: 'function',
-      function: { name: call.name, arguments: reply.tool_calls?.[i]?.function.arguments ?? '{}' },
+      function: { name: call.function.name, arguments: call.function.arguments },
     })),
+    ...(reply.items ? { items: reply.items } : {}),
   };
 }
 

@@ -90,16 +90,13 @@ export interface RunState {
   /** The model's prices when the run started (absent in checkpoints written before prices were kept). */
   price?: ModelPrice;
   startedAt: number;
-  /** Messages after the pinned system prompt and task (and the summary, when there is one). */
-  history: ChatMessage[];
-  summary: string | null;
   /**
-   * The auto memory's facts blocks (memory.ts), in order, each sent as one message after the summary and never
-   * changed once written; absent in states saved before them or under a sliding window.
+   * The model's turns and their results after the pinned system prompt and task (and the summary), as they were
+   * sent; a result cleared to save context keeps its message.
    */
-  facts?: string[];
-  /** The facts of each turn still verbatim in `history`, one per assistant message; absent when none. */
-  historyFacts?: string[];
+  history: ChatMessage[];
+  /** The model's own account of turns no longer in the history, sent as an assistant message; null when none. */
+  summary: string | null;
   usage: TokenUsage;
   steps: number;
   toolCalls: number;
@@ -135,8 +132,9 @@ export interface Checkpoint {
 export type TraceKind = 'action' | 'answer' | 'invalid' | 'final';
 
 /**
- * What the loop decided around a step, beyond its model and tool calls: older messages folded into the memory
- * summary before the step's call, or a final tool-less turn because a limit was near. For the run console.
+ * What the loop decided around a step, beyond its model and tool calls: older results cleared or older turns
+ * folded into the memory summary before the step's call, or a final tool-less turn because a limit was near. For
+ * the run console.
  */
 export type TraceEvent =
   | {
@@ -152,6 +150,14 @@ export type TraceEvent =
       promptTokens: number;
       completionTokens: number;
       costUsd: number;
+    }
+  | {
+      type: 'clear';
+      /** Results of earlier turns cleared in place to fit the context or the budget (their messages stay). */
+      results: number;
+      /** The tokens they held, and the tools they came from. */
+      tokens: number;
+      tools: string[];
     }
   | { type: 'final_turn'; reason: 'max_steps' | 'token_budget' | 'cost_budget' | 'deadline'; why: string };
 

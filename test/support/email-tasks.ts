@@ -1,7 +1,7 @@
 // Email tasks for the fault suite. A task says how many emails it sends: "email job <name>: <n> emails". The
 // model sends them one per step (a distinct subject and recipient each), then answers; it reads where it is
 // from the conversation, so any worker can serve any request of any job, also after a resume.
-import { turnsIn } from '../../src/kernel/memory.js';
+import { turnsIn } from '../../src/testing/transcript.js';
 import type { CapturedMessage } from '../../src/demo/smtp-sink.js';
 import type { RecordedRequest, ScriptedReply } from '../../src/testing/scripted-model-server.js';
 

@@ -1,7 +1,7 @@
 // A scripted model for fleet tests. Tasks say how long they take: "job <name>: <n> steps". The model makes
 // n-1 tool calls (each a new one, so no loop detection), then answers; it reads where it is from the
 // conversation, so any worker can serve any request of any job.
-import { turnsIn } from '../../src/kernel/memory.js';
+import { turnsIn } from '../../src/testing/transcript.js';
 import type {
   RecordedRequest,
   ScriptedModelServer,
@@ -12,7 +12,7 @@ import type {
 export function stepOf(request: RecordedRequest): number {
   const done = turnsIn(request.messages);
   const summary = String(request.messages[2]?.content ?? '');
-  const folded = (summary.match(/call list_tables|Result of list_tables/g) ?? []).length;
+  const folded = (summary.match(/I called list_tables/g) ?? []).length;
   return done + folded + 1;
 }
 

@@ -2,7 +2,7 @@
 // timeline (src/console/timeline.ts) entry by entry.
 import { TASKS_QUEUE } from '../../queue/names.js';
 import { formatInt, formatTime, formatUsd } from '../../reports/text.js';
-import { describeTokens, foldCost, formatDuration } from '../render-timeline-text.js';
+import { clearedText, describeTokens, foldCost, formatDuration } from '../render-timeline-text.js';
 import { renderSafeMarkdown } from '../safe-markdown.js';
 import type { Timeline, TimelineEntry } from '../timeline.js';
 import { badge, boardJobHref, cards, h, href, NONE, page } from './layout.js';
@@ -48,6 +48,8 @@ ${detail}${observation}</li>`;
     case 'fold':
       return `<li class="fold"><div class="entry-head">${stepLabel(entry.step)}memory fold · ${entry.messages} messages into the summary${h(foldCost(entry))}</div>
 <pre>${h(entry.summary)}</pre></li>`;
+    case 'clear':
+      return `<li class="fold"><div class="entry-head">${stepLabel(entry.step)}${h(clearedText(entry))}</div></li>`;
     case 'decision':
       return `<li class="decision"><div class="entry-head">${stepLabel(entry.step)}budget decision</div><div>${h(entry.text)}</div></li>`;
     case 'feedback':

@@ -1,7 +1,7 @@
 // The kpi-digest example end to end, as `npm run example:kpi` runs it: its KPI service, its MCP server over
 // stdio, the SMTP sink, the scripted model over HTTP and a real worker process serving the example's fleet
 // configuration; the batch enqueued through the client only.
-import { observationsIn } from '../../../src/kernel/memory.js';
+import { observationsIn } from '../../../src/testing/transcript.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Digest, recipientOf } from '../../../examples/kpi-digest/agent-fleet.config.js';
 import {

@@ -2,7 +2,7 @@
 // TCP proxy that is cut for 60 s mid-batch (FAULT_MYSQL_OUTAGE_MS to try shorter locally), then restored.
 // No task ends failed because of the outage: every one succeeds, with its agent_runs row, its steps and
 // exactly one result.
-import { turnsIn } from '../../../src/kernel/memory.js';
+import { turnsIn } from '../../../src/testing/transcript.js';
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { afterAll, expect, it } from 'vitest';

@@ -21,7 +21,7 @@ import { buildOpenApiDocument } from '../../../producers/openapi.js';
 import { FleetMetrics } from '../../../src/metrics/fleet-metrics.js';
 import type { RecordedRequest, ScriptedReply } from '../../../src/testing/scripted-model-server.js';
 import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
-import { observationsIn } from '../../../src/kernel/memory.js';
+import { observationsIn } from '../../../src/testing/transcript.js';
 import {
   createNamespace,
   killWorker,

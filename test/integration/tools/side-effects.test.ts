@@ -1,7 +1,7 @@
 // Emails across crashes and shutdowns, end to end: real worker processes, the real MariaDB ledger, the real
 // SMTP sink holding its reply at a chosen stage (so a worker can be killed at a known point of a send), and the
 // scripted model. Each email is delivered exactly once, or the result and the batch report say it may not be.
-import { turnsIn } from '../../../src/kernel/memory.js';
+import { turnsIn } from '../../../src/testing/transcript.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSmtpSink, type SmtpSink } from '../../../src/demo/smtp-sink.js';
 import { freePort } from '../../../src/demo/free-port.js';

@@ -2,7 +2,7 @@
 // scripted model over HTTP: an agent's structured output in the published result, agent_runs, the catalog and
 // the batch report; an MCP server's tools listed at start, published in the catalog, called by the model and
 // closed with the worker; an agent naming an MCP tool the server lacks stopping the worker at start.
-import { observationsIn, turnsIn } from '../../../src/kernel/memory.js';
+import { observationsIn, turnsIn } from '../../../src/testing/transcript.js';
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';

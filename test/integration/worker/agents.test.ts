@@ -2,7 +2,7 @@
 // own tools, run end to end by real worker processes (FLEET_CONFIG), the scripted model over HTTP; the tasks
 // that do not fit it refused with the field path; broken configurations stopping the worker at start; and a
 // side effect made once through ctx.once even when the worker is killed between the effect and its record.
-import { observationsIn, turnsIn } from '../../../src/kernel/memory.js';
+import { observationsIn, turnsIn } from '../../../src/testing/transcript.js';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -3,7 +3,7 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { turnsIn } from '../../../src/kernel/memory.js';
+import { turnsIn } from '../../../src/testing/transcript.js';
 import type { AgentResult } from '../../../src/kernel/types.js';
 import { RESULTS_QUEUE, TASKS_QUEUE } from '../../../src/queue/names.js';
 import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';

@@ -2,7 +2,7 @@
 // cannot connect, which is not the model's mistake. The calls are run again after waits, then by the job's next
 // attempts, and every task ends succeeded once MySQL is back: not `repeated_action`, and without one model call
 // spent on the outage.
-import { observationsIn } from '../../../src/kernel/memory.js';
+import { observationsIn } from '../../../src/testing/transcript.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AgentResult } from '../../../src/kernel/types.js';
 import {

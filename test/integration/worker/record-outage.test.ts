@@ -1,7 +1,7 @@
 // The store goes down as runs finish and stays down far longer than the jobs' retries would cover: the outcomes
 // wait in Redis (jobs delayed, not failed), nothing is published without its record, and once MySQL is back every
 // task has its agent_runs row, its steps and exactly one result.
-import { turnsIn } from '../../../src/kernel/memory.js';
+import { turnsIn } from '../../../src/testing/transcript.js';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';

@@ -1,7 +1,7 @@
 // MySQL going away mid-run loses nothing: writes are retried, traces stay parked in Redis, and the finished
 // run's outcome waits there (the job delayed, no attempt spent) until its record can be written; the job never
 // completes without its record.
-import { turnsIn } from '../../../src/kernel/memory.js';
+import { turnsIn } from '../../../src/testing/transcript.js';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';

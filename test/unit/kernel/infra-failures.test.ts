@@ -2,7 +2,7 @@
 // the model's mistakes: they never reach the model or the repeat detector, they are run again after a wait, and an
 // outage that outlasts the waits ends the attempt retryable with the calls unfinished, so the next attempt runs
 // them again instead of replaying a failure.
-import { observationsIn } from '../../../src/kernel/memory.js';
+import { observationsIn } from '../../../src/testing/transcript.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { RunState } from '../../../src/kernel/types.js';
 import {

@@ -1,6 +1,6 @@
 // End to end through the kernel: the scripted model over HTTP calls a tool of a real MCP server (stdio),
 // sees the MCP JSON Schema in its function definitions, and reads the tool's observation in the next request.
-import { observationsIn } from '../../../src/kernel/memory.js';
+import { observationsIn } from '../../../src/testing/transcript.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/logging/logger.js';
 import { loadMcpTools } from '../../../src/tools/mcp/load-mcp-tools.js';

@@ -1,23 +1,26 @@
-// The sliding-window memory's pure parts: where the cut falls (never between a tool call and its result),
-// the deterministic summary, and the summary request.
+// The memory's pure parts: where the cut falls (never between a tool call and its result), which results can be
+// cleared and how a cleared one reads, the deterministic summary (the model's calls, never a result's text), and
+// the summary request (in the roles the run sent).
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  clearableResults,
+  clearedResult,
   deterministicSummary,
-  FACTS_HEADER,
-  factShowing,
   foldCut,
-  foldPays,
-  parseFacts,
-  turnFacts,
+  isCleared,
   isSummaryRequest,
-  renderForSummary,
+  latestTurnStart,
+  renderRunForReader,
   SUMMARY_SYSTEM_PROMPT,
+  summaryMessage,
   summaryRequestMessages,
 } from '../../../src/kernel/memory.js';
+import { countMessageTokens, tokenCounterFor } from '../../../src/kernel/tokens.js';
 import type { AssistantMessage, ChatMessage, ToolMessage } from '../../../src/kernel/messages.js';
 
-const GOAL_LINE = 'Current goal: finish the task above without repeating completed actions.';
+const count = tokenCounterFor('gpt-4o');
+const tokens = (message: ChatMessage): number => countMessageTokens(message, count);
 
 let nextId = 0;
 function toolTurn(...names: string[]): ChatMessage[] {
@@ -130,93 +133,113 @@ describe('foldCut (property)', () => {
   });
 });
 
-describe('renderForSummary', () => {
+describe('renderRunForReader', () => {
   it('renders one line per message, tool calls and results included, clipped', () => {
     const messages: ChatMessage[] = [
-      { role: 'user', content: 'hello' },
       {
         role: 'assistant',
         content: 'thinking',
         tool_calls: [
-          { id: 'c1', type: 'function', function: { name: 'sql_query', arguments: '{"sql":"x"}' } },
+          { id: 'a', type: 'function', function: { name: 'sql_query', arguments: '{"sql":"SELECT 1"}' } },
         ],
       },
-      { role: 'tool', tool_call_id: 'c1', content: 'y'.repeat(22) },
-      { role: 'assistant', content: null },
+      { role: 'tool', tool_call_id: 'a', content: 'x'.repeat(700) },
     ];
-    expect(renderForSummary(messages, 12)).toBe(
-      [
-        'user: hello',
-        'assistant: thinking',
-        'call sql_query({"sql":"x"})',
-        'result: yyyyyyyyyyyy …[cut: 10 chars]',
-      ].join('\n'),
+    const lines = renderRunForReader(messages).split('\n');
+    expect(lines[0]).toBe('assistant: thinking');
+    expect(lines[1]).toBe('call sql_query({"sql":"SELECT 1"})');
+    expect(lines[2]!.length).toBeLessThanOrEqual(8 + 600 + 20);
+  });
+});
+
+describe('clearing results', () => {
+  it('finds the results before a point, oldest first, with the tool each answered, and skips cleared ones', () => {
+    const history = [...toolTurn('sql_query', 'list_tables'), ...toolTurn('describe_table')];
+    const found = clearableResults(history, latestTurnStart(history));
+    expect(found.map((r) => r.tool)).toEqual(['sql_query', 'list_tables']);
+    const first = history[found[0]!.index] as ToolMessage;
+    history[found[0]!.index] = { ...first, content: clearedResult('sql_query', 12) };
+    expect(clearableResults(history, history.length).map((r) => r.tool)).toEqual([
+      'list_tables',
+      'describe_table',
+    ]);
+  });
+
+  it('a cleared result says what it was and how to get it back', () => {
+    const text = clearedResult('sql_query', 412);
+    expect(text).toBe(
+      '[cleared to save context: the result of sql_query, 412 tokens; call it again if needed]',
     );
+    expect(isCleared(text)).toBe(true);
+    expect(isCleared('rows: 3')).toBe(false);
+  });
+
+  it("finds the JSON protocol's result messages after a turn, never the task", () => {
+    const history: ChatMessage[] = [
+      { role: 'assistant', content: '{"tool":"list_tables","args":{}}' },
+      { role: 'user', content: 'Result of list_tables: orders' },
+      { role: 'assistant', content: '{"tools":[]}' },
+      { role: 'user', content: 'Result 1 (a): x\nResult 2 (b): y' },
+    ];
+    expect(clearableResults(history, history.length)).toEqual([
+      { index: 1, tool: 'list_tables' },
+      { index: 3, tool: 'several tools' },
+    ]);
   });
 });
 
 describe('deterministicSummary', () => {
-  it('lists the folded messages and ends with the goal line', () => {
-    const summary = deterministicSummary(null, textTurn('looked up the tables'));
-    expect(summary).toBe(
-      [
-        'Done so far:',
-        '- assistant: looked up the tables',
-        '- user: observation after looked up the tables',
-        GOAL_LINE,
-      ].join('\n'),
-    );
+  it("lists the model's calls with their arguments and the size of each result, never a result's text", () => {
+    const turn = toolTurn('sql_query');
+    const summary = deterministicSummary(null, turn, tokens);
+    expect(summary).toMatch(/^- I called sql_query\(\{"n":\d+\}\) → result of \d+ tokens, not kept$/);
+    expect(summary).not.toContain('result of call_');
   });
 
   it('keeps the earlier summary lines before the new ones', () => {
-    const first = deterministicSummary(null, toolTurn('list_tables'));
-    const second = deterministicSummary(first, textTurn('then answered'));
-    const lines = second.split('\n');
-    expect(lines[0]).toBe('Done so far:');
-    expect(lines.slice(1, 3)).toEqual(first.split('\n').slice(1, 3));
-    expect(lines.at(-2)).toBe('- user: observation after then answered');
-    expect(lines.at(-1)).toBe(GOAL_LINE);
-    expect(second.match(/Current goal:/g)).toHaveLength(1);
+    const first = deterministicSummary(null, toolTurn('list_tables'), tokens);
+    const second = deterministicSummary(first, toolTurn('sql_query'), tokens);
+    expect(second.split('\n')[0]).toBe(first);
+    expect(second.split('\n')).toHaveLength(2);
   });
 
-  it('keeps the lines of a model-written summary as list items', () => {
-    const summary = deterministicSummary('Done: listed tables.\n\nGoal: count customers.', textTurn('x'));
-    expect(summary.split('\n').slice(0, 2)).toEqual(['Done so far:', '- Done: listed tables.']);
-    expect(summary).toContain('- assistant: x');
-    expect(summary.endsWith(`\n${GOAL_LINE}`)).toBe(true);
+  it('keeps the lines of a model-written summary as list items, and text the model wrote on one line', () => {
+    const summary = deterministicSummary('Done: listed tables.\nGoal: query.', textTurn('a\nb'), tokens);
+    expect(summary.split('\n')).toEqual(['- Done: listed tables.', '- Goal: query.', '- I wrote: a b']);
   });
 
-  it('caps its size, keeping the newest lines and ending with the goal line', () => {
-    let summary: string | null = null;
-    for (let i = 0; i < 40; i++) {
-      summary = deterministicSummary(summary, textTurn(`step ${i} ${'z'.repeat(300)}`));
-      const body = summary.replace(/^Done so far:\n/, '').replace(/\nCurrent goal:[\s\S]*$/, '');
-      expect(body.length).toBeLessThanOrEqual(2_400);
-      expect(summary.endsWith(`\n${GOAL_LINE}`)).toBe(true);
-    }
-    expect(summary).toContain('- (earlier actions omitted)');
-    expect(summary).toContain('step 39');
-    expect(summary).not.toContain('step 0 ');
-    // each folded message is clipped to 240 characters
-    expect(summary).toMatch(/ …\[cut: \d+ chars\]/);
-    expect(summary?.match(/\(earlier actions omitted\)/g)).toHaveLength(1);
+  it('caps its size, keeping the newest lines', () => {
+    const turns = Array.from({ length: 60 }, () => toolTurn('sql_query')).flat();
+    const summary = deterministicSummary(null, turns, tokens);
+    expect(summary.length).toBeLessThanOrEqual(2_400 + 40);
+    expect(summary.split('\n')[0]).toBe('- (earlier steps omitted)');
+    expect(summary).toContain(`"n":${nextId}`);
+  });
+
+  it('reads as an assistant message', () => {
+    expect(summaryMessage('- I called x()')).toEqual({
+      role: 'assistant',
+      content: 'Summary of my earlier steps:\n- I called x()',
+    });
   });
 });
 
 describe('summary requests', () => {
-  it('carries the task, the previous summary and the folded messages', () => {
-    const messages = summaryRequestMessages('count the customers', 'Done: nothing', textTurn('x'));
-    expect(messages).toHaveLength(2);
+  it('carry the task, the previous summary and the folded turns in the roles the run sent them', () => {
+    const turn = toolTurn('sql_query');
+    const messages = summaryRequestMessages('count the customers', 'Done: nothing', turn);
+    expect(messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'assistant', 'tool', 'user']);
     expect(messages[0]).toEqual({ role: 'system', content: SUMMARY_SYSTEM_PROMPT });
-    expect(messages[1]?.role).toBe('user');
-    expect(messages[1]?.content).toBe(
-      [
-        'Task: count the customers',
-        'Summary so far:\nDone: nothing',
-        'Messages to fold in:\nassistant: x\nuser: observation after x',
-      ].join('\n\n'),
-    );
-    expect(summaryRequestMessages('t', null, textTurn('x'))[1]?.content).not.toContain('Summary so far');
+    expect(messages[1]).toEqual({ role: 'user', content: 'count the customers' });
+    expect(messages[3]).toBe(turn[0]);
+    expect(messages[4]).toBe(turn[1]);
+    expect(summaryRequestMessages('t', null, turn).map((m) => m.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'user',
+    ]);
   });
 
   it('isSummaryRequest recognises them and nothing else', () => {
@@ -224,75 +247,5 @@ describe('summary requests', () => {
     expect(isSummaryRequest([])).toBe(false);
     expect(isSummaryRequest([{ role: 'system', content: 'You are an agent.' }])).toBe(false);
     expect(isSummaryRequest([{ role: 'user', content: SUMMARY_SYSTEM_PROMPT }])).toBe(false);
-  });
-});
-
-describe('cache-aware facts', () => {
-  const prices = { inputPerMillion: 2, cachedInputPerMillion: 0.5 };
-
-  it('a fact keeps the whole result and names long arguments by their start and end', () => {
-    const sql = `SELECT name FROM people WHERE ${'x = 1 AND '.repeat(30)}name = 'Ada Lovelace'`;
-    const facts = turnFacts(3, [{ tool: 'sql_query', args: { sql }, output: 'name\nAda Lovelace' }]);
-    expect(facts).toMatch(
-      /^#3 sql_query sql="SELECT name FROM people WHERE x = 1 AND .*….*name = 'Ada Lovelace'"\nname\nAda Lovelace$/,
-    );
-    expect(facts.length).toBeLessThan(sql.length);
-    expect(parseFacts(`${FACTS_HEADER}\n${facts}`)).toEqual([
-      { step: 3, tool: 'sql_query', args: expect.any(String), output: 'name\nAda Lovelace' },
-    ]);
-  });
-
-  it('a fact leaves out an argument its result quotes, and keeps of a long text its first words and length', () => {
-    const body =
-      'Dear Carla Tanaka,\n\nThank you for being one of our best customers this quarter.\n\nBest regards';
-    const output = 'Sent to carla.tanaka@example.com (message-id <1@x>).';
-    const facts = turnFacts(3, [
-      { tool: 'send_email', args: { to: 'carla.tanaka@example.com', subject: 'Thanks', body }, output },
-    ]);
-    expect(facts).toBe(
-      `#3 send_email subject=Thanks body="Dear Carla Tanaka, T… (${body.length} chars)"\n${output}`,
-    );
-    // Short values stay, quoted or not by the result: they name the call for little.
-    expect(turnFacts(1, [{ tool: 'peek', args: { key: 'a' }, output: 'a' }])).toBe('#1 peek key=a\na');
-  });
-
-  it('a fact keeps an argument its result only contains inside a longer name or number', () => {
-    const lookup = (args: Record<string, string>, output: string) =>
-      turnFacts(2, [{ tool: 'lookup', args, output }]).split('\n')[0];
-    // Another order, another customer, another file: the result does not say which one was asked for.
-    expect(lookup({ id: 'ORD-1001' }, 'ORD-10010: shipped')).toBe('#2 lookup id=ORD-1001');
-    expect(lookup({ email: 'bob@example.com' }, 'jimbob@example.com: no orders')).toBe(
-      '#2 lookup email=bob@example.com',
-    );
-    expect(lookup({ path: '/data/report.csv' }, 'read /mnt/data/report.csv')).toBe(
-      '#2 lookup path=/data/report.csv',
-    );
-    // Quoted whole, even next to punctuation, and anywhere among longer lookalikes: left out.
-    expect(lookup({ id: 'ORD-1001' }, 'ORD-10010, ORD-1001: shipped')).toBe('#2 lookup');
-    expect(lookup({ to: 'bob@example.com' }, 'Sent to bob@example.com.')).toBe('#2 lookup');
-    // A long argument inside a long result made of it: searched once per occurrence, not per character.
-    const started = performance.now();
-    expect(lookup({ v: 'a'.repeat(10_000) }, 'a'.repeat(400_000))).toMatch(/^#2 lookup v=/);
-    expect(performance.now() - started).toBeLessThan(1_000);
-  });
-
-  it('a result an earlier fact shows is named instead of repeated', () => {
-    const output = 'a long result that the model has already seen once';
-    const earlier = turnFacts(1, [{ tool: 'peek', args: { key: 'a' }, output }]);
-    const again = turnFacts(2, [{ tool: 'peek', args: { key: 'b' }, output }], (o) =>
-      factShowing([earlier], o),
-    );
-    expect(again).toBe('#2 peek key=b\n(the same result as #1)');
-  });
-
-  it('folding pays on a prompt too short to be cached, and when later calls repay the lost cache hits', () => {
-    const base = { verbatimTokens: 300, factsTokens: 150, laterCalls: 5 };
-    expect(foldPays({ ...base, prefixTokens: 400, sentBefore: true }, prices)).toBe(true);
-    // Cached, the verbatim part would cost a quarter next call; the facts cost full price once.
-    expect(foldPays({ ...base, prefixTokens: 2_000, sentBefore: true, laterCalls: 0 }, prices)).toBe(false);
-    expect(foldPays({ ...base, prefixTokens: 2_000, sentBefore: true, laterCalls: 3 }, prices)).toBe(true);
-    // Never sent, a turn costs the same either way next call: the smaller form wins.
-    expect(foldPays({ ...base, prefixTokens: 2_000, sentBefore: false, laterCalls: 0 }, prices)).toBe(true);
-    expect(foldPays({ ...base, factsTokens: 300, prefixTokens: 0, sentBefore: false }, prices)).toBe(false);
   });
 });

@@ -1,6 +1,6 @@
 // Every malformed-output path becomes an observation and the loop goes on; parallel calls run concurrently
 // and come back in the model's order.
-import { observationsIn } from '../../../src/kernel/memory.js';
+import { observationsIn } from '../../../src/testing/transcript.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';

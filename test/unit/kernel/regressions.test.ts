@@ -49,12 +49,15 @@ describe('regressions', () => {
   });
 
   it('the deterministic summary has no empty items and keeps a message on one line', () => {
-    const summary = deterministicSummary('Done: queried orders. Goal: email them.', [
-      { role: 'assistant', content: null },
-      { role: 'user', content: 'line one\nline two' },
-    ]);
+    const summary = deterministicSummary(
+      'Done: queried orders. Goal: email them.',
+      [
+        { role: 'assistant', content: null },
+        { role: 'assistant', content: 'line one\nline two' },
+      ],
+      (message) => (message.content ?? '').length,
+    );
     expect(summary).not.toMatch(/^- $/m);
-    expect(summary).toMatch(/^- user: line one line two$/m);
-    expect(summary).not.toMatch(/Goal: email them/);
+    expect(summary).toMatch(/^- I wrote: line one line two$/m);
   });
 });

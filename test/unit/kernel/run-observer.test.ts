@@ -86,8 +86,8 @@ describe('the run observer', () => {
     expect(result.answer).toBe('two');
     expect(events.filter((e) => e.startsWith('model'))).toEqual([
       'model step gpt-4-turbo-preview t=0.2 msgs=2',
-      // system, task, the facts of step 1, the final turn's instruction (docs/memory.md)
-      'model final gpt-4-turbo-preview t=0.2 msgs=4',
+      // system, task, the model's turn and its result, the final turn's instruction (docs/memory.md)
+      'model final gpt-4-turbo-preview t=0.2 msgs=5',
     ]);
   });
 

@@ -1,6 +1,6 @@
 // Tool execution (transient retries, timeouts, result cuts), model API errors (429 with retry-after, 500,
 // garbled bodies, no usage) and observers that throw.
-import { observationsIn } from '../../../src/kernel/memory.js';
+import { observationsIn } from '../../../src/testing/transcript.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { ToolError } from '../../../src/kernel/errors.js';
