@@ -56,8 +56,6 @@ interface CounterCaches {
   tools: WeakMap<readonly ToolSpec[], number>;
   longTexts: RememberedCounts;
   lines: RememberedCounts;
-  /** Of a message counted by `countAppendedMessageTokens`: its content's last cut and the tokens before it. */
-  heads: WeakMap<ChatMessage, TextHead>;
 }
 
 const cachesByCounter = new WeakMap<TokenCounter, CounterCaches>();
@@ -72,7 +70,6 @@ function cachesOf(count: TokenCounter): CounterCaches {
       tools: new WeakMap(),
       longTexts: new RememberedCounts(LONG_TEXTS_KEPT, LONG_TEXT_CHARS_KEPT),
       lines: new RememberedCounts(LINES_KEPT, LINE_CHARS_KEPT),
-      heads: new WeakMap(),
     };
     cachesByCounter.set(count, caches);
   }
@@ -199,57 +196,6 @@ export function estimateMessageTokensByLine(message: ChatMessage, count: TokenCo
     TOKENS_PER_MESSAGE +
     roleTokens(message.role, count, caches) +
     linesEstimate(message.content ?? '', count, caches);
-  caches.messages.set(message, tokens);
-  return tokens;
-}
-
-// A block of facts grows by whole lines at its end, and the prompt is re-estimated with it every step: counted
-// whole each time, a run's counting would grow with the square of its length. The encodings' pre-tokenizers never
-// join a line break with a following character that is neither white space nor '/' (no piece they split text
-// into runs on past such a point, and none depends on what comes before it), so a text cut there counts exactly
-// as its two parts: a block's count is the count of its part up to its last such cut, kept, plus the rest.
-
-/** Where a text can be cut without changing its count: the offset past the cut, and the tokens before it. */
-interface TextHead {
-  cut: number;
-  tokens: number;
-}
-
-/** The last offset in text[from..] just past a '\n' followed by neither white space nor '/'; `from` if none. */
-export function lastCountCut(text: string, from = 0): number {
-  for (let at = text.lastIndexOf('\n'); at >= from && at !== -1; at = text.lastIndexOf('\n', at - 1)) {
-    const next = text.charCodeAt(at + 1);
-    if (at + 1 < text.length && next !== 0x2f && !/\s/.test(text[at + 1]!)) return at + 1;
-    if (at === 0) break;
-  }
-  return from;
-}
-
-/**
- * The count of a user or system message whose content extends `base`'s (a facts block with lines appended),
- * exactly `countMessageTokens(message)`, counting only the text past `base`'s last cut when `base` was counted
- * this way; the message keeps the count, and its own last cut for the next extension. Any other pair is simply
- * counted.
- */
-export function countAppendedMessageTokens(
-  message: ChatMessage,
-  base: ChatMessage | undefined,
-  count: TokenCounter,
-): number {
-  const caches = cachesOf(count);
-  const cached = caches.messages.get(message);
-  if (cached !== undefined) return cached;
-  if (message.role !== 'user' && message.role !== 'system') return messageTokens(message, count, caches);
-  const text = message.content;
-  let head: TextHead = { cut: 0, tokens: 0 };
-  const known = base ? caches.heads.get(base) : undefined;
-  if (known && base!.role === message.role && text.startsWith(base!.content ?? '')) head = known;
-  const cut = lastCountCut(text, head.cut);
-  if (cut > head.cut) head = { cut, tokens: head.tokens + count(text.slice(head.cut, cut)) };
-  const rest = head.cut < text.length ? text.slice(head.cut) : '';
-  const tokens =
-    TOKENS_PER_MESSAGE + roleTokens(message.role, count, caches) + head.tokens + (rest ? count(rest) : 0);
-  caches.heads.set(message, head);
   caches.messages.set(message, tokens);
   return tokens;
 }

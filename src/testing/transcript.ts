@@ -40,7 +40,8 @@ export function modelTurns(messages: readonly ChatMessage[]): TranscriptTurn[] {
       if (call) call.result = message.content;
     } else if (message.role === 'user' && previous && message.content.startsWith('Result')) {
       // The JSON protocol's observation of the turn just before it: one result, or one numbered line per call.
-      const parts = previous.calls.length > 1 ? message.content.split(/\n(?=Result \d+ \()/) : [message.content];
+      const parts =
+        previous.calls.length > 1 ? message.content.split(/\n(?=Result \d+ \()/) : [message.content];
       previous.calls.forEach((call, i) => (call.result ??= parts[i]?.replace(JSON_RESULT_FRAMING, '')));
       previous = undefined;
     }

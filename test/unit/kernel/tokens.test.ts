@@ -7,7 +7,6 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ChatMessage, ToolSpec } from '../../../src/kernel/messages.js';
 import {
-  countAppendedMessageTokens,
   countCompletionTokens,
   countMessageTokens,
   countPromptTokens,
@@ -15,7 +14,6 @@ import {
   countToolsTokens,
   estimateMessageTokensByLine,
   estimateTokensByLine,
-  lastCountCut,
   LONG_TEXT_CHARS_KEPT,
   tokenCounterFor,
   toolCallFramingTokens,
@@ -405,133 +403,5 @@ describe('toolCallFramingTokens / countPromptTokensBound', () => {
     const after = counted.length;
     expect(toolCallFramingTokens(message, count)).toBe(first);
     expect(counted.length).toBe(after);
-  });
-});
-
-describe('lastCountCut / countAppendedMessageTokens', () => {
-  // Characters that pre-tokenizers treat specially around a line break: white space of every kind, '/',
-  // punctuation that merges with a following break, apostrophes (contractions), digits, letters of several
-  // scripts and cases, combining marks, a lone surrogate and an emoji.
-  const piece = fc.constantFrom(
-    '\n',
-    '\n\n',
-    '\r\n',
-    ' ',
-    '  ',
-    '\t',
-    '\u00a0',
-    '\u2028',
-    '/',
-    '//',
-    '.',
-    '.\n',
-    ',',
-    '#',
-    '#3',
-    "'s",
-    "'ll",
-    '12',
-    '1234',
-    'abc',
-    'Abc',
-    'ABC',
-    'élan',
-    'Ω',
-    '你好',
-    'e\u0301',
-    '\ud800',
-    '😀',
-    '-',
-    '=',
-    '"',
-    '{',
-    '}',
-    '<|endoftext|>',
-  );
-  const text = fc.array(piece, { maxLength: 30 }).map((pieces) => pieces.join(''));
-  const counters = [
-    ['cl100k', tokenCounterFor('gpt-4-turbo')],
-    ['o200k', tokenCounterFor('gpt-4o')],
-  ] as const;
-
-  it('a text cut at any line break followed by neither white space nor "/" counts as its two parts', () => {
-    for (const [name, count] of counters) {
-      fc.assert(
-        fc.property(text, (t) => {
-          for (let at = t.indexOf('\n'); at !== -1; at = t.indexOf('\n', at + 1)) {
-            const cut = lastCountCut(t.slice(0, at + 2));
-            if (cut !== at + 1) continue; // not a cut: white space or '/' (or nothing) follows
-            expect(count(t.slice(0, cut)) + count(t.slice(cut)), `${name} ${JSON.stringify(t)}`).toBe(
-              count(t),
-            );
-          }
-        }),
-        { numRuns: 2000 },
-      );
-    }
-  });
-
-  it('finds the last such cut at or after `from`', () => {
-    expect(lastCountCut('a\nb\n c\n/d\n')).toBe(2);
-    expect(lastCountCut('a\nb\nc')).toBe(4);
-    expect(lastCountCut('a\nb\nc', 3)).toBe(4);
-    expect(lastCountCut('a\nb\n c', 3)).toBe(3);
-    expect(lastCountCut('no break')).toBe(0);
-    expect(lastCountCut('\nx')).toBe(1);
-  });
-
-  it('a message grown from another counts exactly as counted afresh (property)', () => {
-    for (const [name, count] of counters) {
-      fc.assert(
-        fc.property(text, fc.array(text, { minLength: 1, maxLength: 4 }), (first, more) => {
-          let base: ChatMessage = { role: 'user', content: first };
-          countAppendedMessageTokens(base, undefined, count);
-          let content = first;
-          for (const line of more) {
-            content = `${content}\n${line}`;
-            const grown: ChatMessage = { role: 'user', content };
-            const tokens = countAppendedMessageTokens(grown, base, count);
-            expect(tokens, `${name} ${JSON.stringify(content)}`).toBe(
-              countMessageTokens({ role: 'user', content }, count),
-            );
-            base = grown;
-          }
-        }),
-        { numRuns: 500 },
-      );
-    }
-  });
-
-  it('tokenizes only the lines past the last cut of the message it extends', () => {
-    const { count, calls } = spyCounter();
-    const lines = Array.from({ length: 50 }, (_, i) => `#${i + 1} lookup id=${i}\nrow ${i}: customer ${i}`);
-    let base: ChatMessage | undefined;
-    let content = 'Tool results so far:';
-    for (const line of lines) {
-      content = `${content}\n${line}`;
-      const message: ChatMessage = { role: 'user', content };
-      countAppendedMessageTokens(message, base, count);
-      base = message;
-    }
-    const tokenized = calls.filter((t) => t !== 'user').reduce((sum, t) => sum + t.length, 0);
-    // Each line once, give or take the last line of the block before: not the block again at every step.
-    expect(tokenized).toBeLessThan(3 * content.length);
-    expect(countMessageTokens(base!, count)).toBe(3 + cl100k('user') + cl100k(content));
-  });
-
-  it('a message that does not extend its base, or has no base, is counted whole', () => {
-    const { count } = spyCounter();
-    const base: ChatMessage = { role: 'user', content: 'Tool results so far:\n#1 a\nx' };
-    countAppendedMessageTokens(base, undefined, count);
-    const other: ChatMessage = { role: 'user', content: 'Tool results so far:\n#1 b\nx\n#2 c\ny' };
-    expect(countAppendedMessageTokens(other, base, count)).toBe(3 + cl100k('user') + cl100k(other.content));
-    const tool: ChatMessage = {
-      role: 'tool',
-      tool_call_id: 'call_1',
-      content: 'Tool results so far:\n#1 a\nx\n#2',
-    };
-    expect(countAppendedMessageTokens(tool, base, count)).toBe(
-      3 + cl100k('tool') + cl100k(tool.content) + cl100k('call_1'),
-    );
   });
 });
