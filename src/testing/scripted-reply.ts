@@ -6,6 +6,11 @@ import type { ToolCallRequest } from '../kernel/messages.js';
 export interface ScriptedAction {
   tool: string;
   args: unknown;
+  /**
+   * The argument string exactly as the model writes it (spacing, key order, number forms), for a test that the
+   * agent sends it back byte for byte; default, `args` as JSON.
+   */
+  argumentsText?: string;
 }
 
 export type ScriptedFault =
@@ -77,7 +82,7 @@ export function renderReply(
     const toolCalls = reply.actions.map((action, i): ToolCallRequest => ({
       id: `call_${requestIndex}_${i}`,
       type: 'function',
-      function: { name: action.tool, arguments: JSON.stringify(action.args) },
+      function: { name: action.tool, arguments: action.argumentsText ?? JSON.stringify(action.args) },
     }));
     return { content: reply.thought ?? null, toolCalls, finishReason: 'tool_calls' };
   }

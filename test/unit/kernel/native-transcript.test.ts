@@ -1,0 +1,182 @@
+// What the model is sent, as a protocol: its turns back exactly as it wrote them (ids and argument strings byte for
+// byte), each result a tool message answering its call, every request extending the one before it, and no tool
+// output in a user or system message. Over plain runs, parallel calls, failed calls and their correction, clearing
+// at the context limit, the final turn at a budget stop, and a resumed run. Through the real `openai` client over
+// HTTP against the scripted server.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunState } from '../../../src/kernel/types.js';
+import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
+import { runWith } from '../../support/kernel-harness.js';
+import { expectNativeTranscript, turnSentBack } from '../../support/native-transcript.js';
+
+let server: ScriptedModelServer;
+beforeAll(async () => {
+  server = await startScriptedModel();
+});
+afterAll(() => server.close());
+
+/** The requests a run sends, from the server's record. */
+async function recorded(run: () => Promise<unknown>) {
+  const before = server.requests.length;
+  await run();
+  return server.requests.slice(before);
+}
+
+describe('the native transcript (tools protocol)', () => {
+  it('sends each turn back as the model wrote it: ids and argument strings byte for byte', async () => {
+    server.reset({
+      script: [
+        { actions: [{ tool: 'lookup', args: { id: 7 }, argumentsText: '{ "id" : 7 }' }] },
+        { actions: [{ tool: 'add', args: { a: 2, b: 3 }, argumentsText: '{"b":3,\n "a":2.0}' }] },
+        { answer: 'customer-7, and 5' },
+      ],
+    });
+    const requests = await recorded(() => runWith(server));
+    expect(requests).toHaveLength(3);
+    expectNativeTranscript(requests, { toolOutputs: ['customer-7', 'c7@example.com'] });
+    expect(turnSentBack(requests, 0)).toEqual({
+      role: 'assistant',
+      content: null,
+      tool_calls: [
+        {
+          id: `call_${requests[0]!.index}_0`,
+          type: 'function',
+          function: { name: 'lookup', arguments: '{ "id" : 7 }' },
+        },
+      ],
+    });
+    expect(turnSentBack(requests, 1).tool_calls?.[0]?.function.arguments).toBe('{"b":3,\n "a":2.0}');
+    expect(requests[2]!.messages.map((m) => m.role)).toEqual([
+      'system',
+      'user',
+      'assistant',
+      'tool',
+      'assistant',
+      'tool',
+    ]);
+  });
+
+  it('parallel calls: one assistant message with every call and its text, then one tool message per call, in order', async () => {
+    server.reset({
+      script: [
+        {
+          thought: 'Looking the three up together.',
+          actions: [1, 2, 3].map((id) => ({ tool: 'lookup', args: { id } })),
+        },
+        { answer: 'three customers' },
+      ],
+    });
+    const requests = await recorded(() => runWith(server));
+    expectNativeTranscript(requests, { toolOutputs: ['customer-1', 'customer-2', 'customer-3'] });
+    const turn = turnSentBack(requests, 0);
+    expect(turn.content).toBe('Looking the three up together.');
+    expect(turn.tool_calls?.map((c) => c.id)).toEqual(
+      [0, 1, 2].map((i) => `call_${requests[0]!.index}_${i}`),
+    );
+    const results = requests[1]!.messages.slice(3);
+    expect(results.map((m) => (m.role === 'tool' ? [m.tool_call_id, m.content] : m.role))).toEqual(
+      [1, 2, 3].map((id, i) => [
+        `call_${requests[0]!.index}_${i}`,
+        expect.stringContaining(`customer-${id}`),
+      ]),
+    );
+  });
+
+  it('failed calls and their correction: the bad call as sent, its error in its tool message', async () => {
+    server.reset({
+      script: [
+        { actions: [{ tool: 'nope', args: {} }] },
+        { actions: [{ tool: 'lookup', args: {}, argumentsText: '{"id": 7' }] },
+        { actions: [{ tool: 'lookup', args: { id: 7 } }] },
+        { answer: 'customer-7' },
+      ],
+    });
+    const requests = await recorded(() => runWith(server));
+    expectNativeTranscript(requests, { toolOutputs: ['customer-7'] });
+    expect(turnSentBack(requests, 1).tool_calls?.[0]?.function.arguments).toBe('{"id": 7');
+    const tools = requests[3]!.messages.filter((m) => m.role === 'tool').map((m) => String(m.content));
+    expect(tools[0]).toMatch(/Unknown tool "nope"/);
+    expect(tools[1]).toMatch(/arguments/i);
+    expect(tools[2]).toMatch(/customer-7/);
+  });
+
+  it('the final turn at a budget stop: the transcript as it was, then the instruction to answer', async () => {
+    server.reset({
+      script: [{ actions: [{ tool: 'lookup', args: { id: 7 } }] }, { answer: 'customer-7' }],
+    });
+    const requests = await recorded(() => runWith(server, { budget: { maxSteps: 2 } }));
+    expect(requests).toHaveLength(2);
+    expectNativeTranscript(requests, { toolOutputs: ['customer-7'] });
+    const final = requests[1]!;
+    expect(final.tools).toBeUndefined();
+    expect(final.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'user']);
+    expect(final.messages.at(-1)?.content).toMatch(/No more tool calls/);
+  });
+
+  it('clearing at the context limit keeps every call and answers each; only those requests drop content', async () => {
+    const plan = Array.from({ length: 7 }, (_, i) =>
+      i % 2 === 0
+        ? { actions: [{ tool: 'big', args: {} }] }
+        : { actions: [{ tool: 'add', args: { a: i, b: i } }] },
+    );
+    server.reset({ script: [...plan, { answer: 'done' }] });
+    let traces: Awaited<ReturnType<typeof runWith>>['traces'] = [];
+    const requests = await recorded(async () => {
+      ({ traces } = await runWith(server, {
+        budget: { maxCostUsd: 1, maxSteps: 10 },
+        options: { contextTokens: 2_500, toolResultMaxTokens: 400, completionTokens: 64 },
+      }));
+    });
+    const cutAt = new Set(
+      traces.filter((t) => t.events?.some((e) => e.type === 'clear')).map((t) => t.step - 1),
+    );
+    expect(cutAt.size).toBeGreaterThan(0);
+    expectNativeTranscript(requests, { cutAt, toolOutputs: ['row row row'] });
+  });
+
+  it('a resumed run goes on from the transcript it had: the next request extends the last one before the stop', async () => {
+    server.reset({
+      script: [
+        { actions: [{ tool: 'lookup', args: { id: 7 }, argumentsText: '{"id":7 }' }] },
+        { actions: [{ tool: 'add', args: { a: 2, b: 3 } }] },
+        { answer: 'customer-7, and 5' },
+      ],
+    });
+    const stop = new AbortController();
+    let saved: RunState | undefined;
+    const first = await recorded(() =>
+      runWith(server, {
+        signal: stop.signal,
+        onStep: () => stop.abort(),
+        onCheckpoint: (checkpoint) => {
+          saved = JSON.parse(checkpoint.json) as RunState;
+        },
+      }),
+    );
+    expect(first).toHaveLength(1);
+    const second = await recorded(() => runWith(server, { checkpoint: saved }));
+    expectNativeTranscript([...first, ...second], { toolOutputs: ['customer-7'] });
+    expect(turnSentBack([...first, ...second], 0).tool_calls?.[0]?.function.arguments).toBe('{"id":7 }');
+  });
+});
+
+describe('the native transcript (JSON protocol)', () => {
+  it("sends the model's text back as it wrote it, then the result", async () => {
+    server.reset({
+      script: [
+        { thought: 'First the customer.', actions: [{ tool: 'lookup', args: { id: 7 } }] },
+        { answer: 'customer-7' },
+      ],
+    });
+    const requests = await recorded(() => runWith(server, { protocol: 'json' }));
+    expect(turnSentBack(requests, 0)).toEqual({
+      role: 'assistant',
+      content: 'First the customer.\n{"tool":"lookup","args":{"id":7}}',
+    });
+    expect(requests[1]!.messages.at(-1)).toMatchObject({
+      role: 'user',
+      content: expect.stringMatching(/^Result of lookup: .*customer-7/),
+    });
+    expect(requests[1]!.messages.slice(0, requests[0]!.messages.length)).toEqual(requests[0]!.messages);
+  });
+});
