@@ -34,7 +34,7 @@ export const REPORT_TASKS: readonly { task: string; sql: string }[] = [
   },
 ];
 
-/** The results the model has seen so far, oldest first: tool messages, JSON-protocol results, facts. */
+/** The results of its own calls the model has seen so far, oldest first. */
 const observations = (messages: readonly ChatMessage[]): string[] => observationsIn(messages);
 
 interface Customer {

@@ -6,14 +6,14 @@ export const DEFAULT_MAX_TOKENS = 50_000;
 export const DEFAULT_MAX_COST_USD = 0.05;
 export const DEFAULT_DEADLINE_MS = 300_000;
 /**
- * `auto`: the cache-aware memory (docs/memory.md); a number forces the sliding window of that many messages.
+ * `auto`: the whole transcript, cut only at the limits (docs/memory.md); a number forces the sliding window of that many messages.
  */
 export const DEFAULT_MEMORY_WINDOW: number | 'auto' = 'auto';
 /** The sliding window's size when one is asked for without a size (the seed's default). */
 export const SLIDING_MEMORY_WINDOW = 6;
 /** The context window assumed when none is configured (the gpt-4-turbo and gpt-4o families). */
 export const DEFAULT_CONTEXT_TOKENS = 128_000;
-/** The auto memory compacts the prompt before the next step would pass this share of the context window. */
+/** The auto memory clears old results before the next step would pass this share of the context window. */
 export const CONTEXT_FOLD_SHARE = 0.8;
 /** The deterministic answer of a run that cannot pay for a model-written one is cut to this length. */
 export const DETERMINISTIC_ANSWER_MAX_CHARS = 8_000;

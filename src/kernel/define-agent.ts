@@ -32,7 +32,7 @@ export interface AgentDefinition<Input extends z.ZodType = z.ZodType, Output ext
   budget?: Partial<Budget>;
   /** What a task's budget may never exceed, per field: a task asking for more is refused. */
   budgetCeiling?: Partial<Budget>;
-  /** `window`: a number forces the sliding window of that many messages; `auto` the cache-aware memory. */
+  /** `window`: a number forces the sliding window of that many messages; `auto` the whole transcript, cut only at the limits. */
   memory?: { window?: number | 'auto' };
   /** A task for this agent carries an `input` object of this schema (and `task` text only as an addition). */
   input?: Input;
