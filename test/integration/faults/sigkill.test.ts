@@ -2,6 +2,7 @@
 // moments (a model request or an email arriving, plus a random delay) and restarted. Nothing is lost and
 // nothing is done twice: every task one result and one agent_runs row, every email exactly once, at most one
 // repeated model call per kill. FAULT_SEED replays a run; the seed is printed with the figures.
+import { isDeepStrictEqual } from 'node:util';
 import { afterAll, expect, it } from 'vitest';
 import type { AgentResult } from '../../../src/kernel/types.js';
 import { startSmtpSink, type SmtpSink } from '../../../src/demo/smtp-sink.js';
@@ -9,6 +10,7 @@ import { startScriptedModel, type ScriptedModelServer } from '../../../src/testi
 import {
   emailCounts,
   emailTask,
+  emailTaskOf,
   emailTasksModel,
   repeatedCalls,
   type EmailTask,
@@ -24,6 +26,7 @@ import {
   type WorkerHandle,
 } from '../../support/fleet-harness.js';
 import { notExactlyOnce, resultsPerJob, runRecords, stallsPerJob } from '../../support/fleet-counts.js';
+import { expectNativeTranscript } from '../../support/native-transcript.js';
 import { faultSeed, seededRandom } from '../../support/seeded-random.js';
 
 const SEED = faultSeed(20_261_201);
@@ -199,5 +202,14 @@ it('10 SIGKILLs during email tasks: one result and one row per task, every email
     expect(n, tasks[i]!.name).toBeGreaterThanOrEqual(0);
     expect(n, `${tasks[i]!.name} repeats vs kills under it`).toBeLessThanOrEqual(interrupted.get(id) ?? 0);
   });
+  // What the model is sent survives the kills: each request of a task extends the one before it, the resumed
+  // attempt's too (a call asked again after a kill repeats an earlier request exactly, and counts once).
+  for (const task of tasks) {
+    const sent = model.requests.filter((r) => emailTaskOf(r)?.name === task.name);
+    const distinct = sent.filter(
+      (r, i) => !sent.slice(0, i).some((earlier) => isDeepStrictEqual(earlier.messages, r.messages)),
+    );
+    expectNativeTranscript(distinct);
+  }
   expect(model.failures).toEqual([]);
 }, 300_000);

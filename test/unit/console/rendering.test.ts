@@ -11,6 +11,7 @@ import { runPageOf } from '../../../producers/board-app.js';
 import { noExternalResources, withoutExternalLinks } from '../../../producers/board-offline.js';
 import { parseRunFilters, runsPage } from '../../../src/console/pages/runs-page.js';
 import { renderTimelineText } from '../../../src/console/render-timeline-text.js';
+import { runPage } from '../../../src/console/pages/run-page.js';
 import { renderSafeMarkdown } from '../../../src/console/safe-markdown.js';
 import { buildTimeline, type ConsoleRun, type ConsoleStep } from '../../../src/console/timeline.js';
 import { taskJobName } from '../../../src/queue/task-job-name.js';
@@ -75,6 +76,27 @@ function step(overrides: Partial<ConsoleStep> = {}): ConsoleStep {
 }
 
 describe('the timeline', () => {
+  it('shows a clearing of earlier results before its step, in the page and the terminal', () => {
+    const timeline = buildTimeline(run({}), [
+      step({
+        step: 1,
+        events: [{ type: 'clear', results: 2, tokens: 812, tools: ['sql_query', 'describe_table'] }],
+      }),
+    ]);
+    const clear = timeline.entries.find((e) => e.type === 'clear');
+    expect(clear).toEqual({
+      type: 'clear',
+      step: 1,
+      results: 2,
+      tokens: 812,
+      tools: ['sql_query', 'describe_table'],
+    });
+    const line =
+      'memory · 2 earlier result(s) cleared to save context (812 tokens, from sql_query, describe_table); their calls stay';
+    expect(renderTimelineText(timeline)).toContain(line);
+    expect(runPage(timeline)).toContain(line);
+  });
+
   it('puts folds and decisions before their step, counts retries apart from summaries, and keeps observations apart', () => {
     const timeline = buildTimeline(run({ status: 'stopped', stopReason: 'cost_budget', answer: 'partial' }), [
       step({
