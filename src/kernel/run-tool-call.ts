@@ -157,7 +157,8 @@ export async function runToolCall(
       return done({
         ok: false,
         errorCode: code,
-        output: `Error from ${tool.name}${tries}: ${message}`,
+        // The tool message answers its call by id: the tool's name would only repeat what the model already sent.
+        output: `Error${tries}: ${message}`,
         ...(transient ? { infrastructure: true } : {}),
         attempts: attempt,
       });

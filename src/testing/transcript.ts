@@ -4,6 +4,7 @@
 // so a memory that drops or rewrites the model's turns makes these models repeat themselves, as real ones do.
 import type { ChatMessage } from '../kernel/messages.js';
 import { parseJsonReply } from '../kernel/json-action-parser.js';
+import { SUMMARY_HEADING } from '../kernel/memory.js';
 
 /** One call of the model's own, with the result that answered it (undefined while none has). */
 export interface TranscriptCall {
@@ -101,9 +102,12 @@ export function observationsIn(messages: readonly ChatMessage[]): string[] {
   return modelCalls(messages).flatMap((call) => (call.result === undefined ? [] : [call.result]));
 }
 
-/** How many turns of calls the model has made, by its own assistant messages that carry calls. */
+/**
+ * How many turns the model has taken, by its own assistant messages (with calls or without, as an answer the kernel
+ * sent back for correction); its summary of earlier turns is not a turn.
+ */
 export function turnsIn(messages: readonly ChatMessage[]): number {
-  return modelTurns(messages).filter((turn) => turn.calls.length > 0).length;
+  return modelTurns(messages).filter((turn) => !turn.text?.startsWith(SUMMARY_HEADING)).length;
 }
 
 /** The task: the first user message, the one the model was given. */

@@ -425,7 +425,7 @@ describe('send_email', () => {
 
     expect(outcomes.map((o) => o.ok)).toEqual([true, true, false]);
     expect(outcomes[2]).toMatchObject({ errorCode: 'email_cap_reached' });
-    expect(outcomes[2]?.output).toMatch(/^Error from send_email: .*EMAIL_MAX_PER_RUN=2.*nothing was sent/);
+    expect(outcomes[2]?.output).toMatch(/^Error: .*EMAIL_MAX_PER_RUN=2.*nothing was sent/);
     expect(received(deriveMessageId(`${job}:3:0`, 'agent-fleet.local'))).toEqual([]);
     expect(await ledgerRows(job)).toHaveLength(2);
     // A replay of a call that did send is reported as sent, not refused by the cap.
@@ -516,7 +516,7 @@ describe('send_email', () => {
     const failed = await call(down, callKey, email);
     expect(failed).toMatchObject({ ok: false, errorCode: 'email_smtp_unavailable', attempts: 3 });
     expect(failed.output).toMatch(
-      /^Error from send_email \(after 3 attempts\): the SMTP server could not be reached/,
+      /^Error \(after 3 attempts\): the SMTP server could not be reached/,
     );
     expect(failed.output).toMatch(/was not sent$/);
     const [row] = await ledgerRows(job);

@@ -116,7 +116,7 @@ describe('sql_query', () => {
         const failure = EXPECTED_FAILURES.get(line);
         if (failure) {
           expect(outcome, sql).toMatchObject({ ok: false, errorCode: 'sql_error' });
-          expect(outcome.output).toMatch(/^Error from sql_query: /);
+          expect(outcome.output).toMatch(/^Error: /);
           expect(outcome.output).toMatch(failure);
           continue;
         }
@@ -177,7 +177,7 @@ describe('sql_query', () => {
       expect(verdict.ok, sql).toBe(false);
       const outcome = await call('sql_query', { sql });
       expect(outcome, sql).toMatchObject({ ok: false, errorCode: 'sql_refused', attempts: 1 });
-      if (!verdict.ok) expect(outcome.output).toBe(`Error from sql_query: ${verdict.reason}`);
+      if (!verdict.ok) expect(outcome.output).toBe(`Error: ${verdict.reason}`);
     }
     const [rows] = await root.query<RowDataPacket[]>(
       `SELECT COUNT(*) AS n FROM ${quoteIdentifier(DATABASE)}.orders`,
@@ -236,7 +236,7 @@ describe('sql_query', () => {
   it('reports SQL errors with the server message so the model can fix them', async () => {
     const outcome = await call('sql_query', { sql: 'SELECT totl FROM orders' });
     expect(outcome).toMatchObject({ ok: false, errorCode: 'sql_error' });
-    expect(outcome.output).toMatch(/^Error from sql_query: Unknown column 'totl'/);
+    expect(outcome.output).toMatch(/^Error: Unknown column 'totl'/);
     expect(outcome.output).not.toContain(READER_PASSWORD);
   });
 
@@ -304,7 +304,7 @@ describe('list_tables and describe_table', () => {
     const outcome = await call('describe_table', { table: 'invoices' });
     expect(outcome).toMatchObject({ ok: false, errorCode: 'unknown_table' });
     expect(outcome.output).toBe(
-      'Error from describe_table: No table named "invoices". Tables: customers, order_items, orders, products.',
+      'Error: No table named "invoices". Tables: customers, order_items, orders, products.',
     );
     const invalid = await call('describe_table', {});
     expect(invalid).toMatchObject({ ok: false, errorCode: 'invalid_arguments' });

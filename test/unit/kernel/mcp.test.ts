@@ -60,7 +60,7 @@ describe('an MCP tool in a run', () => {
     const { result } = await runWith(model, { tools });
     expect(result.status).toBe('succeeded');
     expect(String(model.requests.at(-1)!.messages.at(-1)!.content)).toBe(
-      'Error from local_refuse: quota exceeded for this account',
+      'Error: quota exceeded for this account',
     );
   });
 

@@ -94,7 +94,7 @@ describe.each(['tools', 'json'] as const)('%s protocol: bad actions become obser
     server.reset({ script: [{ actions: [{ tool: 'broken', args: {} }] }, { answer: 'it failed' }] });
     const { result } = await runWith(server, { protocol });
     expect(result).toMatchObject({ status: 'succeeded', answer: 'it failed' });
-    expect(observationAfterFirstReply()).toMatch(/Error from broken: disk on fire/);
+    expect(observationAfterFirstReply()).toMatch(/Error: disk on fire/);
   });
 });
 

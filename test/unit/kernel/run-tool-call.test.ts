@@ -223,7 +223,7 @@ describe('results', () => {
 
     const error = await run('fails');
     expect(error).toMatchObject({ ok: false, errorCode: 'tool_failed' });
-    expect(error.output.startsWith('Error from fails: bad input: yyy')).toBe(true);
+    expect(error.output.startsWith('Error: bad input: yyy')).toBe(true);
     expect(error.output.length).toBeLessThanOrEqual(10_000 + 30);
 
     // The default limit: a million characters.
@@ -332,7 +332,7 @@ describe('transient failures', () => {
     expect(outcome).toMatchObject({
       ok: false,
       errorCode: 'db_down',
-      output: 'Error from flaky (after 3 attempts): connection reset',
+      output: 'Error (after 3 attempts): connection reset',
       attempts: 3,
     });
     expect(runs()).toBe(3);
@@ -343,7 +343,7 @@ describe('transient failures', () => {
     const outcome = await runToolCall(registry, call('flaky'), ctx(), { ...OPTIONS, transientRetries: 0 });
     expect(outcome).toMatchObject({
       errorCode: 'transient',
-      output: 'Error from flaky: connection reset',
+      output: 'Error: connection reset',
       attempts: 1,
     });
     expect(runs()).toBe(1);
@@ -374,7 +374,7 @@ describe('tool errors', () => {
     expect(outcome).toMatchObject({
       ok: false,
       errorCode: 'refused',
-      output: 'Error from guarded: only SELECT is allowed',
+      output: 'Error: only SELECT is allowed',
       attempts: 1,
     });
     expect(runs).toBe(1);
@@ -395,15 +395,15 @@ describe('tool errors', () => {
     const run = (name: string) => runToolCall(registry, call(name), ctx(), OPTIONS);
     expect(await run('bug')).toMatchObject({
       errorCode: 'tool_failed',
-      output: 'Error from bug: x is undefined',
+      output: 'Error: x is undefined',
     });
     expect(await run('weird')).toMatchObject({
       errorCode: 'tool_failed',
-      output: 'Error from weird: a string',
+      output: 'Error: a string',
     });
     expect(await run('sync')).toMatchObject({
       errorCode: 'tool_failed',
-      output: 'Error from sync: thrown before any promise',
+      output: 'Error: thrown before any promise',
     });
   });
 });

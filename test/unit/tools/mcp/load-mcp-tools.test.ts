@@ -110,7 +110,7 @@ describe('over stdio', () => {
     expect(await call(registry, 'local_refuse')).toMatchObject({
       ok: false,
       errorCode: 'mcp_tool_error',
-      output: 'Error from local_refuse: quota exceeded for this account',
+      output: 'Error: quota exceeded for this account',
     });
     const thrown = await call(registry, 'local_explode');
     expect(thrown).toMatchObject({ ok: false, errorCode: 'mcp_tool_error' });
