@@ -515,9 +515,7 @@ describe('send_email', () => {
 
     const failed = await call(down, callKey, email);
     expect(failed).toMatchObject({ ok: false, errorCode: 'email_smtp_unavailable', attempts: 3 });
-    expect(failed.output).toMatch(
-      /^Error \(after 3 attempts\): the SMTP server could not be reached/,
-    );
+    expect(failed.output).toMatch(/^Error \(after 3 attempts\): the SMTP server could not be reached/);
     expect(failed.output).toMatch(/was not sent$/);
     const [row] = await ledgerRows(job);
     expect(row).toMatchObject({ status: 'failed' });
