@@ -1,7 +1,8 @@
 // The scripted model's behaviour in the benchmark: tasks say how many steps they take ("bench <name>: <n>
 // steps"); the model makes n-1 tool calls, each with a new `page` (so the loop detector never fires), then
-// answers. It reads where a run is from the conversation (the largest page it already asked for: the latest
-// turn always stays in memory, folded ones stay in the summary), so any worker can serve any request.
+// answers. It reads where a run is from its own turns, as a trained model does (the largest page it already asked
+// for, in its calls or in its own summary of folded turns), never from text written about them, so any worker can
+// serve any request and a memory that drops the model's turns makes it repeat itself.
 import type { ChatMessage } from '../../src/kernel/messages.js';
 import type { RecordedRequest, ScriptedReply } from '../../src/testing/scripted-model-server.js';
 
@@ -15,9 +16,9 @@ const PAGE = /page(?:\\?"\s*:|=)\s*(\d+)/g;
 function lastPage(messages: readonly ChatMessage[]): number {
   let last = 0;
   for (const message of messages) {
+    if (message.role !== 'assistant') continue;
     const texts = [message.content ?? ''];
-    if (message.role === 'assistant')
-      for (const call of message.tool_calls ?? []) texts.push(call.function.arguments);
+    for (const call of message.tool_calls ?? []) texts.push(call.function.arguments);
     for (const text of texts)
       for (const match of text.matchAll(PAGE)) last = Math.max(last, Number(match[1]));
   }
