@@ -242,3 +242,33 @@ describe('tool output is data', () => {
     expectNativeTranscript(requests, { toolOutputs: [INJECTION] });
   });
 });
+
+describe('a checkpoint from before the native transcript', () => {
+  it('resumes with its facts as the call lines of the model’s summary, never their results in a user message', async () => {
+    server.reset({ script: [{ actions: [{ tool: 'add', args: { a: 2, b: 3 } }] }, { answer: 'done' }] });
+    // The state as the facts layout saved it: step 1's call and result as facts, nothing in the history.
+    const legacy = {
+      version: 1,
+      runId: 'run-1',
+      task: 'Find customer 7 and add 2 and 3.',
+      protocol: 'tools',
+      budget: { maxSteps: 8, maxTokens: 50_000, maxCostUsd: 0.05, deadlineMs: 30_000 },
+      startedAt: Date.now(),
+      history: [],
+      summary: null,
+      facts: ['#1 lookup id=7\n{"id":7,"name":"customer-7","email":"c7@example.com"}'],
+      usage: { promptTokens: 300, completionTokens: 20 },
+      steps: 1,
+      toolCalls: 1,
+      modelCalls: 1,
+      pending: null,
+      repeat: { signature: null, count: 0 },
+      result: null,
+    } as unknown as RunState;
+    const requests = await recorded(() => runWith(server, { checkpoint: legacy }));
+    expect(requests[0]!.messages.slice(2, 3)).toEqual([
+      { role: 'assistant', content: 'Summary of my earlier steps:\n- #1 lookup id=7 (result not kept)' },
+    ]);
+    expectNativeTranscript(requests, { toolOutputs: ['customer-7'] });
+  });
+});
