@@ -175,9 +175,15 @@ export class RunMemory {
     const tools = this.o.requestTools();
     const over = () => this.tooBig(tools) || !stepAffordable();
     if (this.state.history.length === 0 || !over()) return null;
-    const events: TraceEvent[] = [];
+    const before = [...this.state.history];
     const cleared = this.clearOldResults(over);
-    if (cleared) events.push(cleared);
+    if (over() && !this.tooBig(tools)) {
+      // The budget cannot pay for another step even without the old results: they are worth more to the final
+      // answer than the step they would not buy.
+      this.state.history = before;
+      return null;
+    }
+    const events: TraceEvent[] = cleared ? [cleared] : [];
     if (this.tooBig(tools)) {
       const folded = this.summariseAllButLatest();
       if (folded) events.push(folded);

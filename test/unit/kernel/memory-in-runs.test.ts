@@ -228,6 +228,34 @@ describe('auto memory (the default): the native transcript', () => {
     }
   });
 
+  it('results are cleared for the budget only when that buys a step; otherwise the final turn still sees them', async () => {
+    const plan = [
+      [{ tool: 'big', args: {} }],
+      ...[1, 2, 3, 4, 5].map((id) => [{ tool: 'lookup', args: { id } }]),
+    ];
+    let cleared = 0;
+    let keptForFinal = 0;
+    for (let maxTokens = 1_500; maxTokens <= 4_000; maxTokens += 100) {
+      server.reset({ rules: [plannedModel(plan)] });
+      const before = server.requests.length;
+      const { result, traces } = await runWith(server, {
+        budget: { maxTokens, maxCostUsd: 1 },
+        options: { toolResultMaxTokens: 400, completionTokens: 64 },
+      });
+      expect(result.usage.totalTokens).toBeLessThanOrEqual(maxTokens);
+      for (const trace of traces) {
+        if (!trace.events?.some((e) => e.type === 'clear')) continue;
+        cleared++;
+        // The clearing bought the step it was made for.
+        expect(trace.kind).not.toBe('final');
+      }
+      const final = server.requests.slice(before).find((r) => r.tools === undefined);
+      if (final?.messages.some((m) => m.role === 'tool' && m.content.startsWith('row row'))) keptForFinal++;
+    }
+    expect(keptForFinal).toBeGreaterThan(0);
+    expect(cleared).toBeGreaterThan(0);
+  });
+
   it('a final-turn reply that is a tool call written as text is never the answer', async () => {
     server.reset({
       script: [
