@@ -51,14 +51,17 @@ describe('the no-services guard', () => {
 });
 
 describe('the vitest projects', () => {
-  it('run test/unit with the guard and test/integration without it, each file in one project', async () => {
+  it('run test/unit with the guard, test/integration and its browser tests after the machine set-up', async () => {
     const { default: config } = await import('../../../vitest.config.js');
     const projects = (config.test?.projects ?? []) as {
-      test: { name: string; include: string[]; setupFiles?: string[] };
+      test: { name: string; include: string[]; setupFiles?: string[]; globalSetup?: string[] };
     }[];
-    expect(projects.map(({ test }) => [test.name, test.include, test.setupFiles ?? []])).toEqual([
-      ['unit', ['test/unit/**/*.test.ts'], ['./test/support/no-services.ts']],
-      ['integration', ['test/integration/**/*.test.ts'], []],
+    expect(
+      projects.map(({ test }) => [test.name, test.include, test.setupFiles ?? [], test.globalSetup ?? []]),
+    ).toEqual([
+      ['unit', ['test/unit/**/*.test.ts'], ['./test/support/no-services.ts'], []],
+      ['integration', ['test/integration/**/*.test.ts'], [], ['./test/support/global-setup.ts']],
+      ['browser', ['test/integration/console/browser.test.ts'], [], ['./test/support/global-setup.ts']],
     ]);
   });
 
