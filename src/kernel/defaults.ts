@@ -18,8 +18,14 @@ export const CONTEXT_FOLD_SHARE = 0.8;
 /** The deterministic answer of a run that cannot pay for a model-written one is cut to this length. */
 export const DETERMINISTIC_ANSWER_MAX_CHARS = 8_000;
 export const DEFAULT_TEMPERATURE = 0.2;
-/** max_tokens of a normal step (LLM_MAX_TOKENS). */
+/** The completion limit of a normal step (LLM_MAX_TOKENS), for models that do not reason. */
 export const DEFAULT_COMPLETION_TOKENS = 512;
+/**
+ * The completion limit of a step of a reasoning model that reasons (an effort other than `none`), when none is
+ * configured: its reasoning comes out of the limit before its answer, and 512 can all go to reasoning. The budget
+ * reserves it before each call like any limit (a call asks for less when less is left).
+ */
+export const DEFAULT_REASONING_COMPLETION_TOKENS = 4_096;
 
 /** A step that cannot afford this many completion tokens is not made: a tool call needs room. */
 export const MIN_STEP_COMPLETION_TOKENS = 64;
