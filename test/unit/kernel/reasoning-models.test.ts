@@ -117,6 +117,27 @@ describe('reasoning models', () => {
     const config = runConfigFor(checked.task, env, agent);
     expect(config.options).toMatchObject({ reasoningEffort: 'high', completionTokens: 4_000 });
     expect(config.price.reasoning).toBe(true);
+    // LLM_REASONING_EFFORT and LLM_MAX_TOKENS reach agents without settings of their own; the agent's win.
+    const plain = defineAgent({ name: 'plain', description: 'x', tools: [], model: 'gpt-5-mini' });
+    const plainTask = validateTask({ agent: 'plain', task: 'think' });
+    if (!plainTask.ok) throw new Error('task refused');
+    const tuned = parseEnv({
+      LLM_MODEL: 'gpt-5-mini',
+      LLM_REASONING_EFFORT: 'medium',
+      LLM_MAX_TOKENS: '2000',
+    });
+    expect(runConfigFor(plainTask.task, tuned, plain).options).toMatchObject({
+      reasoningEffort: 'medium',
+      completionTokens: 2_000,
+    });
+    expect(runConfigFor(checked.task, tuned, agent).options).toMatchObject({
+      reasoningEffort: 'high',
+      completionTokens: 4_000,
+    });
+    // Unset: the kernel decides by the model (none where it takes it; 512, or 4,096 when it reasons).
+    const auto = runConfigFor(plainTask.task, env, plain).options;
+    expect(auto).not.toHaveProperty('reasoningEffort');
+    expect(auto).not.toHaveProperty('completionTokens');
     expect(() =>
       defineAgent({
         name: 'bad',
