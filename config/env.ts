@@ -125,7 +125,7 @@ export const envSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be a deployment name')
     .optional(),
-  LLM_MODEL: z.string().min(1).default('gpt-4-turbo-preview'),
+  LLM_MODEL: z.string().min(1).default(D.DEFAULT_MODEL),
   LLM_TEMPERATURE: decimal(z.number().min(0).max(2)).default(D.DEFAULT_TEMPERATURE),
   // Unset: 512, or 4,096 for a reasoning model that reasons (src/kernel/defaults.ts); set, every model's.
   LLM_MAX_TOKENS: int(16, 128_000).optional(),

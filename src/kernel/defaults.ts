@@ -1,6 +1,13 @@
 // Every default that changes how a run behaves, in one place. Environment variables (config/env.ts) and
 // per-task budgets override the ones they name.
 
+/**
+ * LLM_MODEL's default: the newest OpenAI model whose bill the fleet computes exactly, and the one OpenAI names for
+ * lower cost and latency ($0.75 / $0.075 cached / $4.50 per million tokens). A reasoning model: its calls carry
+ * `reasoning_effort: none` unless told otherwise (docs/models.md). The seed's model was gpt-4-turbo-preview.
+ */
+export const DEFAULT_MODEL = 'gpt-5.4-mini';
+
 export const DEFAULT_MAX_STEPS = 8;
 export const DEFAULT_MAX_TOKENS = 50_000;
 export const DEFAULT_MAX_COST_USD = 0.05;
@@ -11,7 +18,10 @@ export const DEFAULT_DEADLINE_MS = 300_000;
 export const DEFAULT_MEMORY_WINDOW: number | 'auto' = 'auto';
 /** The sliding window's size when one is asked for without a size (the seed's default). */
 export const SLIDING_MEMORY_WINDOW = 6;
-/** The context window assumed when none is configured (the gpt-4-turbo and gpt-4o families). */
+/**
+ * The context window assumed when none is configured: the gpt-4o family's, below every model of the price table's
+ * (400,000 for gpt-5.4-mini), so the memory compacts early and no prompt reaches long-context prices (272K).
+ */
 export const DEFAULT_CONTEXT_TOKENS = 128_000;
 /** The auto memory clears old results before the next step would pass this share of the context window. */
 export const CONTEXT_FOLD_SHARE = 0.8;

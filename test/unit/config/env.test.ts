@@ -22,7 +22,7 @@ describe('parseEnv defaults', () => {
       REDIS_URL: 'redis://127.0.0.1:6379',
       QUEUE_PREFIX: 'agentfleet',
       MYSQL_URL: 'mysql://root@127.0.0.1:3306/agent_fleet',
-      LLM_MODEL: 'gpt-4-turbo-preview',
+      LLM_MODEL: D.DEFAULT_MODEL,
       LLM_TEMPERATURE: D.DEFAULT_TEMPERATURE,
       LLM_REASONING_EFFORT: 'auto',
       LLM_TIMEOUT_MS: D.DEFAULT_MODEL_TIMEOUT_MS,
@@ -80,7 +80,7 @@ describe('parseEnv defaults', () => {
       API_TOKEN: '',
       LLM_PRICES: '',
     });
-    expect(env.LLM_MODEL).toBe('gpt-4-turbo-preview');
+    expect(env.LLM_MODEL).toBe('gpt-5.4-mini');
     expect(env.AGENT_MAX_STEPS).toBe(D.DEFAULT_MAX_STEPS);
     expect(env.OPENAI_API_KEY).toBeUndefined();
     expect(env.API_TOKEN).toBeUndefined();
