@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import * as D from '../src/kernel/defaults.js';
+import { REASONING_EFFORTS } from '../src/kernel/chat-model.js';
 import { priceFileSchema, priceMapSchema } from './prices.js';
 import { ConfigError } from '../src/kernel/errors.js';
 import { isSecretKey, redactUrl } from '../src/logging/redact.js';
@@ -124,9 +125,13 @@ export const envSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9._-]{1,64}$/, 'must be a deployment name')
     .optional(),
-  LLM_MODEL: z.string().min(1).default('gpt-4-turbo-preview'),
+  LLM_MODEL: z.string().min(1).default(D.DEFAULT_MODEL),
   LLM_TEMPERATURE: decimal(z.number().min(0).max(2)).default(D.DEFAULT_TEMPERATURE),
-  LLM_MAX_TOKENS: int(16, 128_000).default(D.DEFAULT_COMPLETION_TOKENS),
+  // Unset: 512, or 4,096 for a reasoning model that reasons (src/kernel/defaults.ts); set, every model's.
+  LLM_MAX_TOKENS: int(16, 128_000).optional(),
+  // `auto`: `none` for a reasoning model that takes it (function tools work over Chat Completions), else the
+  // provider's default. An agent's modelSettings.reasoningEffort wins. Never sent to other models.
+  LLM_REASONING_EFFORT: z.enum(['auto', ...REASONING_EFFORTS]).default('auto'),
   LLM_TIMEOUT_MS: int(100).default(D.DEFAULT_MODEL_TIMEOUT_MS),
   // Prices over the built-in table (config/prices.json): a file of the same shape, then this JSON map.
   LLM_PRICES_FILE: priceFile.optional(),

@@ -1,6 +1,7 @@
 // The price table: data in prices.json (dated, with its source), checked here on load. A model entry is what the
 // fleet must know of a model to bound and bill its runs: the per-tier prices and how requests to it are shaped.
 import { z } from 'zod';
+import { REASONING_EFFORTS, type ReasoningEffort } from '../src/kernel/chat-model.js';
 import type { ModelPrice, TierPrice } from '../src/kernel/pricing.js';
 import { agree, type Same } from '../src/util/schema-agreement.js';
 import table from './prices.json' with { type: 'json' };
@@ -22,6 +23,11 @@ export const modelPriceSchema = tierPriceSchema
     flex: tierPriceSchema.optional(),
     /** A reasoning model: `max_completion_tokens` instead of `max_tokens`, no temperature, `reasoning_effort`. */
     reasoning: z.boolean().optional(),
+    /** The `reasoning_effort` values the model takes; with `none` among them, runs send `none` unless told otherwise. */
+    reasoningEfforts: z
+      .array(z.enum(REASONING_EFFORTS as [ReasoningEffort, ...ReasoningEffort[]]))
+      .min(1)
+      .optional(),
     /** The most tokens a prompt and its completion may hold together. */
     contextWindow: z.number().int().positive().optional(),
   })

@@ -14,6 +14,7 @@ import { startTelemetry, type FleetTelemetry } from '../telemetry/fleet-telemetr
 import { migrate } from '../store/migrate.js';
 import { createStorePool } from '../store/pool.js';
 import { startScriptedModel, type ScriptedModelServer } from '../testing/scripted-model-server.js';
+import { configuredPrices, priceOf } from '../llm/price-table.js';
 import { startFleetProcess, type FleetProcess } from './child-process.js';
 import { emailsTable, resultsTable, type DemoTaskRow } from './demo-table.js';
 import { freePort } from './free-port.js';
@@ -75,7 +76,14 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
         `model      ${config.LLM_MODEL} at ${config.OPENAI_BASE_URL ?? 'OpenAI'} (OPENAI_API_KEY is set: real calls, real cost)`,
       );
     } else {
-      model = await startScriptedModel({ rules: referenceModelRules });
+      // Shaped as the configured model is: a reasoning model refuses `max_tokens` and a temperature, and one of
+      // the gpt-5.4 generation function tools unless `reasoning_effort` is `none`, as OpenAI's Chat Completions does.
+      const price = priceOf(config.LLM_MODEL, configuredPrices(config));
+      model = await startScriptedModel({
+        rules: referenceModelRules,
+        reasoningModel: price.reasoning ?? false,
+        toolsOnlyWithoutReasoning: price.reasoningEfforts?.includes('none') ?? false,
+      });
       modelEnv['OPENAI_BASE_URL'] = model.baseURL;
       modelEnv['OPENAI_API_KEY'] = 'scripted-demo';
       say(

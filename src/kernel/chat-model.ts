@@ -23,7 +23,22 @@ export interface ChatRequest {
   cacheKey?: string;
 }
 
-export type ReasoningEffort = 'minimal' | 'low' | 'medium' | 'high';
+/**
+ * How much a reasoning model thinks before it answers. Models take different sets (gpt-5.1 and later take `none`,
+ * earlier ones `minimal`; `xhigh` and `max` only the newer ones): a model's price entry lists its own.
+ */
+export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+
+/** Every effort the kernel knows, in order. */
+export const REASONING_EFFORTS: readonly ReasoningEffort[] = [
+  'none',
+  'minimal',
+  'low',
+  'medium',
+  'high',
+  'xhigh',
+  'max',
+];
 
 /** The provider's processing tier: `flex` is slower, at batch prices, and sometimes unavailable. */
 export type ServiceTier = 'default' | 'flex';

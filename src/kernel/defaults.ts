@@ -1,6 +1,13 @@
 // Every default that changes how a run behaves, in one place. Environment variables (config/env.ts) and
 // per-task budgets override the ones they name.
 
+/**
+ * LLM_MODEL's default: the newest OpenAI model whose bill the fleet computes exactly, and the one OpenAI names for
+ * lower cost and latency ($0.75 / $0.075 cached / $4.50 per million tokens). A reasoning model: its calls carry
+ * `reasoning_effort: none` unless told otherwise (docs/models.md). The seed's model was gpt-4-turbo-preview.
+ */
+export const DEFAULT_MODEL = 'gpt-5.4-mini';
+
 export const DEFAULT_MAX_STEPS = 8;
 export const DEFAULT_MAX_TOKENS = 50_000;
 export const DEFAULT_MAX_COST_USD = 0.05;
@@ -11,15 +18,24 @@ export const DEFAULT_DEADLINE_MS = 300_000;
 export const DEFAULT_MEMORY_WINDOW: number | 'auto' = 'auto';
 /** The sliding window's size when one is asked for without a size (the seed's default). */
 export const SLIDING_MEMORY_WINDOW = 6;
-/** The context window assumed when none is configured (the gpt-4-turbo and gpt-4o families). */
+/**
+ * The context window assumed when none is configured: the gpt-4o family's, below every model of the price table's
+ * (400,000 for gpt-5.4-mini), so the memory compacts early and no prompt reaches long-context prices (272K).
+ */
 export const DEFAULT_CONTEXT_TOKENS = 128_000;
 /** The auto memory clears old results before the next step would pass this share of the context window. */
 export const CONTEXT_FOLD_SHARE = 0.8;
 /** The deterministic answer of a run that cannot pay for a model-written one is cut to this length. */
 export const DETERMINISTIC_ANSWER_MAX_CHARS = 8_000;
 export const DEFAULT_TEMPERATURE = 0.2;
-/** max_tokens of a normal step (LLM_MAX_TOKENS). */
+/** The completion limit of a normal step (LLM_MAX_TOKENS), for models that do not reason. */
 export const DEFAULT_COMPLETION_TOKENS = 512;
+/**
+ * The completion limit of a step of a reasoning model that reasons (an effort other than `none`), when none is
+ * configured: its reasoning comes out of the limit before its answer, and 512 can all go to reasoning. The budget
+ * reserves it before each call like any limit (a call asks for less when less is left).
+ */
+export const DEFAULT_REASONING_COMPLETION_TOKENS = 4_096;
 
 /** A step that cannot afford this many completion tokens is not made: a tool call needs room. */
 export const MIN_STEP_COMPLETION_TOKENS = 64;

@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import type { Budget } from './budget.js';
 import type { ProtocolName } from './protocol.js';
 import type { Tool } from './tool.js';
-import type { ReasoningEffort, ServiceTier } from './chat-model.js';
+import { REASONING_EFFORTS, type ReasoningEffort, type ServiceTier } from './chat-model.js';
 
 /** Agent and tool names: what a task, a log line and a metric label carry. */
 export const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -41,7 +41,10 @@ export interface AgentDefinition<Input extends z.ZodType = z.ZodType, Output ext
 }
 
 export interface ModelSettings {
-  /** `reasoning_effort` for a reasoning model (gpt-5 family, o3, o4-mini). */
+  /**
+   * `reasoning_effort` for a reasoning model (gpt-5 family, o3, o4-mini); default LLM_REASONING_EFFORT, else `none`
+   * where the model takes it (docs/models.md).
+   */
   reasoningEffort?: ReasoningEffort;
   /** Shape requests for a reasoning model even where the price entry does not say it is one (or, false, not). */
   reasoning?: boolean;
@@ -50,8 +53,6 @@ export interface ModelSettings {
   /** `flex` for work that can wait: the provider's slower tier at batch prices (a task's own setting wins). */
   serviceTier?: ServiceTier;
 }
-
-const EFFORTS: readonly ReasoningEffort[] = ['minimal', 'low', 'medium', 'high'];
 
 /** Identity with a name check, for type inference of `instructions`' argument from `input`. */
 export function defineAgent<Input extends z.ZodType = z.ZodType, Output extends z.ZodType = z.ZodType>(
@@ -74,9 +75,9 @@ function checkModelSettings(name: string, settings: ModelSettings | undefined): 
       `agent "${name}": modelSettings.serviceTier must be default or flex, got ${JSON.stringify(serviceTier)}`,
     );
   }
-  if (reasoningEffort !== undefined && !EFFORTS.includes(reasoningEffort)) {
+  if (reasoningEffort !== undefined && !REASONING_EFFORTS.includes(reasoningEffort)) {
     throw new Error(
-      `agent "${name}": modelSettings.reasoningEffort must be one of ${EFFORTS.join(', ')}, got ${JSON.stringify(reasoningEffort)}`,
+      `agent "${name}": modelSettings.reasoningEffort must be one of ${REASONING_EFFORTS.join(', ')}, got ${JSON.stringify(reasoningEffort)}`,
     );
   }
   if (

@@ -1,6 +1,7 @@
 // What token counts cost under a model's price. One function does it for checks and for reports, so the pre-call
 // check and the reported cost can never disagree by a rounding.
 import type { TokenUsage } from './budget.js';
+import type { ReasoningEffort } from './chat-model.js';
 
 /** USD per million tokens at one service tier. */
 export interface TierPrice {
@@ -16,8 +17,21 @@ export interface ModelPrice extends TierPrice {
   flex?: TierPrice;
   /** A reasoning model: `max_completion_tokens` instead of `max_tokens`, no temperature, `reasoning_effort`. */
   reasoning?: boolean;
+  /**
+   * The `reasoning_effort` values a reasoning model takes. With `none` among them, its requests carry `none` unless
+   * an effort is chosen (run-agent.ts); without the list, the provider's default.
+   */
+  reasoningEfforts?: ReasoningEffort[];
   /** The most tokens a prompt and its completion may hold together. */
   contextWindow?: number;
+}
+
+/**
+ * The effort a reasoning model's requests carry when none is chosen: `none` where its price entry lists it,
+ * else undefined (nothing is sent: the provider's default).
+ */
+export function defaultReasoningEffort(price: ModelPrice): ReasoningEffort | undefined {
+  return price.reasoningEfforts?.includes('none') ? 'none' : undefined;
 }
 
 /**

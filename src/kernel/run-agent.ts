@@ -44,7 +44,7 @@ import type {
   UncertainEffect,
 } from './types.js';
 import type { ChatModel, ChatRequest, ReasoningEffort, ServiceTier } from './chat-model.js';
-import type { ModelPrice } from './pricing.js';
+import { defaultReasoningEffort, type ModelPrice } from './pricing.js';
 import {
   countResponseFormatTokens,
   estimateMessageTokensByLine,
@@ -69,7 +69,10 @@ export interface AgentRunOptions {
   cacheKey?: string;
   /** Default 0.2. */
   temperature?: number;
-  /** max_tokens of a normal step (LLM_MAX_TOKENS). Default 512. */
+  /**
+   * The completion limit of a normal step (LLM_MAX_TOKENS). Default 512; 4,096 for a reasoning model that reasons
+   * (an effort other than `none`), whose reasoning comes out of the same limit.
+   */
   completionTokens?: number;
   /** Tool results are cut to this many tokens before entering memory. Default 400. */
   toolResultMaxTokens?: number;
@@ -94,7 +97,11 @@ export interface AgentRunOptions {
    * entry says (`reasoning: true`).
    */
   reasoningModel?: boolean;
-  /** `reasoning_effort` of a reasoning model's requests; absent, the provider's default. */
+  /**
+   * `reasoning_effort` of a reasoning model's requests. Absent: `none` where the model's price entry lists it (a
+   * step then costs what a non-reasoning model's does, and OpenAI's Chat Completions takes function tools with
+   * gpt-5.4 and later only at `none`), else nothing is sent and the provider's default applies.
+   */
   reasoningEffort?: ReasoningEffort;
   /** `flex`: calls go at the provider's flex tier, and fall back to the default tier near the deadline. */
   serviceTier?: ServiceTier;
@@ -194,11 +201,18 @@ class AgentRun {
     this.signal = input.signal ?? new AbortController().signal;
     this.count = tokenCounterFor(input.model.model);
     const o = input.options ?? {};
+    const reasoningModel = o.reasoningModel ?? input.price.reasoning ?? false;
+    const effort = reasoningModel ? (o.reasoningEffort ?? defaultReasoningEffort(input.price)) : undefined;
+    this.reasoning = reasoningModel ? (effort ? { effort } : {}) : undefined;
     this.opts = {
       memoryWindow: o.memoryWindow ?? D.DEFAULT_MEMORY_WINDOW,
       contextTokens: o.contextTokens ?? D.DEFAULT_CONTEXT_TOKENS,
       temperature: o.temperature ?? D.DEFAULT_TEMPERATURE,
-      completionTokens: o.completionTokens ?? D.DEFAULT_COMPLETION_TOKENS,
+      completionTokens:
+        o.completionTokens ??
+        (reasoningModel && effort !== 'none'
+          ? D.DEFAULT_REASONING_COMPLETION_TOKENS
+          : D.DEFAULT_COMPLETION_TOKENS),
       toolResultMaxTokens: o.toolResultMaxTokens ?? D.DEFAULT_TOOL_RESULT_MAX_TOKENS,
       toolTimeoutMs: o.toolTimeoutMs ?? D.DEFAULT_TOOL_TIMEOUT_MS,
       toolTransientRetries: o.toolTransientRetries ?? D.DEFAULT_TOOL_TRANSIENT_RETRIES,
@@ -209,12 +223,6 @@ class AgentRun {
       modelRetries: o.modelRetries ?? D.DEFAULT_MODEL_RETRIES,
       modelRetryBaseDelayMs: o.modelRetryBaseDelayMs ?? D.DEFAULT_MODEL_RETRY_BASE_DELAY_MS,
     };
-    this.reasoning =
-      (o.reasoningModel ?? input.price.reasoning)
-        ? o.reasoningEffort
-          ? { effort: o.reasoningEffort }
-          : {}
-        : undefined;
     this.state = input.checkpoint ? structuredClone(input.checkpoint) : this.initialState();
     this.calibration = new PromptCalibration(this.state.promptCalibration);
     if (this.state.suspendedAt !== undefined) {

@@ -66,6 +66,12 @@ export interface ScriptedModelOptions {
    */
   reasoningModel?: boolean;
   /**
+   * With `reasoningModel`, behave as OpenAI's Chat Completions does with gpt-5.4 and later: a request with function
+   * tools is refused with a 400 naming `reasoning_effort` unless it says `reasoning_effort: "none"` (these models
+   * reason by default, so a request that says nothing is refused too, as gpt-5.5 and later are).
+   */
+  toolsOnlyWithoutReasoning?: boolean;
+  /**
    * Behave as an Azure OpenAI resource: completions only at `/openai/deployments/{deployment}/chat/completions`,
    * an `api-version` query parameter required, and the key (when `apiKey` is set) in the `api-key` header.
    */
@@ -106,8 +112,13 @@ function sendJson(
   res.end(text);
 }
 
-function errorBody(message: string, type: string, code: string | null = null): unknown {
-  return { error: { message, type, param: null, code } };
+function errorBody(
+  message: string,
+  type: string,
+  code: string | null = null,
+  param: string | null = null,
+): unknown {
+  return { error: { message, type, param, code } };
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {
@@ -195,7 +206,21 @@ function azureRefusal(
 }
 
 /** The 400 a reasoning model answers a request shaped for older models with, in OpenAI's words. */
-function reasoningModelRefusal(body: Record<string, unknown>): { message: string; code: string } | undefined {
+function reasoningModelRefusal(
+  body: Record<string, unknown>,
+  toolsOnlyWithoutReasoning: boolean,
+): { message: string; code: string | null; param?: string } | undefined {
+  const tools = Array.isArray(body.tools) && body.tools.length > 0;
+  if (toolsOnlyWithoutReasoning && tools && body.reasoning_effort !== 'none') {
+    const model = typeof body.model === 'string' ? body.model : 'this model';
+    return {
+      message:
+        `Function tools with reasoning_effort are not supported for ${model} in /v1/chat/completions. ` +
+        "To use function tools, use /v1/responses or set reasoning_effort to 'none'.",
+      code: null,
+      param: 'reasoning_effort',
+    };
+  }
   if (body.max_tokens !== undefined) {
     return {
       message:
@@ -386,9 +411,15 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     };
     // Recorded before the reply is chosen, so a test counting calls also counts the ones that failed.
     requests.push(request);
-    const refused = options.reasoningModel ? reasoningModelRefusal(body) : undefined;
+    const refused = options.reasoningModel
+      ? reasoningModelRefusal(body, options.toolsOnlyWithoutReasoning ?? false)
+      : undefined;
     if (refused) {
-      sendJson(res, 400, errorBody(refused.message, 'invalid_request_error', refused.code));
+      sendJson(
+        res,
+        400,
+        errorBody(refused.message, 'invalid_request_error', refused.code, refused.param ?? null),
+      );
       return;
     }
     if (responseFormat !== undefined && options.refuseResponseFormat) {

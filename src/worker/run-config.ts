@@ -7,6 +7,7 @@ import { toolNamesOf } from '../kernel/define-fleet.js';
 import { InputError } from '../kernel/errors.js';
 import type { AgentRunOptions } from '../kernel/run-agent.js';
 import type { ProtocolName } from '../kernel/protocol.js';
+import type { ReasoningEffort } from '../kernel/chat-model.js';
 import type { Env } from '../../config/env.js';
 import { type ModelPrice } from '../kernel/pricing.js';
 import { configuredPrices, priceOf } from '../llm/price-table.js';
@@ -43,6 +44,8 @@ export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition):
   });
   const model = resolveTaskModel(task, agent, env.LLM_MODEL);
   const budget = resolveTaskBudget(task, agent, fleetBudgetDefaults(env));
+  const completionTokens = agent.modelSettings?.maxCompletionTokens ?? env.LLM_MAX_TOKENS;
+  const reasoningEffort = reasoningEffortOf(agent, env);
   const instructions =
     typeof agent.instructions === 'function' ? agent.instructions(input) : agent.instructions;
   return {
@@ -57,10 +60,10 @@ export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition):
       memoryWindow: agent.memory?.window ?? env.AGENT_MEMORY_WINDOW,
       contextTokens: env.AGENT_CONTEXT_TOKENS,
       temperature: env.LLM_TEMPERATURE,
-      completionTokens: agent.modelSettings?.maxCompletionTokens ?? env.LLM_MAX_TOKENS,
-      ...(agent.modelSettings?.reasoningEffort
-        ? { reasoningEffort: agent.modelSettings.reasoningEffort }
-        : {}),
+      // Unset, the kernel's defaults: 512 tokens (4,096 for a reasoning model that reasons), and `none` for a
+      // reasoning model that takes it.
+      ...(completionTokens !== undefined ? { completionTokens } : {}),
+      ...(reasoningEffort !== undefined ? { reasoningEffort } : {}),
       ...(agent.modelSettings?.reasoning !== undefined
         ? { reasoningModel: agent.modelSettings.reasoning }
         : {}),
@@ -71,6 +74,12 @@ export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition):
       modelTimeoutMs: env.LLM_TIMEOUT_MS,
     },
   };
+}
+
+/** The agent's effort, else LLM_REASONING_EFFORT's; undefined for `auto` (the kernel decides by the model). */
+function reasoningEffortOf(agent: AgentDefinition, env: Env): ReasoningEffort | undefined {
+  const effort = agent.modelSettings?.reasoningEffort ?? env.LLM_REASONING_EFFORT;
+  return effort === 'auto' ? undefined : effort;
 }
 
 /** The task's input, validated against the agent's schema (errors name `input.<field>`). */

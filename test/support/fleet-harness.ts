@@ -9,6 +9,13 @@ import { deleteKeysWithPrefix } from '../../src/queue/delete-prefix.js';
 import { WORKER_NODE_FLAGS } from '../../src/worker/worker-node-flags.js';
 
 export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+/**
+ * The model the fleet tests' workers run unless a test names one: the seed's. Their budgets, caps and cost figures
+ * were set at its prices ($10 / $30 per million tokens, e.g. "each task costs about a cent"), and its requests are
+ * the plain Chat Completions shape the scripted rules expect. `LLM_MODEL: ''` runs the fleet's default
+ * (gpt-5.4-mini), as test/integration/demo/reference-task.test.ts does.
+ */
+export const FLEET_TEST_MODEL = 'gpt-4-turbo-preview';
 const MYSQL_SERVER = 'mysql://root@127.0.0.1:3306';
 
 export interface FleetNamespace {
@@ -82,6 +89,7 @@ export function startWorker(
       QUEUE_PREFIX: ns.prefix,
       MYSQL_URL: ns.mysqlUrl,
       OPENAI_API_KEY: 'test-key',
+      LLM_MODEL: FLEET_TEST_MODEL,
       // No metrics server unless a test asks for one: test workers of every file (and every engineer on a
       // shared host) would otherwise compete for the METRICS_PORT span, and a worker without a port exits.
       METRICS_PORT: '0',

@@ -22,12 +22,15 @@ import {
   startWorker,
   type FleetNamespace,
   type WorkerHandle,
+  FLEET_TEST_MODEL,
 } from '../../support/fleet-harness.js';
 import { stepsModel } from '../../support/steps-model.js';
 
 // Completions of 64 tokens at most: each call's worst-case reservation in the spend ledger stays near what a run
 // costs, so three tasks at once fit a budget of three p90s (docs/batches.md, "a tight budget").
 const WORKER_ENV = {
+  // Named, so the producer (parseEnv(WORKER_ENV)) forecasts the model the worker runs.
+  LLM_MODEL: FLEET_TEST_MODEL,
   AGENT_PROTOCOL: 'json',
   AGENT_MAX_COST_USD: '1',
   WORKER_CONCURRENCY: '6',

@@ -14,6 +14,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseEnv } from '../../../config/env.js';
+import { DEFAULT_MODEL } from '../../../src/kernel/defaults.js';
 import { FleetClient, ForecastError } from '../../../producers/client.js';
 import { createApiServer } from '../../../producers/http-api.js';
 import { StoreResultArchive } from '../../../producers/result-archive.js';
@@ -240,9 +241,9 @@ describe('the forecast', () => {
     try {
       const forecast = await bare.forecastBatch({ tasks: [{ task: 'x' }] });
       expect(forecast.budgetsFrom).toBe('defaults');
-      // LLM_MODEL's default, gpt-4-turbo-preview, has no history here.
+      // LLM_MODEL's default has no history here.
       expect(forecast.tasks[0]).toMatchObject({
-        model: 'gpt-4-turbo-preview',
+        model: DEFAULT_MODEL,
         worstCase: { costUsd: 0.02, tokens: 50_000 },
         expected: null,
       });

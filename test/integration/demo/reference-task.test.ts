@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REFERENCE_TASK, referenceModelRules } from '../../../src/demo/reference-model.js';
+import { DEFAULT_MODEL } from '../../../src/kernel/defaults.js';
 import { expectedTopCustomers, generateSalesData } from '../../../src/demo/sales-data.js';
 import { seedDemoDatabase } from '../../../src/demo/seed-demo-database.js';
 import { startSmtpSink, type CapturedMessage, type SmtpSink } from '../../../src/demo/smtp-sink.js';
@@ -42,7 +43,13 @@ beforeAll(async () => {
   });
   ns = createNamespace('reference');
   sink = await startSmtpSink({ onMessage: (message) => onEmail?.(message) });
-  model = await startScriptedModel({ rules: referenceModelRules });
+  // Shaped as the default model (gpt-5.4-mini) is at OpenAI: a reasoning model, taking function tools over Chat
+  // Completions only at reasoning_effort none.
+  model = await startScriptedModel({
+    rules: referenceModelRules,
+    reasoningModel: true,
+    toolsOnlyWithoutReasoning: true,
+  });
 });
 
 afterAll(async () => {
@@ -65,6 +72,8 @@ function worker(env: Record<string, string> = {}): WorkerHandle {
     ...FAST_RECOVERY,
     OPENAI_BASE_URL: model.baseURL,
     DATA_MYSQL_URL: `mysql://${READER}:reader-pw@127.0.0.1:3306/${DATA_DB}`,
+    // Blank is unset: the fleet's default model, as a new user runs it.
+    LLM_MODEL: '',
     SMTP_URL: sink.url,
     SMTP_LOOKUP_URL: sink.lookupUrl,
     ...env,
@@ -107,6 +116,22 @@ describe('the reference task', () => {
     expect(result.usage.promptTokens).toBeLessThanOrEqual(3_000);
     // The first query failed and was corrected: the second request carries the database's error.
     expect(String(referenceRequests(before)[1]?.messages.at(-1)?.content)).toMatch(/Unknown column/);
+    // The default model, shaped as a reasoning model that does not reason: no temperature, the completion limit
+    // as max_completion_tokens, reasoning_effort none (which lets it take function tools). The default budget
+    // gives every call its whole 512 (at the seed's prices it cut the answer's to 361).
+    for (const request of referenceRequests(before)) {
+      expect(request.body).toMatchObject({
+        model: DEFAULT_MODEL,
+        reasoning_effort: 'none',
+        max_completion_tokens: 512,
+      });
+      expect(request.body).not.toHaveProperty('temperature');
+    }
+    // Billed at its prices ($0.75 / $4.50 per million; no cache hit reported): about $0.004, a twelfth of the
+    // default budget ($0.05).
+    const { promptTokens, completionTokens, costUsd } = result.usage;
+    expect(costUsd).toBeCloseTo((promptTokens * 0.75 + completionTokens * 4.5) / 1_000_000, 12);
+    expect(costUsd).toBeLessThan(0.005);
 
     const mails = sink.messages.slice(mailsBefore);
     expect(mails.map((m) => m.to).sort()).toEqual(top3.map((c) => [c.email]).sort());

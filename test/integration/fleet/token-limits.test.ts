@@ -5,6 +5,7 @@ import { startScriptedModel, type ScriptedModelServer } from '../../../src/testi
 import {
   createNamespace,
   killWorker,
+  FLEET_TEST_MODEL,
   startWorker,
   type FleetNamespace,
   type WorkerHandle,
@@ -26,8 +27,8 @@ beforeAll(async () => {
         AGENT_PROTOCOL: 'json',
         WORKER_CONCURRENCY: '5',
         AGENT_MAX_COST_USD: '1',
-        // The model the tasks run (LLM_MODEL's default) has a limit; others would have none.
-        MODEL_TPM: `gpt-4-turbo-preview=${TPM},other-model=1000000`,
+        // The model the tasks run (the fleet tests' model) has a limit; others would have none.
+        MODEL_TPM: `${FLEET_TEST_MODEL}=${TPM},other-model=1000000`,
         METRICS_PORT: '0',
       }),
     );

@@ -22,9 +22,9 @@ describe('parseEnv defaults', () => {
       REDIS_URL: 'redis://127.0.0.1:6379',
       QUEUE_PREFIX: 'agentfleet',
       MYSQL_URL: 'mysql://root@127.0.0.1:3306/agent_fleet',
-      LLM_MODEL: 'gpt-4-turbo-preview',
+      LLM_MODEL: D.DEFAULT_MODEL,
       LLM_TEMPERATURE: D.DEFAULT_TEMPERATURE,
-      LLM_MAX_TOKENS: D.DEFAULT_COMPLETION_TOKENS,
+      LLM_REASONING_EFFORT: 'auto',
       LLM_TIMEOUT_MS: D.DEFAULT_MODEL_TIMEOUT_MS,
       AGENT_PROTOCOL: 'tools',
       AGENT_MAX_STEPS: D.DEFAULT_MAX_STEPS,
@@ -52,6 +52,8 @@ describe('parseEnv defaults', () => {
     for (const key of [
       'OPENAI_API_KEY',
       'OPENAI_BASE_URL',
+      // Unset: the kernel's default, by model (512, or 4,096 for a reasoning model that reasons).
+      'LLM_MAX_TOKENS',
       'LLM_PRICES',
       'API_TOKEN',
       'BOARD_USER',
@@ -78,7 +80,7 @@ describe('parseEnv defaults', () => {
       API_TOKEN: '',
       LLM_PRICES: '',
     });
-    expect(env.LLM_MODEL).toBe('gpt-4-turbo-preview');
+    expect(env.LLM_MODEL).toBe('gpt-5.4-mini');
     expect(env.AGENT_MAX_STEPS).toBe(D.DEFAULT_MAX_STEPS);
     expect(env.OPENAI_API_KEY).toBeUndefined();
     expect(env.API_TOKEN).toBeUndefined();
@@ -141,6 +143,7 @@ describe('parseEnv refusals', () => {
     ['AGENT_MEMORY_WINDOW', '1', />=2/],
     ['LLM_TEMPERATURE', '2.5', /<=2/],
     ['LLM_TIMEOUT_MS', '50', />=100/],
+    ['LLM_REASONING_EFFORT', 'extreme', /auto.*none.*minimal.*low.*medium.*high.*xhigh.*max/],
     ['WORKER_CONCURRENCY', '0', />=1/],
     ['WORKER_CONCURRENCY', '10001', /<=10000/],
     ['API_PORT', '65536', /<=65535/],

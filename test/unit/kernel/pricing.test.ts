@@ -133,6 +133,13 @@ describe('LLM_PRICES_FILE', () => {
         LLM_PRICES: JSON.stringify({ m: { inputPerMillion: 1, outputPerMillion: 1, flex: { x: 1 } } }),
       }),
     ).toThrow(/LLM_PRICES=.*m\.flex/);
+    expect(() =>
+      parseEnv({
+        LLM_PRICES: JSON.stringify({
+          m: { inputPerMillion: 1, outputPerMillion: 1, reasoningEfforts: ['extreme'] },
+        }),
+      }),
+    ).toThrow(/LLM_PRICES=.*m\.reasoningEfforts\.0/);
   });
 });
 
@@ -164,6 +171,31 @@ describe('priceOf', () => {
       outputPerMillion: 5,
     });
     expect(priceOf('o3')).toMatchObject({ reasoning: true, contextWindow: 200_000 });
+    // The gpt-5.4 family and gpt-5.5 (OpenAI's pricing page, checked 2026-12-06): standard, cached, flex at half.
+    expect(priceOf('gpt-5.4-mini')).toEqual({
+      inputPerMillion: 0.75,
+      cachedInputPerMillion: 0.075,
+      outputPerMillion: 4.5,
+      flex: { inputPerMillion: 0.375, cachedInputPerMillion: 0.0375, outputPerMillion: 2.25 },
+      reasoning: true,
+      reasoningEfforts: ['none', 'low', 'medium', 'high', 'xhigh'],
+      contextWindow: 400_000,
+    });
+    expect(priceOf('gpt-5.4-nano')).toMatchObject({ inputPerMillion: 0.2, outputPerMillion: 1.25 });
+    expect(priceOf('gpt-5.4')).toMatchObject({
+      inputPerMillion: 2.5,
+      outputPerMillion: 15,
+      contextWindow: 1_050_000,
+    });
+    expect(priceOf('gpt-5.5')).toMatchObject({
+      inputPerMillion: 5,
+      cachedInputPerMillion: 0.5,
+      outputPerMillion: 30,
+    });
+    // Every reasoning model says which efforts it takes; the others do not reason.
+    for (const [model, price] of Object.entries(MODEL_PRICES))
+      expect(price.reasoningEfforts !== undefined, model).toBe(price.reasoning === true);
+    expect(priceOf('gpt-5-mini').reasoningEfforts).not.toContain('none');
     expect(PRICES_AS_OF).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     expect(PRICES_SOURCE).toContain('openai.com');
   });
