@@ -9,7 +9,7 @@ import { startWorker } from 'agent-fleet/worker';
 import fleet from './agent-fleet.config.js';
 import { startModel } from './scripted-model.js';
 
-const prefix = `agents-test-${process.pid}`;
+const prefix = process.env.QUEUE_PREFIX ?? `agents-test-${process.pid}`;
 let model;
 let worker;
 let client;
