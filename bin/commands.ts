@@ -1,35 +1,23 @@
 // The `agent-fleet` command line, its pure half: argv → which process module to run, with what arguments and
-// environment. Each command runs the same module as its npm script (docs/commands.md), compiled in the package.
+// environment, or the help to print. Each command runs the same module as its npm script (docs/commands.md),
+// compiled in the package; the table of commands is bin/command-table.ts.
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { COMMANDS, isCommand, type BinCommandName } from './command-table.js';
 
-export const BIN_USAGE = `usage: agent-fleet <command> [options]
+export type { BinCommandName };
 
-  worker [--config FILE]   one worker process (FILE: the fleet configuration, .js; default FLEET_CONFIG,
-                           else ./agent-fleet.config.js when present, else the built-in demo fleet)
-  enqueue --task "…" …     enqueue a task or a batch (agent-fleet enqueue --help)
-  api                      the HTTP API on API_PORT
-  board                    Bull Board on BOARD_PORT
-  migrate                  create or upgrade the store's schema
-  scheduler                register and fire the schedules without running tasks
+export const BIN_USAGE = `usage: agent-fleet <command> [options]      agent-fleet <command> --help
+
+${Object.values(COMMANDS)
+  .map((row) => `  ${row.synopsis}`)
+  .join('\n')}
 
 Configuration is the environment, as for the npm scripts (REDIS_URL, MYSQL_URL, OPENAI_BASE_URL, …).
 `;
 
-/** Paths relative to this directory (bin/), as the dynamic import in agent-fleet.ts resolves them. */
-const MODULES = {
-  worker: '../workers/agent-worker.js',
-  enqueue: '../producers/cli.js',
-  api: '../producers/api.js',
-  board: '../producers/board.js',
-  migrate: '../scripts/migrate.js',
-  scheduler: '../workers/scheduler.js',
-} as const;
-
-export type BinCommandName = keyof typeof MODULES;
-
 export type BinCommand =
-  | { kind: 'help' }
+  | { kind: 'help'; text: string }
   | { kind: 'error'; message: string }
   | {
       kind: 'run';
@@ -40,10 +28,6 @@ export type BinCommand =
       /** Set in the environment before the module loads. */
       env: Record<string, string>;
     };
-
-function isCommand(name: string): name is BinCommandName {
-  return Object.hasOwn(MODULES, name);
-}
 
 /** `worker [--config FILE | --config=FILE]`: the configuration becomes FLEET_CONFIG, as an absolute path. */
 function workerEnv(args: readonly string[], cwd: string): Record<string, string> | string {
@@ -59,14 +43,19 @@ function workerEnv(args: readonly string[], cwd: string): Record<string, string>
   return { FLEET_CONFIG: path };
 }
 
+const asksForHelp = (args: readonly string[]) => args.includes('--help') || args.includes('-h');
+
 export function binCommand(argv: readonly string[], cwd: string): BinCommand {
   const [name, ...args] = argv;
   if (name === undefined) return { kind: 'error', message: 'a command is needed' };
-  if (name === '--help' || name === '-h' || name === 'help') return { kind: 'help' };
+  if (name === '--help' || name === '-h' || name === 'help') return { kind: 'help', text: BIN_USAGE };
   if (!isCommand(name)) return { kind: 'error', message: `unknown command ${JSON.stringify(name)}` };
-  const run = { kind: 'run' as const, name, module: MODULES[name], args: [...args], env: {} };
-  if (name === 'enqueue') return run;
-  if (name === 'worker') {
+  const row: { module: string; arguments: string; help?: string } = COMMANDS[name];
+  // Answered here, before any module loads: help needs no environment, Redis or MySQL.
+  if (row.help !== undefined && asksForHelp(args)) return { kind: 'help', text: row.help };
+  const run = { kind: 'run' as const, name, module: row.module, args: [...args], env: {} };
+  if (row.arguments === 'pass') return run;
+  if (row.arguments === 'config') {
     const env = workerEnv(args, cwd);
     return typeof env === 'string' ? { kind: 'error', message: env } : { ...run, args: [], env };
   }

@@ -50,6 +50,7 @@ const FINISHED: ReadonlySet<string> = new Set(['completed', 'failed']);
 
 /** A task that breaks its schema; `issues` name each bad field. Nothing was enqueued. */
 export class TaskValidationError extends InputError {
+  override readonly name = 'TaskValidationError';
   readonly issues: FieldIssue[];
   constructor(issues: FieldIssue[], where = '') {
     super('invalid_task', `Invalid task${where}: ${formatFieldIssues(issues)}`);

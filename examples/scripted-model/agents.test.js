@@ -9,7 +9,7 @@ import { startWorker } from 'agent-fleet/worker';
 import fleet from './agent-fleet.config.js';
 import { startModel } from './scripted-model.js';
 
-const prefix = `agents-test-${process.pid}`;
+const prefix = process.env.QUEUE_PREFIX ?? `agents-test-${process.pid}`;
 let model;
 let worker;
 let client;
@@ -20,7 +20,7 @@ before(async () => {
   Object.assign(process.env, {
     OPENAI_BASE_URL: model.baseURL,
     OPENAI_API_KEY: 'test-key',
-    // A scripted run is priced like any other: at LLM_MODEL's prices (gpt-4-turbo-preview by default). A model
+    // A scripted run is priced like any other: at LLM_MODEL's prices (gpt-5.4-mini by default). A model
     // name of the tests' own, priced at zero, keeps costs out of the results.
     LLM_MODEL: 'scripted',
     LLM_PRICES: JSON.stringify({ scripted: { inputPerMillion: 0, outputPerMillion: 0 } }),

@@ -36,7 +36,8 @@ export function checkTaskAgainstCatalog(task: AgentTask, catalog: Catalog): Fiel
 function checkInput(task: AgentTask, agent: CatalogAgent): FieldIssue[] {
   if (agent.input === null) {
     if (task.input !== undefined) return [{ path: 'input', message: `agent "${agent.name}" takes no input` }];
-    if (task.task === undefined) return [{ path: 'task', message: 'required' }];
+    if (task.task === undefined)
+      return [{ path: 'task', message: `required: agent "${agent.name}" takes no input, only task text` }];
     return [];
   }
   if (task.input === undefined) return [{ path: 'input', message: `required by agent "${agent.name}"` }];

@@ -17,6 +17,7 @@ import { startScriptedModel, type ScriptedModelServer } from '../testing/scripte
 import { configuredPrices, priceOf } from '../llm/price-table.js';
 import { startFleetProcess, type FleetProcess } from './child-process.js';
 import { emailsTable, resultsTable, type DemoTaskRow } from './demo-table.js';
+import { demoModelShape } from './demo-model-shape.js';
 import { freePort } from './free-port.js';
 import { REFERENCE_TASK, REPORT_TASKS, referenceModelRules } from './reference-model.js';
 import { seedDemoDatabase } from './seed-demo-database.js';
@@ -76,14 +77,9 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
         `model      ${config.LLM_MODEL} at ${config.OPENAI_BASE_URL ?? 'OpenAI'} (OPENAI_API_KEY is set: real calls, real cost)`,
       );
     } else {
-      // Shaped as the configured model is: a reasoning model refuses `max_tokens` and a temperature, and one of
-      // the gpt-5.4 generation function tools unless `reasoning_effort` is `none`, as OpenAI's Chat Completions does.
+      // Shaped as the configured model is, as OpenAI's Chat Completions answers it (demo-model-shape.ts).
       const price = priceOf(config.LLM_MODEL, configuredPrices(config));
-      model = await startScriptedModel({
-        rules: referenceModelRules,
-        reasoningModel: price.reasoning ?? false,
-        toolsOnlyWithoutReasoning: price.reasoningEfforts?.includes('none') ?? false,
-      });
+      model = await startScriptedModel({ rules: referenceModelRules, ...demoModelShape(price) });
       modelEnv['OPENAI_BASE_URL'] = model.baseURL;
       modelEnv['OPENAI_API_KEY'] = 'scripted-demo';
       say(

@@ -35,7 +35,8 @@ export class ConfigError extends AgentFleetError {
 
 /** A task or option that breaks its schema. */
 export class InputError extends AgentFleetError {
-  override readonly name = 'InputError';
+  // Typed as string so a subclass (the client's TaskValidationError) reports its own name.
+  override readonly name: string = 'InputError';
   readonly kind = 'input';
 }
 

@@ -117,11 +117,17 @@ function checkTaskOrInput(value: unknown, ctx: z.RefinementCtx): void {
   if (typeof value !== 'object' || value === null) return;
   const task = value as Record<string, unknown>;
   if (task['task'] === undefined && task['input'] === undefined) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['task'],
-      message: 'required: give the task text or an input object',
-    });
+    // A named agent most often takes an input object: the issue names `input`, the field its user forgot.
+    const agent = typeof task['agent'] === 'string' ? task['agent'] : undefined;
+    ctx.addIssue(
+      agent === undefined
+        ? { code: 'custom', path: ['task'], message: 'required: the text of the task' }
+        : {
+            code: 'custom',
+            path: ['input'],
+            message: `required: give agent "${agent}" its input object (or task text, if it takes no input)`,
+          },
+    );
   }
   if (task['agent'] !== undefined) return;
   if (task['input'] !== undefined) {

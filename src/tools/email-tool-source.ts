@@ -4,18 +4,23 @@
 import type { ToolSource } from '../kernel/define-fleet.js';
 import { effectLedgerPool, type WorkerServices } from '../worker/worker-services.js';
 import { httpDeliveryLookup } from './delivery-lookup.js';
+import { checkEmailToolOptions } from './email-tool-options.js';
 import { EmailLedger } from './email-ledger.js';
 import { createSendEmailTool, SEND_EMAIL } from './send-email.js';
 import { SmtpPool } from './smtp-pool.js';
 
 export interface EmailToolSourceOptions {
+  /** smtp:// or smtps:// (SMTP_URL). */
   smtpUrl: string;
   /** SMTP_MAX_CONNECTIONS: SMTP connections kept open at most. Default 5. */
   maxConnections?: number;
   /** SMTP_MAX_QUEUED: sends waiting for a free connection at most. Default 1,000. */
   maxQueued?: number;
+  /** The sender's address (EMAIL_FROM). */
   from: string;
+  /** A list of domains, e.g. ['example.com']: recipients elsewhere are refused. EMAIL_ALLOWED_DOMAINS. */
   allowedDomains: readonly string[];
+  /** Emails one job may send (EMAIL_MAX_PER_RUN). */
   maxPerRun: number;
   dryRun?: boolean;
   /** SMTP_LOOKUP_URL: settles emails left pending by a crash (docs/side-effects.md). */
@@ -29,7 +34,9 @@ export interface EmailToolSourceOptions {
   sweepIntervalMs?: number;
 }
 
+/** Throws a ConfigError naming the option when one has the wrong shape (the worker stops at start with it). */
 export function sendEmailTool(options: EmailToolSourceOptions): ToolSource<WorkerServices> {
+  checkEmailToolOptions(options);
   return {
     kind: 'tool-source',
     names: [SEND_EMAIL],

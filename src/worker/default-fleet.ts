@@ -3,7 +3,7 @@
 // four built-in tools, the environment's model and budgets) with its tools wired from the environment.
 import { DEFAULT_AGENT, defineAgent } from '../kernel/define-agent.js';
 import { defineFleet, type Fleet } from '../kernel/define-fleet.js';
-import type { Env } from '../../config/env.js';
+import { env as processEnv, type Env } from '../../config/env.js';
 import { TOOL_NAMES } from '../queue/tool-names.js';
 import { sendEmailTool } from '../tools/email-tool-source.js';
 import { sqlTools } from '../tools/sql-tool-source.js';
@@ -23,8 +23,11 @@ export interface DefaultToolsOptions {
   dataUrlIsDefault?: boolean;
 }
 
-/** The SQL tools and send_email as the environment configures them (SQL_*, SMTP_*, EMAIL_*). */
-export function defaultTools(env: Env, options: DefaultToolsOptions = {}) {
+/**
+ * The SQL tools and send_email as the environment configures them (DATA_MYSQL_URL, SQL_*, SMTP_*, EMAIL_*):
+ * `env` is the process's environment unless given (`parseEnv({...})` from the same entry makes one).
+ */
+export function defaultTools(env: Env = processEnv(), options: DefaultToolsOptions = {}) {
   return [
     sqlTools({
       database: env.DATA_MYSQL_URL,

@@ -88,7 +88,12 @@ function parseInput(task: AgentTask, agent: AgentDefinition): unknown {
     if (task.input !== undefined) {
       throw new InputError('invalid_task', `Invalid task: input: agent "${agent.name}" takes no input`);
     }
-    if (task.task === undefined) throw new InputError('invalid_task', 'Invalid task: task: required');
+    if (task.task === undefined) {
+      throw new InputError(
+        'invalid_task',
+        `Invalid task: task: required: agent "${agent.name}" takes no input, only task text`,
+      );
+    }
     return undefined;
   }
   if (task.input === undefined) {

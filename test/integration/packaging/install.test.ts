@@ -3,9 +3,20 @@
 // fleet configuration of its own (an agent with an input schema, a typed output and its own tool) served by a
 // worker started from the bin, the scripted model server started from the installed testing entry, a task
 // enqueued with the installed client package alone and its result read and checked against the result schema.
+// Also from there: the built-in tools wired in plain JS, every bin command the docs name answering --help, the
+// scaffold of `agent-fleet init` and the scripted-model example passing their own tests, and the README's links.
 // The client package's tree is measured: bullmq, ioredis, zod and their dependencies, nothing of the fleet's
 // adapters. Needs Redis, MariaDB and the npm cache (or registry) the repository was installed from.
-import { cpSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentResultSchema } from '../../../src/kernel/result-schema.js';
@@ -35,6 +46,8 @@ const ADAPTERS = [
 ];
 
 let ns: FleetNamespace;
+/** Of the tests that `agent-fleet init` scaffolds and of the scripted-model example: their own queues and stores. */
+const ownTests: FleetNamespace[] = [];
 let folder = '';
 /** The whole project and the client package installed together, as a service running workers does. */
 let app = '';
@@ -69,7 +82,7 @@ beforeAll(async () => {
       installInto(producer, [packed.tarballs.client]),
     ]),
   );
-  for (const file of ['agent-fleet.config.js', 'model.js', 'consumer.ts'])
+  for (const file of ['agent-fleet.config.js', 'model.js', 'consumer.ts', 'builtin-tools.js'])
     cpSync(join(FIXTURES, file), join(app, file));
   cpSync(join(FIXTURES, 'enqueue.js'), join(producer, 'enqueue.js'));
 
@@ -119,7 +132,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(running.map((process) => process.stop()));
-  await ns?.cleanup();
+  await Promise.all([ns, ...ownTests].map((namespace) => namespace?.cleanup()));
   if (folder) rmSync(folder, { recursive: true, force: true });
 }, 120_000);
 
@@ -244,4 +257,99 @@ describe('the installed packages', () => {
     },
     SETUP_MS,
   );
+  it('a plain-JS configuration wires the built-in tools from agent-fleet/worker, allowedDomains as a list', async () => {
+    const { code, stdout, stderr } = await runToEnd(process.execPath, ['builtin-tools.js'], app, {});
+    expect(code, stderr).toBe(0);
+    expect(JSON.parse(stdout.trim())).toEqual({
+      ownTools: ['sql_query', 'list_tables', 'describe_table', 'send_email'],
+      fromEnvironment: ['sql_query', 'list_tables', 'describe_table', 'send_email'],
+      agents: ['analyst', 'default'],
+      refusal: 'ConfigError: sendEmailTool: allowedDomains must be a list of domains, e.g. ["acme.example"]',
+    });
+  }, 60_000);
+
+  it('every bin command the docs name answers --help', async () => {
+    const pages = ['README.md', ...readdirSync(join(REPOSITORY, 'docs')).map((name) => join('docs', name))]
+      .filter((page) => page.endsWith('.md'))
+      .map((page) => readFileSync(join(REPOSITORY, page), 'utf8'));
+    // A command as the docs write one: `npx agent-fleet trace …` in a block, or `agent-fleet worker …` in a span.
+    const commands = [
+      ...new Set(
+        pages.flatMap((text) => [...text.matchAll(/(?:npx |`)agent-fleet ([a-z][\w-]*)/g)].map((m) => m[1]!)),
+      ),
+    ];
+    for (const expected of [
+      'worker',
+      'enqueue',
+      'api',
+      'board',
+      'migrate',
+      'scheduler',
+      'trace',
+      'report',
+      'init',
+    ])
+      expect(commands).toContain(expected);
+    for (const command of commands) {
+      const { code, stdout, stderr } = await runToEnd(bin(), [command, '--help'], app, {});
+      expect(code, `agent-fleet ${command} --help: ${stderr}`).toBe(0);
+      expect(stdout, command).toMatch(/^usage: /);
+    }
+  }, 120_000);
+
+  it('agent-fleet init scaffolds a fleet whose own test passes against the installed package, and overwrites nothing', async () => {
+    const made = await runToEnd(bin(), ['init', 'my-fleet'], app, {});
+    expect(made.code, made.stderr).toBe(0);
+    const scaffold = join(app, 'my-fleet');
+    expect(readdirSync(scaffold).sort()).toEqual(
+      ['.env.example', 'agent-fleet.config.js', 'greeter.test.js', 'package.json'].sort(),
+    );
+    const again = await runToEnd(bin(), ['init', 'my-fleet'], app, {});
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/my-fleet\/agent-fleet\.config\.js, .*already exist: nothing was written/);
+
+    const own = createNamespace('package-init');
+    ownTests.push(own);
+    const test = await runToEnd(
+      process.execPath,
+      ['--test'],
+      scaffold,
+      { REDIS_URL, MYSQL_URL: own.mysqlUrl, QUEUE_PREFIX: own.prefix },
+      120_000,
+    );
+    expect(test.code, `${test.stdout}${test.stderr}`).toBe(0);
+    expect(test.stdout).toMatch(/# pass 1\b/);
+  }, 180_000);
+
+  it('the scripted-model example passes its test against the installed packages', async () => {
+    const own = createNamespace('package-example');
+    ownTests.push(own);
+    const example = join(app, 'scripted-model-example');
+    mkdirSync(example);
+    for (const file of readdirSync(join(REPOSITORY, 'examples', 'scripted-model')).filter((f) =>
+      f.endsWith('.js'),
+    ))
+      cpSync(join(REPOSITORY, 'examples', 'scripted-model', file), join(example, file));
+    const test = await runToEnd(
+      process.execPath,
+      ['--test', 'agents.test.js'],
+      example,
+      { REDIS_URL, MYSQL_URL: own.mysqlUrl, QUEUE_PREFIX: own.prefix },
+      120_000,
+    );
+    expect(test.code, `${test.stdout}${test.stderr}`).toBe(0);
+    expect(test.stdout).toMatch(/# pass 1\b/);
+  }, 180_000);
+
+  it("the installed README's relative links name files the package ships", () => {
+    const installed = join(app, 'node_modules', 'agent-fleet');
+    const readme = readFileSync(join(installed, 'README.md'), 'utf8');
+    const targets = [...readme.matchAll(/\]\(([^)#\s]+)(#[^)]*)?\)/g)]
+      .map((m) => m[1]!)
+      .filter((target) => !/^[a-z]+:/.test(target));
+    expect(targets.length).toBeGreaterThan(5);
+    expect(targets.filter((target) => !existsSync(join(installed, target)))).toEqual([]);
+    // .env.example of `init` points at this page of the package.
+    expect(existsSync(join(installed, 'docs', 'configuration.md'))).toBe(true);
+  });
 });

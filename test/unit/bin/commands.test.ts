@@ -4,7 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { binCommand } from '../../../bin/commands.js';
+import { COMMANDS } from '../../../bin/command-table.js';
+import { BIN_USAGE, binCommand } from '../../../bin/commands.js';
 import { REPO_ROOT } from '../../support/repo-paths.js';
 
 const cwd = mkdtempSync(join(tmpdir(), 'af-bin-'));
@@ -62,16 +63,49 @@ describe('agent-fleet <command>', () => {
       kind: 'error',
       message: expect.stringMatching(/^worker: unknown arguments --concurrency 3/),
     });
-    expect(binCommand(['--help'], cwd)).toEqual({ kind: 'help' });
+    expect(binCommand(['--help'], cwd)).toEqual({ kind: 'help', text: BIN_USAGE });
   });
 
-  it('every module it names exists as a source next to the bin', async () => {
-    const { existsSync } = await import('node:fs');
-    for (const name of ['worker', 'enqueue', 'api', 'board', 'migrate', 'scheduler']) {
+  it.each([
+    ['trace', '../scripts/trace.js', ['--job', '42', '--json']],
+    ['report', '../scripts/report.js', ['--batch', 'b1', '--out', 'out']],
+    ['schedules', '../scripts/schedules.js', ['remove', 'nightly']],
+    ['init', './init.js', ['my-fleet']],
+  ])('%s runs %s with its arguments, as its npm script does', (name, module, args) => {
+    expect(binCommand([name, ...args], cwd)).toEqual({ kind: 'run', name, module, args, env: {} });
+  });
+
+  it('answers `<command> --help` itself, loading nothing, but for enqueue whose CLI answers it', () => {
+    for (const name of Object.keys(COMMANDS)) {
+      const command = binCommand([name, '--help'], cwd);
+      if (name === 'enqueue') {
+        expect(command).toMatchObject({ kind: 'run', args: ['--help'] });
+        continue;
+      }
+      expect(command, name).toMatchObject({
+        kind: 'help',
+        text: expect.stringMatching(`^usage: agent-fleet ${name}`),
+      });
+      expect(binCommand([name, '-h'], cwd)).toEqual(command);
+      expect(BIN_USAGE).toContain(`  ${name}`);
+    }
+  });
+
+  it('every module it names exists as a source next to the bin, and is compiled by the build', async () => {
+    const { existsSync, readFileSync } = await import('node:fs');
+    const build = JSON.parse(readFileSync(join(REPO_ROOT, 'tsconfig.build.json'), 'utf8')) as {
+      include: string[];
+    };
+    for (const name of Object.keys(COMMANDS)) {
       const command = binCommand([name], cwd);
       if (command.kind !== 'run') throw new Error(name);
       const source = join(REPO_ROOT, 'bin', command.module).replace(/\.js$/, '.ts');
       expect(existsSync(source), source).toBe(true);
+      const path = source.slice(REPO_ROOT.length + 1);
+      expect(
+        build.include.some((entry) => path === entry || path.startsWith(`${entry}/`)),
+        `${path} in tsconfig.build.json`,
+      ).toBe(true);
     }
   });
 });

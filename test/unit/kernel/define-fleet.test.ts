@@ -70,9 +70,11 @@ describe('a task naming an agent', () => {
       const v = validateTask(value);
       return v.ok ? [] : v.issues.map((i) => `${i.path}: ${i.message}`);
     };
+    // The field a task for an agent most often lacks is its input: named as such, with the agent.
     expect(issues({ agent: 'kpi-digest' })).toEqual([
-      'task: required: give the task text or an input object',
+      'input: required: give agent "kpi-digest" its input object (or task text, if it takes no input)',
     ]);
+    expect(issues({})).toEqual(['task: required: the text of the task']);
     expect(issues({ agent: 'bad name!', task: 'x' })[0]).toMatch(/^agent: must be an agent name/);
     expect(issues({ task: 'x', input: { a: 1 } })).toEqual([
       'input: the default agent takes no input: name an agent',
