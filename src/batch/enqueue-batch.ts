@@ -4,7 +4,7 @@
 // no child can call the model before its cap exists.
 import { randomBytes } from 'node:crypto';
 import type { FlowProducer } from 'bullmq';
-import { batchScope } from '../fleet/ledger-scopes.js';
+import { batchScope } from '../fleet/spend-scopes.js';
 import { type SpendLedger } from '../fleet/spend-ledger.js';
 import { TASK_JOB_OPTIONS } from '../queue/job-options.js';
 import { BATCH_JOB_NAME, BATCHES_QUEUE, TASKS_QUEUE } from '../queue/names.js';

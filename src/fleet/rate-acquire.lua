@@ -1,3 +1,7 @@
+-- One try for a request slot of the fleet's sliding window (rate-limiter.ts); `now` comes from redis-now.lua.
+-- KEYS[1] the window's log (sorted set: grant id -> granted at ms), KEYS[2] the fleet's pause key.
+-- ARGV[1] the limit of requests in a window, ARGV[2] the window in ms, ARGV[3] this grant's id.
+-- Returns {1, granted at ms}, or {0, ms to wait, 1 when paused else 0}.
 local paused = redis.call('PTTL', KEYS[2])
 if paused > 0 then return {0, paused, 1} end
 local limit, window = tonumber(ARGV[1]), tonumber(ARGV[2])

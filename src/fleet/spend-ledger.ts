@@ -5,12 +5,12 @@ import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { BudgetStopReason } from '../kernel/budget.js';
 import type { CallCost } from '../kernel/call-gate.js';
-import { capTokens, MICRO_USD_PER_USD, microUsdDown, microUsdUp, tokensUp } from './ledger-money.js';
-import { refusalDetail, refusalMessage, type RefusalDetail } from './ledger-refusals.js';
-import { assertScope } from './ledger-scopes.js';
-import { LedgerBatcher } from './ledger-batch.js';
-import { READ } from './ledger-scripts.js';
-import { decodeTicket, encodeTicket, sameScopes } from './ledger-tickets.js';
+import { capTokens, MICRO_USD_PER_USD, microUsdDown, microUsdUp, tokensUp } from './spend-money.js';
+import { refusalDetail, refusalMessage, type RefusalDetail } from './spend-refusals.js';
+import { assertScope } from './spend-scopes.js';
+import { LedgerBatcher } from './spend-batch.js';
+import { READ } from './spend-scripts.js';
+import { decodeTicket, encodeTicket, sameScopes } from './spend-tickets.js';
 
 export const DEFAULT_RESERVATION_TTL_MS = 10 * 60_000;
 export const DEFAULT_DAY_SCOPE_TTL_MS = 3 * 86_400_000;

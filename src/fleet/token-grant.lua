@@ -1,3 +1,8 @@
+-- One try for a share of the fleet's tokens-per-window budget (token-rate-limiter.ts); `now` from redis-now.lua.
+-- KEYS[1] the window's log (sorted set: grant id -> expiry ms), KEYS[2] the grants' amounts (hash: grant id ->
+-- tokens), KEYS[3] the fleet's pause key. ARGV[1] the limit of tokens in a window, ARGV[2] the window in ms,
+-- ARGV[3] this grant's id, ARGV[4] its tokens, ARGV[5] the longest a call may take, in ms (a grant lives for the
+-- window after it). Returns {1}, or {0, ms to wait[, 1 when paused]}.
 local paused = redis.call('PTTL', KEYS[3])
 if paused > 0 then return {0, paused, 1} end
 local limit, window, tokens = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[4])

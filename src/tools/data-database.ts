@@ -29,7 +29,7 @@ import { AcquireTimeout, connectError, connectFailure, parseDataUrl, toToolError
 import { grantLineProblem } from './data-grants.js';
 import {
   isSessionNeutral,
-  SessionLedger,
+  SessionSettingsCache,
   sessionSetup,
   statementText,
   type StatementLimits,
@@ -154,7 +154,7 @@ export class DataDatabase {
   /** DATA_MYSQL_URL with its password replaced, for messages and logs. */
   readonly redactedUrl: string;
   private readonly schema: SchemaReader;
-  private readonly sessions = new SessionLedger();
+  private readonly sessions = new SessionSettingsCache();
 
   constructor(
     private readonly pool: Pool,

@@ -79,7 +79,7 @@ export function statementText(flavour: ServerFlavour, sql: string, limits: State
  * What each open connection's session was last set to, by the driver's connection object (the pool hands out
  * a new wrapper on every acquire, the same connection underneath). A dropped connection leaves with its entry.
  */
-export class SessionLedger {
+export class SessionSettingsCache {
   private readonly applied = new WeakMap<object, string>();
 
   /** The SET to send before the next statement on this connection, or undefined when it is already so. */

@@ -1,3 +1,10 @@
+-- What one turn of a run hands over, in one round trip (step-writes.ts): the checkpoint, the parked trace, and on
+-- the BullMQ job (while it exists) its progress event and its log line, as BullMQ's own scripts write them.
+-- KEYS[1] the job's hash, KEYS[2] the queue's events stream, KEYS[3] the queue's meta hash, KEYS[4] the job's
+-- logs, KEYS[5] the run's checkpoint, KEYS[6] its parked traces (hash: step -> trace).
+-- ARGV[1] the job id, ARGV[2] the progress as JSON ('' none), ARGV[3] the log line ('' none), ARGV[4] how many log
+-- lines to keep ('' all), ARGV[5] the checkpoint ('' none), ARGV[6] its TTL in s, ARGV[7] the trace's step ('' none),
+-- ARGV[8] the trace as JSON, ARGV[9] the parked traces' TTL in s.
 if ARGV[5] ~= '' then redis.call('SET', KEYS[5], ARGV[5], 'EX', ARGV[6]) end
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[6], ARGV[7], ARGV[8])

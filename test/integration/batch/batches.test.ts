@@ -8,7 +8,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentResult } from '../../../src/kernel/types.js';
-import { batchScope } from '../../../src/fleet/ledger-scopes.js';
+import { batchScope } from '../../../src/fleet/spend-scopes.js';
 import { SpendLedger } from '../../../src/fleet/spend-ledger.js';
 import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
 import {

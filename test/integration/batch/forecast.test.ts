@@ -24,7 +24,7 @@ import type { BatchJobData } from '../../../src/batch/batch-schema.js';
 import { forecastDefaultsOf, type BatchForecast } from '../../../src/batch/forecast.js';
 import { buildCatalog } from '../../../src/catalog/catalog.js';
 import { CatalogStore } from '../../../src/catalog/catalog-store.js';
-import { batchScope } from '../../../src/fleet/ledger-scopes.js';
+import { batchScope } from '../../../src/fleet/spend-scopes.js';
 import { SpendLedger } from '../../../src/fleet/spend-ledger.js';
 import { BATCHES_QUEUE, TASKS_QUEUE } from '../../../src/queue/names.js';
 import { createRedis } from '../../../src/queue/redis.js';

@@ -5,7 +5,7 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FleetGate } from '../../../src/fleet/fleet-gate.js';
 import { RateLimiter, type RateLimiterOptions } from '../../../src/fleet/rate-limiter.js';
-import { batchScope } from '../../../src/fleet/ledger-scopes.js';
+import { batchScope } from '../../../src/fleet/spend-scopes.js';
 import { SpendLedger } from '../../../src/fleet/spend-ledger.js';
 import { TokenRateLimiter } from '../../../src/fleet/token-rate-limiter.js';
 import { createRedis } from '../../../src/queue/redis.js';

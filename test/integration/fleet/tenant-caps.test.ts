@@ -4,8 +4,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentResult } from '../../../src/kernel/types.js';
-import { microUsdDown, microUsdUp } from '../../../src/fleet/ledger-money.js';
-import { tenantDayScope } from '../../../src/fleet/ledger-scopes.js';
+import { microUsdDown, microUsdUp } from '../../../src/fleet/spend-money.js';
+import { tenantDayScope } from '../../../src/fleet/spend-scopes.js';
 import { SpendLedger } from '../../../src/fleet/spend-ledger.js';
 import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
 import {

@@ -245,7 +245,7 @@ describe('the installed packages', () => {
         read.push(join(file, '..', name!));
       }
     }
-    expect(read).toContain('dist/src/fleet/ledger-reserve.lua');
+    expect(read).toContain('dist/src/fleet/spend-reserve.lua');
     expect(read.filter((path) => !files.has(path))).toEqual([]);
   }, 180_000);
 

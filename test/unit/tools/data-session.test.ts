@@ -3,7 +3,7 @@
 // something in its session, or read what an earlier one left, is screened out, whatever the SQL guard says;
 // and the guard refuses each of them too (two independent layers, docs/sql-safety.md).
 import { describe, expect, it } from 'vitest';
-import { isSessionNeutral, SessionLedger, statementText } from '../../../src/tools/data-session.js';
+import { isSessionNeutral, SessionSettingsCache, statementText } from '../../../src/tools/data-session.js';
 import { checkSelectOnly } from '../../../src/tools/sql-guard.js';
 
 /** Statements with a session effect, or that read the previous statement's leftovers. */
@@ -89,17 +89,17 @@ describe('statementText', () => {
   });
 });
 
-describe('SessionLedger', () => {
+describe('SessionSettingsCache', () => {
   it('asks for a SET once per connection and setting, again after a reset', () => {
-    const ledger = new SessionLedger();
+    const cache = new SessionSettingsCache();
     const a = {};
     const b = {};
-    expect(ledger.needed(a, 'SET x')).toBe('SET x');
-    ledger.record(a, 'SET x');
-    expect(ledger.needed(a, 'SET x')).toBeUndefined();
-    expect(ledger.needed(b, 'SET x')).toBe('SET x');
-    expect(ledger.needed(a, 'SET y')).toBe('SET y');
-    ledger.forget(a);
-    expect(ledger.needed(a, 'SET x')).toBe('SET x');
+    expect(cache.needed(a, 'SET x')).toBe('SET x');
+    cache.record(a, 'SET x');
+    expect(cache.needed(a, 'SET x')).toBeUndefined();
+    expect(cache.needed(b, 'SET x')).toBe('SET x');
+    expect(cache.needed(a, 'SET y')).toBe('SET y');
+    cache.forget(a);
+    expect(cache.needed(a, 'SET x')).toBe('SET x');
   });
 });

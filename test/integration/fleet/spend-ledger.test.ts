@@ -6,8 +6,8 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gateForJob } from '../../../src/fleet/fleet-gate.js';
 import { RateLimiter } from '../../../src/fleet/rate-limiter.js';
-import { microUsdDown, microUsdUp } from '../../../src/fleet/ledger-money.js';
-import { batchScope, dayScope, tenantDayScope } from '../../../src/fleet/ledger-scopes.js';
+import { microUsdDown, microUsdUp } from '../../../src/fleet/spend-money.js';
+import { batchScope, dayScope, tenantDayScope } from '../../../src/fleet/spend-scopes.js';
 import { SpendLedger, type SpendLedgerOptions } from '../../../src/fleet/spend-ledger.js';
 import { createRedis } from '../../../src/queue/redis.js';
 

@@ -1,3 +1,10 @@
+-- `reserve(K, A)`: one booking of a call's worst case in every scope it counts against (spend-ledger.ts reserve),
+-- run by spend-batch.lua over its slice of KEYS (K) and ARGV (A). For n scopes:
+-- K[4i+1..4i+4] scope i's state, res, amt and exp keys (spend-common.lua); K[4n+1] the fleet's pause key, if any.
+-- A[1] now in ms ('' for the server's clock), A[2] the ticket id, A[3] its worst case in micro-USD, A[4] in tokens,
+-- A[5] the reservation's TTL in ms, A[6] n; per scope i, A[7+3i] its TTL in ms, A[8+3i] its configured USD cap
+-- and A[9+3i] its token cap ('' none); then a ticket of the same scopes to settle first ('' none) with its actual
+-- micro-USD and tokens, '1' when K[4n+1] is the pause key, '1' for a call already made.
 -- The tighter of the stored cap and the configured one; '' for none.
 local function cap_of(stored, configured)
   if stored and configured ~= '' then

@@ -3,7 +3,7 @@
 // Through a proxy that loses one reply, to a Redis server of the test's own.
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { batchScope } from '../../../src/fleet/ledger-scopes.js';
+import { batchScope } from '../../../src/fleet/spend-scopes.js';
 import { SpendLedger } from '../../../src/fleet/spend-ledger.js';
 import { createRedis } from '../../../src/queue/redis.js';
 import { startPrivateRedis, type PrivateRedis } from '../../support/private-redis.js';

@@ -4,8 +4,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { microUsdUp } from '../../../src/fleet/ledger-money.js';
-import { batchScope, dayScope, tenantDayScope } from '../../../src/fleet/ledger-scopes.js';
+import { microUsdUp } from '../../../src/fleet/spend-money.js';
+import { batchScope, dayScope, tenantDayScope } from '../../../src/fleet/spend-scopes.js';
 import { SpendLedger } from '../../../src/fleet/spend-ledger.js';
 import { createRedis } from '../../../src/queue/redis.js';
 

@@ -1,5 +1,5 @@
 -- Several operations of the ledger in one script, one after the other, as if each had been sent alone in that
--- order (ledger-batch.ts gathers those of one turn of the event loop). ARGV: the number of operations, then per
+-- order (spend-batch.ts gathers those of one turn of the event loop). ARGV: the number of operations, then per
 -- operation its kind ('r' a booking, 's' a settle), how many keys and arguments it has, and its arguments; its
 -- keys follow those of the operations before it in KEYS. Each operation's reply comes back in order; one that
 -- fails comes back as {'err', message} and the others still run, as they would have alone.

@@ -2,8 +2,8 @@
 -- res_usd, res_tok, cap_usd, cap_tok), res (sorted set: ticket -> expiry ms), amt (hash: ticket ->
 -- "<micro-usd>:<tokens>" reserved), exp (hash: expired tickets -> their amounts, until a late settle corrects
 -- them). Figures come in as the strings the caller sent, never as Lua numbers, so no formatting can round them.
--- Every function takes the keys of its operation (K) rather than KEYS: a batch (ledger-batch.lua) runs several
--- operations, each over its own slice of KEYS.
+-- Every function takes the keys of its operation (K) rather than KEYS: a batch (spend-batch.lua) runs several
+-- operations, each over its own slice of KEYS. It reads no KEYS or ARGV of its own.
 local function now_ms(arg)
   if arg ~= '' then return tonumber(arg) end
   local t = redis.call('TIME')

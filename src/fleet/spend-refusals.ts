@@ -1,6 +1,6 @@
 // What the spend ledger says when a scope refuses a call (why a run stopped before calling the model).
 import type { BudgetStopReason } from '../kernel/budget.js';
-import { formatMicroUsd } from './ledger-money.js';
+import { formatMicroUsd } from './spend-money.js';
 
 /** Why a scope refused a call, in the unit of the cap that binds (micro-dollars or tokens). */
 export interface RefusalDetail {

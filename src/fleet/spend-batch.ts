@@ -4,7 +4,7 @@
 // operation keeps its own answer and its own failure, as if sent alone. Why the turn, and what it costs:
 // docs/limits.md (one script per turn).
 import type { Redis } from 'ioredis';
-import { BATCH } from './ledger-scripts.js';
+import { BATCH } from './spend-scripts.js';
 
 export type LedgerOperation = 'reserve' | 'settle';
 

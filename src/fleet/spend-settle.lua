@@ -1,3 +1,7 @@
+-- `settle(K, A)`: a ticket's actual spend in every scope it was booked in (spend-ledger.ts settleTicket), run by
+-- spend-batch.lua over its slice of KEYS (K) and ARGV (A). For n scopes: K[4i+1..4i+4] scope i's state, res, amt
+-- and exp keys (spend-common.lua). A[1] the ticket id, A[2] its actual micro-USD, A[3] its actual tokens, A[4] n,
+-- A[5..4+n] each scope's TTL in ms, A[5+n] '1' to record it as spent when the ledger does not hold it.
 -- One settle over the keys K and arguments A (KEYS and ARGV of a lone settle; a slice of them in a batch). After
 -- the scopes' TTLs, '1' when a ticket the ledger does not hold is recorded as spent all the same (a call made
 -- while its booking failed: see settleOrRecord).

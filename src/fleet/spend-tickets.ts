@@ -1,6 +1,6 @@
 // A spend ticket names its reservation (a random id, unique across processes) and the scopes it was booked in,
 // so any process can settle it without another lookup.
-import { isScope } from './ledger-scopes.js';
+import { isScope } from './spend-scopes.js';
 
 export interface DecodedTicket {
   id: string;

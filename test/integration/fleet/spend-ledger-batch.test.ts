@@ -4,13 +4,13 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { gateForJob } from '../../../src/fleet/fleet-gate.js';
-import { LedgerOperationError, MAX_OPERATIONS_PER_SCRIPT } from '../../../src/fleet/ledger-batch.js';
-import { batchScope, dayScope, tenantDayScope } from '../../../src/fleet/ledger-scopes.js';
+import { LedgerOperationError, MAX_OPERATIONS_PER_SCRIPT } from '../../../src/fleet/spend-batch.js';
+import { batchScope, dayScope, tenantDayScope } from '../../../src/fleet/spend-scopes.js';
 import { LuaScript } from '../../../src/fleet/lua-script.js';
 import { SpendLedger } from '../../../src/fleet/spend-ledger.js';
 import { startPrivateRedis, type PrivateRedis } from '../../support/private-redis.js';
 
-const PREFIX = 'test-ledger-batch';
+const PREFIX = 'test-spend-batch';
 let server: PrivateRedis;
 let redis: Redis;
 let seq = 0;
@@ -122,8 +122,8 @@ describe('an operation of a batch behaves as if sent alone', () => {
     await redis.script('FLUSH');
     const lone = LuaScript.calling(
       'return reserve(KEYS, ARGV)',
-      new URL('../../../src/fleet/ledger-common.lua', import.meta.url),
-      new URL('../../../src/fleet/ledger-reserve.lua', import.meta.url),
+      new URL('../../../src/fleet/spend-common.lua', import.meta.url),
+      new URL('../../../src/fleet/spend-reserve.lua', import.meta.url),
     );
     await redis.script('LOAD', lone.source);
     // The server busy for a moment (another client's script), so both turns below reach it before it answers.
