@@ -5,7 +5,7 @@
 // stays and still answers its call), and past that old turns become the model's own summary, an assistant
 // message. Design and figures: docs/memory.md.
 import { truncateChars } from './truncate.js';
-import type { AssistantMessage, ChatMessage } from './messages.js';
+import type { AssistantMessage, ChatMessage, ToolMessage } from './messages.js';
 
 /**
  * Where to cut `history` so that at most `window` messages stay, or null when nothing needs folding. The cut only
@@ -92,21 +92,64 @@ const SUMMARY_MAX_CHARS = 2_400;
 /**
  * A summary written without a model: the earlier summary's lines, then one line per call of the folded turns, with
  * its arguments (the model's own words) and the size of its result. No result's text: the summary is an assistant
- * message, and tool output never leaves the tool role.
+ * message, and tool output never leaves the tool role. Past its cap the oldest lines give way to a marker.
  */
 export function deterministicSummary(
   previous: string | null,
   folded: readonly ChatMessage[],
   tokensOf: (message: ChatMessage) => number,
 ): string {
-  const lines = [...(previous ? previousLines(previous) : []), ...callLines(folded, tokensOf)];
-  // Keep the newest lines when the summary outgrows its cap: they are closest to the current goal.
-  let text = lines.join('\n');
-  while (text.length > SUMMARY_MAX_CHARS && lines.length > 1) {
-    lines.shift();
-    text = `- (earlier steps omitted)\n${lines.join('\n')}`;
+  // Built newest first and stopped at the cap: the final turn's reserve asks for a summary of the whole transcript
+  // before every step, so its cost must stay that of the lines kept, not grow with the run (it was quadratic).
+  const kept: string[] = [];
+  let length = -1;
+  let omitted = false;
+  for (const line of linesNewestFirst(previous, folded, tokensOf)) {
+    if (kept.length > 0 && length + 1 + line.length > SUMMARY_MAX_CHARS) {
+      omitted = true;
+      break;
+    }
+    kept.push(line);
+    length += 1 + line.length;
   }
-  return text;
+  if (omitted) {
+    // The newest lines that fit beside the marker, and always the newest one: it is closest to the current goal.
+    const room = SUMMARY_MAX_CHARS - OMITTED_LINE.length - 1;
+    while (kept.length > 1 && length > room) length -= kept.pop()!.length + 1;
+    kept.push(OMITTED_LINE);
+  }
+  return kept.reverse().join('\n');
+}
+
+const OMITTED_LINE = '- (earlier steps omitted)';
+
+/**
+ * The summary's lines, newest first: one per call (and per text the model wrote) of the folded turns, then the
+ * earlier summary's. A result's size is only counted for a line that is asked for.
+ */
+function* linesNewestFirst(
+  previous: string | null,
+  folded: readonly ChatMessage[],
+  tokensOf: (message: ChatMessage) => number,
+): Generator<string> {
+  const results = new Map<string, ToolMessage>();
+  for (let i = folded.length - 1; i >= 0; i--) {
+    const message = folded[i]!;
+    if (message.role === 'tool') results.set(message.tool_call_id, message);
+    if (message.role !== 'assistant') continue;
+    const calls = message.tool_calls ?? [];
+    for (let c = calls.length - 1; c >= 0; c--) {
+      const call = calls[c]!;
+      const result = results.get(call.id);
+      const size = result && (isCleared(result.content) ? 'cleared' : `${tokensOf(result)} tokens`);
+      const args = truncateChars(oneLine(call.function.arguments), SUMMARY_CALL_CHARS);
+      yield `- I called ${call.function.name}(${args})${size ? ` → result of ${size}, not kept` : ''}`;
+    }
+    if (message.content?.trim()) {
+      yield `- I wrote: ${truncateChars(oneLine(message.content), SUMMARY_CALL_CHARS)}`;
+    }
+  }
+  if (previous) yield* previousLines(previous).reverse();
 }
 
 function previousLines(summary: string): string[] {
@@ -114,30 +157,6 @@ function previousLines(summary: string): string[] {
     .split('\n')
     .filter((line) => line.trim().length > 0)
     .map((line) => (line.startsWith('- ') ? line : `- ${line}`));
-}
-
-/** One line per call (and per text the model wrote), in order: what it did, and what came back, by size. */
-function callLines(messages: readonly ChatMessage[], tokensOf: (message: ChatMessage) => number): string[] {
-  const lines: string[] = [];
-  const callLine = new Map<string, number>();
-  for (const message of messages) {
-    if (message.role === 'assistant') {
-      if (message.content?.trim()) {
-        lines.push(`- I wrote: ${truncateChars(oneLine(message.content), SUMMARY_CALL_CHARS)}`);
-      }
-      for (const call of message.tool_calls ?? []) {
-        callLine.set(call.id, lines.length);
-        lines.push(
-          `- I called ${call.function.name}(${truncateChars(oneLine(call.function.arguments), SUMMARY_CALL_CHARS)})`,
-        );
-      }
-    } else if (message.role === 'tool') {
-      const at = callLine.get(message.tool_call_id);
-      const size = isCleared(message.content) ? 'cleared' : `${tokensOf(message)} tokens`;
-      if (at !== undefined) lines[at] += ` → result of ${size}, not kept`;
-    }
-  }
-  return lines;
 }
 
 const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ').trim();

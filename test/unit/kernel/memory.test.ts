@@ -216,6 +216,45 @@ describe('deterministicSummary', () => {
     expect(summary).toContain(`"n":${nextId}`);
   });
 
+  it('is what the oldest-first reading gives, whatever the turns and the earlier summary (property)', () => {
+    const turn = fc.oneof(
+      fc.array(fc.constantFrom('sql_query', 'list_tables', 'x'.repeat(700)), { minLength: 1, maxLength: 4 }),
+      fc.string({ maxLength: 900 }).map((text) => [text]),
+    );
+    fc.assert(
+      fc.property(
+        fc.option(fc.string({ maxLength: 3_000 }), { nil: null }),
+        fc.array(turn, { maxLength: 80 }),
+        (previous, shapes) => {
+          const folded = shapes.flatMap((shape) =>
+            shape.length === 1 && !['sql_query', 'list_tables'].includes(shape[0]!)
+              ? textTurn(shape[0]!)
+              : toolTurn(...shape),
+          );
+          expect(deterministicSummary(previous, folded, tokens)).toBe(
+            oldestFirstSummary(previous, folded, tokens),
+          );
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('costs the lines it keeps, not the length of the run: a summary of 5,000 turns counts a few results', () => {
+    const turns = Array.from({ length: 5_000 }, () => toolTurn('sql_query')).flat();
+    let counted = 0;
+    const started = performance.now();
+    const summary = deterministicSummary('- Done: listed tables.', turns, (message) => {
+      counted++;
+      return tokens(message);
+    });
+    // Before, every result was counted and the cap was met by dropping one line at a time from all 5,000
+    // (about 4 s here).
+    expect(counted).toBeLessThan(60);
+    expect(performance.now() - started).toBeLessThan(500);
+    expect(summary).toContain(`"n":${nextId}`);
+  });
+
   it('reads as an assistant message', () => {
     expect(summaryMessage('- I called x()')).toEqual({
       role: 'assistant',
@@ -249,3 +288,38 @@ describe('summary requests', () => {
     expect(isSummaryRequest([{ role: 'user', content: SUMMARY_SYSTEM_PROMPT }])).toBe(false);
   });
 });
+
+/** The summary as first specified, built oldest first: the reference the newest-first one must equal. */
+function oldestFirstSummary(
+  previous: string | null,
+  folded: readonly ChatMessage[],
+  tokensOf: (message: ChatMessage) => number,
+): string {
+  const oneLine = (text: string) => text.replace(/\s*\n\s*/g, ' ').trim();
+  const clip = (text: string) =>
+    text.length <= 600 ? text : `${text.slice(0, 600)} …[cut: ${text.length - 600} chars]`;
+  const lines = (previous ?? '')
+    .split('\n')
+    .filter((line) => line.trim().length > 0)
+    .map((line) => (line.startsWith('- ') ? line : `- ${line}`));
+  const callLine = new Map<string, number>();
+  for (const message of folded) {
+    if (message.role === 'assistant') {
+      if (message.content?.trim()) lines.push(`- I wrote: ${clip(oneLine(message.content))}`);
+      for (const call of message.tool_calls ?? []) {
+        callLine.set(call.id, lines.length);
+        lines.push(`- I called ${call.function.name}(${clip(oneLine(call.function.arguments))})`);
+      }
+    } else if (message.role === 'tool') {
+      const at = callLine.get(message.tool_call_id);
+      const size = isCleared(message.content) ? 'cleared' : `${tokensOf(message)} tokens`;
+      if (at !== undefined) lines[at] += ` → result of ${size}, not kept`;
+    }
+  }
+  let text = lines.join('\n');
+  while (text.length > 2_400 && lines.length > 1) {
+    lines.shift();
+    text = `- (earlier steps omitted)\n${lines.join('\n')}`;
+  }
+  return text;
+}
