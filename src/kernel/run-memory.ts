@@ -173,25 +173,32 @@ export class RunMemory {
    */
   private fitAuto(stepAffordable: () => boolean): MemoryChange | null {
     const tools = this.o.requestTools();
-    const over = () => this.tooBig(tools) || !stepAffordable();
-    if (this.state.history.length === 0 || !over()) return null;
-    const before = [...this.state.history];
-    const cleared = this.clearOldResults(over);
-    if (over() && !this.tooBig(tools)) {
-      // The budget cannot pay for another step even without the old results: they are worth more to the final
-      // answer than the step they would not buy.
-      this.state.history = before;
-      return null;
+    const tooBig = () => this.tooBig(tools);
+    if (this.state.history.length === 0 || (!tooBig() && stepAffordable())) return null;
+    // What the context share needs is cleared for good, whatever the budget says: undone, the next request (the
+    // final turn's) would send those results again in full, past the share.
+    const forContext = tooBig() ? this.clearOldResults(tooBig) : null;
+    let forBudget: ClearEvent | null = null;
+    if (!tooBig() && !stepAffordable()) {
+      const before = [...this.state.history];
+      forBudget = this.clearOldResults(() => !stepAffordable());
+      if (!stepAffordable()) {
+        // The budget cannot pay for another step even without the old results: they are worth more to the final
+        // answer than the step they would not buy.
+        this.state.history = before;
+        forBudget = null;
+      }
     }
+    const cleared = mergeClears(forContext, forBudget);
     const events: TraceEvent[] = cleared ? [cleared] : [];
-    if (this.tooBig(tools)) {
+    if (tooBig()) {
       const folded = this.summariseAllButLatest();
       if (folded) events.push(folded);
     }
     return events.length > 0 ? { events, paidSummary: false } : null;
   }
 
-  private clearOldResults(over: () => boolean): TraceEvent | null {
+  private clearOldResults(over: () => boolean): ClearEvent | null {
     const history = this.state.history;
     let results = 0;
     let tokens = 0;
@@ -254,6 +261,15 @@ export class RunMemory {
     const budget = this.o.budget();
     return usage.totalTokens <= budget.maxTokens && usage.costUsd <= budget.maxCostUsd;
   }
+}
+
+type ClearEvent = Extract<TraceEvent, { type: 'clear' }>;
+
+/** One event for a step's clearings, for the context and then for the budget. */
+function mergeClears(a: ClearEvent | null, b: ClearEvent | null): ClearEvent | null {
+  if (!a || !b) return a ?? b;
+  const tools = [...new Set([...a.tools, ...b.tools])];
+  return { type: 'clear', results: a.results + b.results, tokens: a.tokens + b.tokens, tools };
 }
 
 /**
