@@ -255,7 +255,6 @@ class AgentRun {
       requestTools: () => this.protocol.requestTools(input.tools),
       estimate: (messages, tools) => this.estimatePrompt(messages, tools),
       count: this.count,
-      inputPrice: input.price,
       price: () => this.price,
       budget: () => this.budget,
     });
@@ -711,10 +710,13 @@ class AgentRun {
     return call;
   }
 
-  /** Whether the budget can pay the next step on the prompt as it is, and a final turn after it. */
+  /**
+   * Whether the budget can pay the next step on the prompt as it is, and a final turn after it. At the prices the
+   * run bills at, as the step's own plan is: a resumed run is given the price table of today.
+   */
   private stepAffordable(): boolean {
     const prompt = this.estimatePrompt(this.prompt(), this.protocol.requestTools(this.input.tools));
-    return planCall(this.state.usage, this.budget, this.input.price, {
+    return planCall(this.state.usage, this.budget, this.price, {
       promptTokens: prompt,
       desiredMaxTokens: this.opts.completionTokens,
       minCompletionTokens: D.MIN_STEP_COMPLETION_TOKENS,
@@ -790,7 +792,7 @@ class AgentRun {
       },
       request,
     );
-    watch?.ended(result, usageOf(result.usage, this.input.price).costUsd);
+    watch?.ended(result, usageOf(result.usage, this.price).costUsd);
     this.state.usage = addUsage(this.state.usage, result.usage);
     this.state.modelCalls += result.attempts;
     this.state.promptCalibration = this.calibration.state;

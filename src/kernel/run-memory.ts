@@ -36,8 +36,7 @@ export interface RunMemoryOptions {
   /** A prompt's tokens as the run estimates them (calibrated on the provider's counts). */
   estimate: (messages: readonly ChatMessage[], tools: readonly ToolSpec[] | undefined) => number;
   count: TokenCounter;
-  /** The model's prices as the run was given them, and those it bills at (the ones it started with). */
-  inputPrice: ModelPrice;
+  /** The prices the run bills at (the ones it started with). */
   price: () => ModelPrice;
   budget: () => Budget;
 }
@@ -127,7 +126,7 @@ export class RunMemory {
           modelCalls: spent.attempts,
           promptTokens: spent.usage.promptTokens,
           completionTokens: spent.usage.completionTokens,
-          costUsd: usageOf(spent.usage, this.o.inputPrice).costUsd,
+          costUsd: usageOf(spent.usage, this.o.price()).costUsd,
         },
       ],
       // A fold without a model call is redone identically on resume: only a paid summary needs saving now.

@@ -56,7 +56,6 @@ function memoryOf(state: RunState, contextTokens: number): RunMemory {
     requestTools: () => undefined,
     estimate: (messages) => messages.reduce((sum, m) => sum + countMessageTokens(m, count), 0),
     count,
-    inputPrice: PRICE,
     price: () => PRICE,
     budget: () => state.budget,
   });
