@@ -16,6 +16,7 @@ import { callModel, type ModelCallRequest, type ModelCallResult } from './model-
 import { measurePrompt, PromptCalibration } from './prompt-calibration.js';
 import type { AgentProtocol, PlannedCall, ProtocolName } from './protocol.js';
 import { jsonProtocol } from './protocol-json.js';
+import { migrateLegacyState } from './legacy-state.js';
 import { toolsProtocol } from './protocol-tools.js';
 import { observeRepeat, REPEAT_NUDGE, turnSignature } from './repeat-detector.js';
 import { RunMemory } from './run-memory.js';
@@ -224,6 +225,7 @@ class AgentRun {
       modelRetryBaseDelayMs: o.modelRetryBaseDelayMs ?? D.DEFAULT_MODEL_RETRY_BASE_DELAY_MS,
     };
     this.state = input.checkpoint ? structuredClone(input.checkpoint) : this.initialState();
+    if (input.checkpoint) migrateLegacyState(this.state, input.tools.names);
     this.calibration = new PromptCalibration(this.state.promptCalibration);
     if (this.state.suspendedAt !== undefined) {
       // The wait for the job's retry after an outage is not the run's time.

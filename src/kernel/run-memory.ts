@@ -62,9 +62,7 @@ export class RunMemory {
   /** A message's tokens, remembered per message: summaries are made before every step from the same messages. */
   private readonly tokensOf = (message: ChatMessage): number => countMessageTokens(message, this.o.count);
 
-  constructor(private readonly o: RunMemoryOptions) {
-    forgetLegacyFacts(o.state);
-  }
+  constructor(private readonly o: RunMemoryOptions) {}
 
   private get state(): RunState {
     return this.o.state;
@@ -269,22 +267,4 @@ function mergeClears(a: ClearEvent | null, b: ClearEvent | null): ClearEvent | n
   if (!a || !b) return a ?? b;
   const tools = [...new Set([...a.tools, ...b.tools])];
   return { type: 'clear', results: a.results + b.results, tokens: a.tokens + b.tokens, tools };
-}
-
-/**
- * A checkpoint written before the transcript was kept native holds facts: the results of earlier turns in a user
- * message. Resumed, only what the model did carries over, as its summary (each fact's call line); the results are
- * dropped rather than raised to the user's authority.
- */
-function forgetLegacyFacts(state: RunState): void {
-  const legacy = state as RunState & { facts?: string[]; historyFacts?: string[] };
-  if (legacy.facts === undefined && legacy.historyFacts === undefined) return;
-  // historyFacts described turns that are still in the history as they were: only the facts blocks go.
-  const calls = (legacy.facts ?? [])
-    .flatMap((block) => block.split('\n'))
-    .filter((line) => /^#\d+ /.test(line))
-    .map((line) => `- ${line} (result not kept)`);
-  if (calls.length > 0) state.summary = [state.summary, ...calls].filter(Boolean).join('\n');
-  delete legacy.facts;
-  delete legacy.historyFacts;
 }
