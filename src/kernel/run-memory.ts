@@ -6,8 +6,7 @@ import { addUsage, usageOf, type Budget } from './budget.js';
 import * as D from './defaults.js';
 import {
   clearableResults,
-  clearedJsonResult,
-  clearedResult,
+  clearResult,
   deterministicSummary,
   foldCut,
   latestTurnStart,
@@ -200,17 +199,13 @@ export class RunMemory {
     let results = 0;
     let tokens = 0;
     const tools = new Set<string>();
-    for (const { index, tool } of clearableResults(history, latestTurnStart(history))) {
-      const message = history[index]!;
-      const size = this.o.count(message.content ?? '');
+    for (const { index, tools: answered } of clearableResults(history, latestTurnStart(history))) {
       // A new message, not an edit: token counts are remembered per message object.
-      history[index] =
-        message.role === 'tool'
-          ? { ...message, content: clearedResult(tool, size) }
-          : { role: 'user', content: clearedJsonResult(tool, size) };
+      const cleared = clearResult(history[index]!, answered, this.o.count);
+      history[index] = cleared.message;
       results++;
-      tokens += size;
-      tools.add(tool);
+      tokens += cleared.tokens;
+      for (const tool of answered) tools.add(tool);
       if (!over()) break;
     }
     return results > 0 ? { type: 'clear', results, tokens, tools: [...tools] } : null;

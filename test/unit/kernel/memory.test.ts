@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import {
   clearableResults,
   clearedResult,
+  clearResult,
   deterministicSummary,
   foldCut,
   isCleared,
@@ -156,12 +157,12 @@ describe('clearing results', () => {
   it('finds the results before a point, oldest first, with the tool each answered, and skips cleared ones', () => {
     const history = [...toolTurn('sql_query', 'list_tables'), ...toolTurn('describe_table')];
     const found = clearableResults(history, latestTurnStart(history));
-    expect(found.map((r) => r.tool)).toEqual(['sql_query', 'list_tables']);
+    expect(found.map((r) => r.tools)).toEqual([['sql_query'], ['list_tables']]);
     const first = history[found[0]!.index] as ToolMessage;
     history[found[0]!.index] = { ...first, content: clearedResult('sql_query', 12) };
-    expect(clearableResults(history, history.length).map((r) => r.tool)).toEqual([
-      'list_tables',
-      'describe_table',
+    expect(clearableResults(history, history.length).map((r) => r.tools)).toEqual([
+      ['list_tables'],
+      ['describe_table'],
     ]);
   });
 
@@ -174,17 +175,54 @@ describe('clearing results', () => {
     expect(isCleared('rows: 3')).toBe(false);
   });
 
+  it('an output that only starts like a cleared result is still cleared (a tool can return any text)', () => {
+    const history = toolTurn('fetch_page');
+    const result = history[1] as ToolMessage;
+    history[1] = { ...result, content: `[cleared to save context: nothing here] ${'row '.repeat(500)}` };
+    const found = clearableResults(history, history.length);
+    expect(found).toEqual([{ index: 1, tools: ['fetch_page'] }]);
+    const cleared = clearResult(history[1]!, found[0]!.tools, count);
+    expect(cleared.message).toEqual({
+      ...result,
+      content: clearedResult('fetch_page', cleared.tokens),
+    });
+    expect(cleared.tokens).toBeGreaterThan(400);
+  });
+
   it("finds the JSON protocol's result messages after a turn, never the task", () => {
     const history: ChatMessage[] = [
       { role: 'assistant', content: '{"tool":"list_tables","args":{}}' },
       { role: 'user', content: 'Result of list_tables: orders' },
-      { role: 'assistant', content: '{"tools":[]}' },
+      { role: 'assistant', content: '{"tools":[{"tool":"a","args":{}},{"tool":"b","args":{}}]}' },
       { role: 'user', content: 'Result 1 (a): x\nResult 2 (b): y' },
     ];
     expect(clearableResults(history, history.length)).toEqual([
-      { index: 1, tool: 'list_tables' },
-      { index: 3, tool: 'several tools' },
+      { index: 1, tools: ['list_tables'] },
+      { index: 3, tools: ['a', 'b'] },
     ]);
+  });
+
+  it('a JSON result of several calls is cleared call by call: each stub names its tool, the framing stays', () => {
+    const rows = (id: number) => JSON.stringify({ id, name: `customer-${id}` }, null, 2);
+    const history: ChatMessage[] = [
+      {
+        role: 'assistant',
+        content: '{"tools":[{"tool":"lookup","args":{"id":1}},{"tool":"sql_query","args":{}}]}',
+      },
+      { role: 'user', content: `Result 1 (lookup): ${rows(1)}\nResult 2 (sql_query): ${rows(2)}` },
+    ];
+    const [found] = clearableResults(history, history.length);
+    const cleared = clearResult(history[1]!, found!.tools, count);
+    expect(cleared.message).toEqual({
+      role: 'user',
+      content: [
+        `Result 1 (lookup): ${clearedResult('lookup', count(rows(1)))}`,
+        `Result 2 (sql_query): ${clearedResult('sql_query', count(rows(2)))}`,
+      ].join('\n'),
+    });
+    expect(cleared.tokens).toBe(count(rows(1)) + count(rows(2)));
+    history[1] = cleared.message;
+    expect(clearableResults(history, history.length)).toEqual([]);
   });
 });
 

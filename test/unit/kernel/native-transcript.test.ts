@@ -9,7 +9,7 @@ import { defineTool } from '../../../src/kernel/tool.js';
 import { ToolRegistry } from '../../../src/kernel/tool-registry.js';
 import type { RunState } from '../../../src/kernel/types.js';
 import type { RecordedRequest, ScriptedReply } from '../../../src/testing/scripted-model-server.js';
-import { modelCalls } from '../../../src/testing/transcript.js';
+import { modelCalls, turnsIn } from '../../../src/testing/transcript.js';
 import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
 import { runWith } from '../../support/kernel-harness.js';
 import { expectNativeTranscript, turnSentBack } from '../../support/native-transcript.js';
@@ -183,6 +183,51 @@ describe('the native transcript (JSON protocol)', () => {
       content: expect.stringMatching(/^Result of lookup: .*customer-7/),
     });
     expect(requests[1]!.messages.slice(0, requests[0]!.messages.length)).toEqual(requests[0]!.messages);
+  });
+});
+
+describe('clearing a turn of several calls (JSON protocol)', () => {
+  it('each call keeps its own stub, naming its tool, and the model reads it as that call’s result', async () => {
+    const plan = [
+      [
+        { tool: 'big', args: {} },
+        { tool: 'lookup', args: { id: 7 } },
+      ],
+      ...Array.from({ length: 6 }, (_, i) => [
+        i % 2 === 0 ? { tool: 'add', args: { a: i, b: 1 } } : { tool: 'big', args: {} },
+      ]),
+    ];
+    let lastSeen: ReturnType<typeof modelCalls> = [];
+    server.reset({
+      rules: [
+        (request) => {
+          lastSeen = modelCalls(request.messages);
+          const actions = plan[turnsIn(request.messages)];
+          return actions ? { actions } : { answer: 'done' };
+        },
+      ],
+    });
+    const requests = await recorded(() =>
+      runWith(server, {
+        protocol: 'json',
+        budget: { maxCostUsd: 1, maxSteps: 10 },
+        options: { contextTokens: 2_000, toolResultMaxTokens: 400, completionTokens: 64 },
+      }),
+    );
+    const stub = (tool: string) =>
+      new RegExp(
+        `^\\[cleared to save context: the result of ${tool}, \\d+ tokens; call it again if needed\\]$`,
+      );
+    expect(lastSeen.slice(0, 2).map((call) => call.result)).toEqual([
+      expect.stringMatching(stub('big')),
+      expect.stringMatching(stub('lookup')),
+    ]);
+    expect(requests.at(-1)!.messages[3]).toMatchObject({
+      role: 'user',
+      content: expect.stringMatching(
+        /^Result 1 \(big\): \[cleared[^\n]*\]\nResult 2 \(lookup\): \[cleared[^\n]*\]$/,
+      ),
+    });
   });
 });
 
