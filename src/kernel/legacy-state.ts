@@ -1,7 +1,7 @@
 // Checkpoints written before the native transcript, resumed into it. Two layouts put tool output where the model
 // reads it with more than a tool's authority: the facts layout (each finished turn's calls and results in a user
-// message) and the old deterministic summary (`Done so far:` with a `result:` line per result, then sent as a user
-// message). A resumed run keeps only what the model did, as the lines of its own summary (an assistant message);
+// message) and the old deterministic summary (`Done so far:` with a `result:` line per result, or a line of a whole
+// facts block, then sent as a user message). A resumed run keeps only what the model did, as the lines of its own summary (an assistant message);
 // the results are dropped, and the model calls again for what it still needs. Runs once, when a run is built from
 // a checkpoint; a state of the current layout goes through unchanged.
 import type { RunState } from './types.js';
@@ -26,19 +26,21 @@ export function migrateLegacyState(state: RunState, tools: readonly string[]): v
 }
 
 /**
- * The call lines of one facts block (one turn: `#<step> <tool> <args>`, then its result, for each call). A result
- * is free text and may hold lines of the same shape (a ticket reading `#2 notify to=…`): a line counts as a call
- * only when it is the block's first, or names the block's step and a tool the run has. What still passes for one
- * is a line the model was shown as the user's words until now; its result is never kept.
+ * The call lines of one facts block (one or more turns: `#<step> <tool> <args>`, then its result, for each call). A
+ * result is free text and may hold lines of the same shape (a ticket reading `#2 notify to=…`): a line counts as a
+ * call only when it is the block's first, or names a tool the run has, at its step or a later one. What still passes
+ * for one is a line the model was shown as the user's words until now; its result is never kept.
  */
 function callLabels(block: string, tools: ReadonlySet<string>): string[] {
-  const lines = block.split('\n');
-  const step = /^#(\d+) /.exec(lines[0] ?? '')?.[1];
-  if (step === undefined) return [];
-  return lines.filter((line, i) => {
+  let step = 0;
+  return block.split('\n').filter((line, i) => {
     const label = /^#(\d+) (\S+)/.exec(line);
-    if (!label || label[1] !== step || label[2]!.startsWith('(')) return false;
-    return i === 0 || tools.has(label[2]!);
+    // `#3 (no valid action: …)` is no call.
+    if (!label || label[2]!.startsWith('(')) return false;
+    const at = Number(label[1]);
+    if (at < step || (i > 0 && !tools.has(label[2]!))) return false;
+    step = at;
+    return true;
   });
 }
 
@@ -47,7 +49,8 @@ const OLD_SUMMARY = /^Done so far:\n([\s\S]*)\nCurrent goal: [^\n]*$/;
 
 /**
  * The old deterministic summary as the model's own lines: its calls and its words kept, every result and every
- * user message dropped (they were tool output and kernel text). Any other summary is returned as it is.
+ * user message dropped (they were tool output and kernel text; a facts block folded into it is one `user:` line,
+ * its calls and results run together, so it goes whole). Any other summary is returned as it is.
  */
 function migrateOldSummary(summary: string): string {
   const body = OLD_SUMMARY.exec(summary)?.[1];
