@@ -9,10 +9,10 @@ import type { RunState } from '../../../src/kernel/types.js';
 const count = tokenCounterFor('gpt-4o');
 const PRICE = { inputPerMillion: 10, outputPerMillion: 30 };
 
-/** Four turns, each one call with a result of about 400 tokens. */
-function stateWithResults(): RunState {
+/** Turns (four by default), each one call with a result of about 400 tokens. */
+function stateWithResults(turns = 4): RunState {
   const history: ChatMessage[] = [];
-  for (let i = 1; i <= 4; i++) {
+  for (let i = 1; i <= turns; i++) {
     const id = `call_${i}`;
     history.push(
       {
@@ -101,5 +101,29 @@ describe('RunMemory at the limits', () => {
     const change = await memory.fold(hooks(affordable));
     expect(affordable()).toBe(true);
     expect(change?.events).toEqual([expect.objectContaining({ type: 'clear' })]);
+  });
+
+  it('clearing many results asks a few times whether the step fits, and clears the fewest that make it fit', async () => {
+    const state = stateWithResults(400);
+    const original = structuredClone(state.history);
+    const memory = memoryOf(state, 10_000_000);
+    let asked = 0;
+    const affordable = () => {
+      asked++;
+      return tokensOf(memory.prompt()) < 60_000;
+    };
+    const change = await memory.fold(hooks(affordable));
+    // Before, once per result cleared (about 260 here), each estimating the whole prompt.
+    expect(asked).toBeLessThan(40);
+    const cleared = state.history.flatMap((m, i) =>
+      m.role === 'tool' && m.content.startsWith('[cleared') ? [i] : [],
+    );
+    expect(change?.events).toEqual([expect.objectContaining({ type: 'clear', results: cleared.length })]);
+    expect(cleared.length).toBeGreaterThan(200);
+    // The oldest ones, and not one more than needed: with the last of them back, the step does not fit.
+    expect(cleared).toEqual(Array.from({ length: cleared.length }, (_, i) => 2 * i + 1));
+    expect(affordable()).toBe(true);
+    state.history[cleared.at(-1)!] = original[cleared.at(-1)!]!;
+    expect(affordable()).toBe(false);
   });
 });
