@@ -4,8 +4,11 @@
 // Only at the limits is anything taken out, keeping every role: old results are cleared in place (the message
 // stays and still answers its call), and past that old turns become the model's own summary, an assistant
 // message. Design and figures: docs/memory.md.
+import { parseJsonReply } from './json-action-parser.js';
+import type { AssistantMessage, ChatMessage, ToolMessage } from './messages.js';
+import { jsonResultMessage, jsonResultParts } from './protocol-json.js';
+import type { TokenCounter } from './tokens.js';
 import { truncateChars } from './truncate.js';
-import type { AssistantMessage, ChatMessage } from './messages.js';
 
 /**
  * Where to cut `history` so that at most `window` messages stay, or null when nothing needs folding. The cut only
@@ -27,53 +30,79 @@ export function latestTurnStart(history: readonly ChatMessage[]): number {
   return -1;
 }
 
-/** The start of a cleared result: a result already cleared is never cleared (or counted) again. */
-const CLEARED_PREFIX = '[cleared to save context:';
-
 /** What a cleared result says in place of its output: what it was and how to get it back. */
 export function clearedResult(tool: string, tokens: number): string {
-  return `${CLEARED_PREFIX} the result of ${tool}, ${tokens} tokens; call it again if needed]`;
+  return `[cleared to save context: the result of ${tool}, ${tokens} tokens; call it again if needed]`;
 }
 
+/**
+ * Whether a result is a cleared one: exactly the form above, so a result already cleared is never cleared (or
+ * counted) again, while an output that only starts like one (a tool can return any text) is still cleared.
+ */
 export function isCleared(content: string): boolean {
-  return content.startsWith(CLEARED_PREFIX);
+  return CLEARED.test(content);
+}
+
+const CLEARED = /^\[cleared to save context: the result of \S+, \d+ tokens; call it again if needed\]$/;
+
+/** A result that can be cleared: the message's index, and the tools whose output it holds (one but over JSON). */
+export interface ClearableResult {
+  index: number;
+  tools: string[];
 }
 
 /**
  * The results in `history[0..end)` that can be cleared, oldest first: tool messages, and over the JSON protocol the
- * result message that follows a turn. Each with the tool it answered.
+ * result message right after a turn of calls.
  */
-export function clearableResults(
-  history: readonly ChatMessage[],
-  end: number,
-): { index: number; tool: string }[] {
-  const found: { index: number; tool: string }[] = [];
+export function clearableResults(history: readonly ChatMessage[], end: number): ClearableResult[] {
+  const found: ClearableResult[] = [];
   const toolOf = new Map<string, string>();
-  let lastTurn: AssistantMessage | null = null;
   for (let i = 0; i < end; i++) {
     const message = history[i]!;
     if (message.role === 'assistant') {
-      lastTurn = message;
       for (const call of message.tool_calls ?? []) toolOf.set(call.id, call.function.name);
     } else if (message.role === 'tool' && !isCleared(message.content)) {
-      found.push({ index: i, tool: toolOf.get(message.tool_call_id) ?? 'a tool' });
-    } else if (message.role === 'user' && lastTurn && isJsonResult(message.content)) {
-      found.push({ index: i, tool: JSON_RESULT.exec(message.content)?.[1] ?? 'several tools' });
+      found.push({ index: i, tools: [toolOf.get(message.tool_call_id) ?? 'a tool'] });
+    } else if (message.role === 'user') {
+      const tools = jsonTurnTools(history[i - 1]);
+      const parts = tools ? jsonResultParts(message.content, tools) : [];
+      if (tools && parts[0] !== undefined && !parts.every((part) => part !== undefined && isCleared(part))) {
+        found.push({ index: i, tools });
+      }
     }
   }
   return found;
 }
 
-/** A JSON-protocol result message (protocol-json.ts writes them), with its tool's name for a turn of one call. */
-const JSON_RESULT = /^Result (?:of (\S+):|1 \()/;
-
-function isJsonResult(content: string): boolean {
-  return JSON_RESULT.test(content) && !content.includes(CLEARED_PREFIX);
+/** The tools a JSON-protocol turn called, in order (its text is the model's own); null for any other message. */
+function jsonTurnTools(message: ChatMessage | undefined): string[] | null {
+  if (message?.role !== 'assistant' || message.tool_calls?.length || !message.content) return null;
+  const parsed = parseJsonReply(message.content);
+  return parsed.kind === 'actions' ? parsed.actions.map((action) => action.tool) : null;
 }
 
-/** The cleared form of a JSON-protocol result message: the protocol's framing, the output replaced. */
-export function clearedJsonResult(tool: string, tokens: number): string {
-  return `Result of ${tool}: ${clearedResult(tool, tokens)}`;
+/**
+ * A result cleared in place, with the tokens its output held: a tool message keeps its call's id; a JSON-protocol
+ * result keeps the protocol's framing, each call's output replaced by its own stub.
+ */
+export function clearResult(
+  message: ChatMessage,
+  tools: readonly string[],
+  count: TokenCounter,
+): { message: ChatMessage; tokens: number } {
+  if (message.role === 'tool') {
+    const tokens = count(message.content);
+    return { message: { ...message, content: clearedResult(tools[0]!, tokens) }, tokens };
+  }
+  const parts = jsonResultParts(message.content ?? '', tools);
+  const sizes = parts.map((part) => (part === undefined || isCleared(part) ? 0 : count(part)));
+  const stubs = tools.map((tool, i) => {
+    const part = parts[i];
+    return part !== undefined && isCleared(part) ? part : clearedResult(tool, sizes[i]!);
+  });
+  const tokens = sizes.reduce((sum, size) => sum + size, 0);
+  return { message: { role: 'user', content: jsonResultMessage(tools, stubs) }, tokens };
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -92,21 +121,64 @@ const SUMMARY_MAX_CHARS = 2_400;
 /**
  * A summary written without a model: the earlier summary's lines, then one line per call of the folded turns, with
  * its arguments (the model's own words) and the size of its result. No result's text: the summary is an assistant
- * message, and tool output never leaves the tool role.
+ * message, and tool output never leaves the tool role. Past its cap the oldest lines give way to a marker.
  */
 export function deterministicSummary(
   previous: string | null,
   folded: readonly ChatMessage[],
   tokensOf: (message: ChatMessage) => number,
 ): string {
-  const lines = [...(previous ? previousLines(previous) : []), ...callLines(folded, tokensOf)];
-  // Keep the newest lines when the summary outgrows its cap: they are closest to the current goal.
-  let text = lines.join('\n');
-  while (text.length > SUMMARY_MAX_CHARS && lines.length > 1) {
-    lines.shift();
-    text = `- (earlier steps omitted)\n${lines.join('\n')}`;
+  // Built newest first and stopped at the cap: the final turn's reserve asks for a summary of the whole transcript
+  // before every step, so its cost must stay that of the lines kept, not grow with the run (it was quadratic).
+  const kept: string[] = [];
+  let length = -1;
+  let omitted = false;
+  for (const line of linesNewestFirst(previous, folded, tokensOf)) {
+    if (kept.length > 0 && length + 1 + line.length > SUMMARY_MAX_CHARS) {
+      omitted = true;
+      break;
+    }
+    kept.push(line);
+    length += 1 + line.length;
   }
-  return text;
+  if (omitted) {
+    // The newest lines that fit beside the marker, and always the newest one: it is closest to the current goal.
+    const room = SUMMARY_MAX_CHARS - OMITTED_LINE.length - 1;
+    while (kept.length > 1 && length > room) length -= kept.pop()!.length + 1;
+    kept.push(OMITTED_LINE);
+  }
+  return kept.reverse().join('\n');
+}
+
+const OMITTED_LINE = '- (earlier steps omitted)';
+
+/**
+ * The summary's lines, newest first: one per call (and per text the model wrote) of the folded turns, then the
+ * earlier summary's. A result's size is only counted for a line that is asked for.
+ */
+function* linesNewestFirst(
+  previous: string | null,
+  folded: readonly ChatMessage[],
+  tokensOf: (message: ChatMessage) => number,
+): Generator<string> {
+  const results = new Map<string, ToolMessage>();
+  for (let i = folded.length - 1; i >= 0; i--) {
+    const message = folded[i]!;
+    if (message.role === 'tool') results.set(message.tool_call_id, message);
+    if (message.role !== 'assistant') continue;
+    const calls = message.tool_calls ?? [];
+    for (let c = calls.length - 1; c >= 0; c--) {
+      const call = calls[c]!;
+      const result = results.get(call.id);
+      const size = result && (isCleared(result.content) ? 'cleared' : `${tokensOf(result)} tokens`);
+      const args = truncateChars(oneLine(call.function.arguments), SUMMARY_CALL_CHARS);
+      yield `- I called ${call.function.name}(${args})${size ? ` → result of ${size}, not kept` : ''}`;
+    }
+    if (message.content?.trim()) {
+      yield `- I wrote: ${truncateChars(oneLine(message.content), SUMMARY_CALL_CHARS)}`;
+    }
+  }
+  if (previous) yield* previousLines(previous).reverse();
 }
 
 function previousLines(summary: string): string[] {
@@ -114,30 +186,6 @@ function previousLines(summary: string): string[] {
     .split('\n')
     .filter((line) => line.trim().length > 0)
     .map((line) => (line.startsWith('- ') ? line : `- ${line}`));
-}
-
-/** One line per call (and per text the model wrote), in order: what it did, and what came back, by size. */
-function callLines(messages: readonly ChatMessage[], tokensOf: (message: ChatMessage) => number): string[] {
-  const lines: string[] = [];
-  const callLine = new Map<string, number>();
-  for (const message of messages) {
-    if (message.role === 'assistant') {
-      if (message.content?.trim()) {
-        lines.push(`- I wrote: ${truncateChars(oneLine(message.content), SUMMARY_CALL_CHARS)}`);
-      }
-      for (const call of message.tool_calls ?? []) {
-        callLine.set(call.id, lines.length);
-        lines.push(
-          `- I called ${call.function.name}(${truncateChars(oneLine(call.function.arguments), SUMMARY_CALL_CHARS)})`,
-        );
-      }
-    } else if (message.role === 'tool') {
-      const at = callLine.get(message.tool_call_id);
-      const size = isCleared(message.content) ? 'cleared' : `${tokensOf(message)} tokens`;
-      if (at !== undefined) lines[at] += ` → result of ${size}, not kept`;
-    }
-  }
-  return lines;
 }
 
 const oneLine = (text: string): string => text.replace(/\s*\n\s*/g, ' ').trim();

@@ -40,11 +40,15 @@ export const jsonProtocol: AgentProtocol = {
   },
 
   observationMessages(calls, outputs): ChatMessage[] {
-    const content =
-      calls.length === 1
-        ? `Result of ${calls[0]?.name}: ${outputs[0] ?? ''}`
-        : calls.map((call, i) => `Result ${i + 1} (${call.name}): ${outputs[i] ?? ''}`).join('\n');
-    return [{ role: 'user', content }];
+    return [
+      {
+        role: 'user',
+        content: jsonResultMessage(
+          calls.map((call) => call.name),
+          outputs,
+        ),
+      },
+    ];
   },
 
   finalTurnInstruction: (why) =>
@@ -66,3 +70,34 @@ export const jsonProtocol: AgentProtocol = {
 
   finalOutputText: (reply) => jsonProtocol.parseFinalAnswer(reply),
 };
+
+/** The result message of a turn: `Result of <tool>: …` for one call, one `Result <n> (<tool>): …` line per call. */
+export function jsonResultMessage(tools: readonly string[], outputs: readonly string[]): string {
+  if (tools.length === 1) return `Result of ${tools[0]}: ${outputs[0] ?? ''}`;
+  return tools.map((tool, i) => `Result ${i + 1} (${tool}): ${outputs[i] ?? ''}`).join('\n');
+}
+
+/**
+ * Each call's output in a result message written for calls of these tools (the turn's, in order); undefined for a
+ * part not found. Each part's framing is looked for after the one before it, from the tools the model named, so an
+ * output of several lines (JSON, a table) stays whole; an output holding the next part's very framing ends early.
+ */
+export function jsonResultParts(content: string, tools: readonly string[]): (string | undefined)[] {
+  if (tools.length === 1) {
+    const head = `Result of ${tools[0]}: `;
+    return [content.startsWith(head) ? content.slice(head.length) : undefined];
+  }
+  let from = 0;
+  const found = tools.map((tool, i) => {
+    const head = `${i === 0 ? '' : '\n'}Result ${i + 1} (${tool}): `;
+    const at = i === 0 ? (content.startsWith(head) ? 0 : -1) : content.indexOf(head, from);
+    if (at < 0) return null;
+    from = at + head.length;
+    return { at, body: from };
+  });
+  return found.map((part, i) => {
+    if (!part) return undefined;
+    const next = found.slice(i + 1).find((later) => later !== null);
+    return content.slice(part.body, next ? next.at : content.length);
+  });
+}

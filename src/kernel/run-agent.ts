@@ -16,6 +16,7 @@ import { callModel, type ModelCallRequest, type ModelCallResult } from './model-
 import { measurePrompt, PromptCalibration } from './prompt-calibration.js';
 import type { AgentProtocol, PlannedCall, ProtocolName } from './protocol.js';
 import { jsonProtocol } from './protocol-json.js';
+import { migrateLegacyState } from './legacy-state.js';
 import { toolsProtocol } from './protocol-tools.js';
 import { observeRepeat, REPEAT_NUDGE, turnSignature } from './repeat-detector.js';
 import { RunMemory } from './run-memory.js';
@@ -224,6 +225,7 @@ class AgentRun {
       modelRetryBaseDelayMs: o.modelRetryBaseDelayMs ?? D.DEFAULT_MODEL_RETRY_BASE_DELAY_MS,
     };
     this.state = input.checkpoint ? structuredClone(input.checkpoint) : this.initialState();
+    if (input.checkpoint) migrateLegacyState(this.state, input.tools.names);
     this.calibration = new PromptCalibration(this.state.promptCalibration);
     if (this.state.suspendedAt !== undefined) {
       // The wait for the job's retry after an outage is not the run's time.
@@ -255,7 +257,6 @@ class AgentRun {
       requestTools: () => this.protocol.requestTools(input.tools),
       estimate: (messages, tools) => this.estimatePrompt(messages, tools),
       count: this.count,
-      inputPrice: input.price,
       price: () => this.price,
       budget: () => this.budget,
     });
@@ -711,10 +712,13 @@ class AgentRun {
     return call;
   }
 
-  /** Whether the budget can pay the next step on the prompt as it is, and a final turn after it. */
+  /**
+   * Whether the budget can pay the next step on the prompt as it is, and a final turn after it. At the prices the
+   * run bills at, as the step's own plan is: a resumed run is given the price table of today.
+   */
   private stepAffordable(): boolean {
     const prompt = this.estimatePrompt(this.prompt(), this.protocol.requestTools(this.input.tools));
-    return planCall(this.state.usage, this.budget, this.input.price, {
+    return planCall(this.state.usage, this.budget, this.price, {
       promptTokens: prompt,
       desiredMaxTokens: this.opts.completionTokens,
       minCompletionTokens: D.MIN_STEP_COMPLETION_TOKENS,
@@ -790,7 +794,7 @@ class AgentRun {
       },
       request,
     );
-    watch?.ended(result, usageOf(result.usage, this.input.price).costUsd);
+    watch?.ended(result, usageOf(result.usage, this.price).costUsd);
     this.state.usage = addUsage(this.state.usage, result.usage);
     this.state.modelCalls += result.attempts;
     this.state.promptCalibration = this.calibration.state;

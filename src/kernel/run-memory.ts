@@ -6,8 +6,7 @@ import { addUsage, usageOf, type Budget } from './budget.js';
 import * as D from './defaults.js';
 import {
   clearableResults,
-  clearedJsonResult,
-  clearedResult,
+  clearResult,
   deterministicSummary,
   foldCut,
   latestTurnStart,
@@ -36,8 +35,7 @@ export interface RunMemoryOptions {
   /** A prompt's tokens as the run estimates them (calibrated on the provider's counts). */
   estimate: (messages: readonly ChatMessage[], tools: readonly ToolSpec[] | undefined) => number;
   count: TokenCounter;
-  /** The model's prices as the run was given them, and those it bills at (the ones it started with). */
-  inputPrice: ModelPrice;
+  /** The prices the run bills at (the ones it started with). */
   price: () => ModelPrice;
   budget: () => Budget;
 }
@@ -63,9 +61,7 @@ export class RunMemory {
   /** A message's tokens, remembered per message: summaries are made before every step from the same messages. */
   private readonly tokensOf = (message: ChatMessage): number => countMessageTokens(message, this.o.count);
 
-  constructor(private readonly o: RunMemoryOptions) {
-    forgetLegacyFacts(o.state);
-  }
+  constructor(private readonly o: RunMemoryOptions) {}
 
   private get state(): RunState {
     return this.o.state;
@@ -127,7 +123,7 @@ export class RunMemory {
           modelCalls: spent.attempts,
           promptTokens: spent.usage.promptTokens,
           completionTokens: spent.usage.completionTokens,
-          costUsd: usageOf(spent.usage, this.o.inputPrice).costUsd,
+          costUsd: usageOf(spent.usage, this.o.price()).costUsd,
         },
       ],
       // A fold without a model call is redone identically on resume: only a paid summary needs saving now.
@@ -173,43 +169,69 @@ export class RunMemory {
    */
   private fitAuto(stepAffordable: () => boolean): MemoryChange | null {
     const tools = this.o.requestTools();
-    const over = () => this.tooBig(tools) || !stepAffordable();
-    if (this.state.history.length === 0 || !over()) return null;
-    const before = [...this.state.history];
-    const cleared = this.clearOldResults(over);
-    if (over() && !this.tooBig(tools)) {
-      // The budget cannot pay for another step even without the old results: they are worth more to the final
-      // answer than the step they would not buy.
-      this.state.history = before;
-      return null;
+    const tooBig = () => this.tooBig(tools);
+    if (this.state.history.length === 0 || (!tooBig() && stepAffordable())) return null;
+    // What the context share needs is cleared for good, whatever the budget says: undone, the next request (the
+    // final turn's) would send those results again in full, past the share.
+    const forContext = tooBig() ? this.clearOldResults(tooBig) : null;
+    let forBudget: ClearEvent | null = null;
+    if (!tooBig() && !stepAffordable()) {
+      const before = [...this.state.history];
+      forBudget = this.clearOldResults(() => !stepAffordable());
+      if (!stepAffordable()) {
+        // The budget cannot pay for another step even without the old results: they are worth more to the final
+        // answer than the step they would not buy.
+        this.state.history = before;
+        forBudget = null;
+      }
     }
+    const cleared = mergeClears(forContext, forBudget);
     const events: TraceEvent[] = cleared ? [cleared] : [];
-    if (this.tooBig(tools)) {
+    if (tooBig()) {
       const folded = this.summariseAllButLatest();
       if (folded) events.push(folded);
     }
     return events.length > 0 ? { events, paidSummary: false } : null;
   }
 
-  private clearOldResults(over: () => boolean): TraceEvent | null {
+  /**
+   * Clears the fewest oldest results after which `over` is false (all of them when it stays true). Ahead in steps
+   * that double, then back by halves: each `over` estimates the whole prompt, so asking it after every result made
+   * a clearing of many results quadratic in the run (1.4 s for 4,000 turns, on the event loop every run shares).
+   */
+  private clearOldResults(over: () => boolean): ClearEvent | null {
     const history = this.state.history;
-    let results = 0;
-    let tokens = 0;
-    const tools = new Set<string>();
-    for (const { index, tool } of clearableResults(history, latestTurnStart(history))) {
-      const message = history[index]!;
-      const size = this.o.count(message.content ?? '');
-      // A new message, not an edit: token counts are remembered per message object.
-      history[index] =
-        message.role === 'tool'
-          ? { ...message, content: clearedResult(tool, size) }
-          : { role: 'user', content: clearedJsonResult(tool, size) };
-      results++;
-      tokens += size;
-      tools.add(tool);
+    const found = clearableResults(history, latestTurnStart(history));
+    const originals = found.map(({ index }) => history[index]!);
+    // Made once each, when first needed: a new message, not an edit (token counts are remembered per message).
+    const cleared: ReturnType<typeof clearResult>[] = [];
+    const clearedAt = (i: number) =>
+      (cleared[i] ??= clearResult(originals[i]!, found[i]!.tools, this.o.count));
+    let applied = 0;
+    const clearFirst = (k: number) => {
+      for (let i = Math.min(k, applied); i < Math.max(k, applied); i++) {
+        history[found[i]!.index] = i < k ? clearedAt(i).message : originals[i]!;
+      }
+      applied = k;
+    };
+    // `over` holds with `low` results cleared; the search ends at the first count where it does not.
+    let low = 0;
+    for (let ahead = 1; applied < found.length; ahead *= 2) {
+      clearFirst(Math.min(found.length, applied + ahead));
       if (!over()) break;
+      low = applied;
     }
-    return results > 0 ? { type: 'clear', results, tokens, tools: [...tools] } : null;
+    for (let high = applied; high - low > 1;) {
+      const middle = Math.floor((low + high) / 2);
+      clearFirst(middle);
+      if (over()) low = middle;
+      else high = middle;
+      if (high - low <= 1) clearFirst(high);
+    }
+    if (applied === 0) return null;
+    const tools = new Set(found.slice(0, applied).flatMap((result) => result.tools));
+    const tokens = cleared.slice(0, applied).reduce((sum, c) => sum + c.tokens, 0);
+    return { type: 'clear', results: applied, tokens, tools: [...tools] };
   }
 
   private summariseAllButLatest(): TraceEvent | null {
@@ -256,20 +278,11 @@ export class RunMemory {
   }
 }
 
-/**
- * A checkpoint written before the transcript was kept native holds facts: the results of earlier turns in a user
- * message. Resumed, only what the model did carries over, as its summary (each fact's call line); the results are
- * dropped rather than raised to the user's authority.
- */
-function forgetLegacyFacts(state: RunState): void {
-  const legacy = state as RunState & { facts?: string[]; historyFacts?: string[] };
-  if (legacy.facts === undefined && legacy.historyFacts === undefined) return;
-  // historyFacts described turns that are still in the history as they were: only the facts blocks go.
-  const calls = (legacy.facts ?? [])
-    .flatMap((block) => block.split('\n'))
-    .filter((line) => /^#\d+ /.test(line))
-    .map((line) => `- ${line} (result not kept)`);
-  if (calls.length > 0) state.summary = [state.summary, ...calls].filter(Boolean).join('\n');
-  delete legacy.facts;
-  delete legacy.historyFacts;
+type ClearEvent = Extract<TraceEvent, { type: 'clear' }>;
+
+/** One event for a step's clearings, for the context and then for the budget. */
+function mergeClears(a: ClearEvent | null, b: ClearEvent | null): ClearEvent | null {
+  if (!a || !b) return a ?? b;
+  const tools = [...new Set([...a.tools, ...b.tools])];
+  return { type: 'clear', results: a.results + b.results, tokens: a.tokens + b.tokens, tools };
 }

@@ -5,6 +5,7 @@
 import type { ChatMessage } from '../kernel/messages.js';
 import { parseJsonReply } from '../kernel/json-action-parser.js';
 import { SUMMARY_HEADING } from '../kernel/memory.js';
+import { jsonResultParts } from '../kernel/protocol-json.js';
 
 /** One call of the model's own, with the result that answered it (undefined while none has). */
 export interface TranscriptCall {
@@ -40,18 +41,18 @@ export function modelTurns(messages: readonly ChatMessage[]): TranscriptTurn[] {
       const call = byId.get(message.tool_call_id);
       if (call) call.result = message.content;
     } else if (message.role === 'user' && previous && message.content.startsWith('Result')) {
-      // The JSON protocol's observation of the turn just before it: one result, or one numbered line per call.
-      const parts =
-        previous.calls.length > 1 ? message.content.split(/\n(?=Result \d+ \()/) : [message.content];
-      previous.calls.forEach((call, i) => (call.result ??= parts[i]?.replace(JSON_RESULT_FRAMING, '')));
+      // The JSON protocol's observation of the turn just before it: one result, or one part per call, found by
+      // the tools the turn named (an output of several lines, a cleared one, stays with its own call).
+      const parts = jsonResultParts(
+        message.content,
+        previous.calls.map((call) => call.tool),
+      );
+      previous.calls.forEach((call, i) => (call.result ??= parts[i]));
       previous = undefined;
     }
   }
   return turns;
 }
-
-/** The JSON protocol's framing of a result (`Result of sql_query: `, `Result 2 (sql_query): `). */
-const JSON_RESULT_FRAMING = /^Result (?:of \S+|\d+ \(\S+\)): /;
 
 function assistantTurn(
   content: string | null,

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../../src/kernel/messages.js';
 import { isSummaryRequest } from '../../../src/kernel/memory.js';
-import { observationsIn } from '../../../src/testing/transcript.js';
+import { observationsIn, turnsIn } from '../../../src/testing/transcript.js';
 import {
   startScriptedModel,
   type RecordedRequest,
@@ -254,6 +254,48 @@ describe('auto memory (the default): the native transcript', () => {
     }
     expect(keptForFinal).toBeGreaterThan(0);
     expect(cleared).toBeGreaterThan(0);
+  });
+
+  it('a resumed run clears for the budget at the prices it started with, not at those it is given now', async () => {
+    const plan = [
+      [{ tool: 'big', args: {} }],
+      ...[1, 2, 3, 4, 5].map((id) => [{ tool: 'lookup', args: { id } }]),
+    ];
+    // Decides from its own turns, so a resumed run is asked what the uninterrupted one was.
+    const fromOwnTurns = (request: RecordedRequest) => {
+      const actions = plan[turnsIn(request.messages)];
+      return actions ? { actions } : { answer: `finished ${plan.length} steps` };
+    };
+    const options = { toolResultMaxTokens: 400, completionTokens: 64 };
+    let compared = 0;
+    for (let maxCostUsd = 0.02; maxCostUsd <= 0.06; maxCostUsd += 0.0025) {
+      server.reset({ rules: [fromOwnTurns] });
+      const before = server.requests.length;
+      const whole = await runWith(server, { budget: { maxCostUsd }, options });
+      const clearedAt = whole.traces.findIndex((t) => t.events?.some((e) => e.type === 'clear'));
+      if (clearedAt < 1) continue;
+      const wholeRequests = server.requests.slice(before);
+      // Resumed after its first step by a worker whose price table now says the model is free (a default model
+      // changed, a table updated): the run still plans, and clears, at the prices it began with.
+      const saved = whole.checkpoints.find((c) => c.steps === 1 && c.pending === null)!;
+      const resumedFrom = server.requests.length;
+      const resumed = await runWith(server, {
+        checkpoint: saved,
+        price: { inputPerMillion: 0, outputPerMillion: 0 },
+        budget: { maxCostUsd },
+        options,
+      });
+      expect(resumed.result).toMatchObject({
+        stopReason: whole.result.stopReason,
+        steps: whole.result.steps,
+      });
+      // The same requests, but for the ids the server gave each call (they carry its request count).
+      const sent = (requests: RecordedRequest[]) =>
+        requests.map((r) => JSON.stringify(r.messages).replace(/call_\d+_/g, 'call_'));
+      expect(sent(server.requests.slice(resumedFrom))).toEqual(sent(wholeRequests.slice(1)));
+      compared++;
+    }
+    expect(compared).toBeGreaterThan(0);
   });
 
   it('a final-turn reply that is a tool call written as text is never the answer', async () => {

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import {
   clearableResults,
   clearedResult,
+  clearResult,
   deterministicSummary,
   foldCut,
   isCleared,
@@ -156,12 +157,12 @@ describe('clearing results', () => {
   it('finds the results before a point, oldest first, with the tool each answered, and skips cleared ones', () => {
     const history = [...toolTurn('sql_query', 'list_tables'), ...toolTurn('describe_table')];
     const found = clearableResults(history, latestTurnStart(history));
-    expect(found.map((r) => r.tool)).toEqual(['sql_query', 'list_tables']);
+    expect(found.map((r) => r.tools)).toEqual([['sql_query'], ['list_tables']]);
     const first = history[found[0]!.index] as ToolMessage;
     history[found[0]!.index] = { ...first, content: clearedResult('sql_query', 12) };
-    expect(clearableResults(history, history.length).map((r) => r.tool)).toEqual([
-      'list_tables',
-      'describe_table',
+    expect(clearableResults(history, history.length).map((r) => r.tools)).toEqual([
+      ['list_tables'],
+      ['describe_table'],
     ]);
   });
 
@@ -174,17 +175,54 @@ describe('clearing results', () => {
     expect(isCleared('rows: 3')).toBe(false);
   });
 
+  it('an output that only starts like a cleared result is still cleared (a tool can return any text)', () => {
+    const history = toolTurn('fetch_page');
+    const result = history[1] as ToolMessage;
+    history[1] = { ...result, content: `[cleared to save context: nothing here] ${'row '.repeat(500)}` };
+    const found = clearableResults(history, history.length);
+    expect(found).toEqual([{ index: 1, tools: ['fetch_page'] }]);
+    const cleared = clearResult(history[1]!, found[0]!.tools, count);
+    expect(cleared.message).toEqual({
+      ...result,
+      content: clearedResult('fetch_page', cleared.tokens),
+    });
+    expect(cleared.tokens).toBeGreaterThan(400);
+  });
+
   it("finds the JSON protocol's result messages after a turn, never the task", () => {
     const history: ChatMessage[] = [
       { role: 'assistant', content: '{"tool":"list_tables","args":{}}' },
       { role: 'user', content: 'Result of list_tables: orders' },
-      { role: 'assistant', content: '{"tools":[]}' },
+      { role: 'assistant', content: '{"tools":[{"tool":"a","args":{}},{"tool":"b","args":{}}]}' },
       { role: 'user', content: 'Result 1 (a): x\nResult 2 (b): y' },
     ];
     expect(clearableResults(history, history.length)).toEqual([
-      { index: 1, tool: 'list_tables' },
-      { index: 3, tool: 'several tools' },
+      { index: 1, tools: ['list_tables'] },
+      { index: 3, tools: ['a', 'b'] },
     ]);
+  });
+
+  it('a JSON result of several calls is cleared call by call: each stub names its tool, the framing stays', () => {
+    const rows = (id: number) => JSON.stringify({ id, name: `customer-${id}` }, null, 2);
+    const history: ChatMessage[] = [
+      {
+        role: 'assistant',
+        content: '{"tools":[{"tool":"lookup","args":{"id":1}},{"tool":"sql_query","args":{}}]}',
+      },
+      { role: 'user', content: `Result 1 (lookup): ${rows(1)}\nResult 2 (sql_query): ${rows(2)}` },
+    ];
+    const [found] = clearableResults(history, history.length);
+    const cleared = clearResult(history[1]!, found!.tools, count);
+    expect(cleared.message).toEqual({
+      role: 'user',
+      content: [
+        `Result 1 (lookup): ${clearedResult('lookup', count(rows(1)))}`,
+        `Result 2 (sql_query): ${clearedResult('sql_query', count(rows(2)))}`,
+      ].join('\n'),
+    });
+    expect(cleared.tokens).toBe(count(rows(1)) + count(rows(2)));
+    history[1] = cleared.message;
+    expect(clearableResults(history, history.length)).toEqual([]);
   });
 });
 
@@ -213,6 +251,45 @@ describe('deterministicSummary', () => {
     const summary = deterministicSummary(null, turns, tokens);
     expect(summary.length).toBeLessThanOrEqual(2_400 + 40);
     expect(summary.split('\n')[0]).toBe('- (earlier steps omitted)');
+    expect(summary).toContain(`"n":${nextId}`);
+  });
+
+  it('is what the oldest-first reading gives, whatever the turns and the earlier summary (property)', () => {
+    const turn = fc.oneof(
+      fc.array(fc.constantFrom('sql_query', 'list_tables', 'x'.repeat(700)), { minLength: 1, maxLength: 4 }),
+      fc.string({ maxLength: 900 }).map((text) => [text]),
+    );
+    fc.assert(
+      fc.property(
+        fc.option(fc.string({ maxLength: 3_000 }), { nil: null }),
+        fc.array(turn, { maxLength: 80 }),
+        (previous, shapes) => {
+          const folded = shapes.flatMap((shape) =>
+            shape.length === 1 && !['sql_query', 'list_tables'].includes(shape[0]!)
+              ? textTurn(shape[0]!)
+              : toolTurn(...shape),
+          );
+          expect(deterministicSummary(previous, folded, tokens)).toBe(
+            oldestFirstSummary(previous, folded, tokens),
+          );
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('costs the lines it keeps, not the length of the run: a summary of 5,000 turns counts a few results', () => {
+    const turns = Array.from({ length: 5_000 }, () => toolTurn('sql_query')).flat();
+    let counted = 0;
+    const started = performance.now();
+    const summary = deterministicSummary('- Done: listed tables.', turns, (message) => {
+      counted++;
+      return tokens(message);
+    });
+    // Before, every result was counted and the cap was met by dropping one line at a time from all 5,000
+    // (about 4 s here).
+    expect(counted).toBeLessThan(60);
+    expect(performance.now() - started).toBeLessThan(500);
     expect(summary).toContain(`"n":${nextId}`);
   });
 
@@ -249,3 +326,38 @@ describe('summary requests', () => {
     expect(isSummaryRequest([{ role: 'user', content: SUMMARY_SYSTEM_PROMPT }])).toBe(false);
   });
 });
+
+/** The summary as first specified, built oldest first: the reference the newest-first one must equal. */
+function oldestFirstSummary(
+  previous: string | null,
+  folded: readonly ChatMessage[],
+  tokensOf: (message: ChatMessage) => number,
+): string {
+  const oneLine = (text: string) => text.replace(/\s*\n\s*/g, ' ').trim();
+  const clip = (text: string) =>
+    text.length <= 600 ? text : `${text.slice(0, 600)} …[cut: ${text.length - 600} chars]`;
+  const lines = (previous ?? '')
+    .split('\n')
+    .filter((line) => line.trim().length > 0)
+    .map((line) => (line.startsWith('- ') ? line : `- ${line}`));
+  const callLine = new Map<string, number>();
+  for (const message of folded) {
+    if (message.role === 'assistant') {
+      if (message.content?.trim()) lines.push(`- I wrote: ${clip(oneLine(message.content))}`);
+      for (const call of message.tool_calls ?? []) {
+        callLine.set(call.id, lines.length);
+        lines.push(`- I called ${call.function.name}(${clip(oneLine(call.function.arguments))})`);
+      }
+    } else if (message.role === 'tool') {
+      const at = callLine.get(message.tool_call_id);
+      const size = isCleared(message.content) ? 'cleared' : `${tokensOf(message)} tokens`;
+      if (at !== undefined) lines[at] += ` → result of ${size}, not kept`;
+    }
+  }
+  let text = lines.join('\n');
+  while (text.length > 2_400 && lines.length > 1) {
+    lines.shift();
+    text = `- (earlier steps omitted)\n${lines.join('\n')}`;
+  }
+  return text;
+}
