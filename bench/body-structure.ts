@@ -5,7 +5,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { pino } from 'pino';
-import { FleetClient } from '../producers/client.js';
+import { FleetClient } from '../src/client/fleet-client.js';
 import { createApiServer } from '../producers/http-api.js';
 import { deleteKeysWithPrefix } from '../src/queue/delete-prefix.js';
 import { createRedis } from '../src/queue/redis.js';

@@ -169,9 +169,8 @@ export const envSchema = z.object({
   SMTP_MAX_CONNECTIONS: int(1, 100).default(5),
   SMTP_MAX_QUEUED: int(1, 100_000).default(1_000),
   EMAIL_PENDING_GRACE_MS: int(0).default(120_000),
-  EMAIL_SWEEP_INTERVAL_MS: int(0).default(60_000),
-  // The effect sweeper's interval (every tool's pending effects); EMAIL_SWEEP_INTERVAL_MS is its older name.
-  EFFECT_SWEEP_INTERVAL_MS: int(0).optional(),
+  // The effect sweeper's interval (every tool's pending effects).
+  EFFECT_SWEEP_INTERVAL_MS: int(0).default(60_000),
   EMAIL_DRY_RUN: z
     .enum(['0', '1', 'true', 'false'])
     .transform((v) => v === '1' || v === 'true')
@@ -225,6 +224,9 @@ export const envSchema = z.object({
 export type Env = z.infer<typeof envSchema>;
 
 /** Parses the environment; throws a ConfigError whose message names the first bad variable. */
+/** Variables that were renamed: one still set is refused, naming the new one, rather than silently ignored. */
+const RENAMED: Readonly<Record<string, string>> = { EMAIL_SWEEP_INTERVAL_MS: 'EFFECT_SWEEP_INTERVAL_MS' };
+
 export function parseEnv(source: Record<string, string | undefined> = process.env): Env {
   // An empty or blank variable means "not set", as it does in most shells' `VAR= cmd`.
   const present = Object.fromEntries(
@@ -232,6 +234,11 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
       .filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1].trim() !== '')
       .map(([key, value]) => [key, value.trim()]),
   );
+  for (const [old, now] of Object.entries(RENAMED)) {
+    if (present[old] !== undefined) {
+      throw new ConfigError('bad_env', `${old} was renamed ${now}: set ${now} instead`);
+    }
+  }
   const parsed = envSchema.safeParse(present);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];

@@ -11,7 +11,7 @@ import { FLEET_QUEUES } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
 import { RedisOutageLog } from '../src/queue/redis-outage-log.js';
 import { StoreResultArchive } from './result-archive.js';
-import { FleetClient } from './client.js';
+import { FleetClient } from '../src/client/fleet-client.js';
 import { createApiServer } from './http-api.js';
 import { forecastDefaultsOf } from '../src/batch/forecast.js';
 import { startTelemetry } from '../src/telemetry/fleet-telemetry.js';

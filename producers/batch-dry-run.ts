@@ -3,7 +3,7 @@
 //   200 {"dryRun": true, "forecast": {...}} · 400 invalid_batch / invalid_query · 503 forecast_unavailable
 import type { RequestHandler } from 'express';
 import type { Logger } from '../src/logging/logger.js';
-import { ForecastError, TaskValidationError, type FleetClient } from './client.js';
+import { ForecastError, TaskValidationError, type FleetClient } from '../src/client/fleet-client.js';
 
 const YES = new Set(['true', '1']);
 const NO = new Set(['false', '0']);

@@ -20,7 +20,7 @@ import {
 import { readFile } from 'node:fs/promises';
 import type { AgentTask } from '../src/queue/task-schema.js';
 import { parseBatchFile } from './batch-file.js';
-import { FleetClient, ForecastError, TaskValidationError } from './client.js';
+import { FleetClient, ForecastError, TaskValidationError } from '../src/client/fleet-client.js';
 import { StoreResultArchive } from './result-archive.js';
 import { forecastDefaultsOf } from '../src/batch/forecast.js';
 import { forecastLines, totalText } from '../src/reports/forecast-text.js';

@@ -1,4 +1,4 @@
-// What the HTTP API answers besides tasks and batches (producers/status-schemas.ts), as zod schemas for the
+// What the HTTP API answers besides tasks and batches (src/client/status-schemas.ts), as zod schemas for the
 // OpenAPI document: its error bodies, the health check and the agents' catalog.
 import { z } from 'zod';
 import { catalogSchema } from '../src/catalog/catalog.js';

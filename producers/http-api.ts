@@ -15,7 +15,7 @@ import {
   JsonStructureError,
   type JsonLimits,
 } from '../src/queue/json-structure.js';
-import { TaskValidationError, type FleetClient } from './client.js';
+import { TaskValidationError, type FleetClient } from '../src/client/fleet-client.js';
 import { IDEMPOTENCY_HEADER, withIdempotencyHeader } from './idempotency-header.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { API_CSP, securityHeaders } from './security-headers.js';

@@ -1,5 +1,5 @@
 // The HTTP API's Idempotency-Key header: the same key as a task's `idempotencyKey` field (the same key enqueued
-// twice names the same job, producers/client.ts), given where HTTP clients and proxies expect it. Given in both
+// twice names the same job, src/client/fleet-client.ts), given where HTTP clients and proxies expect it. Given in both
 // places, the two must be equal: a request that says two things is refused, naming the field.
 import { idempotencyKeySchema, type FieldIssue } from '../src/queue/task-schema.js';
 

@@ -19,7 +19,7 @@ import {
   enqueuedBatchSchema,
   enqueuedTaskSchema,
   taskStatusSchema,
-} from './status-schemas.js';
+} from '../src/client/status-schemas.js';
 
 export type JsonObject = Record<string, unknown>;
 

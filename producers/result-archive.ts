@@ -12,9 +12,9 @@ import { resultOfRun } from '../src/store/run-result.js';
 import { RunsRepository } from '../src/store/runs-repository.js';
 import { RunHistory, type CostHistory } from '../src/store/run-history.js';
 import type { CostHistorySource } from '../src/batch/forecast.js';
-import type { ArchivedBatch, ResultArchive } from './result-archive-port.js';
+import type { ArchivedBatch, ResultArchive } from '../src/client/result-archive-port.js';
 
-export type { ArchivedBatch, ResultArchive } from './result-archive-port.js';
+export type { ArchivedBatch, ResultArchive } from '../src/client/result-archive-port.js';
 
 export class StoreResultArchive implements ResultArchive, CostHistorySource {
   private pool: Promise<Pool> | undefined;

@@ -7,6 +7,7 @@
 export const ADAPTER_FOLDERS = [
   'batch',
   'catalog',
+  'client',
   'console',
   'demo',
   'fleet',

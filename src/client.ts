@@ -1,6 +1,6 @@
 // The public client entry (the package's main export and the separate client package): enqueue tasks and
 // batches, read results, and the zod schemas of the formats. It reaches bullmq, ioredis and zod only
-// (test/unit/packaging/client-imports.test.ts checks it); the client itself lives in producers/client.ts.
+// (test/unit/packaging/client-imports.test.ts checks it); the client itself lives in src/client/fleet-client.ts.
 export {
   FleetClient,
   TaskValidationError,
@@ -9,15 +9,15 @@ export {
   type OutageWatch,
   type TaskStatus,
   type WaitOptions,
-} from '../producers/client.js';
-export type { ArchivedBatch, ResultArchive } from '../producers/result-archive-port.js';
+} from './client/fleet-client.js';
+export type { ArchivedBatch, ResultArchive } from './client/result-archive-port.js';
 export {
   batchStatusSchema,
   enqueuedBatchSchema,
   enqueuedTaskSchema,
   JOB_STATES,
   taskStatusSchema,
-} from '../producers/status-schemas.js';
+} from './client/status-schemas.js';
 export {
   budgetSchema,
   MAX_TASK_CHARS,

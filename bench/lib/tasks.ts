@@ -1,6 +1,6 @@
 // Agent tasks for the scenarios: enqueued through the producers' client (validated, production job options)
 // and checked afterwards through it, so a benchmark never counts runs that went wrong.
-import type { FleetClient } from '../../producers/client.js';
+import type { FleetClient } from '../../src/client/fleet-client.js';
 import { taskText } from './steps-model.js';
 
 export async function enqueueTasks(

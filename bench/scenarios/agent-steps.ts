@@ -2,7 +2,7 @@
 // traces in MySQL and checkpoints in Redis as in production, logs at warn), the scripted model in its own
 // process at zero latency. After a warm-up batch, each measured batch reads the worker's CPU (utime + stime
 // from /proc) before its tasks are enqueued and after its last job completed.
-import { FleetClient } from '../../producers/client.js';
+import { FleetClient } from '../../src/client/fleet-client.js';
 import { TASKS_QUEUE } from '../../src/queue/names.js';
 import type { Child } from '../lib/children.js';
 import {

@@ -12,7 +12,7 @@
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FleetClient } from '../../producers/client.js';
+import { FleetClient } from '../../src/client/fleet-client.js';
 import { TASKS_QUEUE } from '../../src/queue/names.js';
 import {
   createNamespace,

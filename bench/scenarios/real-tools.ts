@@ -13,7 +13,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
-import { FleetClient } from '../../producers/client.js';
+import { FleetClient } from '../../src/client/fleet-client.js';
 import { seedDemoDatabase } from '../../src/demo/seed-demo-database.js';
 import { startSmtpSink, type SmtpSink } from '../../src/demo/smtp-sink.js';
 import { TASKS_QUEUE } from '../../src/queue/names.js';

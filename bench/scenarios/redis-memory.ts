@@ -4,7 +4,7 @@
 // concurrency 200, the model at zero latency. used_memory before the first job and after the last one (and
 // once more after `settleMs`, when the retention's trims have run), and what each queue still holds.
 import { Redis } from 'ioredis';
-import { FleetClient } from '../../producers/client.js';
+import { FleetClient } from '../../src/client/fleet-client.js';
 import { RESULTS_QUEUE, TASKS_QUEUE } from '../../src/queue/names.js';
 import { createNamespace, log, QueueWatch, sleep, startAgentWorker, startModelServer } from '../lib/fleet.js';
 import { startPrivateRedis } from '../lib/private-redis.js';

@@ -2,7 +2,7 @@
 // It imports the client library only, never the fleet: a service that enqueues work needs nothing else.
 // Against a running fleet: `npx tsx examples/kpi-digest/enqueue-batch.ts 2026-W48`.
 import { pathToFileURL } from 'node:url';
-import { FleetClient, type AgentResult, type BatchSummary } from '../../producers/client.js';
+import { FleetClient, type AgentResult, type BatchSummary } from '../../src/client/fleet-client.js';
 
 export interface DigestBatch {
   batchId: string;

@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseEnv, redactUrl } from '../../config/env.js';
-import { FleetClient } from '../../producers/client.js';
+import { FleetClient } from '../client/fleet-client.js';
 import type { AgentResult } from '../kernel/types.js';
 import { scrubText } from '../logging/redact.js';
 import { startTelemetry, type FleetTelemetry } from '../telemetry/fleet-telemetry.js';

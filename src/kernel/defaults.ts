@@ -16,8 +16,6 @@ export const DEFAULT_DEADLINE_MS = 300_000;
  * `auto`: the whole transcript, cut only at the limits (docs/memory.md); a number forces the sliding window of that many messages.
  */
 export const DEFAULT_MEMORY_WINDOW: number | 'auto' = 'auto';
-/** The sliding window's size when one is asked for without a size (the seed's default). */
-export const SLIDING_MEMORY_WINDOW = 6;
 /**
  * The context window assumed when none is configured: the gpt-4o family's, below every model of the price table's
  * (400,000 for gpt-5.4-mini), so the memory compacts early and no prompt reaches long-context prices (272K).

@@ -9,7 +9,6 @@ import type { NextFunction, Request, Response } from 'express';
 import type { FleetMetrics } from './fleet-metrics.js';
 
 export const METRICS_PATH = '/metrics';
-export const DEFAULT_METRICS_PORT = 9464;
 
 export interface MetricsServerOptions {
   /** 0 picks a free port (see `port` on the result). */

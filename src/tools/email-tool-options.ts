@@ -29,6 +29,12 @@ export function checkEmailToolOptions(options: {
     if (typeof domain !== 'string' || !/^[^\s@,]+$/.test(domain))
       fail(`allowedDomains[${i}]`, `must be a domain such as "example.com" (got ${JSON.stringify(domain)})`);
   });
+  if ('sweepIntervalMs' in options) {
+    fail(
+      'sweepIntervalMs',
+      "was removed: the worker's effect sweeper settles pending emails (EFFECT_SWEEP_INTERVAL_MS)",
+    );
+  }
   if (!Number.isSafeInteger(options.maxPerRun) || (options.maxPerRun as number) < 0)
     fail('maxPerRun', 'must be a whole number of emails, 0 or more');
 }

@@ -1,4 +1,4 @@
-// `sendEmailTool(...)`: send_email (CONTRACT §7) as a tool source a fleet configuration wires with its own
+// `sendEmailTool(...)`: send_email (docs/agents-and-tools.md) as a tool source a fleet configuration wires with its own
 // SMTP server, sender, allowed domains and caps. Its rows live in the fleet's effect ledger; pending emails of
 // attempts that stopped for good are settled by the worker's effect sweeper, with the tool's delivery lookup.
 import type { ToolSource } from '../kernel/define-fleet.js';
@@ -26,12 +26,6 @@ export interface EmailToolSourceOptions {
   /** SMTP_LOOKUP_URL: settles emails left pending by a crash (docs/side-effects.md). */
   lookupUrl?: string;
   pendingGraceMs?: number;
-  /**
-   * Ignored: pending emails are settled by the worker's effect sweeper with every other tool's effects
-   * (EFFECT_SWEEP_INTERVAL_MS, or its older name EMAIL_SWEEP_INTERVAL_MS). Kept so older configurations load.
-   * @deprecated
-   */
-  sweepIntervalMs?: number;
 }
 
 /** Throws a ConfigError naming the option when one has the wrong shape (the worker stops at start with it). */

@@ -1,4 +1,4 @@
-// send_email (CONTRACT §7): one plain-text email to one recipient of an allowed domain, at most once per job
+// send_email (docs/agents-and-tools.md): one plain-text email to one recipient of an allowed domain, at most once per job
 // and call however often the job is retried or resumed.
 //
 // The checks run cheapest and most certain first: recipient, subject, body, then the ledger, which enforces

@@ -1,7 +1,7 @@
 // A fleet configuration opened in a worker: its tool sources and MCP servers opened, every agent's tools
 // checked to exist, each tool with side effects given the effect ledger behind `ctx.once` (with the tool's
 // `effects` hooks), and the sweeper that settles those tools' effects left pending started.
-import { checkFleetTools, toolNamesOf, type Fleet } from '../kernel/define-fleet.js';
+import { checkFleetTools, type Fleet } from '../kernel/define-fleet.js';
 import type { AgentDefinition } from '../kernel/define-agent.js';
 import { ConfigError } from '../kernel/errors.js';
 import type { EffectLedger } from '../tools/effect-ledger.js';
@@ -56,7 +56,7 @@ export async function openFleet(fleet: Fleet, services: WorkerServices): Promise
       fleet.mcpServers.map((server) => server.toolPrefix ?? server.name),
     );
     const ledger = effectLedgerOf(services);
-    const intervalMs = services.env.EFFECT_SWEEP_INTERVAL_MS ?? services.env.EMAIL_SWEEP_INTERVAL_MS;
+    const intervalMs = services.env.EFFECT_SWEEP_INTERVAL_MS;
     if (intervalMs > 0) {
       const sweeper = startEffectSweeper({
         ledger,
@@ -80,11 +80,6 @@ export async function openFleet(fleet: Fleet, services: WorkerServices): Promise
     await close().catch(() => undefined);
     throw error;
   }
-}
-
-/** The tools a task of this agent may use: its own, or the subset of them the task names. */
-export function agentToolNames(agent: AgentDefinition, named: readonly string[] | undefined): string[] {
-  return named ? [...named] : toolNamesOf(agent);
 }
 
 /** A tool with side effects gets `ctx.once` on the ledger; an effect nothing could settle is reported. */

@@ -4,7 +4,7 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import mysql from 'mysql2/promise';
-import { FleetClient } from '../../producers/client.js';
+import { FleetClient } from '../../src/client/fleet-client.js';
 import { deleteKeysWithPrefix } from '../../src/queue/delete-prefix.js';
 import { WORKER_NODE_FLAGS } from '../../src/worker/worker-node-flags.js';
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEnv } from '../../../config/env.js';
-import { FleetClient } from '../../../producers/client.js';
+import { FleetClient } from '../../../src/client/fleet-client.js';
 import { StoreResultArchive } from '../../../producers/result-archive.js';
 import { forecastDefaultsOf } from '../../../src/batch/forecast.js';
 import { buildBatchReport } from '../../../src/reports/batch-summary.js';

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { parseEnv } from '../../../config/env.js';
 import { DEFAULT_MODEL } from '../../../src/kernel/defaults.js';
-import { FleetClient, ForecastError } from '../../../producers/client.js';
+import { FleetClient, ForecastError } from '../../../src/client/fleet-client.js';
 import { createApiServer } from '../../../producers/http-api.js';
 import { StoreResultArchive } from '../../../producers/result-archive.js';
 import { defineAgent } from '../../../src/kernel/define-agent.js';

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TaskValidationError } from '../../../producers/client.js';
+import { TaskValidationError } from '../../../src/client/fleet-client.js';
 import { createApiServer } from '../../../producers/http-api.js';
 import { pino } from 'pino';
 import { TASKS_QUEUE } from '../../../src/queue/names.js';

@@ -2,7 +2,7 @@
 // persistence (appendfsync always), killed with SIGKILL mid-batch and started again on the same port and
 // directory. Every task ends with one result and one agent_runs row, and the batch summary is complete.
 import { afterAll, expect, it } from 'vitest';
-import { FleetClient } from '../../../producers/client.js';
+import { FleetClient } from '../../../src/client/fleet-client.js';
 import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
 import { printFigures, seconds } from '../../support/fault-figures.js';
 import { setupOrFail } from '../../support/setup-or-fail.js';

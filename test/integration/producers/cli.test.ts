@@ -14,7 +14,7 @@ import { jobIdForKey } from '../../../src/queue/job-options.js';
 import { RESULT_JOB_NAME, resultJobId, RESULTS_QUEUE, TASKS_QUEUE } from '../../../src/queue/names.js';
 import { createRedis } from '../../../src/queue/redis.js';
 import { deleteKeysWithPrefix } from '../../../src/queue/delete-prefix.js';
-import { FleetClient } from '../../../producers/client.js';
+import { FleetClient } from '../../../src/client/fleet-client.js';
 import { REPO_ROOT } from '../../support/repo-paths.js';
 
 const ROOT = REPO_ROOT;

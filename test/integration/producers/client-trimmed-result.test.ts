@@ -10,7 +10,7 @@ import { RESULTS_QUEUE, resultJobId, TASK_JOB_NAME, TASKS_QUEUE } from '../../..
 import { failedResult } from '../../../src/worker/task-processor.js';
 import { ResultPublisher } from '../../../src/worker/result-publisher.js';
 import { ResultsRetention } from '../../../src/worker/results-retention.js';
-import { FleetClient } from '../../../producers/client.js';
+import { FleetClient } from '../../../src/client/fleet-client.js';
 import type { ResultArchive } from '../../../producers/result-archive.js';
 import { createNamespace, REDIS_URL, type FleetNamespace } from '../../support/fleet-harness.js';
 

@@ -9,7 +9,7 @@ import type { Express } from 'express';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { FleetClient, TaskValidationError } from '../../../producers/client.js';
+import { FleetClient, TaskValidationError } from '../../../src/client/fleet-client.js';
 import { createApiServer } from '../../../producers/http-api.js';
 import { RESULT_JOB_NAME, resultJobId, RESULTS_QUEUE, TASKS_QUEUE } from '../../../src/queue/names.js';
 import { createRedis } from '../../../src/queue/redis.js';

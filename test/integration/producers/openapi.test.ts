@@ -12,7 +12,7 @@ import formats from 'ajv-formats';
 import type { Express } from 'express';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FleetClient } from '../../../producers/client.js';
+import { FleetClient } from '../../../src/client/fleet-client.js';
 import { StoreResultArchive } from '../../../producers/result-archive.js';
 import { forecastDefaultsOf } from '../../../src/batch/forecast.js';
 import { parseEnv } from '../../../config/env.js';

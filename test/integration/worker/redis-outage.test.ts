@@ -1,7 +1,7 @@
 // A worker through a short Redis outage: a private redis-server is killed for about 2 s and started again. The
 // worker says so once when it goes and once when it is back, with no stack traces, and keeps processing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FleetClient } from '../../../producers/client.js';
+import { FleetClient } from '../../../src/client/fleet-client.js';
 import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
 import {
   createNamespace,

@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentResult } from '../../../src/kernel/types.js';
 import { RESULT_JOB_NAME, RESULTS_QUEUE, TASKS_QUEUE } from '../../../src/queue/names.js';
-import { FleetClient } from '../../../producers/client.js';
+import { FleetClient } from '../../../src/client/fleet-client.js';
 import { StoreResultArchive } from '../../../producers/result-archive.js';
 import { ResultsRetention } from '../../../src/worker/results-retention.js';
 import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';

@@ -2,7 +2,7 @@
 // for it forever. It stops within its grace periods and says what it left behind; the jobs' locks expire and
 // they are resumed elsewhere, as after a crash.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { FleetClient } from '../../../producers/client.js';
+import { FleetClient } from '../../../src/client/fleet-client.js';
 import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
 import {
   createNamespace,

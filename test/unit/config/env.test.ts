@@ -87,6 +87,13 @@ describe('parseEnv defaults', () => {
     expect(env.LLM_PRICES).toBeUndefined();
   });
 
+  it('a renamed variable still set is refused, naming the new one', () => {
+    expect(() => parseEnv({ EMAIL_SWEEP_INTERVAL_MS: '30000' })).toThrow(
+      'EMAIL_SWEEP_INTERVAL_MS was renamed EFFECT_SWEEP_INTERVAL_MS: set EFFECT_SWEEP_INTERVAL_MS instead',
+    );
+    expect(parseEnv({ EFFECT_SWEEP_INTERVAL_MS: '30000' }).EFFECT_SWEEP_INTERVAL_MS).toBe(30_000);
+  });
+
   it('undefined values and unknown variables are ignored', () => {
     expect(parseEnv({ AGENT_MAX_STEPS: undefined, PATH: '/usr/bin', HOME: '/root' }).AGENT_MAX_STEPS).toBe(
       D.DEFAULT_MAX_STEPS,

@@ -1,7 +1,7 @@
 // A refused task's error says what it is: its own name (not its parent's, InputError), its fields, and, for a
 // task of an agent that takes an input, the field `input` rather than `task`. Pure: no Redis.
 import { describe, expect, it } from 'vitest';
-import { TaskValidationError } from '../../../producers/client.js';
+import { TaskValidationError } from '../../../src/client/fleet-client.js';
 import { checkTaskAgainstCatalog } from '../../../src/catalog/check-task.js';
 import type { Catalog, CatalogAgent } from '../../../src/catalog/catalog.js';
 import { InputError } from '../../../src/kernel/errors.js';

@@ -45,6 +45,9 @@ describe('sendEmailTool options', () => {
     expect(refusal({ smtpUrl: 'http://mail' })).toMatch(/^sendEmailTool: smtpUrl must be an smtp:\/\//);
     expect(refusal({ from: 'nobody' })).toMatch(/^sendEmailTool: from must be an email address/);
     expect(refusal({ maxPerRun: '3' })).toMatch(/^sendEmailTool: maxPerRun must be a whole number/);
+    expect(refusal({ sweepIntervalMs: 30_000 })).toMatch(
+      /^sendEmailTool: sweepIntervalMs was removed: .*EFFECT_SWEEP_INTERVAL_MS/,
+    );
   });
 });
 

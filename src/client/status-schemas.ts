@@ -1,10 +1,10 @@
 // What the client and the HTTP API answer about tasks and batches, as zod schemas: the OpenAPI document is
 // generated from them and other services may parse answers with them. Loose objects: fields are only ever added.
 import { z } from 'zod';
-import { agentResultSchema } from '../src/kernel/result-schema.js';
-import { batchSummarySchema } from '../src/batch/batch-summary-schema.js';
-import type { BatchStatus, TaskStatus } from './client.js';
-import { agree, type Known, type Same } from '../src/util/schema-agreement.js';
+import { agentResultSchema } from '../kernel/result-schema.js';
+import { batchSummarySchema } from '../batch/batch-summary-schema.js';
+import type { BatchStatus, TaskStatus } from './fleet-client.js';
+import { agree, type Known, type Same } from '../util/schema-agreement.js';
 
 /** BullMQ's job states, and `unknown` for a job Redis does not hold (the API answers 404 for it instead). */
 export const JOB_STATES = [

@@ -2,26 +2,21 @@
 // services to import. It never talks to a worker, only to Redis.
 import { FlowProducer, Queue, type Job, type JobState, type Telemetry } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { InputError } from '../src/kernel/errors.js';
-import type { AgentResult } from '../src/kernel/types.js';
-import { jobIdForKey, TASK_JOB_OPTIONS } from '../src/queue/job-options.js';
-import { BATCHES_QUEUE, RESULTS_QUEUE, resultJobId, TASKS_QUEUE } from '../src/queue/names.js';
-import { taskJobName } from '../src/queue/task-job-name.js';
-import { assertRedisReachable, createRedis } from '../src/queue/redis.js';
+import { InputError } from '../kernel/errors.js';
+import type { AgentResult } from '../kernel/types.js';
+import { jobIdForKey, TASK_JOB_OPTIONS } from '../queue/job-options.js';
+import { BATCHES_QUEUE, RESULTS_QUEUE, resultJobId, TASKS_QUEUE } from '../queue/names.js';
+import { taskJobName } from '../queue/task-job-name.js';
+import { assertRedisReachable, createRedis } from '../queue/redis.js';
 import type { ResultArchive } from './result-archive-port.js';
-import {
-  formatFieldIssues,
-  validateTask,
-  type AgentTask,
-  type FieldIssue,
-} from '../src/queue/task-schema.js';
-import { sleep } from '../src/kernel/sleep.js';
+import { formatFieldIssues, validateTask, type AgentTask, type FieldIssue } from '../queue/task-schema.js';
+import { sleep } from '../kernel/sleep.js';
 import {
   batchBudgetSchema,
   validateBatch,
   type BatchInput,
   type BatchJobData,
-} from '../src/batch/batch-schema.js';
+} from '../batch/batch-schema.js';
 import {
   buildForecast,
   ForecastError,
@@ -33,13 +28,13 @@ import {
   type ForecastQuantile,
   type ForecastSettings,
   type IfNoHistory,
-} from '../src/batch/forecast.js';
-import { summarizeBatch, type BatchSummary } from '../src/batch/batch-summary.js';
-import { enqueueBatch, type EnqueuedBatch } from '../src/batch/enqueue-batch.js';
-import { SpendLedger } from '../src/fleet/spend-ledger.js';
-import type { Catalog } from '../src/catalog/catalog.js';
-import { CatalogStore } from '../src/catalog/catalog-store.js';
-import { checkTaskAgainstCatalog } from '../src/catalog/check-task.js';
+} from '../batch/forecast.js';
+import { summarizeBatch, type BatchSummary } from '../batch/batch-summary.js';
+import { enqueueBatch, type EnqueuedBatch } from '../batch/enqueue-batch.js';
+import { SpendLedger } from '../fleet/spend-ledger.js';
+import type { Catalog } from '../catalog/catalog.js';
+import { CatalogStore } from '../catalog/catalog-store.js';
+import { checkTaskAgainstCatalog } from '../catalog/check-task.js';
 
 export type { AgentTask, AgentResult, FieldIssue, BatchInput, BatchSummary, EnqueuedBatch, Catalog };
 export type { BatchForecast, ForecastQuantile, ForecastSettings, IfNoHistory };
