@@ -20,7 +20,7 @@ import type { CallGate } from '../kernel/call-gate.js';
 import type { ChatModel } from '../kernel/chat-model.js';
 import type { FleetMetrics } from '../metrics/fleet-metrics.js';
 import type { Logger } from '../logging/logger.js';
-import { formatFieldIssues, MAX_TASK_CHARS, validateTask } from '../queue/task-schema.js';
+import { formatFieldIssues, MAX_TASK_CHARS, validateTask, type AgentTask } from '../queue/task-schema.js';
 import type { RunsRepository, StartRunInput } from '../store/runs-repository.js';
 import type { CheckpointStore } from './checkpoint-store.js';
 import { forgetJobState } from './job-state.js';
@@ -29,7 +29,7 @@ import { retryDelayMs } from '../queue/retry-schedule.js';
 import type { ResultPublisher } from './result-publisher.js';
 import { RunFinisher, type Finished } from './run-finisher.js';
 import { withRetries } from './retry.js';
-import { runConfigFor } from './run-config.js';
+import { runConfigFor, type RunConfig } from './run-config.js';
 import type { ToolProvider } from './tool-provider.js';
 import type { RunJournal } from './run-journal.js';
 import { TraceWriter } from './trace-writer.js';
@@ -86,216 +86,319 @@ export function createTaskProcessor(
   deps: TaskProcessorDeps,
   finisher: RunFinisher = new RunFinisher(deps),
 ): Processor<unknown, AgentResult> {
-  const journal = deps.journal;
-  // The tenant slot a job holds is given back however its run ends.
-  const processor = async (job: Job, token: string | undefined, signal: AbortSignal | undefined) => {
+  // validate → resolve the agent → read the job's state → hold its tenant slot → run → end the attempt. The tenant
+  // slot a job holds is given back however its run ends.
+  return async (job: Job, token: string | undefined, signal: AbortSignal | undefined) => {
     const held: { slot: HeldSlot | null } = { slot: null };
     try {
-      return await run(job, token, signal, held);
+      const resolved = await resolveTask(deps, finisher, job, token);
+      const attempt = attemptOf(deps, job, token, resolved);
+      const state = await readJobState(attempt);
+      if (state.published) return completedAlready(attempt, state.published);
+      if (!state.kept) held.slot = await holdTenantSlot(attempt);
+      const recording = await startRecording(attempt, state);
+      const result = state.kept?.result ?? (await runTheAgent(attempt, state, recording, signal));
+      return await endAttempt(attempt, finisher, state, recording, result, signal);
     } finally {
       await held.slot
         ?.release()
         .catch((err: unknown) => deps.logger.warn({ err }, 'tenant slot not released'));
     }
   };
-  const run = async (
-    job: Job,
-    token: string | undefined,
-    signal: AbortSignal | undefined,
-    held: { slot: HeldSlot | null },
-  ): Promise<AgentResult> => {
-    const jobId = String(job.id);
-    const log = deps.logger.child({ jobId, attempt: job.attemptsMade + 1 });
+}
 
-    const validation = validateTask(job.data);
-    if (!validation.ok) {
-      const message = `Invalid task: ${formatFieldIssues(validation.issues)}`;
-      return finishWithoutRun(
-        deps,
-        finisher,
-        job,
-        token,
-        { kind: 'input', code: 'invalid_task', message, retryable: false },
-        agentNamedBy(job.data, deps.agents),
-      );
-    }
-    const task = validation.task;
-    const agentName = task.agent ?? DEFAULT_AGENT;
-    const agent = deps.agents.get(agentName);
-    if (!agent) {
-      const message = `Invalid task: agent: this fleet has no agent "${agentName}" (it has ${[...deps.agents.keys()].join(', ')})`;
-      return finishWithoutRun(deps, finisher, job, token, {
-        kind: 'input',
-        code: 'invalid_task',
-        message,
-        retryable: false,
-      });
-    }
-    let config;
-    try {
-      config = runConfigFor(task, deps.env, agent);
-    } catch (error) {
-      if (!(error instanceof ConfigError || error instanceof InputError)) throw error;
-      return finishWithoutRun(deps, finisher, job, token, error.toRunError(), agent);
-    }
+/** A task that passed validation, the agent it names and what its run is configured with. */
+interface ResolvedTask {
+  task: AgentTask;
+  agent: AgentDefinition;
+  config: RunConfig;
+}
 
-    const { batchId, claimed } = batchMembership(job, deps.env.QUEUE_PREFIX);
-    if (claimed)
-      log.warn({ batch: claimed }, 'metadata.batch names a batch the job is not a task of: ignored');
-    const traces = new TraceWriter(journal, deps.redis, deps.env.QUEUE_PREFIX, jobId, log);
-    // BullMQ counts every start of a job (retries, stalled restarts and releases included): a job started for the
-    // first time has no checkpoint and no parked traces of its own and skips the round trip that reads them; what
-    // an earlier job of the same id (a reused idempotency key) may have left is dropped, unread, before this job
-    // writes any. Otherwise both reads go together.
-    const firstStart = job.attemptsStarted <= 1;
-    // Not waited for: sent before this job parks any trace, on the same connection.
-    if (firstStart) void forgetJobState(deps.redis, deps.env.QUEUE_PREFIX, jobId).catch(() => undefined);
-    const [checkpoint, recovered, kept, published] = firstStart
-      ? [null, 0, null, null]
-      : await Promise.all([
-          deps.checkpoints.load(jobId),
-          traces.recover(),
-          deps.outcomes.load(jobId),
-          deps.publisher.published(jobId),
-        ]);
-    // Delivered again after its result went out (its worker died before BullMQ completed it): nothing more to
-    // do. Running it again would write its start again, setting its finished record back to `running`.
-    if (published) {
-      void forgetJobState(deps.redis, deps.env.QUEUE_PREFIX, jobId).catch(() => undefined);
-      log.info('result published already: completed as it was');
-      if (published.status === 'failed')
-        throw new UnrecoverableError(published.error?.message ?? 'run failed');
-      return published;
-    }
-    // A tenant at its limit: the job goes back to `delayed` for a short while, holding no worker slot, so the
-    // jobs of other tenants run meanwhile. A kept outcome's run is over: it needs no slot.
-    if (task.tenant !== undefined && deps.tenantSlots && !kept) {
-      held.slot = await deps.tenantSlots.take(task.tenant, jobId, (err: unknown) =>
-        log.warn({ err, tenant: task.tenant }, 'tenant slot not renewed'),
-      );
-      if (!held.slot) {
-        // Every activation counts as started; those that ran nothing are the tenant waits so far.
-        const delayMs = tenantWaitMs(Math.max(1, job.attemptsStarted - job.attemptsMade));
-        log.debug({ tenant: task.tenant, delayMs }, 'tenant at its concurrency limit: delayed');
-        deps.metrics?.observeTenantDelay(task.tenant);
-        await job.moveToDelayed(Date.now() + delayMs, token);
-        throw new DelayedError();
-      }
-    }
-    // A kept outcome's batch was noted when its run started.
-    if (batchId && !kept)
-      await withRetries(() => deps.batches?.noteTask(batchId) ?? Promise.resolve(), STORE_RETRIES);
-    // Not waited for: the start goes with the next shared INSERT while the run makes its first model call. The
-    // run is recorded before it is finished or released (below); if MySQL stays down, a finished run's outcome
-    // waits in Redis for it, and a run that needs it for a side effect fails the attempt, retried from its checkpoint.
-    const startedAt = new Date();
-    const startInput = (): StartRunInput => ({
-      jobId,
-      task: config.taskText.slice(0, MAX_TASK_CHARS),
-      model: config.model,
-      protocol: checkpoint?.protocol ?? config.protocol,
-      agent: agent.name,
-      tenant: task.tenant ?? null,
-      prices: checkpoint?.price ?? config.price,
-      batchId: batchId ?? null,
-      metadata: task.metadata,
-      attempt: job.attemptsMade + 1,
-      startedAt,
+/** One attempt at a job: what every step of the processor works on. */
+interface Attempt extends ResolvedTask {
+  deps: TaskProcessorDeps;
+  job: Job;
+  token: string | undefined;
+  jobId: string;
+  log: Logger;
+  batchId: string | undefined;
+  traces: TraceWriter;
+  /** BullMQ counts every start of a job (retries, stalled restarts and releases included). */
+  firstStart: boolean;
+}
+
+/** What the job kept from earlier attempts. */
+interface JobState {
+  checkpoint: Awaited<ReturnType<CheckpointStore['load']>>;
+  kept: Awaited<ReturnType<OutcomeStore['load']>>;
+  published: AgentResult | null;
+  /** Traces an earlier attempt parked, written again now. */
+  recovered: number;
+}
+
+/** The run's record in MySQL: the start it writes (once), and the wait for it before anything irreversible. */
+interface Recording {
+  startInput(): StartRunInput;
+  ensureStarted(): Promise<void>;
+  recorded(): Promise<void>;
+}
+
+/** Validates the task and resolves its agent and configuration; a task that cannot run ends here, recorded. */
+async function resolveTask(
+  deps: TaskProcessorDeps,
+  finisher: RunFinisher,
+  job: Job,
+  token: string | undefined,
+): Promise<ResolvedTask> {
+  const validation = validateTask(job.data);
+  if (!validation.ok) {
+    const message = `Invalid task: ${formatFieldIssues(validation.issues)}`;
+    return finishWithoutRun(
+      deps,
+      finisher,
+      job,
+      token,
+      { kind: 'input', code: 'invalid_task', message, retryable: false },
+      agentNamedBy(job.data, deps.agents),
+    );
+  }
+  const task = validation.task;
+  const agentName = task.agent ?? DEFAULT_AGENT;
+  const agent = deps.agents.get(agentName);
+  if (!agent) {
+    const message = `Invalid task: agent: this fleet has no agent "${agentName}" (it has ${[...deps.agents.keys()].join(', ')})`;
+    return finishWithoutRun(deps, finisher, job, token, {
+      kind: 'input',
+      code: 'invalid_task',
+      message,
+      retryable: false,
     });
-    const startRun = () => withRetries(() => journal.start(startInput()), STORE_RETRIES);
-    let started = kept?.started ? Promise.resolve() : startRun();
-    started.catch(() => undefined); // awaited below; this only keeps an early failure from going unhandled
-    // A start that failed (MySQL down) is written again when it is next needed: MySQL may be back by then.
-    const ensureStarted = () => (started = started.catch(startRun));
+  }
+  try {
+    return { task, agent, config: runConfigFor(task, deps.env, agent) };
+  } catch (error) {
+    if (!(error instanceof ConfigError || error instanceof InputError)) throw error;
+    return finishWithoutRun(deps, finisher, job, token, error.toRunError(), agent);
+  }
+}
+
+function attemptOf(
+  deps: TaskProcessorDeps,
+  job: Job,
+  token: string | undefined,
+  resolved: ResolvedTask,
+): Attempt {
+  const jobId = String(job.id);
+  const log = deps.logger.child({ jobId, attempt: job.attemptsMade + 1 });
+  const { batchId, claimed } = batchMembership(job, deps.env.QUEUE_PREFIX);
+  if (claimed) log.warn({ batch: claimed }, 'metadata.batch names a batch the job is not a task of: ignored');
+  return {
+    ...resolved,
+    deps,
+    job,
+    token,
+    jobId,
+    log,
+    batchId,
+    traces: new TraceWriter(deps.journal, deps.redis, deps.env.QUEUE_PREFIX, jobId, log),
+    firstStart: job.attemptsStarted <= 1,
+  };
+}
+
+/**
+ * The checkpoint, parked traces, kept outcome and published result of earlier attempts. A job started for the
+ * first time has none of its own and skips the round trip that reads them; what an earlier job of the same id (a
+ * reused idempotency key) may have left is dropped, unread, before this job writes any. Otherwise the reads go
+ * together.
+ */
+async function readJobState(attempt: Attempt): Promise<JobState> {
+  const { deps, jobId, traces } = attempt;
+  if (attempt.firstStart) {
+    // Not waited for: sent before this job parks any trace, on the same connection.
+    void forgetJobState(deps.redis, deps.env.QUEUE_PREFIX, jobId).catch(() => undefined);
+    return { checkpoint: null, kept: null, published: null, recovered: 0 };
+  }
+  const [checkpoint, recovered, kept, published] = await Promise.all([
+    deps.checkpoints.load(jobId),
+    traces.recover(),
+    deps.outcomes.load(jobId),
+    deps.publisher.published(jobId),
+  ]);
+  return { checkpoint, kept, published, recovered };
+}
+
+/**
+ * Delivered again after its result went out (its worker died before BullMQ completed it): nothing more to do.
+ * Running it again would write its start again, setting its finished record back to `running`.
+ */
+function completedAlready(attempt: Attempt, published: AgentResult): AgentResult {
+  const { deps, jobId, log } = attempt;
+  void forgetJobState(deps.redis, deps.env.QUEUE_PREFIX, jobId).catch(() => undefined);
+  log.info('result published already: completed as it was');
+  if (published.status === 'failed') throw new UnrecoverableError(published.error?.message ?? 'run failed');
+  return published;
+}
+
+/**
+ * A tenant at its limit: the job goes back to `delayed` for a short while, holding no worker slot, so the jobs of
+ * other tenants run meanwhile. A kept outcome's run is over: it needs no slot (the caller does not ask).
+ */
+async function holdTenantSlot(attempt: Attempt): Promise<HeldSlot | null> {
+  const { deps, task, job, jobId, log } = attempt;
+  if (task.tenant === undefined || !deps.tenantSlots) return null;
+  const slot = await deps.tenantSlots.take(task.tenant, jobId, (err: unknown) =>
+    log.warn({ err, tenant: task.tenant }, 'tenant slot not renewed'),
+  );
+  if (slot) return slot;
+  // Every activation counts as started; those that ran nothing are the tenant waits so far.
+  const delayMs = tenantWaitMs(Math.max(1, job.attemptsStarted - job.attemptsMade));
+  log.debug({ tenant: task.tenant, delayMs }, 'tenant at its concurrency limit: delayed');
+  deps.metrics?.observeTenantDelay(task.tenant);
+  await job.moveToDelayed(Date.now() + delayMs, attempt.token);
+  throw new DelayedError();
+}
+
+/**
+ * Notes the batch and starts the run's record. Not waited for: the start goes with the next shared INSERT while
+ * the run makes its first model call. The run is recorded before it is finished or released; if MySQL stays down,
+ * a finished run's outcome waits in Redis for it, and a run that needs it for a side effect fails the attempt,
+ * retried from its checkpoint.
+ */
+async function startRecording(attempt: Attempt, state: JobState): Promise<Recording> {
+  const { deps, job, jobId, log, task, agent, config, batchId } = attempt;
+  const { checkpoint, kept } = state;
+  // A kept outcome's batch was noted when its run started.
+  if (batchId && !kept)
+    await withRetries(() => deps.batches?.noteTask(batchId) ?? Promise.resolve(), STORE_RETRIES);
+  const startedAt = new Date();
+  const startInput = (): StartRunInput => ({
+    jobId,
+    task: config.taskText.slice(0, MAX_TASK_CHARS),
+    model: config.model,
+    protocol: checkpoint?.protocol ?? config.protocol,
+    agent: agent.name,
+    tenant: task.tenant ?? null,
+    prices: checkpoint?.price ?? config.price,
+    batchId: batchId ?? null,
+    metadata: task.metadata,
+    attempt: job.attemptsMade + 1,
+    startedAt,
+  });
+  const startRun = () => withRetries(() => deps.journal.start(startInput()), STORE_RETRIES);
+  let started = kept?.started ? Promise.resolve() : startRun();
+  started.catch(() => undefined); // awaited later; this only keeps an early failure from going unhandled
+  // A start that failed (MySQL down) is written again when it is next needed: MySQL may be back by then.
+  const ensureStarted = () => (started = started.catch(startRun));
+  if (kept) log.info({ tries: kept.recordTries }, 'recording an outcome MySQL could not take earlier');
+  else if (checkpoint) log.info({ step: checkpoint.steps }, 'resuming from checkpoint');
+  if (state.recovered > 0)
+    log.info({ traces: state.recovered }, 'writing again the traces an earlier attempt parked');
+  return {
+    startInput,
+    ensureStarted,
     // Nothing irreversible (an email) happens in a run MySQL has no record of.
-    const recorded = () =>
+    recorded: () =>
       ensureStarted().catch((error: unknown) => {
         throw new StoreError('store_unavailable', `The run could not be recorded: ${errorText(error)}`, {
           retryable: true,
           cause: error,
         });
-      });
-    if (kept) log.info({ tries: kept.recordTries }, 'recording an outcome MySQL could not take earlier');
-    else if (checkpoint) log.info({ step: checkpoint.steps }, 'resuming from checkpoint');
-    if (recovered > 0) log.info({ traces: recovered }, 'writing again the traces an earlier attempt parked');
-
-    // Checkpoint, parked trace, progress and log line of a step: one round trip.
-    const steps = new StepWrites(deps.redis, job, deps.env.QUEUE_PREFIX, log);
-    const runTrace = kept
-      ? undefined
-      : deps.tracing?.startRun({
-          jobId,
-          agent: agentName,
-          model: config.model,
-          attempt: job.attemptsMade + 1,
-          task: config.taskText,
-          ...(batchId ? { batchId } : {}),
-        });
-    const result =
-      kept?.result ??
-      (await runAgent({
-        runId: jobId,
-        task: config.taskText,
-        ...(config.instructions ? { instructions: config.instructions } : {}),
-        ...(agent.output ? { output: agent.output } : {}),
-        model: deps.createModel(config.model),
-        price: config.price,
-        tools: deps.tools.registryFor(config.tools),
-        budget: config.budget,
-        protocol: config.protocol,
-        options: config.options,
-        checkpoint: checkpoint ?? undefined,
-        signal,
-        gate: deps.gateFor?.({ batchId, tenant: task.tenant, model: config.model }),
-        ...(runTrace ? { observer: runTrace } : {}),
-        logger: log,
-        onStep: (trace) => {
-          steps.step(trace);
-          traces.add(trace);
-          deps.metrics?.observeStep(trace);
-          log.info({ step: trace.step, kind: trace.kind, costUsd: trace.totals.costUsd }, 'step');
-        },
-        onCheckpoint: (checkpoint) => steps.checkpoint(checkpoint.json),
-        beforeSideEffects: recorded,
-      }).catch((error: unknown) => {
-        runTrace?.fail(error);
-        throw error;
-      }));
-    runTrace?.end(result);
-
-    await steps.settled();
-    if (result.stopReason === 'cancelled' && signal?.reason === SHUTDOWN_REASON) {
-      await Promise.all([ensureStarted(), traces.flush()]);
-      // Released, not ended: the checkpoint carries the run to whichever worker takes the job next.
-      log.info({ step: result.steps }, 'released on shutdown');
-      await job.moveToWait(token);
-      throw new WaitingError();
-    }
-    const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
-    if (!kept && result.status === 'failed' && result.error?.retryable && !lastAttempt) {
-      log.warn({ error: result.error }, 'run failed, will be retried');
-      await Promise.all([ensureStarted(), traces.flush()]);
-      throw new Error(result.error.message);
-    }
-
-    // The outcome is final: its record goes in before its result goes out. If MySQL is down, the outcome waits
-    // in Redis and the job comes back later (a delay, not a failed attempt: an outage of any length short of
-    // the keys' expiry loses nothing).
-    const finished = await finisher.finish({
-      result,
-      start: startInput(),
-      started: ensureStarted,
-      traces,
-      recordTries: kept?.recordTries ?? 0,
-      recheck: !firstStart,
-      whileDown: 'redeliver',
-    });
-    if (finished.kept) await delayForRecord(deps.env, finished, log, job, token);
-    log.info({ status: result.status, stopReason: result.stopReason, usage: result.usage }, 'run finished');
-    if (result.status === 'failed') throw new UnrecoverableError(result.error?.message ?? 'run failed');
-    return result;
+      }),
   };
-  return processor;
+}
+
+/** The kernel's run, wired to the job: its checkpoint, steps, traces, metrics, the fleet's limits. */
+async function runTheAgent(
+  attempt: Attempt,
+  state: JobState,
+  recording: Recording,
+  signal: AbortSignal | undefined,
+): Promise<AgentResult> {
+  const { deps, job, jobId, log, task, agent, config, batchId, traces } = attempt;
+  // Checkpoint, parked trace, progress and log line of a step: one round trip.
+  const steps = new StepWrites(deps.redis, job, deps.env.QUEUE_PREFIX, log);
+  const runTrace = deps.tracing?.startRun({
+    jobId,
+    agent: agent.name,
+    model: config.model,
+    attempt: job.attemptsMade + 1,
+    task: config.taskText,
+    ...(batchId ? { batchId } : {}),
+  });
+  const result = await runAgent({
+    runId: jobId,
+    task: config.taskText,
+    ...(config.instructions ? { instructions: config.instructions } : {}),
+    ...(agent.output ? { output: agent.output } : {}),
+    model: deps.createModel(config.model),
+    price: config.price,
+    tools: deps.tools.registryFor(config.tools),
+    budget: config.budget,
+    protocol: config.protocol,
+    options: config.options,
+    checkpoint: state.checkpoint ?? undefined,
+    signal,
+    gate: deps.gateFor?.({ batchId, tenant: task.tenant, model: config.model }),
+    ...(runTrace ? { observer: runTrace } : {}),
+    logger: log,
+    onStep: (trace) => {
+      steps.step(trace);
+      traces.add(trace);
+      deps.metrics?.observeStep(trace);
+      log.info({ step: trace.step, kind: trace.kind, costUsd: trace.totals.costUsd }, 'step');
+    },
+    onCheckpoint: (checkpoint) => steps.checkpoint(checkpoint.json),
+    beforeSideEffects: recording.recorded,
+  }).catch((error: unknown) => {
+    runTrace?.fail(error);
+    throw error;
+  });
+  runTrace?.end(result);
+  await steps.settled();
+  return result;
+}
+
+/**
+ * Released on shutdown, retried, or final. A final outcome's record goes in before its result goes out; if MySQL
+ * is down, the outcome waits in Redis and the job comes back later (a delay, not a failed attempt: an outage of
+ * any length short of the keys' expiry loses nothing).
+ */
+async function endAttempt(
+  attempt: Attempt,
+  finisher: RunFinisher,
+  state: JobState,
+  recording: Recording,
+  result: AgentResult,
+  signal: AbortSignal | undefined,
+): Promise<AgentResult> {
+  const { deps, job, token, log, traces } = attempt;
+  const { kept } = state;
+  if (result.stopReason === 'cancelled' && signal?.reason === SHUTDOWN_REASON) {
+    await Promise.all([recording.ensureStarted(), traces.flush()]);
+    // Released, not ended: the checkpoint carries the run to whichever worker takes the job next.
+    log.info({ step: result.steps }, 'released on shutdown');
+    await job.moveToWait(token);
+    throw new WaitingError();
+  }
+  const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+  if (!kept && result.status === 'failed' && result.error?.retryable && !lastAttempt) {
+    log.warn({ error: result.error }, 'run failed, will be retried');
+    await Promise.all([recording.ensureStarted(), traces.flush()]);
+    throw new Error(result.error.message);
+  }
+  const finished = await finisher.finish({
+    result,
+    start: recording.startInput(),
+    started: recording.ensureStarted,
+    traces,
+    recordTries: kept?.recordTries ?? 0,
+    recheck: !attempt.firstStart,
+    whileDown: 'redeliver',
+  });
+  if (finished.kept) await delayForRecord(deps.env, finished, log, job, token);
+  log.info({ status: result.status, stopReason: result.stopReason, usage: result.usage }, 'run finished');
+  if (result.status === 'failed') throw new UnrecoverableError(result.error?.message ?? 'run failed');
+  return result;
 }
 
 /** MySQL is down: the job waits, delayed (no attempt spent), and its next delivery records the kept outcome. */
