@@ -31,7 +31,7 @@ describe('Azure OpenAI', () => {
     });
     const from = azure.requests.length;
     const { result } = await runWith(azure, {
-      model: modelFactoryFrom(env)('gpt-4o'),
+      model: modelFactoryFrom(env)('gpt-4o', 'chat'),
       price: priceOf('gpt-4o'),
     });
     expect(result).toMatchObject({ status: 'succeeded', answer: 'customer-7' });
@@ -51,7 +51,7 @@ describe('Azure OpenAI', () => {
       AZURE_OPENAI_DEPLOYMENT: 'prod-gpt-4o',
     });
     const { result } = await runWith(azure, {
-      model: modelFactoryFrom(env)('gpt-4o'),
+      model: modelFactoryFrom(env)('gpt-4o', 'chat'),
       price: priceOf('gpt-4o'),
     });
     expect(result).toMatchObject({ status: 'failed', stopReason: 'error' });
@@ -84,7 +84,7 @@ describe('an OpenAI-compatible local server (Ollama, vLLM)', () => {
       LLM_PRICES: '{"llama3.1:8b": {"inputPerMillion": 0, "outputPerMillion": 0}}',
     });
     const { result } = await runWith(local, {
-      model: modelFactoryFrom(env)('llama3.1:8b'),
+      model: modelFactoryFrom(env)('llama3.1:8b', 'chat'),
       price: priceOf('gpt-4o'), // priced as a paid model here, so the estimate shows in the bill
       budget: { maxTokens: 20_000 },
     });
