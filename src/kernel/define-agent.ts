@@ -4,7 +4,13 @@ import type { z } from 'zod';
 import type { Budget } from './budget.js';
 import type { ProtocolName } from './protocol.js';
 import type { Tool } from './tool.js';
-import { MODEL_APIS, REASONING_EFFORTS, type ModelApi, type ReasoningEffort, type ServiceTier } from './chat-model.js';
+import {
+  MODEL_APIS,
+  REASONING_EFFORTS,
+  type ModelApi,
+  type ReasoningEffort,
+  type ServiceTier,
+} from './chat-model.js';
 
 /** Agent and tool names: what a task, a log line and a metric label carry. */
 export const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;

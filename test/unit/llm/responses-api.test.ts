@@ -14,6 +14,12 @@ import {
   type ScriptedModelServer,
   type ScriptedReply,
 } from '../../../src/testing/scripted-model-server.js';
+import { parseEnv } from '../../../config/env.js';
+import { defineAgent } from '../../../src/kernel/define-agent.js';
+import { OpenAIChatModel } from '../../../src/llm/openai-chat-model.js';
+import { validateTask } from '../../../src/queue/task-schema.js';
+import { modelFactoryFrom } from '../../../src/worker/model-factory.js';
+import { runConfigFor } from '../../../src/worker/run-config.js';
 import { runWith } from '../../support/kernel-harness.js';
 import { expectNativeTranscript, turnSentBack } from '../../support/native-transcript.js';
 import { expectResponsesTranscript } from '../../support/responses-transcript.js';
@@ -361,5 +367,33 @@ describe("the scripted server refuses what OpenAI's Responses API refuses", () =
     const reasoningAlone = await post({ input: [user, reasoning], store: false });
     expect(reasoningAlone.error?.message).toMatch(/without its required following item/);
     expect(server.failures).toEqual([]);
+  });
+});
+
+describe('choosing the API', () => {
+  const task = (agent: string) => {
+    const checked = validateTask({ agent, task: 'think' });
+    if (!checked.ok) throw new Error('task refused');
+    return checked.task;
+  };
+
+  it("LLM_API picks it for every agent, an agent's api wins; a bad value names its field", () => {
+    const plain = defineAgent({ name: 'plain', description: 'x', tools: [] });
+    const own = defineAgent({ name: 'own', description: 'x', tools: [], api: 'chat' });
+    expect(runConfigFor(task('plain'), parseEnv({}), plain).api).toBe('chat');
+    const env = parseEnv({ LLM_API: 'responses' });
+    expect(runConfigFor(task('plain'), env, plain).api).toBe('responses');
+    expect(runConfigFor(task('own'), env, own).api).toBe('chat');
+    expect(() => parseEnv({ LLM_API: 'assistants' })).toThrow(/LLM_API/);
+    expect(() =>
+      defineAgent({ name: 'bad', description: 'x', tools: [], api: 'assistants' as 'chat' }),
+    ).toThrow(/agent "bad": api must be one of chat, responses/);
+  });
+
+  it('the worker builds one model per model and API, each over its own API', () => {
+    const create = modelFactoryFrom(parseEnv({ OPENAI_BASE_URL: server.baseURL }));
+    expect(create(MODEL, 'responses')).toBeInstanceOf(OpenAIResponsesModel);
+    expect(create(MODEL, 'chat')).toBeInstanceOf(OpenAIChatModel);
+    expect(create(MODEL, 'responses')).toBe(create(MODEL, 'responses'));
   });
 });
