@@ -252,6 +252,24 @@ describe('the reference task over the Responses API', () => {
     await killWorker(w);
   });
 
+  it('over the JSON protocol too: each text reply goes back as the message item it came as, with its reasoning', async () => {
+    const w = worker(overResponses);
+    await w.waitForOutput(/worker started/);
+    const before = model.requests.length;
+    const mailsBefore = sink.messages.length;
+    const { jobId } = await ns.client.enqueue({ task: REFERENCE_TASK, protocol: 'json' });
+    const result = await ns.client.waitForResult(jobId, { timeoutMs: 30_000 });
+    expect(result).toMatchObject({ status: 'succeeded', stopReason: 'answer' });
+    const requests = referenceRequests(before);
+    expect(requests.every((r) => r.api === 'responses' && r.protocol === 'json')).toBe(true);
+    expectResponsesTranscript(requests);
+    expectNativeTranscript(requests);
+    const mails = sink.messages.slice(mailsBefore);
+    expect(mails.map((m) => m.to[0]).sort()).toEqual(top3.map((c) => c.email).sort());
+    expect(model.failures).toEqual([]);
+    await killWorker(w);
+  });
+
   it('a worker killed after the first email: the rescuer resumes with every reasoning item, each email once', async () => {
     const fast = {
       ...overResponses,

@@ -4,6 +4,7 @@
 // item without its encrypted content. The transcript properties of the Chat Completions runs hold here too, read
 // off the input items; and every reasoning item goes back with its calls, through a resume.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import type { RunState } from '../../../src/kernel/types.js';
 import { OpenAIResponsesModel } from '../../../src/llm/openai-responses-model.js';
 import { priceOf } from '../../../src/llm/price-table.js';
@@ -274,6 +275,24 @@ describe('a run over the Responses API', () => {
     expect(input[2]).toMatchObject({ role: 'assistant', content: [{ type: 'output_text' }] });
     expectResponsesTranscript(requests);
     expectNativeTranscript(requests);
+  });
+
+  it("an agent's structured output: the correction turn asks for the schema as text.format, the value validated", async () => {
+    const Digest = z.object({ region: z.string(), total: z.number().min(0) });
+    server.reset({
+      script: [{ output: { region: 'north', total: -1 } }, { output: { region: 'north', total: 5 } }],
+    });
+    const requests = await recorded(async () => {
+      const { result } = await run({ output: Digest });
+      expect(result).toMatchObject({ status: 'succeeded', output: { region: 'north', total: 5 } });
+    });
+    expect(requests).toHaveLength(2);
+    expect(requests[0]!.body).not.toHaveProperty('text');
+    expect(requests[1]!.body.text).toMatchObject({
+      format: { type: 'json_schema', name: 'agent_output', strict: true, schema: expect.any(Object) },
+    });
+    expect(requests[1]!.responseFormat?.type).toBe('json_schema');
+    expectResponsesTranscript(requests);
   });
 
   it('an error the API returns names the parameter and is not retried', async () => {
