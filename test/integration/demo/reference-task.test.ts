@@ -149,6 +149,7 @@ describe('the reference task', () => {
     };
     const doomed = worker(fast);
     await doomed.waitForOutput(/worker started/);
+    const before = model.requests.length;
     const mailsBefore = sink.messages.length;
     let killed = false;
     onEmail = () => {
@@ -165,6 +166,8 @@ describe('the reference task', () => {
     const result = await ns.client.waitForResult(jobId, { timeoutMs: 60_000 });
     expect(result, JSON.stringify(result)).toMatchObject({ status: 'succeeded', steps: 4 });
     expect(rescuer.output()).toMatch(/resuming from checkpoint/);
+    // One transcript across the kill: the rescuer's requests extend the doomed worker's, roles kept.
+    expectNativeTranscript(referenceRequests(before));
     const mails = sink.messages.slice(mailsBefore);
     expect(mails.map((m) => m.to[0]).sort()).toEqual(top3.map((c) => c.email).sort());
     expect(new Set(mails.map((m) => m.messageId)).size).toBe(3);
@@ -297,6 +300,8 @@ describe('the reference task over the Responses API', () => {
     // Every request the provider took, before the kill and after, had each call's reasoning item with it.
     const requests = referenceRequests(before);
     expect(requests.every((r) => r.usage !== undefined)).toBe(true);
+    // One transcript across the kill: the rescuer's requests extend the doomed worker's.
+    expectNativeTranscript(requests);
     expect(model.failures).toEqual([]);
     const last = requests.at(-1)!.body.input as { type: string }[];
     expect(last.filter((item) => item.type === 'reasoning')).toHaveLength(3);
