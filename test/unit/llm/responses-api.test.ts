@@ -295,6 +295,24 @@ describe('a run over the Responses API', () => {
     expectResponsesTranscript(requests);
   });
 
+  it('the flex tier and the prompt cache key go as service_tier and prompt_cache_key; flex is billed as reported', async () => {
+    server.reset({ script: [{ answer: 'customer-7' }] });
+    const requests = await recorded(async () => {
+      const { result } = await run({ options: { serviceTier: 'flex', cacheKey: 'agent-default' } });
+      expect(result.usage.flex?.promptTokens).toBe(result.usage.promptTokens);
+    });
+    expect(requests[0]!.body).toMatchObject({ service_tier: 'flex', prompt_cache_key: 'agent-default' });
+  });
+
+  it("flex's 429 Resource Unavailable is retried and not charged, as over Chat Completions", async () => {
+    server.reset({ script: [{ fault: 'flex_unavailable' }, { answer: 'customer-7' }] });
+    const requests = await recorded(async () => {
+      const { result } = await run({ options: { serviceTier: 'flex' } });
+      expect(result.status).toBe('succeeded');
+    });
+    expect(requests).toHaveLength(2);
+  });
+
   it('an error the API returns names the parameter and is not retried', async () => {
     server.reset({ script: lookupThenAdd() });
     const before = server.requests.length;
