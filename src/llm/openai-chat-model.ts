@@ -1,7 +1,7 @@
 // ChatModel over the official `openai` client, for any OpenAI-compatible Chat Completions endpoint (local servers
 // have only this API; OpenAI and Azure also take the Responses API, openai-responses-model.ts).
 import type OpenAI from 'openai';
-import type { AssistantMessage, ToolCallRequest } from '../kernel/messages.js';
+import type { AssistantMessage } from '../kernel/messages.js';
 import { ModelApiError } from '../kernel/errors.js';
 import type {
   ChatCallOptions,
@@ -13,6 +13,7 @@ import type {
 import { modelCallError } from './api-errors.js';
 import { callSignal, chatCompletionsClient, type OpenAIClientOptions } from './openai-client.js';
 import { rateLimitStateOf } from './rate-limit-headers.js';
+import { replyToolCall } from './reply-tool-call.js';
 import { reportedUsage } from './reported-usage.js';
 
 export interface OpenAIChatModelOptions extends OpenAIClientOptions {
@@ -79,11 +80,9 @@ export class OpenAIChatModel implements ChatModel {
     const message: AssistantMessage = { role: 'assistant', content: choice.message.content ?? null };
     const toolCalls = (choice.message.tool_calls ?? []).filter((call) => call.type === 'function');
     if (toolCalls.length > 0) {
-      message.tool_calls = toolCalls.map((call): ToolCallRequest => ({
-        id: call.id,
-        type: 'function',
-        function: { name: call.function.name, arguments: call.function.arguments },
-      }));
+      message.tool_calls = toolCalls.map((call) =>
+        replyToolCall(call.id, call.function?.name, call.function?.arguments),
+      );
     }
     const usage = response.usage
       ? reportedUsage(

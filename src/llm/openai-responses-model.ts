@@ -10,19 +10,23 @@ import type {
   RateLimitState,
 } from '../kernel/chat-model.js';
 import { ModelApiError } from '../kernel/errors.js';
-import type { AssistantMessage, ResponseFormat, ResponseItem, ToolCallRequest } from '../kernel/messages.js';
+import { truncateChars } from '../kernel/truncate.js';
+import { scrubText } from '../logging/redact.js';
+import type { ResponseFormat } from '../kernel/messages.js';
 import { modelCallError } from './api-errors.js';
+import { malformedReply } from './reply-tool-call.js';
 import { callSignal, responsesClient, type OpenAIClientOptions } from './openai-client.js';
 import { rateLimitStateOf } from './rate-limit-headers.js';
 import { reportedUsage } from './reported-usage.js';
 import { responsesInputOf } from './responses-input.js';
+import { finishReasonOf, messageOf } from './responses-output.js';
 
 export interface OpenAIResponsesModelOptions extends OpenAIClientOptions {
   model: string;
 }
 
-/** The output items a turn keeps: what the model said and did, and the reasoning that came with it. */
-const KEPT_ITEMS = new Set(['reasoning', 'function_call', 'message']);
+/** A failed response's reason as the run's error keeps it. */
+const FAILURE_REASON_MAX_CHARS = 500;
 
 export class OpenAIResponsesModel implements ChatModel {
   readonly model: string;
@@ -41,20 +45,28 @@ export class OpenAIResponsesModel implements ChatModel {
     let rateLimit: RateLimitState | undefined;
     const call = callSignal(options.signal);
     try {
+      // The body is read here, not by the client: its reader walks `output` as OpenAI shapes it, and throws a
+      // TypeError on a garbled one, which would read as a failure before any answer (retried, not charged).
       const answer = await this.client.responses
         .create(this.body(request), { signal: call.signal, timeout: options.timeoutMs, maxRetries: 0 })
-        .withResponse();
-      response = answer.data;
-      rateLimit = rateLimitStateOf(answer.response.headers);
+        .asResponse();
+      rateLimit = rateLimitStateOf(answer.headers);
+      const body: unknown = await answer.json();
+      if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+        throw malformedReply('a body that is not a response object');
+      }
+      response = body as OpenAI.Responses.Response;
     } catch (error) {
       throw modelCallError(error, request.serviceTier);
     } finally {
       call.release();
     }
     if (response.status === 'failed') {
+      // The endpoint's words become the run's error, stored and shown: scrubbed and bounded like any error's.
+      const reason = typeof response.error?.message === 'string' ? response.error.message : 'no reason given';
       throw new ModelApiError(
         'response_failed',
-        `The model endpoint's response failed: ${response.error?.message ?? 'no reason given'}`,
+        `The model endpoint's response failed: ${truncateChars(scrubText(reason), FAILURE_REASON_MAX_CHARS)}`,
         { retryable: true },
       );
     }
@@ -129,40 +141,4 @@ function textFormatOf(format: ResponseFormat): OpenAI.Responses.ResponseFormatTe
         schema: format.json_schema.schema,
         strict: format.json_schema.strict,
       };
-}
-
-/** The turn as the kernel keeps it: the text, the calls, and every item it came as, in order. */
-function messageOf(output: readonly OpenAI.Responses.ResponseOutputItem[]): AssistantMessage {
-  const texts: string[] = [];
-  const calls: ToolCallRequest[] = [];
-  const items: ResponseItem[] = [];
-  for (const item of output) {
-    if (!KEPT_ITEMS.has(item.type)) continue;
-    items.push(item as unknown as ResponseItem);
-    if (item.type === 'message') {
-      for (const part of item.content ?? []) if (part.type === 'output_text') texts.push(part.text);
-    } else if (item.type === 'function_call') {
-      calls.push({
-        id: item.call_id,
-        type: 'function',
-        function: { name: item.name, arguments: item.arguments },
-      });
-    }
-  }
-  return {
-    role: 'assistant',
-    content: texts.length > 0 ? texts.join('') : null,
-    ...(calls.length > 0 ? { tool_calls: calls } : {}),
-    ...(items.length > 0 ? { items } : {}),
-  };
-}
-
-/** Chat Completions' words for how the reply ended, which traces and the kernel already know. */
-function finishReasonOf(response: OpenAI.Responses.Response, message: AssistantMessage): string | null {
-  if (response.status === 'incomplete') {
-    const reason = response.incomplete_details?.reason;
-    return reason === 'max_output_tokens' ? 'length' : (reason ?? 'length');
-  }
-  if (message.tool_calls) return 'tool_calls';
-  return response.status === 'completed' ? 'stop' : (response.status ?? null);
 }
