@@ -1,7 +1,7 @@
 // ChatModel over the official `openai` client, for any OpenAI-compatible Chat Completions endpoint (local servers
 // have only this API; OpenAI and Azure also take the Responses API, openai-responses-model.ts).
 import type OpenAI from 'openai';
-import type { AssistantMessage } from '../kernel/messages.js';
+import type { AssistantMessage, ChatMessage } from '../kernel/messages.js';
 import { ModelApiError } from '../kernel/errors.js';
 import type {
   ChatCallOptions,
@@ -38,7 +38,7 @@ export class OpenAIChatModel implements ChatModel {
       const pending = this.client.chat.completions.create(
         {
           model: this.model,
-          messages: request.messages as OpenAI.Chat.Completions.ChatCompletionMessageParam[],
+          messages: chatMessagesOf(request.messages),
           ...(request.reasoning
             ? {
                 max_completion_tokens: request.maxTokens,
@@ -102,4 +102,22 @@ export class OpenAIChatModel implements ChatModel {
       ...(rateLimit ? { rateLimit } : {}),
     };
   }
+}
+
+/**
+ * The transcript as Chat Completions takes it: a turn that came from the Responses API (a checkpoint of such a run
+ * resumed here) goes without the items it came as, which this API does not know and a strict endpoint refuses.
+ * The same messages, not copies, when no turn has any.
+ */
+function chatMessagesOf(
+  messages: readonly ChatMessage[],
+): OpenAI.Chat.Completions.ChatCompletionMessageParam[] {
+  const shaped = messages.some((m) => m.role === 'assistant' && m.items !== undefined)
+    ? messages.map((m) => {
+        if (m.role !== 'assistant' || m.items === undefined) return m;
+        const { items: _items, ...turn } = m;
+        return turn;
+      })
+    : messages;
+  return shaped as OpenAI.Chat.Completions.ChatCompletionMessageParam[];
 }

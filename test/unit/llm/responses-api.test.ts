@@ -51,6 +51,25 @@ async function recorded(go: () => Promise<unknown>): Promise<RecordedRequest[]> 
   return server.requests.slice(before);
 }
 
+const chatModel = () => new OpenAIChatModel({ model: MODEL, apiKey: 'test', baseURL: server.baseURL });
+
+/** The checkpoint of a run over `model` stopped after its first step. */
+async function checkpointAfterOneStep(model: OpenAIChatModel | OpenAIResponsesModel): Promise<RunState> {
+  const stop = new AbortController();
+  let saved: RunState | undefined;
+  await runWith(server, {
+    model,
+    price: priceOf(MODEL),
+    signal: stop.signal,
+    onStep: () => stop.abort(),
+    onCheckpoint: (checkpoint) => {
+      saved = JSON.parse(checkpoint.json) as RunState;
+    },
+    options: { reasoningEffort: 'low' },
+  });
+  return saved!;
+}
+
 const lookupThenAdd = (): ScriptedReply[] => [
   { actions: [{ tool: 'lookup', args: { id: 7 }, argumentsText: '{ "id" : 7 }' }], reasoningTokens: 200 },
   { actions: [{ tool: 'add', args: { a: 2, b: 3 } }], reasoningTokens: 90 },
@@ -241,6 +260,45 @@ describe('a run over the Responses API', () => {
     expect(second).toHaveLength(2);
     expectResponsesTranscript([...first, ...second]);
     expectNativeTranscript([...first, ...second], { toolOutputs: ['customer-7'] });
+    expect(server.failures).toEqual([]);
+  });
+
+  it('a Responses checkpoint resumed over Chat Completions sends each turn as its assistant message, no items', async () => {
+    server.reset({ script: lookupThenAdd() });
+    const saved = await checkpointAfterOneStep(responses());
+    const resumed = await recorded(() =>
+      runWith(server, {
+        model: chatModel(),
+        price: priceOf(MODEL),
+        checkpoint: saved,
+        options: { reasoningEffort: 'low' },
+      }),
+    );
+    expect(resumed[0]!.api).toBe('chat');
+    const messages = resumed[0]!.body.messages as Record<string, unknown>[];
+    const turn = messages.find((m) => m.role === 'assistant')!;
+    expect(Object.keys(turn).sort()).toEqual(['content', 'role', 'tool_calls']);
+    expect(turn.tool_calls).toEqual([
+      { id: expect.any(String), type: 'function', function: { name: 'lookup', arguments: '{ "id" : 7 }' } },
+    ]);
+    expect(server.failures).toEqual([]);
+  });
+
+  it('a Chat Completions checkpoint resumed over Responses sends its turns as the equivalent items', async () => {
+    server.reset({ script: lookupThenAdd() });
+    const saved = await checkpointAfterOneStep(chatModel());
+    const resumed = await recorded(() => run({ checkpoint: saved }));
+    expect(resumed).toHaveLength(2);
+    const input = resumed[0]!.body.input as Record<string, unknown>[];
+    expect(input.slice(1)).toEqual([
+      { type: 'function_call', call_id: expect.any(String), name: 'lookup', arguments: '{ "id" : 7 }' },
+      {
+        type: 'function_call_output',
+        call_id: input[1]!.call_id,
+        output: expect.stringContaining('customer-7'),
+      },
+    ]);
+    expectResponsesTranscript(resumed);
     expect(server.failures).toEqual([]);
   });
 
