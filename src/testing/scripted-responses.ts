@@ -5,6 +5,7 @@
 // call sent back without it, as the provider does.
 import { randomBytes } from 'node:crypto';
 import type { ChatMessage, ResponseFormat, ToolCallRequest, ToolSpec } from '../kernel/messages.js';
+import { SUMMARY_HEADING } from '../kernel/memory.js';
 import type { RenderedReply } from './scripted-reply.js';
 
 export interface Refusal {
@@ -198,13 +199,20 @@ export function viewOfResponsesRequest(body: Record<string, unknown>): Responses
   let turn: { role: 'assistant'; content: string | null; tool_calls?: ToolCallRequest[] } | undefined;
   for (const item of input) {
     const type = item.type ?? 'message';
-    if (type === 'reasoning') continue;
+    if (type === 'reasoning') {
+      // A response's items start with its reasoning: what came before belongs to an earlier turn.
+      turn = undefined;
+      continue;
+    }
     if (type === 'function_call' || (type === 'message' && item.role === 'assistant')) {
-      if (!turn) {
+      const text = type === 'message' ? textOf(item.content) : '';
+      // A turn says its text before its calls: text after calls or text starts the next turn, and the memory's
+      // summary (the model's account of the turns it replaced) is a turn of its own.
+      if (!turn || isSummary(turn.content) || (type === 'message' && startsTurn(turn, text))) {
         turn = { role: 'assistant', content: null };
         messages.push(turn);
       }
-      if (type === 'message') turn.content = (turn.content ?? '') + textOf(item.content);
+      if (type === 'message') turn.content = (turn.content ?? '') + text;
       else {
         (turn.tool_calls ??= []).push({
           id: String(item.call_id),
@@ -303,6 +311,14 @@ function responseFormatOf(text: unknown): ResponseFormat | undefined {
       strict: format.strict === true,
     },
   };
+}
+
+function startsTurn(turn: { content: string | null; tool_calls?: unknown[] }, text: string): boolean {
+  return turn.tool_calls !== undefined || turn.content !== null || isSummary(text);
+}
+
+function isSummary(text: string | null): boolean {
+  return text?.startsWith(SUMMARY_HEADING) ?? false;
 }
 
 function textOf(content: unknown): string {

@@ -18,6 +18,8 @@ import {
 import { parseEnv } from '../../../config/env.js';
 import { defineAgent } from '../../../src/kernel/define-agent.js';
 import { OpenAIChatModel } from '../../../src/llm/openai-chat-model.js';
+import { SUMMARY_HEADING } from '../../../src/kernel/memory.js';
+import { viewOfResponsesRequest } from '../../../src/testing/scripted-responses.js';
 import { validateTask } from '../../../src/queue/task-schema.js';
 import { modelFactoryFrom } from '../../../src/worker/model-factory.js';
 import { runConfigFor } from '../../../src/worker/run-config.js';
@@ -302,6 +304,36 @@ describe('a run over the Responses API', () => {
     expect(server.failures).toEqual([]);
   });
 
+  it('the numbered window: the summary is its own assistant turn, each kept call with its reasoning', async () => {
+    server.reset({
+      script: [
+        ...[1, 2, 3, 4, 5].map((id) => ({
+          ...(id % 2 === 0 ? { thought: `Next, customer ${id}.` } : {}),
+          actions: [{ tool: 'lookup', args: { id } }],
+          reasoningTokens: 20,
+        })),
+        { answer: 'five customers', reasoningTokens: 5 },
+      ],
+    });
+    const requests = await recorded(async () => {
+      const { result } = await run({ options: { memoryWindow: 4 } });
+      expect(result.status).toBe('succeeded');
+    });
+    expect(server.failures).toEqual([]);
+    const folded = requests.filter((r) =>
+      String(r.messages[2]?.content).startsWith('Summary of my earlier steps:'),
+    );
+    expect(folded.length).toBeGreaterThan(0);
+    for (const request of folded) {
+      // Read back from the input items, the summary and the turn after it are two turns, as over Chat.
+      expect(request.messages[2]).toEqual({ role: 'assistant', content: expect.any(String) });
+      expect(request.messages[3]).toMatchObject({ role: 'assistant', tool_calls: [expect.any(Object)] });
+      const input = request.body.input as Record<string, unknown>[];
+      expect(input[1]).toMatchObject({ type: 'message', role: 'assistant' });
+      expect(input[2]).toMatchObject({ type: 'reasoning', encrypted_content: expect.any(String) });
+    }
+  });
+
   it('a reply cut while reasoning goes back without its reasoning item, which nothing followed', async () => {
     server.reset({
       script: [
@@ -462,6 +494,51 @@ describe("the scripted server refuses what OpenAI's Responses API refuses", () =
     const reasoningAlone = await post({ input: [user, reasoning], store: false });
     expect(reasoningAlone.error?.message).toMatch(/without its required following item/);
     expect(server.failures).toEqual([]);
+  });
+});
+
+describe("the scripted server reads a request's input items as the transcript they stand for", () => {
+  const call = (id: string) => ({ type: 'function_call', call_id: id, name: 'lookup', arguments: '{}' });
+  const output = (id: string) => ({ type: 'function_call_output', call_id: id, output: 'row' });
+  const said = (text: string) => ({ type: 'message', role: 'assistant', content: text });
+
+  it('parallel calls, text with calls, a JSON-protocol turn, a summary before a turn of calls alone', () => {
+    const { messages } = viewOfResponsesRequest({
+      instructions: 'Use tools.',
+      input: [
+        { type: 'message', role: 'user', content: 'Find 1 and 2.' },
+        said(`${SUMMARY_HEADING}\n- I called lookup({})`),
+        call('c0'),
+        output('c0'),
+        { type: 'reasoning', id: 'rs_1', summary: [] },
+        call('c1'),
+        call('c2'),
+        output('c1'),
+        output('c2'),
+        said('Checking 3.'),
+        call('c3'),
+        output('c3'),
+        said('{"tool": "lookup", "args": {}}'),
+        { type: 'message', role: 'user', content: 'Result of lookup: row' },
+      ],
+    });
+    expect(
+      messages.map((m) => [m.role, m.role === 'assistant' ? (m.tool_calls?.length ?? 0) : null]),
+    ).toEqual([
+      ['system', null],
+      ['user', null],
+      ['assistant', 0],
+      ['assistant', 1],
+      ['tool', null],
+      ['assistant', 2],
+      ['tool', null],
+      ['tool', null],
+      ['assistant', 1],
+      ['tool', null],
+      ['assistant', 0],
+      ['user', null],
+    ]);
+    expect(messages[8]).toMatchObject({ content: 'Checking 3.' });
   });
 });
 
