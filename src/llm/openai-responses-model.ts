@@ -10,8 +10,6 @@ import type {
   RateLimitState,
 } from '../kernel/chat-model.js';
 import { ModelApiError } from '../kernel/errors.js';
-import { truncateChars } from '../kernel/truncate.js';
-import { scrubText } from '../logging/redact.js';
 import type { ResponseFormat } from '../kernel/messages.js';
 import { modelCallError } from './api-errors.js';
 import { malformedReply } from './reply-tool-call.js';
@@ -19,14 +17,11 @@ import { callSignal, responsesClient, type OpenAIClientOptions } from './openai-
 import { rateLimitStateOf } from './rate-limit-headers.js';
 import { reportedUsage } from './reported-usage.js';
 import { responsesInputOf } from './responses-input.js';
-import { finishReasonOf, messageOf } from './responses-output.js';
+import { failedResponseError, finishReasonOf, messageOf } from './responses-output.js';
 
 export interface OpenAIResponsesModelOptions extends OpenAIClientOptions {
   model: string;
 }
-
-/** A failed response's reason as the run's error keeps it. */
-const FAILURE_REASON_MAX_CHARS = 500;
 
 export class OpenAIResponsesModel implements ChatModel {
   readonly model: string;
@@ -61,15 +56,7 @@ export class OpenAIResponsesModel implements ChatModel {
     } finally {
       call.release();
     }
-    if (response.status === 'failed') {
-      // The endpoint's words become the run's error, stored and shown: scrubbed and bounded like any error's.
-      const reason = typeof response.error?.message === 'string' ? response.error.message : 'no reason given';
-      throw new ModelApiError(
-        'response_failed',
-        `The model endpoint's response failed: ${truncateChars(scrubText(reason), FAILURE_REASON_MAX_CHARS)}`,
-        { retryable: true },
-      );
-    }
+    if (response.status === 'failed') throw failedResponseError(response.error);
     const output = Array.isArray(response.output) ? response.output : [];
     if (output.length === 0 && response.status !== 'incomplete') {
       throw new ModelApiError('empty_response', 'The model endpoint returned no output items.', {

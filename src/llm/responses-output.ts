@@ -2,6 +2,9 @@
 // so the reasoning goes back with the calls it was produced with). The output is the endpoint's, held to shape
 // here: a garbled item is a garbled reply (retried), never a crash or a call nobody can answer.
 import type OpenAI from 'openai';
+import { ModelApiError } from '../kernel/errors.js';
+import { truncateChars } from '../kernel/truncate.js';
+import { scrubText } from '../logging/redact.js';
 import type { AssistantMessage, ResponseItem, ToolCallRequest } from '../kernel/messages.js';
 import { malformedReply, replyToolCall } from './reply-tool-call.js';
 
@@ -59,4 +62,28 @@ export function finishReasonOf(
   }
   if (message.tool_calls) return 'tool_calls';
   return response.status === 'completed' ? 'stop' : (response.status ?? null);
+}
+
+/** A failed response's reason as the run's error keeps it. */
+const FAILURE_REASON_MAX_CHARS = 500;
+
+/** The failures another attempt may get past; the rest (a prompt refused, a policy) would fail the same way. */
+const RETRYABLE_FAILURES = new Set(['server_error', 'rate_limit_exceeded', 'vector_store_timeout']);
+
+/**
+ * A response that came back `failed`: retried when the endpoint's code says it may pass (or says nothing). Its
+ * words become the run's error, stored and shown: scrubbed and bounded like any endpoint error's.
+ */
+export function failedResponseError(error: unknown): ModelApiError {
+  const { code, message } = (typeof error === 'object' && error !== null ? error : {}) as {
+    code?: unknown;
+    message?: unknown;
+  };
+  const reason = typeof message === 'string' ? scrubText(message) : 'no reason given';
+  const named = typeof code === 'string' ? code : undefined;
+  return new ModelApiError(
+    'response_failed',
+    `The model endpoint's response failed${named ? ` (${named.slice(0, 64)})` : ''}: ${truncateChars(reason, FAILURE_REASON_MAX_CHARS)}`,
+    { retryable: named === undefined || RETRYABLE_FAILURES.has(named) },
+  );
 }

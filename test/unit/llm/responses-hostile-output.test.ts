@@ -75,6 +75,18 @@ describe('a Responses reply the endpoint garbled', () => {
     }
   });
 
+  it('a failed response is retried only when its code says another attempt may pass', async () => {
+    const failed = (error: unknown) => failure(response({ status: 'failed', output: [], error }));
+    expect(await failed({ code: 'server_error', message: 'try again' })).toMatchObject({ retryable: true });
+    expect(await failed({ code: 'rate_limit_exceeded', message: 'slow down' })).toMatchObject({
+      retryable: true,
+    });
+    expect(await failed(null)).toMatchObject({ retryable: true });
+    const refused = await failed({ code: 'invalid_prompt', message: 'The prompt was refused.' });
+    expect(refused).toMatchObject({ code: 'response_failed', retryable: false });
+    expect(refused.message).toContain('invalid_prompt');
+  });
+
   it("a failed response's reason is scrubbed of keys and bounded", async () => {
     const key = 'sk-proj-' + 'a1B2c3D4'.repeat(6);
     const error = await failure(
