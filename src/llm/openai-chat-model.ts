@@ -115,7 +115,7 @@ function chatMessagesOf(
   const shaped = messages.some((m) => m.role === 'assistant' && m.items !== undefined)
     ? messages.map((m) => {
         if (m.role !== 'assistant' || m.items === undefined) return m;
-        const { items: _items, ...turn } = m;
+        const { items: _items, itemsModel: _model, ...turn } = m;
         return turn;
       })
     : messages;

@@ -63,7 +63,7 @@ export class OpenAIResponsesModel implements ChatModel {
         retryable: true,
       });
     }
-    const message = messageOf(output);
+    const message = messageOf(output, this.requestModel);
     const usage = response.usage
       ? reportedUsage(
           response.usage.input_tokens,
@@ -84,7 +84,7 @@ export class OpenAIResponsesModel implements ChatModel {
   }
 
   private body(request: ChatRequest): OpenAI.Responses.ResponseCreateParamsNonStreaming {
-    const { instructions, input } = responsesInputOf(request.messages);
+    const { instructions, input } = responsesInputOf(request.messages, this.requestModel);
     const tools = request.tools ?? [];
     return {
       model: this.requestModel,

@@ -1,7 +1,8 @@
 // The kernel's transcript as a Responses API request: the leading system message as `instructions`, every other
 // message as an input item. An assistant turn that came from the Responses API goes back as the items it came as
 // (its reasoning items with the function calls and message they were produced with, in order); one that did not
-// (a turn of a Chat Completions run resumed here, a summary) goes back as the equivalent items.
+// (a turn of a Chat Completions run resumed here, a summary), or came from another model (a run resumed after
+// its model changed: the API cannot decrypt another model's reasoning), goes back as the equivalent items.
 import type { AssistantMessage, ChatMessage, ResponseItem } from '../kernel/messages.js';
 
 export interface ResponsesInput {
@@ -9,7 +10,8 @@ export interface ResponsesInput {
   input: ResponseItem[];
 }
 
-export function responsesInputOf(messages: readonly ChatMessage[]): ResponsesInput {
+/** `model` as the request names it: the turns it returned go back as they came. */
+export function responsesInputOf(messages: readonly ChatMessage[], model: string): ResponsesInput {
   const first = messages[0];
   const instructions = first?.role === 'system' ? first.content : undefined;
   const input: ResponseItem[] = [];
@@ -20,7 +22,7 @@ export function responsesInputOf(messages: readonly ChatMessage[]): ResponsesInp
         input.push({ type: 'message', role: message.role, content: message.content });
         break;
       case 'assistant':
-        input.push(...assistantItems(message));
+        input.push(...assistantItems(message, model));
         break;
       case 'tool':
         input.push({ type: 'function_call_output', call_id: message.tool_call_id, output: message.content });
@@ -30,8 +32,12 @@ export function responsesInputOf(messages: readonly ChatMessage[]): ResponsesInp
   return { ...(instructions === undefined ? {} : { instructions }), input };
 }
 
-function assistantItems(message: AssistantMessage): ResponseItem[] {
-  if (message.items && carriesTheTurn(message, message.items)) return withoutDanglingReasoning(message.items);
+function assistantItems(message: AssistantMessage, model: string): ResponseItem[] {
+  // A turn kept without its model (a checkpoint written before it was noted) is taken as this model's.
+  const ours = message.itemsModel === undefined || message.itemsModel === model;
+  if (message.items && ours && carriesTheTurn(message, message.items)) {
+    return withoutDanglingReasoning(message.items);
+  }
   const items: ResponseItem[] = [];
   if (message.content) items.push({ type: 'message', role: 'assistant', content: message.content });
   for (const call of message.tool_calls ?? []) {

@@ -11,8 +11,11 @@ import { malformedReply, replyToolCall } from './reply-tool-call.js';
 /** The output items a turn keeps: what the model said and did, and the reasoning that came with it. */
 const KEPT_ITEMS = new Set(['reasoning', 'function_call', 'message']);
 
-/** The turn as the kernel keeps it: the text, the calls, and every item it came as, in order. */
-export function messageOf(output: readonly unknown[]): AssistantMessage {
+/**
+ * The turn as the kernel keeps it: the text, the calls, and every item it came as, in order, with the model that
+ * returned them (the only one that can read their reasoning).
+ */
+export function messageOf(output: readonly unknown[], model: string): AssistantMessage {
   const texts: string[] = [];
   const calls: ToolCallRequest[] = [];
   const items: ResponseItem[] = [];
@@ -33,7 +36,7 @@ export function messageOf(output: readonly unknown[]): AssistantMessage {
     role: 'assistant',
     content: texts.length > 0 ? texts.join('') : null,
     ...(calls.length > 0 ? { tool_calls: calls } : {}),
-    ...(items.length > 0 ? { items } : {}),
+    ...(items.length > 0 ? { items, itemsModel: model } : {}),
   };
 }
 

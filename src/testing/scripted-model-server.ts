@@ -320,7 +320,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
             code: 'DeploymentNotFound',
             param: null,
           }
-        : (pairingRefusal(input) ?? issuedReasoning.check(input, body.store !== false));
+        : (pairingRefusal(input) ?? issuedReasoning.check(input, body.store !== false, body.model));
     return missing ? { ...unread, refusal: missing } : { body, ...viewOfResponsesRequest(body) };
   }
   // Pending latency timers and hanging replies; close() cancels them so nothing outlives the server.
@@ -572,7 +572,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
         request.index,
         options.reasoningModel && reasonsOn(body) ? { encrypted: wantsEncryptedReasoning(body) } : undefined,
       );
-      issuedReasoning.record(output);
+      issuedReasoning.record(output, body.model);
       request.output = output;
       const cut = fitted.finishReason === 'length';
       sendJson(

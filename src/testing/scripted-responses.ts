@@ -40,11 +40,15 @@ const ENCRYPTED_CONTENT = 'reasoning.encrypted_content';
 
 /** What the server issued: each reasoning item's encrypted content and the item that followed it. */
 export class IssuedReasoning {
-  private readonly reasoning = new Map<string, { encrypted: string; followedBy: string | undefined }>();
+  private readonly reasoning = new Map<
+    string,
+    { encrypted: string; followedBy: string | undefined; model: unknown }
+  >();
   /** A function call's or message's item id → the reasoning item it was produced with. */
   private readonly producedWith = new Map<string, string>();
 
-  record(output: readonly Item[]): void {
+  /** `model` as the request named it: only that model can read the reasoning. */
+  record(output: readonly Item[], model: unknown): void {
     let current: string | undefined;
     for (const [i, item] of output.entries()) {
       if (item.type === 'reasoning') {
@@ -53,6 +57,7 @@ export class IssuedReasoning {
         this.reasoning.set(current, {
           encrypted: item.encrypted_content as string,
           followedBy: next?.id as string | undefined,
+          model,
         });
       } else if (current !== undefined && typeof item.id === 'string') {
         this.producedWith.set(item.id, current);
@@ -61,7 +66,7 @@ export class IssuedReasoning {
   }
 
   /** The refusal of input items that break what the provider holds to; undefined when they are sound. */
-  check(input: readonly Item[], store: boolean): Refusal | undefined {
+  check(input: readonly Item[], store: boolean, model: unknown): Refusal | undefined {
     const present = new Set<string>();
     for (const [i, item] of input.entries()) {
       const id = typeof item.id === 'string' ? item.id : undefined;
@@ -84,6 +89,15 @@ export class IssuedReasoning {
         }
         if (!issued && typeof item.encrypted_content === 'string') {
           return invalidInput(`The encrypted content for item ${id} could not be verified.`);
+        }
+        if (issued && typeof item.encrypted_content === 'string' && issued.model !== model) {
+          // Another model's reasoning: the API cannot decrypt it.
+          return {
+            status: 400,
+            message: `The encrypted content for item ${id} could not be verified. Reason: Encrypted content could not be decrypted or parsed.`,
+            code: 'invalid_encrypted_content',
+            param: null,
+          };
         }
         const next = input[i + 1];
         if (issued && (issued.followedBy === undefined || next?.id !== issued.followedBy)) {

@@ -304,6 +304,32 @@ describe('a run over the Responses API', () => {
     expect(server.failures).toEqual([]);
   });
 
+  it("a checkpoint resumed on another model sends the earlier turns without the first model's reasoning", async () => {
+    server.reset({ script: lookupThenAdd() });
+    const saved = await checkpointAfterOneStep(responses());
+    const resumed = await recorded(async () => {
+      const { result } = await run({
+        model: new OpenAIResponsesModel({ model: 'gpt-5.4', apiKey: 'test', baseURL: server.baseURL }),
+        price: priceOf('gpt-5.4'),
+        checkpoint: saved,
+      });
+      expect(result.status).toBe('succeeded');
+    });
+    expect(server.failures).toEqual([]);
+    const input = resumed[0]!.body.input as Record<string, unknown>[];
+    expect(input.slice(1)).toEqual([
+      { type: 'function_call', call_id: expect.any(String), name: 'lookup', arguments: '{ "id" : 7 }' },
+      {
+        type: 'function_call_output',
+        call_id: input[1]!.call_id,
+        output: expect.stringContaining('customer-7'),
+      },
+    ]);
+    // The new model's own turns go back with their reasoning.
+    const last = resumed.at(-1)!.body.input as Record<string, unknown>[];
+    expect(last.filter((item) => item.type === 'reasoning')).toHaveLength(1);
+  });
+
   it('the numbered window: the summary is its own assistant turn, each kept call with its reasoning', async () => {
     server.reset({
       script: [
@@ -493,6 +519,9 @@ describe("the scripted server refuses what OpenAI's Responses API refuses", () =
     expect(withoutContent.error?.message).toMatch(/Items are not persisted when `store` is set to false/);
     const reasoningAlone = await post({ input: [user, reasoning], store: false });
     expect(reasoningAlone.error?.message).toMatch(/without its required following item/);
+    const otherModel = await post({ model: 'gpt-5.4', input: [user, reasoning, call, answer], store: false });
+    expect(otherModel.error).toMatchObject({ code: 'invalid_encrypted_content' });
+    expect(otherModel.error?.message).toMatch(/could not be decrypted or parsed/);
     expect(server.failures).toEqual([]);
   });
 });
