@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import * as D from '../src/kernel/defaults.js';
-import { REASONING_EFFORTS } from '../src/kernel/chat-model.js';
+import { MODEL_APIS, REASONING_EFFORTS, type ModelApi } from '../src/kernel/chat-model.js';
 import { priceFileSchema, priceMapSchema } from './prices.js';
 import { ConfigError } from '../src/kernel/errors.js';
 import { isSecretKey, redactUrl } from '../src/logging/redact.js';
@@ -131,6 +131,9 @@ export const envSchema = z.object({
   LLM_MAX_TOKENS: int(16, 128_000).optional(),
   // `auto`: `none` for a reasoning model that takes it (function tools work over Chat Completions), else the
   // provider's default. An agent's modelSettings.reasoningEffort wins. Never sent to other models.
+  // Chat Completions (every OpenAI-compatible endpoint) or the Responses API (OpenAI, Azure OpenAI); an agent's
+  // `api` wins.
+  LLM_API: z.enum(MODEL_APIS as [ModelApi, ...ModelApi[]]).default('chat'),
   LLM_REASONING_EFFORT: z.enum(['auto', ...REASONING_EFFORTS]).default('auto'),
   LLM_TIMEOUT_MS: int(100).default(D.DEFAULT_MODEL_TIMEOUT_MS),
   // Prices over the built-in table (config/prices.json): a file of the same shape, then this JSON map.

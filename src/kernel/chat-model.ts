@@ -40,6 +40,14 @@ export const REASONING_EFFORTS: readonly ReasoningEffort[] = [
   'max',
 ];
 
+/**
+ * Which of the provider's APIs a model is called through: Chat Completions (every OpenAI-compatible endpoint) or
+ * the Responses API (OpenAI and Azure OpenAI), which carries a reasoning model's reasoning from call to call.
+ */
+export type ModelApi = 'chat' | 'responses';
+
+export const MODEL_APIS: readonly ModelApi[] = ['chat', 'responses'];
+
 /** The provider's processing tier: `flex` is slower, at batch prices, and sometimes unavailable. */
 export type ServiceTier = 'default' | 'flex';
 

@@ -4,7 +4,13 @@ import type { z } from 'zod';
 import type { Budget } from './budget.js';
 import type { ProtocolName } from './protocol.js';
 import type { Tool } from './tool.js';
-import { REASONING_EFFORTS, type ReasoningEffort, type ServiceTier } from './chat-model.js';
+import {
+  MODEL_APIS,
+  REASONING_EFFORTS,
+  type ModelApi,
+  type ReasoningEffort,
+  type ServiceTier,
+} from './chat-model.js';
 
 /** Agent and tool names: what a task, a log line and a metric label carry. */
 export const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
@@ -25,6 +31,8 @@ export interface AgentDefinition<Input extends z.ZodType = z.ZodType, Output ext
   tools: readonly (string | Tool)[];
   /** Default model of its tasks (a task's `model` wins); default LLM_MODEL. */
   model?: string;
+  /** The provider's API its model is called through (LLM_API by default); see docs/models.md. */
+  api?: ModelApi;
   /** How its requests are shaped; see docs/models.md. */
   modelSettings?: ModelSettings;
   protocol?: ProtocolName;
@@ -61,6 +69,11 @@ export function defineAgent<Input extends z.ZodType = z.ZodType, Output extends 
   if (!AGENT_NAME.test(agent.name)) {
     throw new Error(
       `agent name "${agent.name}" is invalid: letters, digits, _ and - only, at most 64, starting with a letter or digit`,
+    );
+  }
+  if (agent.api !== undefined && !MODEL_APIS.includes(agent.api)) {
+    throw new Error(
+      `agent "${agent.name}": api must be one of ${MODEL_APIS.join(', ')}, got ${JSON.stringify(agent.api)}`,
     );
   }
   checkModelSettings(agent.name, agent.modelSettings);

@@ -28,6 +28,11 @@ export interface AssistantMessage {
    * kernel, which only keeps them with the turn (in memory and in checkpoints).
    */
   items?: ResponseItem[];
+  /**
+   * The model that returned `items`, as the request named it. Its encrypted reasoning is readable by that model
+   * only: a run resumed on another model sends the turn without them (its text and calls as they were).
+   */
+  itemsModel?: string;
 }
 
 /** One item of a Responses API output, kept as the provider returned it (`type` is all the kernel reads). */

@@ -960,7 +960,7 @@ function statusOf(reason: StopReason): RunStatus {
  * reasoning model's reasoning goes back with it); never an endpoint's other fields.
  */
 function asMemory(reply: AssistantMessage): AssistantMessage {
-  return { role: 'assistant', content: reply.content ?? '', ...(reply.items ? { items: reply.items } : {}) };
+  return { role: 'assistant', content: reply.content ?? '', ...itemsOf(reply) };
 }
 
 /** A reply with calls as memory keeps it: each call's id, name and argument string exactly as the model sent them. */
@@ -973,8 +973,14 @@ function asCallingTurn(reply: AssistantMessage): AssistantMessage {
       type: 'function',
       function: { name: call.function.name, arguments: call.function.arguments },
     })),
-    ...(reply.items ? { items: reply.items } : {}),
+    ...itemsOf(reply),
   };
+}
+
+/** The provider's items a reply came as, with the model that returned them; nothing when it has none. */
+function itemsOf(reply: AssistantMessage): Pick<AssistantMessage, 'items' | 'itemsModel'> {
+  if (!reply.items) return {};
+  return { items: reply.items, ...(reply.itemsModel ? { itemsModel: reply.itemsModel } : {}) };
 }
 
 /** The error of a run that answered while some of its side effects' outcomes are unknown. Not retryable: a

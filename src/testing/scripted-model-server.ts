@@ -10,6 +10,16 @@ import { fitCompletion } from './completion-budget.js';
 import { endpointPromptTokens, type EndpointPromptCounting } from './endpoint-prompt-count.js';
 import { PromptCacheEmulator, type PromptCacheOptions } from './prompt-cache-emulator.js';
 import { isFault, renderReply } from './scripted-reply.js';
+import {
+  IssuedReasoning,
+  outputItems,
+  pairingRefusal,
+  reasonsOn,
+  responsesRefusal,
+  viewOfResponsesRequest,
+  wantsEncryptedReasoning,
+  type Refusal,
+} from './scripted-responses.js';
 import { ProviderRateLimits, type ScriptedRateLimits } from './scripted-rate-limits.js';
 import type { Protocol, ScriptedFault, ScriptedReply } from './scripted-reply.js';
 
@@ -26,9 +36,17 @@ export interface RecordedRequest {
   /** The request's `response_format`, when it sent one. */
   responseFormat: ResponseFormat | undefined;
   protocol: Protocol;
+  /**
+   * The API the request came through. A Responses request's `messages`, `tools` and `responseFormat` are its
+   * input items, tools and `text.format` read as Chat Completions' shapes (the transcript they stand for), so
+   * rules and own-turn readers decide alike over both; `body` is what was sent.
+   */
+  api: 'chat' | 'responses';
   receivedAt: number;
   /** The request's path and query, e.g. `/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21`. */
   url: string;
+  /** The output items a Responses request was answered with, once it was. */
+  output?: Record<string, unknown>[];
   /** The usage the server reported, once it sent a completion: the server's own accounting of the call. */
   usage?: {
     promptTokens: number;
@@ -72,8 +90,9 @@ export interface ScriptedModelOptions {
    */
   toolsOnlyWithoutReasoning?: boolean;
   /**
-   * Behave as an Azure OpenAI resource: completions only at `/openai/deployments/{deployment}/chat/completions`,
-   * an `api-version` query parameter required, and the key (when `apiKey` is set) in the `api-key` header.
+   * Behave as an Azure OpenAI resource: completions only at `/openai/deployments/{deployment}/chat/completions`
+   * with an `api-version` query parameter, responses at `/openai/v1/responses` naming a deployment as the model,
+   * and the key (when `apiKey` is set) in the `api-key` header.
    */
   azure?: { deployments: readonly string[] };
 }
@@ -93,6 +112,8 @@ export interface ScriptedModelServer {
 
 const HOST = '127.0.0.1';
 const COMPLETION_PATHS = new Set(['/v1/chat/completions', '/chat/completions']);
+const RESPONSES_PATHS = new Set(['/v1/responses', '/responses']);
+const AZURE_RESPONSES_PATH = '/openai/v1/responses';
 
 class BadRequest extends Error {}
 
@@ -132,20 +153,10 @@ function parseRequest(raw: string): {
   messages: ChatMessage[];
   tools: ToolSpec[] | undefined;
 } {
-  let body: unknown;
-  try {
-    body = JSON.parse(raw);
-  } catch {
-    throw new BadRequest('scripted model: request body is not valid JSON');
-  }
-  if (
-    typeof body !== 'object' ||
-    body === null ||
-    !Array.isArray((body as { messages?: unknown }).messages)
-  ) {
+  const record = parseJsonObject(raw);
+  if (!Array.isArray(record.messages)) {
     throw new BadRequest('scripted model: request body has no `messages` array');
   }
-  const record = body as Record<string, unknown>;
   if (record.stream === true) throw new BadRequest('scripted model: `stream: true` is not supported');
   const maxTokens = record.max_completion_tokens ?? record.max_tokens;
   if (
@@ -162,6 +173,33 @@ function parseRequest(raw: string): {
   return { body: record, messages: record.messages as ChatMessage[], tools };
 }
 
+/** A request as the server works on it, whichever API it came through. */
+interface RequestView {
+  body: Record<string, unknown>;
+  messages: ChatMessage[];
+  tools: ToolSpec[] | undefined;
+  responseFormat: ResponseFormat | undefined;
+  /** Set when the provider would refuse the request: it is recorded and answered with this. */
+  refusal?: Refusal;
+}
+
+function chatRequestView(parsed: ReturnType<typeof parseRequest>): RequestView {
+  return { ...parsed, responseFormat: parsed.body.response_format as ResponseFormat | undefined };
+}
+
+function parseJsonObject(raw: string): Record<string, unknown> {
+  let body: unknown;
+  try {
+    body = JSON.parse(raw);
+  } catch {
+    throw new BadRequest('scripted model: request body is not valid JSON');
+  }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new BadRequest('scripted model: request body is not a JSON object');
+  }
+  return body as Record<string, unknown>;
+}
+
 function isJsonObject(text: string | null): boolean {
   try {
     const value: unknown = JSON.parse(text ?? '');
@@ -171,6 +209,12 @@ function isJsonObject(text: string | null): boolean {
   }
 }
 
+const AZURE_ACCESS_DENIED = {
+  status: 401,
+  message: 'Access denied due to invalid subscription key or wrong API endpoint.',
+  code: '401',
+};
+
 /** What an Azure OpenAI resource answers a request it does not take, in its words; undefined when it takes it. */
 function azureRefusal(
   req: IncomingMessage,
@@ -178,6 +222,10 @@ function azureRefusal(
   apiKey: string | undefined,
 ): { status: number; message: string; code: string } | undefined {
   const url = new URL(req.url ?? '/', 'http://azure.invalid');
+  if (req.method === 'POST' && url.pathname === AZURE_RESPONSES_PATH) {
+    // The v1 route takes no api-version; the deployment is the request's model, checked once it is read.
+    return apiKey !== undefined && req.headers['api-key'] !== apiKey ? AZURE_ACCESS_DENIED : undefined;
+  }
   const deployment = /^\/openai\/deployments\/([^/]+)\/chat\/completions$/.exec(url.pathname)?.[1];
   if (req.method !== 'POST' || deployment === undefined)
     return { status: 404, message: 'Resource not found', code: '404' };
@@ -188,13 +236,7 @@ function azureRefusal(
       code: '404',
     };
   }
-  if (apiKey !== undefined && req.headers['api-key'] !== apiKey) {
-    return {
-      status: 401,
-      message: 'Access denied due to invalid subscription key or wrong API endpoint.',
-      code: '401',
-    };
-  }
+  if (apiKey !== undefined && req.headers['api-key'] !== apiKey) return AZURE_ACCESS_DENIED;
   if (!deployments.includes(decodeURIComponent(deployment))) {
     return {
       status: 404,
@@ -238,7 +280,7 @@ function reasoningModelRefusal(
 }
 
 function maxTokensOf(body: Record<string, unknown>): number | undefined {
-  const value = body.max_completion_tokens ?? body.max_tokens;
+  const value = body.max_completion_tokens ?? body.max_tokens ?? body.max_output_tokens;
   return typeof value === 'number' ? value : undefined;
 }
 
@@ -253,6 +295,34 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     : null;
   const requests: RecordedRequest[] = [];
   const failures: string[] = [];
+  const issuedReasoning = new IssuedReasoning();
+
+  // What a Chat Completions request is refused with, in the provider's words, beyond an unreadable body.
+  function chatRefusal(body: Record<string, unknown>): Refusal | undefined {
+    if (!options.reasoningModel) return undefined;
+    const refused = reasoningModelRefusal(body, options.toolsOnlyWithoutReasoning ?? false);
+    return refused && { status: 400, ...refused, param: refused.param ?? null };
+  }
+
+  // A Responses request: refused as the provider refuses it, else read as the transcript it stands for.
+  function readResponsesRequest(raw: string): RequestView {
+    const body = parseJsonObject(raw);
+    const unread: RequestView = { body, messages: [], tools: undefined, responseFormat: undefined };
+    const refusal = responsesRefusal(body, options.reasoningModel ?? false);
+    if (refusal) return { ...unread, refusal };
+    const input = Array.isArray(body.input) ? (body.input as Record<string, unknown>[]) : [];
+    const model = typeof body.model === 'string' ? body.model : '';
+    const missing =
+      options.azure && !options.azure.deployments.includes(model)
+        ? {
+            status: 404,
+            message: 'The API deployment for this resource does not exist.',
+            code: 'DeploymentNotFound',
+            param: null,
+          }
+        : (pairingRefusal(input) ?? issuedReasoning.check(input, body.store !== false, body.model));
+    return missing ? { ...unread, refusal: missing } : { body, ...viewOfResponsesRequest(body) };
+  }
   // Pending latency timers and hanging replies; close() cancels them so nothing outlives the server.
   const cancellers = new Set<() => void>();
   let closing: Promise<void> | undefined;
@@ -359,6 +429,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '').split('?')[0] ?? '';
+    const api = RESPONSES_PATHS.has(path) || path === AZURE_RESPONSES_PATH ? 'responses' : 'chat';
     if (options.azure) {
       const refused = azureRefusal(req, options.azure.deployments, options.apiKey);
       if (refused) {
@@ -366,7 +437,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
         sendJson(res, refused.status, errorBody(refused.message, 'invalid_request_error', refused.code));
         return;
       }
-    } else if (req.method !== 'POST' || !COMPLETION_PATHS.has(path)) {
+    } else if (req.method !== 'POST' || !(COMPLETION_PATHS.has(path) || RESPONSES_PATHS.has(path))) {
       req.resume();
       sendJson(
         res,
@@ -390,15 +461,14 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     }
 
     const raw = await readBody(req);
-    let parsed: ReturnType<typeof parseRequest>;
+    let parsed: RequestView;
     try {
-      parsed = parseRequest(raw);
+      parsed = api === 'responses' ? readResponsesRequest(raw) : chatRequestView(parseRequest(raw));
     } catch (error) {
       if (error instanceof BadRequest) return failLoudly(res, error.message);
       throw error;
     }
-    const { body, messages, tools } = parsed;
-    const responseFormat = body.response_format as ResponseFormat | undefined;
+    const { body, messages, tools, responseFormat } = parsed;
     const request: RecordedRequest = {
       index: requests.length,
       body,
@@ -406,19 +476,18 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       tools,
       responseFormat,
       protocol: tools ? 'tools' : 'json',
+      api,
       receivedAt: Date.now(),
       url: req.url ?? '',
     };
     // Recorded before the reply is chosen, so a test counting calls also counts the ones that failed.
     requests.push(request);
-    const refused = options.reasoningModel
-      ? reasoningModelRefusal(body, options.toolsOnlyWithoutReasoning ?? false)
-      : undefined;
+    const refused = parsed.refusal ?? (api === 'chat' ? chatRefusal(body) : undefined);
     if (refused) {
       sendJson(
         res,
-        400,
-        errorBody(refused.message, 'invalid_request_error', refused.code, refused.param ?? null),
+        refused.status,
+        errorBody(refused.message, 'invalid_request_error', refused.code, refused.param),
       );
       return;
     }
@@ -497,6 +566,45 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       };
     }
     limits?.settle(need, promptTokens + completionTokens);
+    if (api === 'responses') {
+      const output = outputItems(
+        fitted,
+        request.index,
+        options.reasoningModel && reasonsOn(body) ? { encrypted: wantsEncryptedReasoning(body) } : undefined,
+      );
+      issuedReasoning.record(output, body.model);
+      request.output = output;
+      const cut = fitted.finishReason === 'length';
+      sendJson(
+        res,
+        200,
+        {
+          id: `resp_scripted_${request.index}`,
+          object: 'response',
+          created_at: Math.floor(Date.now() / 1000),
+          status: cut ? 'incomplete' : 'completed',
+          incomplete_details: cut ? { reason: 'max_output_tokens' } : null,
+          error: null,
+          model: body.model,
+          service_tier: body.service_tier === 'flex' ? 'flex' : 'default',
+          store: body.store !== false,
+          output,
+          ...(reply.usage === false
+            ? {}
+            : {
+                usage: {
+                  input_tokens: promptTokens,
+                  input_tokens_details: { cached_tokens: cachedTokens },
+                  output_tokens: completionTokens,
+                  output_tokens_details: { reasoning_tokens: reasoningTokens },
+                  total_tokens: promptTokens + completionTokens,
+                },
+              }),
+        },
+        { 'x-request-id': `req_scripted_${request.index}`, ...limits?.headers() },
+      );
+      return;
+    }
     const message = {
       role: 'assistant',
       content: fitted.content,

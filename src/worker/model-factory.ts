@@ -1,25 +1,32 @@
 // Builds the ChatModel a job asks for, from the endpoint configuration of the process: OpenAI or an
-// OpenAI-compatible endpoint (OPENAI_BASE_URL), or Azure OpenAI (AZURE_OPENAI_ENDPOINT). One client per model.
+// OpenAI-compatible endpoint (OPENAI_BASE_URL), or Azure OpenAI (AZURE_OPENAI_ENDPOINT); over Chat Completions or
+// the Responses API, as the job's agent or LLM_API says. One client per model and API.
 import { ConfigError } from '../kernel/errors.js';
 import type { Env } from '../../config/env.js';
-import type { ChatModel } from '../kernel/chat-model.js';
+import type { ChatModel, ModelApi } from '../kernel/chat-model.js';
+import type { OpenAIClientOptions } from '../llm/openai-client.js';
 import { OpenAIChatModel } from '../llm/openai-chat-model.js';
+import { OpenAIResponsesModel } from '../llm/openai-responses-model.js';
 
 /** Throws at start when no endpoint can be reached: OpenAI and Azure need a key; a custom endpoint may not. */
-export function modelFactoryFrom(env: Env): (model: string) => ChatModel {
-  const create = env.AZURE_OPENAI_ENDPOINT ? azureModels(env, env.AZURE_OPENAI_ENDPOINT) : openAIModels(env);
+export function modelFactoryFrom(env: Env): (model: string, api: ModelApi) => ChatModel {
+  const endpointFor = env.AZURE_OPENAI_ENDPOINT
+    ? azureEndpoint(env, env.AZURE_OPENAI_ENDPOINT)
+    : openAIEndpoint(env);
   const models = new Map<string, ChatModel>();
-  return (model) => {
-    let chat = models.get(model);
+  return (model, api) => {
+    const key = `${api}\u0000${model}`;
+    let chat = models.get(key);
     if (!chat) {
-      chat = create(model);
-      models.set(model, chat);
+      const options = { model, ...endpointFor(model) };
+      chat = api === 'responses' ? new OpenAIResponsesModel(options) : new OpenAIChatModel(options);
+      models.set(key, chat);
     }
     return chat;
   };
 }
 
-function openAIModels(env: Env): (model: string) => ChatModel {
+function openAIEndpoint(env: Env): (model: string) => OpenAIClientOptions {
   if (!env.OPENAI_API_KEY && !env.OPENAI_BASE_URL) {
     throw new ConfigError(
       'no_model_endpoint',
@@ -28,11 +35,11 @@ function openAIModels(env: Env): (model: string) => ChatModel {
   }
   const apiKey = env.OPENAI_API_KEY ?? 'none';
   const baseURL = env.OPENAI_BASE_URL;
-  return (model) => new OpenAIChatModel({ model, apiKey, ...(baseURL ? { baseURL } : {}) });
+  return () => ({ apiKey, ...(baseURL ? { baseURL } : {}) });
 }
 
 /** Azure OpenAI: the deployment AZURE_OPENAI_DEPLOYMENT names, or one named like each model. */
-function azureModels(env: Env, endpoint: string): (model: string) => ChatModel {
+function azureEndpoint(env: Env, endpoint: string): (model: string) => OpenAIClientOptions {
   const apiKey = env.AZURE_OPENAI_API_KEY;
   if (!apiKey) {
     throw new ConfigError(
@@ -41,10 +48,8 @@ function azureModels(env: Env, endpoint: string): (model: string) => ChatModel {
     );
   }
   const apiVersion = env.AZURE_OPENAI_API_VERSION;
-  return (model) =>
-    new OpenAIChatModel({
-      model,
-      apiKey,
-      azure: { endpoint, apiVersion, deployment: env.AZURE_OPENAI_DEPLOYMENT ?? model },
-    });
+  return (model) => ({
+    apiKey,
+    azure: { endpoint, apiVersion, deployment: env.AZURE_OPENAI_DEPLOYMENT ?? model },
+  });
 }

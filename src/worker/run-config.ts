@@ -7,7 +7,7 @@ import { toolNamesOf } from '../kernel/define-fleet.js';
 import { InputError } from '../kernel/errors.js';
 import type { AgentRunOptions } from '../kernel/run-agent.js';
 import type { ProtocolName } from '../kernel/protocol.js';
-import type { ReasoningEffort } from '../kernel/chat-model.js';
+import type { ModelApi, ReasoningEffort } from '../kernel/chat-model.js';
 import type { Env } from '../../config/env.js';
 import { type ModelPrice } from '../kernel/pricing.js';
 import { configuredPrices, priceOf } from '../llm/price-table.js';
@@ -16,6 +16,8 @@ import { fleetBudgetDefaults, resolveTaskBudget, resolveTaskModel } from '../que
 
 export interface RunConfig {
   model: string;
+  /** The provider's API the model is called through. */
+  api: ModelApi;
   price: ModelPrice;
   budget: Budget;
   protocol: ProtocolName;
@@ -50,6 +52,7 @@ export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition):
     typeof agent.instructions === 'function' ? agent.instructions(input) : agent.instructions;
   return {
     model,
+    api: agent.api ?? env.LLM_API,
     price: priceOf(model, configuredPrices(env)),
     budget,
     protocol: task.protocol ?? agent.protocol ?? env.AGENT_PROTOCOL,

@@ -17,7 +17,7 @@ import { runAgent } from '../kernel/run-agent.js';
 import type { AgentResult } from '../kernel/types.js';
 import type { Env } from '../../config/env.js';
 import type { CallGate } from '../kernel/call-gate.js';
-import type { ChatModel } from '../kernel/chat-model.js';
+import type { ChatModel, ModelApi } from '../kernel/chat-model.js';
 import type { FleetMetrics } from '../metrics/fleet-metrics.js';
 import type { Logger } from '../logging/logger.js';
 import { formatFieldIssues, MAX_TASK_CHARS, validateTask, type AgentTask } from '../queue/task-schema.js';
@@ -63,7 +63,7 @@ export interface TaskProcessorDeps {
   tools: ToolProvider;
   /** The agents of the fleet configuration, by name; a task without `agent` runs `default`. */
   agents: ReadonlyMap<string, AgentDefinition>;
-  createModel: (model: string) => ChatModel;
+  createModel: (model: string, api: ModelApi) => ChatModel;
   /**
    * The fleet's shared limits for a job: its batch's budget, the daily caps (the fleet's, its tenant's), the
    * request and token rates of its model.
@@ -330,7 +330,7 @@ async function runTheAgent(
     task: config.taskText,
     ...(config.instructions ? { instructions: config.instructions } : {}),
     ...(agent.output ? { output: agent.output } : {}),
-    model: deps.createModel(config.model),
+    model: deps.createModel(config.model, config.api),
     price: config.price,
     tools: deps.tools.registryFor(config.tools),
     budget: config.budget,

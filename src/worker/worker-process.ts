@@ -13,7 +13,7 @@ import { BatchTracker } from './batch-tracker.js';
 import { fleetLimitsFromEnv, gateForJob } from '../fleet/fleet-gate.js';
 import { TenantSlots } from '../fleet/tenant-slots.js';
 import { withProviderRateLimits } from '../fleet/provider-rate-limits.js';
-import type { ChatModel } from '../kernel/chat-model.js';
+import type { ChatModel, ModelApi } from '../kernel/chat-model.js';
 import { FleetMetrics } from '../metrics/fleet-metrics.js';
 import { startMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
 import { assertRedisReachable, createRedis } from '../queue/redis.js';
@@ -133,10 +133,11 @@ export async function startWorkerProcess(
     };
     // The endpoint's x-ratelimit-* headers pause the fleet before it answers 429.
     const slowedModels = new Map<string, ChatModel>();
-    const createLimitedModel = (model: string): ChatModel => {
-      let chat = slowedModels.get(model);
+    const createLimitedModel = (model: string, api: ModelApi): ChatModel => {
+      const key = `${api}\u0000${model}`;
+      let chat = slowedModels.get(key);
       if (!chat) {
-        chat = withProviderRateLimits(createModel(model), {
+        chat = withProviderRateLimits(createModel(model, api), {
           pause: (ms) => limiter.pause(ms),
           onSlowDown: (ms, state) => {
             metrics.observeRatePause(model, 'headers');
@@ -144,7 +145,7 @@ export async function startWorkerProcess(
           },
           onError: (err) => logger.warn({ err }, 'could not pause the fleet'),
         });
-        slowedModels.set(model, chat);
+        slowedModels.set(key, chat);
       }
       return chat;
     };

@@ -21,6 +21,8 @@ import {
   type FleetNamespace,
   type WorkerHandle,
 } from '../../support/fleet-harness.js';
+import { expectNativeTranscript } from '../../support/native-transcript.js';
+import { expectResponsesTranscript } from '../../support/responses-transcript.js';
 
 const ADMIN = 'mysql://root@127.0.0.1:3306';
 const suffix = randomBytes(3).toString('hex');
@@ -147,6 +149,7 @@ describe('the reference task', () => {
     };
     const doomed = worker(fast);
     await doomed.waitForOutput(/worker started/);
+    const before = model.requests.length;
     const mailsBefore = sink.messages.length;
     let killed = false;
     onEmail = () => {
@@ -163,6 +166,8 @@ describe('the reference task', () => {
     const result = await ns.client.waitForResult(jobId, { timeoutMs: 60_000 });
     expect(result, JSON.stringify(result)).toMatchObject({ status: 'succeeded', steps: 4 });
     expect(rescuer.output()).toMatch(/resuming from checkpoint/);
+    // One transcript across the kill: the rescuer's requests extend the doomed worker's, roles kept.
+    expectNativeTranscript(referenceRequests(before));
     const mails = sink.messages.slice(mailsBefore);
     expect(mails.map((m) => m.to[0]).sort()).toEqual(top3.map((c) => c.email).sort());
     expect(new Set(mails.map((m) => m.messageId)).size).toBe(3);
@@ -213,4 +218,95 @@ describe('the reference task', () => {
     expect(refusal).toBeDefined();
     model.reset({ rules: referenceModelRules });
   }, 60_000);
+});
+
+describe('the reference task over the Responses API', () => {
+  const overResponses = { LLM_API: 'responses', LLM_REASONING_EFFORT: 'low' };
+
+  it('emails the three once each, its reasoning items sent back with their calls, nothing stored', async () => {
+    const w = worker(overResponses);
+    await w.waitForOutput(/worker started/);
+    const before = model.requests.length;
+    const mailsBefore = sink.messages.length;
+    const { jobId } = await ns.client.enqueue({ task: REFERENCE_TASK });
+    const result = await ns.client.waitForResult(jobId, { timeoutMs: 30_000 });
+    expect(result).toMatchObject({ status: 'succeeded', stopReason: 'answer', steps: 4, toolCalls: 5 });
+    const requests = referenceRequests(before);
+    expect(requests).toHaveLength(4);
+    expectResponsesTranscript(requests);
+    expectNativeTranscript(requests);
+    for (const request of requests) {
+      expect(request.url).toBe('/v1/responses');
+      expect(request.body).toMatchObject({
+        model: DEFAULT_MODEL,
+        reasoning: { effort: 'low' },
+        store: false,
+      });
+    }
+    // The last request carries the three earlier turns' reasoning items, each before its calls.
+    const input = requests[3]!.body.input as { type: string }[];
+    expect(input.filter((item) => item.type === 'reasoning')).toHaveLength(3);
+    // Billed as the server counted.
+    const counted = requests.reduce((sum, r) => sum + r.usage!.promptTokens, 0);
+    expect(result.usage.promptTokens).toBe(counted);
+    const mails = sink.messages.slice(mailsBefore);
+    expect(mails.map((m) => m.to[0]).sort()).toEqual(top3.map((c) => c.email).sort());
+    expect(model.failures).toEqual([]);
+    await killWorker(w);
+  });
+
+  it('over the JSON protocol too: each text reply goes back as the message item it came as, with its reasoning', async () => {
+    const w = worker(overResponses);
+    await w.waitForOutput(/worker started/);
+    const before = model.requests.length;
+    const mailsBefore = sink.messages.length;
+    const { jobId } = await ns.client.enqueue({ task: REFERENCE_TASK, protocol: 'json' });
+    const result = await ns.client.waitForResult(jobId, { timeoutMs: 30_000 });
+    expect(result).toMatchObject({ status: 'succeeded', stopReason: 'answer' });
+    const requests = referenceRequests(before);
+    expect(requests.every((r) => r.api === 'responses' && r.protocol === 'json')).toBe(true);
+    expectResponsesTranscript(requests);
+    expectNativeTranscript(requests);
+    const mails = sink.messages.slice(mailsBefore);
+    expect(mails.map((m) => m.to[0]).sort()).toEqual(top3.map((c) => c.email).sort());
+    expect(model.failures).toEqual([]);
+    await killWorker(w);
+  });
+
+  it('a worker killed after the first email: the rescuer resumes with every reasoning item, each email once', async () => {
+    const fast = {
+      ...overResponses,
+      WORKER_LOCK_DURATION_MS: '2000',
+      WORKER_STALLED_INTERVAL_MS: '1000',
+      EMAIL_PENDING_GRACE_MS: '1000',
+    };
+    const doomed = worker(fast);
+    await doomed.waitForOutput(/worker started/);
+    const before = model.requests.length;
+    const mailsBefore = sink.messages.length;
+    let killed = false;
+    onEmail = () => {
+      if (killed) return;
+      killed = true;
+      doomed.child.kill('SIGKILL');
+    };
+    const { jobId } = await ns.client.enqueue({ task: REFERENCE_TASK });
+    await doomed.exited;
+    onEmail = undefined;
+    const rescuer = worker(fast);
+    const result = await ns.client.waitForResult(jobId, { timeoutMs: 60_000 });
+    expect(result, JSON.stringify(result)).toMatchObject({ status: 'succeeded', steps: 4 });
+    expect(rescuer.output()).toMatch(/resuming from checkpoint/);
+    // Every request the provider took, before the kill and after, had each call's reasoning item with it.
+    const requests = referenceRequests(before);
+    expect(requests.every((r) => r.usage !== undefined)).toBe(true);
+    // One transcript across the kill: the rescuer's requests extend the doomed worker's.
+    expectNativeTranscript(requests);
+    expect(model.failures).toEqual([]);
+    const last = requests.at(-1)!.body.input as { type: string }[];
+    expect(last.filter((item) => item.type === 'reasoning')).toHaveLength(3);
+    const mails = sink.messages.slice(mailsBefore);
+    expect(mails.map((m) => m.to[0]).sort()).toEqual(top3.map((c) => c.email).sort());
+    await killWorker(rescuer);
+  }, 90_000);
 });

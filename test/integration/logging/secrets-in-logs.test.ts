@@ -9,7 +9,7 @@ import { createLogger, type Logger } from '../../../src/logging/logger.js';
 import { redactUrl, redactValue, scrubText } from '../../../src/logging/redact.js';
 import { redactSecrets } from '../../../producers/board-app.js';
 import { stepLogLine } from '../../../src/worker/progress.js';
-import { classifyApiError } from '../../../src/llm/openai-chat-model.js';
+import { classifyApiError } from '../../../src/llm/api-errors.js';
 import type { StepTrace } from '../../../src/kernel/types.js';
 
 const MARK = 'S3CR3T-MARK-xyz';

@@ -31,7 +31,7 @@ describe('Azure OpenAI', () => {
     });
     const from = azure.requests.length;
     const { result } = await runWith(azure, {
-      model: modelFactoryFrom(env)('gpt-4o'),
+      model: modelFactoryFrom(env)('gpt-4o', 'chat'),
       price: priceOf('gpt-4o'),
     });
     expect(result).toMatchObject({ status: 'succeeded', answer: 'customer-7' });
@@ -43,6 +43,33 @@ describe('Azure OpenAI', () => {
     expect(result.usage.estimated).toBeUndefined();
   });
 
+  it("the Responses API: the resource's v1 route, the deployment as the model, the api-key header", async () => {
+    azure.reset({ script: script() });
+    const env = parseEnv({
+      AZURE_OPENAI_ENDPOINT: endpoint(),
+      AZURE_OPENAI_API_KEY: 'azure-key-1',
+      AZURE_OPENAI_DEPLOYMENT: 'prod-gpt-4o',
+    });
+    const from = azure.requests.length;
+    const { result } = await runWith(azure, {
+      model: modelFactoryFrom(env)('gpt-4o', 'responses'),
+      price: priceOf('gpt-4o'),
+    });
+    expect(result).toMatchObject({ status: 'succeeded', answer: 'customer-7' });
+    const sent = azure.requests.slice(from);
+    expect(sent.map((r) => r.url)).toEqual(['/openai/v1/responses', '/openai/v1/responses']);
+    expect(sent.map((r) => r.body.model)).toEqual(['prod-gpt-4o', 'prod-gpt-4o']);
+    // A deployment the resource does not have is refused, naming it.
+    const missing = parseEnv({ AZURE_OPENAI_ENDPOINT: endpoint(), AZURE_OPENAI_API_KEY: 'azure-key-1' });
+    azure.reset({ script: script() });
+    const refused = await runWith(azure, {
+      model: modelFactoryFrom(missing)('gpt-4o', 'responses'),
+      price: priceOf('gpt-4o'),
+    });
+    expect(refused.result.error?.code).toBe('http_404');
+    expect(refused.result.error?.message).toMatch(/deployment for this resource does not exist/);
+  });
+
   it('a wrong key is refused (401, not retried); a missing key stops the worker at start', async () => {
     azure.reset({ script: script() });
     const env = parseEnv({
@@ -51,7 +78,7 @@ describe('Azure OpenAI', () => {
       AZURE_OPENAI_DEPLOYMENT: 'prod-gpt-4o',
     });
     const { result } = await runWith(azure, {
-      model: modelFactoryFrom(env)('gpt-4o'),
+      model: modelFactoryFrom(env)('gpt-4o', 'chat'),
       price: priceOf('gpt-4o'),
     });
     expect(result).toMatchObject({ status: 'failed', stopReason: 'error' });
@@ -84,7 +111,7 @@ describe('an OpenAI-compatible local server (Ollama, vLLM)', () => {
       LLM_PRICES: '{"llama3.1:8b": {"inputPerMillion": 0, "outputPerMillion": 0}}',
     });
     const { result } = await runWith(local, {
-      model: modelFactoryFrom(env)('llama3.1:8b'),
+      model: modelFactoryFrom(env)('llama3.1:8b', 'chat'),
       price: priceOf('gpt-4o'), // priced as a paid model here, so the estimate shows in the bill
       budget: { maxTokens: 20_000 },
     });

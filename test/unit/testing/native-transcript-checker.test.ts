@@ -27,6 +27,7 @@ function request(index: number, messages: ChatMessage[]): RecordedRequest {
     tools: [],
     responseFormat: undefined,
     protocol: 'tools',
+    api: 'chat',
     receivedAt: 0,
     url: '/v1/chat/completions',
   };
