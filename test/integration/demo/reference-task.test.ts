@@ -217,6 +217,7 @@ describe('the reference task', () => {
       .find((text) => /attacker@evil\.com/.test(text) && /refused/i.test(text));
     expect(refusal).toBeDefined();
     model.reset({ rules: referenceModelRules });
+    await killWorker(w);
   }, 60_000);
 });
 
