@@ -10,6 +10,7 @@ export const ADAPTER_FOLDERS = [
   'client',
   'console',
   'demo',
+  'effects',
   'fleet',
   'llm',
   'logging',

@@ -15,7 +15,7 @@ import {
   type EffectClaimResult,
   type EffectLedgerOptions,
   type EffectRow,
-} from './effect-ledger.js';
+} from '../effects/effect-ledger.js';
 
 export const SEND_EMAIL = 'send_email';
 

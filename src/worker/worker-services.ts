@@ -2,7 +2,7 @@
 import type { Pool } from 'mysql2/promise';
 import type { Env } from '../../config/env.js';
 import type { Logger } from '../logging/logger.js';
-import { EffectLedger, type EffectLedgerOptions } from '../tools/effect-ledger.js';
+import { EffectLedger, type EffectLedgerOptions } from '../effects/effect-ledger.js';
 import type { SweepOutcome } from '../tools/send-email.js';
 
 export interface WorkerServices {

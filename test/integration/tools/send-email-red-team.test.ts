@@ -11,7 +11,7 @@ import { ToolRegistry } from '../../../src/kernel/tool-registry.js';
 import { startSmtpSink, type SmtpSink } from '../../../src/demo/smtp-sink.js';
 import { migrate } from '../../../src/store/migrate.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
-import { EffectLedger } from '../../../src/tools/effect-ledger.js';
+import { EffectLedger } from '../../../src/effects/effect-ledger.js';
 import { EmailLedger } from '../../../src/tools/email-ledger.js';
 import {
   createSendEmailTool,
@@ -560,7 +560,7 @@ describe('a takeover of a row never handed off, racing the late hand-off of its 
 
 describe("the sweeper's failed lookup of a row another attempt took over meanwhile", () => {
   it('leaves the newer claim pending: a third attempt waits for it, one copy is sent', async () => {
-    const { sweepUnsettledEffects, sweptToolsOf } = await import('../../../src/tools/effect-sweeper.js');
+    const { sweepUnsettledEffects, sweptToolsOf } = await import('../../../src/effects/effect-sweeper.js');
     const { sink, smtp, options, lookup, hold } = await takeoverRig();
     const failedFor = new Set<string>();
     const job = newJob();

@@ -11,7 +11,7 @@ import { ToolRegistry } from '../../../src/kernel/tool-registry.js';
 import { startSmtpSink, type SmtpSink } from '../../../src/demo/smtp-sink.js';
 import { migrate } from '../../../src/store/migrate.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
-import { EffectLedger, type EffectLedgerOptions } from '../../../src/tools/effect-ledger.js';
+import { EffectLedger, type EffectLedgerOptions } from '../../../src/effects/effect-ledger.js';
 import { EmailLedger } from '../../../src/tools/email-ledger.js';
 import { createSendEmailTool } from '../../../src/tools/send-email.js';
 import { SmtpPool } from '../../../src/tools/smtp-pool.js';
