@@ -2,7 +2,8 @@
 // SMTP server, sender, allowed domains and caps. Its rows live in the fleet's effect ledger; pending emails of
 // attempts that stopped for good are settled by the worker's effect sweeper, with the tool's delivery lookup.
 import type { ToolSource } from '../kernel/define-fleet.js';
-import { effectLedgerPool, type WorkerServices } from '../worker/worker-services.js';
+import { effectLedgerPool } from '../effects/effect-ledger-of.js';
+import type { ToolServices } from './tool-services.js';
 import { httpDeliveryLookup } from './delivery-lookup.js';
 import { checkEmailToolOptions } from './email-tool-options.js';
 import { EmailLedger } from './email-ledger.js';
@@ -29,7 +30,7 @@ export interface EmailToolSourceOptions {
 }
 
 /** Throws a ConfigError naming the option when one has the wrong shape (the worker stops at start with it). */
-export function sendEmailTool(options: EmailToolSourceOptions): ToolSource<WorkerServices> {
+export function sendEmailTool(options: EmailToolSourceOptions): ToolSource<ToolServices> {
   checkEmailToolOptions(options);
   return {
     kind: 'tool-source',
@@ -62,7 +63,7 @@ export function sendEmailTool(options: EmailToolSourceOptions): ToolSource<Worke
   };
 }
 
-function emailLedgerOf(services: WorkerServices): EmailLedger {
+function emailLedgerOf(services: ToolServices): EmailLedger {
   const { pool, options } = effectLedgerPool(services);
   return new EmailLedger(pool, options);
 }

@@ -15,7 +15,8 @@ import { startEffectSweeper, sweptToolsOf } from '../effects/effect-sweeper.js';
 import { loadMcpTools } from '../tools/mcp/load-mcp-tools.js';
 import { UncertainOutcome, type Tool } from '../kernel/tool.js';
 import { StaticToolProvider, type ToolProvider } from './tool-provider.js';
-import { effectLedgerOf, type WorkerServices } from './worker-services.js';
+import { effectLedgerOf } from '../effects/effect-ledger-of.js';
+import type { WorkerServices } from './worker-services.js';
 
 export interface FleetRuntime {
   agents: ReadonlyMap<string, AgentDefinition>;
