@@ -181,6 +181,11 @@ export class EffectLedger {
     this.records = new DoneRecords((records) => this.writeDone(records), options.doneDelayMs ?? 50);
   }
 
+  /** Whether `recordDone` leaves with the records of the effects claimed together (not awaited by the call). */
+  get defersDone(): boolean {
+    return this.options.deferDone === true;
+  }
+
   /**
    * Claims the effect's row, atomically: the first claim inserts it as pending (`new`: go ahead); a later one
    * gets the row as it stands, except that a `failed` row is claimed again as `new`.

@@ -2,11 +2,10 @@
 // SMTP server, sender, allowed domains and caps. Its rows live in the fleet's effect ledger; pending emails of
 // attempts that stopped for good are settled by the worker's effect sweeper, with the tool's delivery lookup.
 import type { ToolSource } from '../kernel/define-fleet.js';
-import { effectLedgerPool } from '../effects/effect-ledger-of.js';
+import { effectLedgerOf } from '../effects/effect-ledger-of.js';
 import type { ToolServices } from './tool-services.js';
 import { httpDeliveryLookup } from './delivery-lookup.js';
 import { checkEmailToolOptions } from './email-tool-options.js';
-import { EmailLedger } from './email-ledger.js';
 import { createSendEmailTool, SEND_EMAIL } from './send-email.js';
 import { SmtpPool } from './smtp-pool.js';
 
@@ -42,7 +41,7 @@ export function sendEmailTool(options: EmailToolSourceOptions): ToolSource<ToolS
       });
       const deliveryLookup = options.lookupUrl ? httpDeliveryLookup(options.lookupUrl) : undefined;
       const tool = createSendEmailTool({
-        ledger: emailLedgerOf(services),
+        ledger: effectLedgerOf(services),
         transport,
         from: options.from,
         allowedDomains: options.allowedDomains,
@@ -61,9 +60,4 @@ export function sendEmailTool(options: EmailToolSourceOptions): ToolSource<ToolS
       };
     },
   };
-}
-
-function emailLedgerOf(services: ToolServices): EmailLedger {
-  const { pool, options } = effectLedgerPool(services);
-  return new EmailLedger(pool, options);
 }
