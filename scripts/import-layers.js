@@ -1,7 +1,8 @@
 // The import arrows `npm run lint` enforces (docs/architecture.md). The kernel (src/kernel) is the loop and its
 // ports: it imports only itself, the pure helpers of src/util, zod, jsonrepair, gpt-tokenizer and node:crypto /
 // node:module, so it runs anywhere and every adapter depends on it, never the reverse. Production code (the rest
-// of src/) never imports the demo or the test kit.
+// of src/) never imports the demo or the test kit. The worker wires the adapters together, so no adapter imports
+// it: what a tool needs of the process is a port the tools own (src/tools/tool-services.ts).
 
 /** Folders of src/ that are adapters or applications, which the kernel must not reach. */
 export const ADAPTER_FOLDERS = [
@@ -10,6 +11,7 @@ export const ADAPTER_FOLDERS = [
   'client',
   'console',
   'demo',
+  'effects',
   'fleet',
   'llm',
   'logging',
@@ -60,14 +62,27 @@ export const kernelImportRule = [
   },
 ];
 
-export const productionImportRule = [
+const notDemoOrTestKit = {
+  group: ['**/demo/*', '**/testing/*', '**/testing.js'],
+  message: 'Production code never imports the demo or the test kit (the entry scripts wire the demo in).',
+};
+
+export const productionImportRule = ['error', { patterns: [notDemoOrTestKit] }];
+
+/** Adapters held to the worker rule: all but the worker itself, the demo (an app) and the test kit. */
+export const WORKER_FREE_FOLDERS = ADAPTER_FOLDERS.filter(
+  (folder) => !['worker', 'demo', 'testing'].includes(folder),
+);
+
+export const adapterImportRule = [
   'error',
   {
     patterns: [
+      notDemoOrTestKit,
       {
-        group: ['**/demo/*', '**/testing/*', '**/testing.js'],
+        group: ['**/worker/*', '**/worker.js'],
         message:
-          'Production code never imports the demo or the test kit (the entry scripts wire the demo in).',
+          'An adapter never imports the worker: put what it needs behind a port it owns (src/tools/tool-services.ts) and let the worker implement it.',
       },
     ],
   },

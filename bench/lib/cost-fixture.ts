@@ -5,9 +5,10 @@
 import mysql from 'mysql2/promise';
 import { seedDemoDatabase } from '../../src/demo/seed-demo-database.js';
 import { openDataDatabase, type DataDatabase } from '../../src/tools/data-database.js';
-import type { ClaimResult, EmailClaim, EmailLedgerEntry } from '../../src/tools/email-ledger.js';
+import type { EffectClaimResult, EffectRow, EffectRowClaim } from '../../src/effects/effect-ledger.js';
+import type { OnceLedger } from '../../src/effects/effect-once.js';
 import { ToolRegistry } from '../../src/kernel/tool-registry.js';
-import { createSendEmailTool, type EmailLedgerPort } from '../../src/tools/send-email.js';
+import { createSendEmailTool } from '../../src/tools/send-email.js';
 import { createSqlTools } from '../../src/tools/sql-tools.js';
 import type { Tool } from '../../src/kernel/tool.js';
 import { MYSQL_SERVER } from './fleet.js';
@@ -88,42 +89,48 @@ async function seedSupportTables(url: string): Promise<void> {
   }
 }
 
-/** An email ledger in memory: one run at a time, nothing to settle after a crash. */
-class MemoryLedger implements EmailLedgerPort {
-  readonly entries = new Map<string, EmailLedgerEntry>();
-  async claim(claim: EmailClaim): Promise<ClaimResult> {
+/** An effect ledger in memory: one run at a time, nothing to settle after a crash. */
+class MemoryLedger implements OnceLedger {
+  readonly rows = new Map<string, EffectRow>();
+  async claim(claim: EffectRowClaim): Promise<EffectClaimResult> {
     const now = new Date();
-    this.entries.set(claim.callKey, {
-      ...claim,
+    this.rows.set(claim.effectKey, {
+      effectKey: claim.effectKey,
+      jobId: claim.jobId,
+      tool: claim.tool,
       status: 'pending',
-      smtpResponse: null,
+      result: null,
+      ref: claim.ref ?? claim.effectKey,
+      detail: claim.detail ?? null,
       error: null,
+      attempt: 1,
+      startedAt: claim.started ? now : null,
       createdAt: now,
       updatedAt: now,
-      attempt: 1,
-      smtpStartedAt: null,
-    } as EmailLedgerEntry);
+      ageMs: 0,
+    });
     return { kind: 'new', attempt: 1 };
   }
-  async get(callKey: string) {
-    return this.entries.get(callKey) ?? null;
+  async get(effectKey: string) {
+    return this.rows.get(effectKey) ?? null;
   }
-  async markHandedOff() {
+  async markStarted() {
     return true;
   }
-  async markSent(callKey: string, smtpResponse: string) {
-    const entry = this.entries.get(callKey);
-    if (entry) Object.assign(entry, { status: 'sent', smtpResponse });
+  async markDone(effectKey: string, value: unknown) {
+    const row = this.rows.get(effectKey);
+    if (row) Object.assign(row, { status: 'done', result: value });
   }
-  async markDryRun() {}
-  async markFailed() {}
+  recordDone(effectKey: string, value: unknown) {
+    return this.markDone(effectKey, value);
+  }
   async release() {
     return true;
   }
   async markUncertain() {
     return true;
   }
-  async noteUncertain() {}
+  async noteError() {}
 }
 
 export interface CostWorld {

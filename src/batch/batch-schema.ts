@@ -2,7 +2,10 @@
 import { z } from 'zod';
 import { MAX_OBJECT_KEYS, snapshotJson, type JsonLimits } from '../queue/json-structure.js';
 import { safeParse, taskSchema, toFieldIssues, type FieldIssue } from '../queue/task-schema.js';
+import { batchBudgetSchema, type BatchBudget } from './batch-budget.js';
 import type { StoredForecast } from './forecast.js';
+
+export { batchBudgetSchema, type BatchBudget } from './batch-budget.js';
 
 export const MAX_BATCH_TASKS = 5_000;
 
@@ -12,13 +15,6 @@ export const BATCH_JSON_LIMITS: JsonLimits = {
   maxMembers: MAX_BATCH_TASKS * 40,
   maxObjectKeys: MAX_OBJECT_KEYS,
 };
-
-export const batchBudgetSchema = z
-  .object({
-    maxCostUsd: z.number().positive().max(100_000).optional(),
-    maxTokens: z.number().int().min(100).max(10_000_000_000).optional(),
-  })
-  .strict();
 
 export const batchSchema = z
   .object({
@@ -31,7 +27,6 @@ export const batchSchema = z
   .strict();
 
 export type BatchInput = z.infer<typeof batchSchema>;
-export type BatchBudget = z.infer<typeof batchBudgetSchema>;
 
 export type BatchValidation = { ok: true; batch: BatchInput } | { ok: false; issues: FieldIssue[] };
 

@@ -25,7 +25,7 @@ import {
 import type { AgentTask } from '../queue/task-schema.js';
 import { NO_HISTORY, type CostHistory } from './cost-history.js';
 import { withTimeout } from '../util/with-timeout.js';
-import type { BatchBudget } from './batch-schema.js';
+import type { BatchBudget } from './batch-budget.js';
 
 export const HISTORY_DAYS = 30;
 /** Below this many runs a quantile is mostly one run's cost: the forecast says so. */

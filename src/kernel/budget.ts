@@ -3,6 +3,9 @@
 // When they do not fit at the usual max_tokens, the call asks for fewer; when not even a minimal completion
 // fits, the call is not made.
 import { costUsd, type ModelPrice } from './pricing.js';
+import type { FlexTokens, TokenUsage } from './token-usage.js';
+
+export type { FlexTokens, TokenUsage } from './token-usage.js';
 
 export interface Budget {
   /** Model calls that choose actions or answer (summaries and retries are not steps). */
@@ -12,25 +15,6 @@ export interface Budget {
   maxCostUsd: number;
   /** Wall-clock time from the run's first start, in ms. */
   deadlineMs: number;
-}
-
-export interface TokenUsage {
-  promptTokens: number;
-  completionTokens: number;
-  /** Part of promptTokens the provider served from its prompt cache (billed at the cached-input price). */
-  cachedPromptTokens?: number;
-  /** Part of completionTokens the model spent reasoning (billed as completion). */
-  reasoningTokens?: number;
-  /** Some call's usage is our estimate: the endpoint reported none. */
-  estimated?: true;
-  /** The part of the tokens above billed at the flex tier (the provider's slower tier at batch prices). */
-  flex?: FlexTokens;
-}
-
-export interface FlexTokens {
-  promptTokens: number;
-  cachedPromptTokens: number;
-  completionTokens: number;
 }
 
 export interface Usage extends TokenUsage {

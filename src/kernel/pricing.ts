@@ -1,6 +1,6 @@
 // What token counts cost under a model's price. One function does it for checks and for reports, so the pre-call
 // check and the reported cost can never disagree by a rounding.
-import type { TokenUsage } from './budget.js';
+import type { TokenUsage } from './token-usage.js';
 import type { ReasoningEffort } from './chat-model.js';
 
 /** USD per million tokens at one service tier. */

@@ -99,7 +99,7 @@ export async function runToolCall(
     try {
       const value = await withTimeout(
         (signal) => {
-          const work = tool.execute(parsed.data, { once: runOnce, ...ctx, signal });
+          const work = tool.execute(parsed.data, { once: bareOnce(signal), ...ctx, signal });
           // Waiting may stop (a cancel, the timeout); a side effect already started still runs to its end
           // and records its outcome, and the process waits for it before exiting.
           return tool.readOnly === true ? work : (options.effects ?? effectsInFlight).track(work);
@@ -188,7 +188,22 @@ function render(value: unknown, maxChars: number): string {
 
 class CallTimeout extends Error {}
 
-/** `ToolContext.once` where no ledger stands behind the run: the effect runs, nothing is remembered. */
-function runOnce<T>(effect: () => Promise<T>): Promise<T> {
-  return effect();
+/**
+ * `ToolContext.once` where no ledger stands behind the run: the effect runs, nothing is remembered; a lease it
+ * asks for is taken first and given back after.
+ */
+function bareOnce(signal: AbortSignal): ToolContext['once'] {
+  return async (effect, key) => {
+    const lease = typeof key === 'object' && key.acquire ? await key.acquire(signal) : undefined;
+    try {
+      return await effect({
+        attempt: 1,
+        lease,
+        start: async () => true,
+        leavePending: async () => undefined,
+      });
+    } finally {
+      lease?.release();
+    }
+  };
 }

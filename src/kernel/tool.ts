@@ -20,16 +20,60 @@ export interface ToolContext {
    * by the store's effect ledger; an attempt that stopped between the effect and its record leaves the effect
    * pending: the tool's `effects.lookup` settles it when it has one, otherwise it is reported uncertain in the
    * result, never run twice. `effect` should throw only when nothing happened: a throw frees the key. Without a
-   * ledger (the kernel alone) it just runs the effect.
+   * ledger (the kernel alone) it just runs the effect. The states and who moves them: docs/side-effects.md.
    */
-  once<T>(effect: () => Promise<T>, key?: string | OnceOptions): Promise<T>;
+  once<T, L extends OnceLease = OnceLease>(
+    // Optional, so a stand-in `(effect) => effect()` (a test's context) still fits; every ledger passes it.
+    effect: (attempt?: OnceAttempt<L>) => Promise<T>,
+    key?: string | OnceOptions<L>,
+  ): Promise<T>;
 }
 
-export interface OnceOptions {
+/** Something held for the effect (a pooled connection), given back once the call is done with it. */
+export interface OnceLease {
+  release(): void;
+}
+
+export interface OnceOptions<L extends OnceLease = OnceLease> {
   /** The tool's own key, for a call with several effects. */
   key?: string;
   /** What `effects.lookup` asks the far side about (the idempotency key sent with the effect); default the effect key. */
   ref?: string;
+  /** The tool's own JSON about the effect, kept on its row for reports (send_email: recipient and subject). */
+  detail?: Record<string, unknown>;
+  /**
+   * Taken BEFORE the claim, with nothing recorded, and handed to the effect (`attempt.lease`); given back when
+   * the claim is not `new` and after the effect. A claim made with a lease is started in the same write: a wait
+   * for the resource (a queue of connections) never runs under a started mark, which a later attempt past the
+   * grace would take for "may have happened". Undefined: nothing to hold (the claim then follows
+   * `startWithClaim`).
+   */
+  acquire?(signal: AbortSignal): Promise<L | undefined>;
+  /**
+   * Without a lease, whether the claim marks the row started (default true). False: the effect calls
+   * `attempt.start()` just before it reaches the far side, so an attempt that stopped before then leaves a row
+   * any later attempt may take over without a lookup.
+   */
+  startWithClaim?: boolean;
+}
+
+/** What the effect of a `new` claim gets: its claim, its lease, and the two ways it can leave the row. */
+export interface OnceAttempt<L extends OnceLease = OnceLease> {
+  /** The claim's number (1 for the first attempt of the call). */
+  readonly attempt: number;
+  readonly lease: L | undefined;
+  /**
+   * Marks the row started, only while this attempt's claim still stands; false when another attempt took it
+   * over: make nothing (nothing is recorded for this attempt). True at once when the claim was started.
+   */
+  start(): Promise<boolean>;
+  /**
+   * The effect may have happened and nothing can tell now (a connection lost mid-transaction): the row stays
+   * pending and started with this note, and what the effect returns is not recorded. The lookup (a later
+   * attempt's or the sweeper's) settles it; it is never made again by this call. Never throw for this: a throw
+   * frees the row.
+   */
+  leavePending(why: string): Promise<void>;
 }
 
 /** A pending effect as a lookup sees it: its attempt stopped, or is still running, before recording an outcome. */

@@ -2,10 +2,10 @@
 // SMTP server, sender, allowed domains and caps. Its rows live in the fleet's effect ledger; pending emails of
 // attempts that stopped for good are settled by the worker's effect sweeper, with the tool's delivery lookup.
 import type { ToolSource } from '../kernel/define-fleet.js';
-import { effectLedgerPool, type WorkerServices } from '../worker/worker-services.js';
+import { effectLedgerOf } from '../effects/effect-ledger-of.js';
+import type { ToolServices } from './tool-services.js';
 import { httpDeliveryLookup } from './delivery-lookup.js';
 import { checkEmailToolOptions } from './email-tool-options.js';
-import { EmailLedger } from './email-ledger.js';
 import { createSendEmailTool, SEND_EMAIL } from './send-email.js';
 import { SmtpPool } from './smtp-pool.js';
 
@@ -29,7 +29,7 @@ export interface EmailToolSourceOptions {
 }
 
 /** Throws a ConfigError naming the option when one has the wrong shape (the worker stops at start with it). */
-export function sendEmailTool(options: EmailToolSourceOptions): ToolSource<WorkerServices> {
+export function sendEmailTool(options: EmailToolSourceOptions): ToolSource<ToolServices> {
   checkEmailToolOptions(options);
   return {
     kind: 'tool-source',
@@ -41,7 +41,7 @@ export function sendEmailTool(options: EmailToolSourceOptions): ToolSource<Worke
       });
       const deliveryLookup = options.lookupUrl ? httpDeliveryLookup(options.lookupUrl) : undefined;
       const tool = createSendEmailTool({
-        ledger: emailLedgerOf(services),
+        ledger: effectLedgerOf(services),
         transport,
         from: options.from,
         allowedDomains: options.allowedDomains,
@@ -60,9 +60,4 @@ export function sendEmailTool(options: EmailToolSourceOptions): ToolSource<Worke
       };
     },
   };
-}
-
-function emailLedgerOf(services: WorkerServices): EmailLedger {
-  const { pool, options } = effectLedgerPool(services);
-  return new EmailLedger(pool, options);
 }

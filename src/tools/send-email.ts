@@ -1,37 +1,31 @@
 // send_email (docs/agents-and-tools.md): one plain-text email to one recipient of an allowed domain, at most once per job
 // and call however often the job is retried or resumed.
 //
-// The checks run cheapest and most certain first: recipient, subject, body, then the ledger, which enforces
-// the per-job cap and exactly one attempt per call key. The ledger row is written before the SMTP transaction
-// (pending), marked just before it starts (handed off), and settled after it (sent, with the server's reply).
-// With pooled connections (smtp-pool.ts) the call first leases a free connection, waiting with nothing
-// recorded, and then claims its row already handed off (one write): the mark is never set on a message that
-// still waits for a connection, so a wait in the queue can never outlast the grace under a hand-off mark.
-// On the worker's ledger the call does not wait for the "sent" record: it leaves with those of the emails
-// claimed in the same turn (effect-done-records.ts). One that never lands leaves the row handed off, which
-// the delivery lookup settles as for a crash right after the server's reply: never sent twice.
+// The checks run cheapest and most certain first: recipient, subject, body; then the email is one effect of the
+// general at-most-once mechanism (settleOnce in src/effects/effect-once.ts; its states: docs/side-effects.md):
+// the row keyed by the call key holds the Message-ID as its `ref`, recipient and subject as its `detail`; the
+// per-job cap, the grace and the delivery lookup are the tool's effect hooks. What is the email's own: a pooled
+// connection is leased BEFORE the claim, which is then started in the same write (so a wait for a connection
+// never runs under a started mark); a direct transport's claim is started just before the SMTP transaction; a
+// send whose delivery is unknown leaves the row pending for the lookup; and the words the model reads.
 // The Message-ID is derived from the call key, so every attempt of one call carries the same one.
-//
-// A call that finds its row pending (an earlier attempt crashed, or is still sending) never gives up on it:
-// it waits while the row is young (its attempt may be alive), then settles it. A row never handed off was
-// certainly not sent: it is taken over and sent now. Otherwise the mail system is asked whether that
-// Message-ID arrived (a delivery lookup): arrived, the row is recorded as sent; not arrived, it is sent now,
-// under the same Message-ID. When nothing can tell, it is not sent again (at most once wins): the row becomes
-// `uncertain`, and the call returns an UncertainOutcome, so the run's result lists it.
 import { createHash } from 'node:crypto';
 import type { SendMailOptions, SentMessageInfo } from 'nodemailer';
 import { z } from 'zod';
+import {
+  EffectCapError,
+  EffectLedgerUnavailable,
+  notDone,
+  settleOnce,
+  type OnceLedger,
+  type OnceOutcome,
+  type OnceRules,
+} from '../effects/effect-once.js';
+import type { EffectRow } from '../effects/effect-ledger.js';
 import { ConfigError, ToolError, TransientToolError } from '../kernel/errors.js';
 import type { DeliveryLookup } from './delivery-lookup.js';
 import { parseRecipient } from './email-address.js';
-import { sleep } from '../kernel/sleep.js';
-import {
-  NOT_DELIVERED,
-  SEND_EMAIL,
-  type ClaimResult,
-  type EmailClaim,
-  type EmailLedgerEntry,
-} from './email-ledger.js';
+import { NOT_DELIVERED, SEND_EMAIL } from './email-ledger.js';
 import type { MailConnections, MailLease } from './smtp-pool.js';
 import { classifySendError } from './smtp-transport.js';
 import {
@@ -39,35 +33,9 @@ import {
   UncertainOutcome,
   type EffectHooks,
   type EffectSweepOutcome,
+  type OnceAttempt,
   type Tool,
 } from '../kernel/tool.js';
-
-/** What the tool needs of the ledger; EmailLedger is the real one. */
-export interface EmailLedgerPort {
-  claim(claim: EmailClaim): Promise<ClaimResult>;
-  get(callKey: string): Promise<EmailLedgerEntry | null>;
-  markHandedOff(callKey: string, attempt: number): Promise<boolean>;
-  markSent(callKey: string, smtpResponse: string): Promise<void>;
-  /**
-   * Optional: records a send the server accepted without holding the call (the ledger batches the record with
-   * those of the emails claimed with it); resolves once it is in. Absent: markSent, awaited.
-   */
-  recordSent?(callKey: string, smtpResponse: string): Promise<void>;
-  markDryRun(callKey: string): Promise<void>;
-  /** Given the attempt, only while that attempt still holds the row (not after a takeover). */
-  markFailed(callKey: string, error: string, attempt?: number): Promise<void>;
-  /** `unstartedOnly`: only while that attempt has not handed the row off. */
-  release(
-    callKey: string,
-    attempt: number,
-    why: string,
-    options?: { unstartedOnly?: boolean },
-  ): Promise<boolean>;
-  /** Given the attempt, only while that attempt still holds the row. */
-  markUncertain(callKey: string, why: string, attempt?: number): Promise<boolean>;
-  /** Given the attempt, only while that attempt still holds the row. */
-  noteUncertain(callKey: string, error: string, attempt?: number): Promise<void>;
-}
 
 /**
  * What the tool needs of a nodemailer Transporter (createSmtpTransport's, or any other) whose sendMail starts
@@ -86,7 +54,8 @@ export interface EmailLogger {
 export type SweepOutcome = 'sent' | 'not_delivered' | 'uncertain';
 
 export interface SendEmailToolOptions {
-  ledger: EmailLedgerPort;
+  /** The effect ledger (EffectLedger; with `deferDone`, a sent record leaves with those claimed with it). */
+  ledger: OnceLedger;
   transport: MailSender | MailConnections;
   /** EMAIL_FROM: a plain address; its domain also names the Message-IDs. */
   from: string;
@@ -124,8 +93,10 @@ export interface SendEmailToolOptions {
 const DEFAULT_PENDING_GRACE_MS = 120_000;
 const DEFAULT_PENDING_POLL_MS = 1_000;
 
-/** Rounds of settle-and-claim-again before a call stops: each round is a takeover by this call. */
-const MAX_SETTLE_ROUNDS = 3;
+/** What a send_email row records as done: the server's reply, or a dry run. */
+type EmailRecord = { smtpResponse: string } | { dryRun: true };
+/** What an attempt that may not record returns instead: its observation (taken over, or delivery unknown). */
+type Unrecorded = { observation: string | UncertainOutcome };
 
 export { SEND_EMAIL };
 
@@ -149,13 +120,12 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
   const messageIdDomain = from.slice(from.lastIndexOf('@') + 1);
   const allowed = options.allowedDomains.join(', ') || '(none)';
   const graceMs = options.pendingGraceMs ?? DEFAULT_PENDING_GRACE_MS;
-  const pollMs = options.pendingPollMs ?? DEFAULT_PENDING_POLL_MS;
 
+  // The cap, the grace and the lookup: the calls' and the worker's sweeper's (which settles pending emails).
+  const hooks = emailEffectHooks(options, graceMs);
   return defineTool({
     name: SEND_EMAIL,
-    // The same ledger as ctx.once (this tool reasons about its rows itself, in email-ledger.ts's terms): the
-    // cap, the grace and the lookup the worker's sweeper settles pending emails with.
-    effects: emailEffectHooks(options, graceMs),
+    effects: hooks,
     description:
       `Send one plain-text email to one recipient. "to" must be a single bare address at an allowed domain ` +
       `(${allowed}); no names, lists, CC or HTML. At most ${options.maxPerRun} emails per run. Each call ` +
@@ -179,97 +149,74 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
       if (ctx.signal.aborted) throw new ToolError('aborted', 'the call was cancelled; nothing was sent');
 
       const connections = options.dryRun ? undefined : pooled(options.transport);
-      // The connection this attempt holds while its claim is `new` (pooled transports only).
-      let lease: MailLease | undefined;
-      const claimRow = async (): Promise<ClaimResult> => {
-        lease = connections ? await connections.acquire(ctx.signal) : undefined;
-        let result: ClaimResult;
-        try {
-          result = await options.ledger.claim({
-            callKey: ctx.callKey,
-            jobId: ctx.runId,
-            recipient: address,
-            subject,
-            messageId,
-            maxForJob: options.maxPerRun,
-            handedOff: lease !== undefined,
-          });
-        } catch (error) {
-          releaseLease();
-          throw ledgerUnavailable(error);
+      let outcome: OnceOutcome<EmailRecord | Unrecorded>;
+      try {
+        outcome = await settleOnce<EmailRecord | Unrecorded, MailLease>(
+          options.ledger,
+          { callKey: ctx.callKey, jobId: ctx.runId, tool: SEND_EMAIL, signal: ctx.signal },
+          send,
+          {
+            ref: messageId,
+            detail: { recipient: address, subject },
+            // A pooled connection is leased first; without one the claim is started just before SMTP.
+            startWithClaim: false,
+            ...(connections ? { acquire: (signal: AbortSignal) => connections.acquire(signal) } : {}),
+          },
+          hooks,
+          onceRules(options, ctx.callKey),
+        );
+      } catch (error) {
+        if (error instanceof EffectCapError) {
+          throw new ToolError(
+            'email_cap_reached',
+            `this run already has ${error.count} emails, the most one run may send ` +
+              `(EMAIL_MAX_PER_RUN=${options.maxPerRun}); nothing was sent`,
+          );
         }
-        if (result.kind !== 'new') releaseLease();
-        return result;
-      };
-      const releaseLease = () => {
-        lease?.release();
-        lease = undefined;
-      };
-
-      let claim = await claimRow();
-      for (let round = 1; ; round++) {
-        switch (claim.kind) {
-          case 'cap_reached':
-            throw new ToolError(
-              'email_cap_reached',
-              `this run already has ${claim.count} emails, the most one run may send ` +
-                `(EMAIL_MAX_PER_RUN=${options.maxPerRun}); nothing was sent`,
-            );
-          case 'sent':
-            return (
-              sentObservation(claim.entry.recipient, claim.entry.messageId) +
-              differs(claim.entry, address, subject)
-            );
-          case 'dry_run':
-            return (
-              dryRunObservation(claim.entry.recipient, claim.entry.messageId) +
-              differs(claim.entry, address, subject)
-            );
-          case 'new':
-            try {
-              return await send(claim.attempt);
-            } finally {
-              releaseLease();
-            }
-          case 'pending': {
-            const settled = await settlePending(claim.entry);
-            if (settled !== 'claim_again') return settled;
-            if (round >= MAX_SETTLE_ROUNDS) {
-              return uncertain(claim.entry, 'other attempts of this call kept taking it over');
-            }
-            claim = await claimRow();
-          }
+        if (error instanceof EffectLedgerUnavailable) throw ledgerUnavailable(error.cause);
+        throw error;
+      }
+      switch (outcome.kind) {
+        case 'made':
+          if ('observation' in outcome.value) return outcome.value.observation;
+          return 'dryRun' in outcome.value
+            ? dryRunObservation(address, messageId)
+            : sentObservation(address, messageId);
+        case 'found': {
+          const row = emailOf(outcome.row);
+          const dry = (outcome.value as { dryRun?: unknown } | null)?.dryRun === true;
+          // A row an earlier attempt settled says so; one the lookup just found is this call's own news.
+          const note = outcome.row.status === 'done' ? differs(row, address, subject) : '';
+          return (dry ? dryRunObservation : sentObservation)(row.recipient, row.messageId) + note;
+        }
+        case 'uncertain': {
+          const row = outcome.row ? emailOf(outcome.row) : { recipient: address, messageId, subject };
+          return new UncertainOutcome(
+            `Delivery uncertain: an earlier attempt of this call to send to ${row.recipient} stopped before ` +
+              `its outcome was recorded, so the email may or may not have gone out. It was not sent again, to ` +
+              `avoid a duplicate (message-id ${row.messageId}). Do not send it again.`,
+            { what: `email to ${row.recipient} (message-id ${row.messageId})`, why: outcome.why },
+          );
         }
       }
 
-      /** This attempt holds the row (claim `attempt`): send, and record what the server said. */
-      async function send(attempt: number): Promise<string | UncertainOutcome> {
-        if (options.dryRun) {
-          await record(() => options.ledger.markDryRun(ctx.callKey));
-          return dryRunObservation(address, messageId);
-        }
+      /** This attempt holds the row: send, and say what the server said (settleOnce records it). */
+      async function send(attempt: OnceAttempt<MailLease>): Promise<EmailRecord | Unrecorded> {
+        if (options.dryRun) return { dryRun: true };
         // Abandoned between the claim and the SMTP transaction: give the row back, nothing was sent.
         if (ctx.signal.aborted) {
-          await record(() =>
-            options.ledger.release(ctx.callKey, attempt, `${NOT_DELIVERED}: cancelled before sending`),
+          throw notDone(
+            new ToolError('aborted', 'the call was cancelled; nothing was sent'),
+            `${NOT_DELIVERED}: cancelled before sending`,
           );
-          throw new ToolError('aborted', 'the call was cancelled; nothing was sent');
         }
-        // A leased connection's claim was handed off with it; a direct transport's is marked now.
-        const sender = lease ?? direct(options.transport);
-        if (!lease) {
-          let handedOff: boolean;
-          try {
-            handedOff = await options.ledger.markHandedOff(ctx.callKey, attempt);
-          } catch (error) {
-            // The row stays claimed but not handed off: whoever meets it later knows nothing was sent.
-            throw ledgerUnavailable(error);
-          }
-          if (!handedOff) {
-            return `Not sent by this attempt: another attempt of this call took it over (message-id ${messageId}). Do not send it again.`;
-          }
+        // A leased connection's claim was started with it; a direct transport's is marked now.
+        const sender = attempt.lease ?? direct(options.transport);
+        if (!(await attempt.start())) {
+          return {
+            observation: `Not sent by this attempt: another attempt of this call took it over (message-id ${messageId}). Do not send it again.`,
+          };
         }
-
         let info: SentMessageInfo;
         try {
           info = await sender.sendMail({
@@ -292,136 +239,76 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
             attempt,
           );
         }
-        const response = typeof info.response === 'string' ? info.response : 'accepted';
-        // If the record fails (or, deferred, never lands) the server has the message all the same: tell the
-        // truth to the model. The row stays pending and handed off, so whoever meets it later (a resumed call
-        // whose checkpoint lacks this result, the sweeper) asks the delivery lookup rather than sending again.
-        const notRecorded = (error: unknown) =>
-          options.logger?.warn(
-            { callKey: ctx.callKey, err: messageOf(error) },
-            'email sent but not recorded',
-          );
-        if (options.ledger.recordSent) {
-          void options.ledger.recordSent(ctx.callKey, response).catch(notRecorded);
-        } else {
-          await options.ledger.markSent(ctx.callKey, response).catch(notRecorded);
-        }
-        return sentObservation(address, messageId);
+        // If the record fails (or, deferred, never lands) the server has the message all the same: the model is
+        // told the truth, and the row stays pending and started for the lookup, never sent again.
+        return { smtpResponse: typeof info.response === 'string' ? info.response : 'accepted' };
       }
 
-      /**
-       * A row held by another attempt, or left by one that stopped. Waits while that attempt may be alive,
-       * then settles the row: takes over one never handed off, asks the lookup about one that was. Returns the
-       * observation, or 'claim_again' when the row is free to claim (or was settled meanwhile).
-       */
-      async function settlePending(
-        found: EmailLedgerEntry,
-      ): Promise<string | UncertainOutcome | 'claim_again'> {
-        let entry = found;
-        while (entry.status === 'pending' && entry.ageMs < graceMs) {
-          const wait = Math.min(pollMs, graceMs - entry.ageMs);
-          try {
-            await sleep(wait, ctx.signal);
-          } catch {
-            return uncertain(entry, 'the call was stopped while an earlier attempt still held it');
-          }
-          // A ledger that does not answer ages the row by the wait, so the wait still ends.
-          const waited = entry;
-          const now = await options.ledger
-            .get(ctx.callKey)
-            .catch(() => ({ ...waited, ageMs: waited.ageMs + wait }));
-          if (now === null || (now.status !== 'pending' && now.status !== 'uncertain')) return 'claim_again';
-          entry = now;
-        }
-        if (entry.status === 'pending' && entry.smtpStartedAt === null) {
-          // Only while it is still not handed off: the attempt may have woken and sent meanwhile.
-          await takeOver(
-            entry,
-            `${NOT_DELIVERED}: an earlier attempt stopped before reaching the SMTP server`,
-            { unstartedOnly: true },
-          );
-          return 'claim_again';
-        }
-        const lookup = options.deliveryLookup;
-        if (!lookup) return uncertain(entry, 'no delivery lookup is configured (SMTP_LOOKUP_URL)', true);
-        let delivered: boolean;
-        try {
-          delivered = await lookup.delivered(entry.messageId, ctx.signal);
-        } catch (error) {
-          options.logger?.warn({ callKey: ctx.callKey, err: messageOf(error) }, 'delivery lookup failed');
-          return uncertain(entry, `the delivery lookup failed (${messageOf(error)})`, true);
-        }
-        if (delivered) {
-          await record(() =>
-            options.ledger.markSent(ctx.callKey, 'delivered (confirmed by lookup after a crash)'),
-          );
-          return sentObservation(entry.recipient, entry.messageId);
-        }
-        // It never arrived: release the row and claim it again, under the same cap and lock as a new call.
-        await takeOver(entry, `${NOT_DELIVERED} (lookup after the attempt stopped)`);
-        return 'claim_again';
-      }
-
-      /** Frees the row of an attempt that certainly did not deliver; whoever claims next sends it. */
-      async function takeOver(
-        entry: EmailLedgerEntry,
-        why: string,
-        release: { unstartedOnly?: boolean } = {},
-      ): Promise<void> {
-        try {
-          // False when the row moved on meanwhile: the claim that follows reads what it became.
-          await options.ledger.release(ctx.callKey, entry.attempt, why, release);
-        } catch (error) {
-          throw ledgerUnavailable(error);
-        }
-      }
-
-      /** Not sent again, and said so; `settle` also records the row as uncertain for the sweeper and reports. */
-      async function uncertain(
-        entry: EmailLedgerEntry,
-        why: string,
-        settle = false,
-      ): Promise<UncertainOutcome> {
-        // Only the attempt judged: one that took the row over meanwhile is sending, and stays pending.
-        if (settle) await record(() => options.ledger.markUncertain(ctx.callKey, why, entry.attempt));
-        return new UncertainOutcome(
-          `Delivery uncertain: an earlier attempt of this call to send to ${entry.recipient} stopped before ` +
-            `its outcome was recorded, so the email may or may not have gone out. It was not sent again, to ` +
-            `avoid a duplicate (message-id ${entry.messageId}). Do not send it again.`,
-          { what: `email to ${entry.recipient} (message-id ${entry.messageId})`, why },
-        );
-      }
-
-      async function settleFailure(error: unknown, attempt: number): Promise<string | UncertainOutcome> {
+      async function settleFailure(error: unknown, attempt: OnceAttempt<MailLease>): Promise<Unrecorded> {
         const failure = classifySendError(error);
         if (failure.delivery === 'unknown') {
-          // Left pending and handed off: after the grace, a lookup (a resumed run's or the sweeper's) settles it.
-          await record(() => options.ledger.noteUncertain(ctx.callKey, failure.summary, attempt));
-          return new UncertainOutcome(
-            `Delivery uncertain: ${failure.summary}. The server may already have the email to ${address}; it ` +
-              `will not be sent again by this call (message-id ${messageId}). Do not send it again.`,
-            { what: `email to ${address} (message-id ${messageId})`, why: failure.summary },
+          // Left pending and started: after the grace, a lookup (a resumed run's or the sweeper's) settles it.
+          await attempt.leavePending(failure.summary);
+          return {
+            observation: new UncertainOutcome(
+              `Delivery uncertain: ${failure.summary}. The server may already have the email to ${address}; it ` +
+                `will not be sent again by this call (message-id ${messageId}). Do not send it again.`,
+              { what: `email to ${address} (message-id ${messageId})`, why: failure.summary },
+            ),
+          };
+        }
+        // Certainly not sent: the row is freed (this attempt's claim only) for a later attempt.
+        const message = `${failure.summary}; the email to ${address} was not sent`;
+        if (failure.transient) {
+          throw notDone(
+            new TransientToolError(message, { code: 'email_smtp_unavailable', cause: error }),
+            failure.summary,
           );
         }
-        // This attempt's claim only: one that was taken over meanwhile must not free the newer attempt's send.
-        await record(() => options.ledger.markFailed(ctx.callKey, failure.summary, attempt));
-        const message = `${failure.summary}; the email to ${address} was not sent`;
-        if (failure.transient)
-          throw new TransientToolError(message, { code: 'email_smtp_unavailable', cause: error });
-        throw new ToolError('email_smtp_refused', message, { cause: error });
-      }
-
-      // A ledger write that fails after the SMTP outcome is known leaves the row pending: later attempts then
-      // ask the lookup instead of sending blindly, which is the safe side.
-      async function record(write: () => Promise<unknown>): Promise<void> {
-        try {
-          await write();
-        } catch (error) {
-          options.logger?.warn({ callKey: ctx.callKey, err: messageOf(error) }, 'email outcome not recorded');
-        }
+        throw notDone(new ToolError('email_smtp_refused', message, { cause: error }), failure.summary);
       }
     },
   });
+}
+
+/** send_email's words for the general state machine (settleOnce): what its users read in results and reports. */
+function onceRules(options: SendEmailToolOptions, callKey: string): OnceRules {
+  const lookup = options.deliveryLookup;
+  const warn = (message: string) => (error: unknown) =>
+    options.logger?.warn({ callKey, err: messageOf(error) }, message);
+  return {
+    pollMs: options.pendingPollMs ?? DEFAULT_PENDING_POLL_MS,
+    // A young pending row may be another attempt still sending: wait for it, lookup or not.
+    waitWithoutLookup: true,
+    noLookupWhy: 'no delivery lookup is configured (SMTP_LOOKUP_URL)',
+    lookupFailedWhy: (message) => `the delivery lookup failed (${message})`,
+    unstartedNote: `${NOT_DELIVERED}: an earlier attempt stopped before reaching the SMTP server`,
+    lookupNotDoneNote: `${NOT_DELIVERED} (lookup after the attempt stopped)`,
+    onNotRecorded: warn('email outcome not recorded'),
+    ...(lookup
+      ? {
+          lookup: async (effect, signal) => {
+            try {
+              const happened = await lookup.delivered(effect.ref, signal);
+              return { happened, value: { smtpResponse: 'delivered (confirmed by lookup after a crash)' } };
+            } catch (error) {
+              warn('delivery lookup failed')(error);
+              throw error;
+            }
+          },
+        }
+      : {}),
+  };
+}
+
+/** An email's row as the observations name it: its recipient and subject (the detail) and Message-ID (the ref). */
+function emailOf(row: EffectRow): { recipient: string; subject: string; messageId: string } {
+  const detail = row.detail ?? {};
+  return {
+    recipient: typeof detail['recipient'] === 'string' ? detail['recipient'] : '',
+    subject: typeof detail['subject'] === 'string' ? detail['subject'] : '',
+    messageId: row.ref,
+  };
 }
 
 const SWEEP_OUTCOMES: Record<EffectSweepOutcome, SweepOutcome> = {
@@ -528,7 +415,7 @@ function dryRunObservation(recipient: string, messageId: string): string {
   return `Dry run: email to ${recipient} recorded but not sent (message-id ${messageId}).`;
 }
 
-function differs(entry: EmailLedgerEntry, address: string, subject: string): string {
+function differs(entry: { recipient: string; subject: string }, address: string, subject: string): string {
   if (entry.recipient === address && entry.subject === subject) return '';
   return ` This attempt asked for a different email (to ${address}); it was not sent: one email per call.`;
 }

@@ -2,7 +2,7 @@
 // its own data database and caps. The database is opened (and refused if its account can write) at worker start.
 import { ConfigError } from '../kernel/errors.js';
 import type { ToolSource } from '../kernel/define-fleet.js';
-import type { WorkerServices } from '../worker/worker-services.js';
+import type { ToolServices } from './tool-services.js';
 import { openDataDatabase, type DataDatabase } from './data-database.js';
 import { createSqlTools, type SqlToolsOptions } from './sql-tools.js';
 
@@ -17,7 +17,7 @@ export interface SqlToolSourceOptions extends SqlToolsOptions {
   whenMissing?: () => Promise<void>;
 }
 
-export function sqlTools(options: SqlToolSourceOptions): ToolSource<WorkerServices> {
+export function sqlTools(options: SqlToolSourceOptions): ToolSource<ToolServices> {
   return {
     kind: 'tool-source',
     names: SQL_TOOL_NAMES,
@@ -38,7 +38,7 @@ export function sqlTools(options: SqlToolSourceOptions): ToolSource<WorkerServic
 /** Opens the data database; when it fails and `whenMissing` is given, that runs once and the open is tried again. */
 async function openData(
   url: string,
-  services: WorkerServices,
+  services: ToolServices,
   options: { maxResultBytes: number | undefined; whenMissing: (() => Promise<void>) | undefined },
 ): Promise<DataDatabase> {
   const open = () =>

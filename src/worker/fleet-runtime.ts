@@ -4,18 +4,19 @@
 import { checkFleetTools, type Fleet } from '../kernel/define-fleet.js';
 import type { AgentDefinition } from '../kernel/define-agent.js';
 import { ConfigError } from '../kernel/errors.js';
-import type { EffectLedger } from '../tools/effect-ledger.js';
+import type { EffectLedger } from '../effects/effect-ledger.js';
 import {
   DEFAULT_PENDING_GRACE_MS,
   EffectUncertainError,
   onceOptionsOf,
   runOnce,
-} from '../tools/effect-once.js';
-import { startEffectSweeper, sweptToolsOf } from '../tools/effect-sweeper.js';
+} from '../effects/effect-once.js';
+import { startEffectSweeper, sweptToolsOf } from '../effects/effect-sweeper.js';
 import { loadMcpTools } from '../tools/mcp/load-mcp-tools.js';
 import { UncertainOutcome, type Tool } from '../kernel/tool.js';
 import { StaticToolProvider, type ToolProvider } from './tool-provider.js';
-import { effectLedgerOf, type WorkerServices } from './worker-services.js';
+import { effectLedgerOf } from '../effects/effect-ledger-of.js';
+import type { WorkerServices } from './worker-services.js';
 
 export interface FleetRuntime {
   agents: ReadonlyMap<string, AgentDefinition>;

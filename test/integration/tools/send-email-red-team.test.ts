@@ -11,8 +11,7 @@ import { ToolRegistry } from '../../../src/kernel/tool-registry.js';
 import { startSmtpSink, type SmtpSink } from '../../../src/demo/smtp-sink.js';
 import { migrate } from '../../../src/store/migrate.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
-import { EffectLedger } from '../../../src/tools/effect-ledger.js';
-import { EmailLedger } from '../../../src/tools/email-ledger.js';
+import { EffectLedger } from '../../../src/effects/effect-ledger.js';
 import {
   createSendEmailTool,
   deriveMessageId,
@@ -83,7 +82,7 @@ function call(
 }
 
 /** The tool's options every case shares: this file's ledger (unless given), the sink's domain, ten a run. */
-function toolBase(transport: SendEmailToolOptions['transport'], ledger = new EmailLedger(pool)) {
+function toolBase(transport: SendEmailToolOptions['transport'], ledger = new EffectLedger(pool)) {
   return {
     ledger,
     transport,
@@ -246,7 +245,7 @@ describe("the claims of one reply when the job's lock stays busy (GET_LOCK retur
       const tool = createSendEmailTool({
         ...toolBase(
           smtp,
-          new EmailLedger(multi, { multipleStatements: true, deferDone: true, lockTimeoutSeconds: 1 }),
+          new EffectLedger(multi, { multipleStatements: true, deferDone: true, lockTimeoutSeconds: 1 }),
         ),
       });
       const outcomes = Promise.all([call(tool, `${job}:1:0`), call(tool, `${job}:1:1`)]);
@@ -283,13 +282,13 @@ describe('a pooled call cancelled between leasing its connection and its claim',
   it('gives the row back and the connection too: the next call sends at once on it', async () => {
     const sink = await startSmtpSink();
     const smtp = new SmtpPool(sink.url, { maxConnections: 1 });
-    const ledger = new EmailLedger(pool);
+    const ledger = new EffectLedger(pool);
     const controller = new AbortController();
     // The run is cancelled (a shutdown) while the claim is on its way, after the connection was leased.
     const cancelling = new Proxy(ledger, {
       get(target, property) {
         if (property === 'claim') {
-          return (claim: Parameters<EmailLedger['claim']>[0]) => {
+          return (claim: Parameters<EffectLedger['claim']>[0]) => {
             controller.abort('worker-shutdown');
             return target.claim(claim);
           };
@@ -497,7 +496,7 @@ describe('a takeover of a row never handed off, racing the late hand-off of its 
       holdReply: (stage) => (stage === 'data' && datas++ === 0 ? held : undefined),
     });
     const transport = createSmtpTransport(sink.url);
-    const ledger = new EmailLedger(pool);
+    const ledger = new EffectLedger(pool);
     // Attempt 1 stalls between its claim and its hand-off (past the grace); the takeover stalls between its
     // last read of the row (never handed off) and its release, while attempt 1 hands off and transmits.
     let atHandOff = false;
@@ -506,14 +505,14 @@ describe('a takeover of a row never handed off, racing the late hand-off of its 
     let atRelease = false;
     let release: (() => void) | undefined;
     const releaseGate = new Promise<void>((resolve) => (release = resolve));
-    const gated = (gate: 'markHandedOff' | 'release') =>
+    const gated = (gate: 'markStarted' | 'release') =>
       new Proxy(ledger, {
         get(target, property) {
           const value = Reflect.get(target, property) as unknown;
           if (typeof value !== 'function') return value;
           if (property !== gate) return value.bind(target);
           return async (...args: unknown[]) => {
-            if (gate === 'markHandedOff') {
+            if (gate === 'markStarted') {
               atHandOff = true;
               await handOffGate;
             } else {
@@ -536,7 +535,7 @@ describe('a takeover of a row never handed off, racing the late hand-off of its 
     const callKey = `${job}:1:0`;
     const messageId = deriveMessageId(callKey, 'agent-fleet.local');
     try {
-      const first = call(createSendEmailTool({ ...options, ledger: gated('markHandedOff') }), callKey);
+      const first = call(createSendEmailTool({ ...options, ledger: gated('markStarted') }), callKey);
       await until(() => atHandOff);
       const second = call(createSendEmailTool({ ...options, ledger: gated('release') }), callKey);
       await until(() => atRelease);
@@ -560,7 +559,7 @@ describe('a takeover of a row never handed off, racing the late hand-off of its 
 
 describe("the sweeper's failed lookup of a row another attempt took over meanwhile", () => {
   it('leaves the newer claim pending: a third attempt waits for it, one copy is sent', async () => {
-    const { sweepUnsettledEffects, sweptToolsOf } = await import('../../../src/tools/effect-sweeper.js');
+    const { sweepUnsettledEffects, sweptToolsOf } = await import('../../../src/effects/effect-sweeper.js');
     const { sink, smtp, options, lookup, hold } = await takeoverRig();
     const failedFor = new Set<string>();
     const job = newJob();

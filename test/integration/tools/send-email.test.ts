@@ -12,8 +12,8 @@ import { priceOf } from '../../../src/llm/price-table.js';
 import { startSmtpSink, type SmtpSink } from '../../../src/demo/smtp-sink.js';
 import { migrate } from '../../../src/store/migrate.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
-import { EffectLedger } from '../../../src/tools/effect-ledger.js';
-import { sweepUnsettledEffects, sweptToolsOf } from '../../../src/tools/effect-sweeper.js';
+import { EffectLedger } from '../../../src/effects/effect-ledger.js';
+import { sweepUnsettledEffects, sweptToolsOf } from '../../../src/effects/effect-sweeper.js';
 import { EmailLedger } from '../../../src/tools/email-ledger.js';
 import { ToolRegistry } from '../../../src/kernel/tool-registry.js';
 import { runToolCall, type ToolCallOutcome, type ToolRunOptions } from '../../../src/kernel/run-tool-call.js';
@@ -40,7 +40,7 @@ function databaseUrl(database: string): string {
 }
 
 let pool: Pool;
-let ledger: EmailLedger;
+let ledger: EffectLedger;
 let sink: SmtpSink;
 let transport: SmtpTransport;
 let setupError: unknown;
@@ -50,7 +50,7 @@ beforeAll(async () => {
   try {
     pool = await createStorePool(databaseUrl(DATABASE), { connectTimeout: 5000 });
     await migrate(pool);
-    ledger = new EmailLedger(pool);
+    ledger = new EffectLedger(pool);
     sink = await startSmtpSink();
     transport = track(createSmtpTransport(sink.url));
   } catch (error) {
@@ -215,7 +215,7 @@ describe('send_email', () => {
     const cancelling = new Proxy(ledger, {
       get(target, property) {
         if (property === 'claim') {
-          return async (claim: Parameters<EmailLedger['claim']>[0]) => {
+          return async (claim: Parameters<EffectLedger['claim']>[0]) => {
             const result = await target.claim(claim);
             controller.abort('worker-shutdown');
             return result;
@@ -333,7 +333,11 @@ describe('send_email', () => {
       });
       // The other attempt records its send 600 ms later.
       const otherAttempt = new Promise<void>((resolve) =>
-        setTimeout(() => void ledger.markSent(callKey, '250 OK from the other attempt').then(resolve), 600),
+        setTimeout(
+          () =>
+            void ledger.markDone(callKey, { smtpResponse: '250 OK from the other attempt' }).then(resolve),
+          600,
+        ),
       );
       const started = Date.now();
       const outcome = await call(sendEmail, callKey, email);
@@ -390,18 +394,18 @@ describe('send_email', () => {
       const job = newJob();
       const callKey = `${job}:4:7`;
       const claim = {
-        callKey,
+        effectKey: callKey,
         jobId: job,
-        recipient: 'ada@example.com',
-        subject: 'Thank you',
-        messageId: deriveMessageId(callKey, 'agent-fleet.local'),
+        tool: 'send_email',
+        detail: { recipient: 'ada@example.com', subject: 'Thank you' },
+        ref: deriveMessageId(callKey, 'agent-fleet.local'),
       };
       expect(await ledger.claim(claim)).toEqual({ kind: 'new', attempt: 1 });
       // Another attempt found the row stale and took it over.
       expect(await ledger.release(callKey, 1, 'not delivered: taken over')).toBe(true);
       expect(await ledger.claim(claim)).toEqual({ kind: 'new', attempt: 2 });
-      expect(await ledger.markHandedOff(callKey, 1)).toBe(false);
-      expect(await ledger.markHandedOff(callKey, 2)).toBe(true);
+      expect(await ledger.markStarted(callKey, 1)).toBe(false);
+      expect(await ledger.markStarted(callKey, 2)).toBe(true);
     });
 
     it('the demo sink answers lookups over HTTP', async () => {
@@ -736,7 +740,7 @@ describe('the sweeper of unsettled emails', () => {
     expect(outcomes.sort()).toEqual(['not_delivered', 'not_delivered', 'sent', 'uncertain']);
 
     // The report's view of the job: what is not known to have arrived.
-    const doubtful = await ledger.listDoubtful([job]);
+    const doubtful = await new EmailLedger(pool).listDoubtful([job]);
     expect(doubtful.map((d) => [d.callKey, d.status])).toEqual([
       [neverSent.callKey, 'failed'],
       [lost.callKey, 'failed'],

@@ -1,5 +1,6 @@
 // The layers' import arrows, as `npm run lint` enforces them (eslint.config.js, scripts/import-layers.js): the
-// kernel imports no adapter and does no I/O; production code never imports the demo or the test kit.
+// kernel imports no adapter and does no I/O; production code never imports the demo or the test kit; no adapter
+// imports the worker.
 import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
 
@@ -55,6 +56,41 @@ describe('import layers', () => {
     expect(
       await restrictedImports("import { runAgent } from '../kernel/run-agent.js';\n", 'src/worker/probe.ts'),
     ).toEqual([]);
+  });
+
+  it('refuses the worker in an adapter, and still the demo there; lets the worker import adapters', async () => {
+    for (const [line, file] of [
+      ["import type { WorkerServices } from '../worker/worker-services.js';", 'src/tools/probe.ts'],
+      ["import { openFleet } from '../../worker/fleet-runtime.js';", 'src/tools/mcp/probe.ts'],
+      ["import { startWorker } from '../worker.js';", 'src/effects/probe.ts'],
+      ["import type { RunFinisher } from '../worker/run-finisher.js';", 'src/store/probe.ts'],
+      ["import { seedDemoDatabase } from '../demo/seed-demo-database.js';", 'src/effects/probe.ts'],
+    ]) {
+      expect(await restrictedImports(`${line}\nexport const x = 1;\n`, file!), line).toHaveLength(1);
+    }
+    for (const line of [
+      "import type { ToolServices } from '../tools/tool-services.js';",
+      "import { EffectLedger } from '../effects/effect-ledger.js';",
+    ]) {
+      expect(await restrictedImports(`${line}\nexport const x = 1;\n`, 'src/worker/probe.ts'), line).toEqual(
+        [],
+      );
+    }
+    expect(
+      await restrictedImports(
+        "import { EffectLedger } from '../effects/effect-ledger.js';\nexport const x = 1;\n",
+        'src/tools/probe.ts',
+      ),
+    ).toEqual([]);
+  });
+
+  it('refuses the effects folder in the kernel', async () => {
+    expect(
+      await restrictedImports(
+        "import { runOnce } from '../effects/effect-once.js';\nexport const x = 1;\n",
+        'src/kernel/probe.ts',
+      ),
+    ).toHaveLength(1);
   });
 
   it('holds for the repository as it is', async () => {

@@ -1,6 +1,6 @@
 // The effect sweeper's per-row wait after failed lookups: doubling, capped, bounded in rows, forgotten on success.
 import { describe, expect, it } from 'vitest';
-import { LookupBackoff } from '../../../src/tools/lookup-backoff.js';
+import { LookupBackoff } from '../../../src/effects/lookup-backoff.js';
 
 describe('LookupBackoff', () => {
   it('doubles the wait with each failure up to the cap, and forgets a row that was answered', () => {

@@ -1,5 +1,5 @@
 // The one ledger of side effects: at most once per job and call (and the tool's own key), across retries and
-// resumes, for every tool that is not readOnly (ToolContext.once, and send_email on the same rows). A call
+// resumes, for every tool that is not readOnly (ToolContext.once and send_email, both on effect-once.ts). A call
 // claims its row before the effect, marks it started just before the effect, and settles it after:
 //   pending    claimed (`attempt` counts the claims); `started_at` set means the effect may have happened
 //   done       it happened; `result` holds its JSON value, returned instead of running it again
@@ -179,6 +179,11 @@ export class EffectLedger {
     private readonly options: EffectLedgerOptions = {},
   ) {
     this.records = new DoneRecords((records) => this.writeDone(records), options.doneDelayMs ?? 50);
+  }
+
+  /** Whether `recordDone` leaves with the records of the effects claimed together (not awaited by the call). */
+  get defersDone(): boolean {
+    return this.options.deferDone === true;
   }
 
   /**

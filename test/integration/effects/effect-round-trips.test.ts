@@ -13,9 +13,8 @@ import { startSmtpSink, type SmtpSink } from '../../../src/demo/smtp-sink.js';
 import { migrate } from '../../../src/store/migrate.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
 import { httpDeliveryLookup } from '../../../src/tools/delivery-lookup.js';
-import { EffectLedger, type EffectLedgerOptions } from '../../../src/tools/effect-ledger.js';
-import { sweepUnsettledEffects, sweptToolsOf } from '../../../src/tools/effect-sweeper.js';
-import { EmailLedger } from '../../../src/tools/email-ledger.js';
+import { EffectLedger, type EffectLedgerOptions } from '../../../src/effects/effect-ledger.js';
+import { sweepUnsettledEffects, sweptToolsOf } from '../../../src/effects/effect-sweeper.js';
 import { createSendEmailTool, type SendEmailToolOptions } from '../../../src/tools/send-email.js';
 import { SmtpPool } from '../../../src/tools/smtp-pool.js';
 
@@ -77,7 +76,7 @@ async function rowsOf(jobId: string): Promise<RowDataPacket[]> {
   return rows;
 }
 
-function emailTool(ledger: EmailLedger, overrides: Partial<SendEmailToolOptions> = {}) {
+function emailTool(ledger: EffectLedger, overrides: Partial<SendEmailToolOptions> = {}) {
   const smtp = new SmtpPool(sink.url, { maxConnections: 5 });
   closers.push(() => smtp.close());
   return createSendEmailTool({
@@ -121,7 +120,7 @@ async function until(check: () => boolean | Promise<boolean>, what: string, time
 describe('round trips of a reply with three parallel emails', () => {
   it('claims them in one query and records them in one more: at most one round trip per email', async () => {
     const { pool, queries } = await countedPool();
-    const tool = emailTool(new EmailLedger(pool, WORKER));
+    const tool = emailTool(new EffectLedger(pool, WORKER));
     const jobId = newJob();
     const outcomes = await reply(tool, jobId, 1, ['ann', 'ben', 'cat']);
     expect(outcomes.map((o) => o.ok)).toEqual([true, true, true]);
@@ -142,7 +141,7 @@ describe('round trips of a reply with three parallel emails', () => {
 
   it('holds EMAIL_MAX_PER_RUN with parallel calls claimed together', async () => {
     const { pool } = await countedPool();
-    const tool = emailTool(new EmailLedger(pool, WORKER), { maxPerRun: 2 });
+    const tool = emailTool(new EffectLedger(pool, WORKER), { maxPerRun: 2 });
     const jobId = newJob();
     const outcomes = await reply(tool, jobId, 1, ['dan', 'eve', 'fay', 'gus']);
     // The first ones in the reply's order are the ones sent.
@@ -242,7 +241,7 @@ describe('a done record that never lands', () => {
     };
     const doomed = createSendEmailTool({
       ...options,
-      ledger: new EmailLedger(doomedPool, { ...WORKER, doneDelayMs: 60_000 }),
+      ledger: new EffectLedger(doomedPool, { ...WORKER, doneDelayMs: 60_000 }),
       transport: doomedSmtp,
     });
     const jobId = newJob();
@@ -276,7 +275,7 @@ describe('a done record that never lands', () => {
     closers.push(() => rescuerSmtp.close());
     const rescuer = createSendEmailTool({
       ...options,
-      ledger: new EmailLedger(pool, WORKER),
+      ledger: new EffectLedger(pool, WORKER),
       transport: rescuerSmtp,
     });
     const resumed = await runToolCall(

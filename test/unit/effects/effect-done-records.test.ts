@@ -1,8 +1,8 @@
 // The deferred done records of effects claimed together: one write once every member settled, or after the
 // delay; a member that settles otherwise stops holding the group back; a failed write reaches every waiter.
 import { describe, expect, it } from 'vitest';
-import { DoneRecords, type DoneRecord } from '../../../src/tools/effect-done-records.js';
-import { SameTurnBatches } from '../../../src/tools/same-turn-batches.js';
+import { DoneRecords, type DoneRecord } from '../../../src/effects/effect-done-records.js';
+import { SameTurnBatches } from '../../../src/effects/same-turn-batches.js';
 
 function recorder(fail = false) {
   const writes: string[][] = [];

@@ -11,8 +11,7 @@ import { ToolRegistry } from '../../../src/kernel/tool-registry.js';
 import { startSmtpSink, type SmtpSink } from '../../../src/demo/smtp-sink.js';
 import { migrate } from '../../../src/store/migrate.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
-import { EffectLedger, type EffectLedgerOptions } from '../../../src/tools/effect-ledger.js';
-import { EmailLedger } from '../../../src/tools/email-ledger.js';
+import { EffectLedger, type EffectLedgerOptions } from '../../../src/effects/effect-ledger.js';
 import { createSendEmailTool } from '../../../src/tools/send-email.js';
 import { SmtpPool } from '../../../src/tools/smtp-pool.js';
 
@@ -84,7 +83,7 @@ function emailCalls() {
   const smtp = new SmtpPool(sink.url, { maxConnections: 5 });
   closers.push(() => smtp.close());
   const tool = createSendEmailTool({
-    ledger: new EmailLedger(multi, WORKER),
+    ledger: new EffectLedger(multi, WORKER),
     transport: smtp,
     from: 'reports@agent-fleet.local',
     allowedDomains: ['example.com'],

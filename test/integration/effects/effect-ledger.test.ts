@@ -8,11 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../../src/store/migrate.js';
 import { loadMigrations } from '../../../src/store/migration-files.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
-import { EffectLedger, effectKeyOf } from '../../../src/tools/effect-ledger.js';
-import { EffectUncertainError, runOnce, type OnceCall } from '../../../src/tools/effect-once.js';
-import { sweepUnsettledEffects, sweptToolsOf } from '../../../src/tools/effect-sweeper.js';
+import { EffectLedger, effectKeyOf } from '../../../src/effects/effect-ledger.js';
+import { EffectUncertainError, runOnce, type OnceCall } from '../../../src/effects/effect-once.js';
+import { sweepUnsettledEffects, sweptToolsOf } from '../../../src/effects/effect-sweeper.js';
 import { EmailLedger } from '../../../src/tools/email-ledger.js';
-import { LookupBackoff } from '../../../src/tools/lookup-backoff.js';
+import { LookupBackoff } from '../../../src/effects/lookup-backoff.js';
 import {
   defineTool,
   type EffectHooks,
