@@ -10,10 +10,8 @@ import { BatchRecords } from '../batch/batch-record.js';
 import { BatchReportStore } from '../reports/report-store.js';
 import { createBatchAggregator } from './batch-aggregator.js';
 import { BatchTracker } from './batch-tracker.js';
-import { fleetLimitsFromEnv, gateForJob } from '../fleet/fleet-gate.js';
+import { fleetLimitsFromEnv, gateForJob, type FleetGate } from '../fleet/fleet-gate.js';
 import { TenantSlots } from '../fleet/tenant-slots.js';
-import { withProviderRateLimits } from '../fleet/provider-rate-limits.js';
-import type { ChatModel, ModelApi } from '../kernel/chat-model.js';
 import { FleetMetrics } from '../metrics/fleet-metrics.js';
 import { startMetricsServer, type MetricsServer } from '../metrics/metrics-server.js';
 import { assertRedisReachable, createRedis } from '../queue/redis.js';
@@ -40,7 +38,9 @@ import { openFleet } from './fleet-runtime.js';
 import { publishCatalog } from './catalog-publisher.js';
 import { effectsInFlight } from '../kernel/effects-in-flight.js';
 import { settlesWithin } from '../util/with-timeout.js';
-import { startTelemetry } from '../telemetry/fleet-telemetry.js';
+import { startTelemetry, type FleetTelemetry } from '../telemetry/fleet-telemetry.js';
+import type { Redis } from 'ioredis';
+import { limitedModels } from './limited-models.js';
 
 export interface WorkerProcess {
   worker: FleetWorker;
@@ -84,123 +84,25 @@ export async function startWorkerProcess(
           whenDataDatabaseMissing: whenMissing ? () => whenMissing(config) : undefined,
         });
     logger.info({ source: loaded.source ?? 'built-in configuration' }, 'fleet configuration loaded');
-    const pool = await createStorePool(config.MYSQL_URL);
-    await migrate(pool, { logger });
-    // The effect ledger's own pool: several statements in one query (its SQL only): a reply's claims in one.
-    const effectPool = await createStorePool(config.MYSQL_URL, {
-      connectionLimit: 5,
-      multipleStatements: true,
-    });
+    const stores = await openStores(config, logger);
     const connection = createRedis(config.REDIS_URL, 'worker');
     // One line when Redis goes away and one when it is back, from every queue and connection of the process.
     const outages = new RedisOutageLog(logger).watchConnection(connection);
     await assertRedisReachable(connection, config.REDIS_URL);
     const retention = retentionFrom(config);
-    const traced = telemetry ? { telemetry: telemetry.bullmq } : {};
-    const results = new Queue(RESULTS_QUEUE, { connection, prefix: config.QUEUE_PREFIX, ...traced });
-    const tasksQueue = new Queue(TASKS_QUEUE, { connection, prefix: config.QUEUE_PREFIX, ...traced });
-    outages.watch(results, 'results queue').watch(tasksQueue, 'tasks queue');
-    // Redis being away is reported by the outage log; the next publish trims again.
-    const resultsRetention = new ResultsRetention(results, retention.results, (err) =>
-      logger.warn(
-        { reason: err instanceof Error ? err.message : String(err) },
-        'could not trim agent-results',
-      ),
-    );
-    const metrics = new FleetMetrics();
-    metrics.watchQueues([tasksQueue, results]);
-    let metricsServer: MetricsServer | undefined;
-    if (config.METRICS_PORT > 0) {
-      // Several workers on one host share METRICS_PORT: each takes the next free port of the span. A worker
-      // with none left does not start: its metrics would be missing with nothing but a log line to say so.
-      metricsServer = await startMetricsServer(metrics, {
-        host: config.METRICS_HOST,
-        port: config.METRICS_PORT,
-        span: config.METRICS_PORT_SPAN,
-      });
-      logger.info(
-        { host: config.METRICS_HOST, port: metricsServer.port },
-        `metrics on http://${config.METRICS_HOST}:${metricsServer.port}/metrics`,
-      );
-    }
-    const { ledger, limiter, limitRequests, tokens } = fleetLimitsFromEnv(connection, config);
-    // After a 429 the whole fleet pauses: the limiter stops model calls, the queue stops handing out jobs.
-    const onRateLimited = (ms: number) => {
-      logger.warn({ pauseMs: ms }, 'model endpoint answered 429: pausing the fleet');
-      tasksQueue
-        .rateLimit(ms)
-        .catch((err: unknown) => logger.warn({ err }, 'could not rate-limit the queue'));
-    };
-    // The endpoint's x-ratelimit-* headers pause the fleet before it answers 429.
-    const slowedModels = new Map<string, ChatModel>();
-    const createLimitedModel = (model: string, api: ModelApi): ChatModel => {
-      const key = `${api}\u0000${model}`;
-      let chat = slowedModels.get(key);
-      if (!chat) {
-        chat = withProviderRateLimits(createModel(model, api), {
-          pause: (ms) => limiter.pause(ms),
-          onSlowDown: (ms, state) => {
-            metrics.observeRatePause(model, 'headers');
-            logger.debug({ pauseMs: ms, ...state }, 'endpoint rate-limit headers: pausing the fleet');
-          },
-          onError: (err) => logger.warn({ err }, 'could not pause the fleet'),
-        });
-        slowedModels.set(key, chat);
-      }
-      return chat;
-    };
-    const gateFor = ({ batchId, tenant, model }: JobLimits) =>
-      gateForJob({
-        ledger,
-        limiter,
-        limitRequests,
-        batchId,
-        tenant,
-        tokens: tokens.for(model),
-        onRateLimited: (ms) => {
-          metrics.observeRatePause(model, 'status_429');
-          onRateLimited(ms);
-        },
-        onWaited: (reason, ms) => metrics.observeRateWait(model, reason, ms),
-        onError: (err) => logger.warn({ err }, 'spend ledger'),
-      });
+    const queues = openQueues(config, connection, outages, retention, telemetry, logger);
+    const { metrics, metricsServer } = await startMetrics(config, queues, logger);
+    const limits = fleetLimitsFromEnv(connection, config);
     const tools = await openFleet(loaded.fleet, {
-      store: pool,
-      effectStore: effectPool,
+      store: stores.pool,
+      effectStore: stores.effectPool,
       env: config,
       logger,
       onEmailSettled: (outcome) => metrics.observeEmailSettlement(outcome),
     });
     metrics.knowTools(tools.toolList.map((tool) => tool.name));
     const catalog = await publishCatalog(tools, connection, config.QUEUE_PREFIX, logger, metrics);
-    const repository = new RunsRepository(pool);
-    // The journal's own small pool: several statements in one query, for the SQL it builds itself and nothing else.
-    const journalPool = await createStorePool(config.MYSQL_URL, {
-      connectionLimit: 2,
-      multipleStatements: true,
-    });
-    const journal = new RunJournal(new RunsRepository(journalPool));
-    const batchesQueue = new Queue(BATCHES_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
-    outages.watch(batchesQueue, 'batches queue');
-    const batchRecords = new BatchRecords(pool);
-    const aggregator = new Worker(
-      BATCHES_QUEUE,
-      createBatchAggregator({
-        results,
-        records: batchRecords,
-        reports: new BatchReportStore(pool),
-        logger,
-        storeRetryMs: config.WORKER_RETRY_BASE_MS,
-      }),
-      {
-        connection,
-        prefix: config.QUEUE_PREFIX,
-        concurrency: 2,
-        // A batch parent carries the summary: kept like a result.
-        removeOnComplete: retention.results,
-        removeOnFail: retention.failed,
-      },
-    );
+    const aggregator = startBatchAggregator(config, connection, stores, queues, retention, logger);
     outages.watch(aggregator, 'batch aggregator');
     const worker = new FleetWorker(
       {
@@ -208,17 +110,17 @@ export async function startWorkerProcess(
         checkpoints: new CheckpointStore(connection, config.QUEUE_PREFIX),
         outcomes: new OutcomeStore(connection, config.QUEUE_PREFIX),
         redis: connection,
-        repository,
-        journal,
-        publisher: new ResultPublisher(results, {
+        repository: new RunsRepository(stores.pool),
+        journal: new RunJournal(new RunsRepository(stores.journalPool)),
+        publisher: new ResultPublisher(queues.results, {
           keep: retention.results,
           keepFailed: retention.failed,
-          onPublished: () => resultsRetention.poke(),
+          onPublished: () => queues.resultsRetention.poke(),
         }),
         tools: tools.tools,
         agents: tools.agents,
-        createModel: createLimitedModel,
-        gateFor,
+        createModel: limitedModels(createModel, limits.limiter, metrics, logger),
+        gateFor: jobGates(limits, queues.tasks, metrics, logger),
         ...(config.TENANT_CONCURRENCY === undefined
           ? {}
           : {
@@ -231,9 +133,9 @@ export async function startWorkerProcess(
             }),
         metrics,
         tracing: telemetry,
-        batches: new BatchTracker(batchesQueue, batchRecords),
+        batches: new BatchTracker(queues.batches, new BatchRecords(stores.pool)),
         logger,
-        results,
+        results: queues.results,
       },
       {
         connection,
@@ -253,53 +155,34 @@ export async function startWorkerProcess(
       connection,
       prefix: config.QUEUE_PREFIX,
       file: config.SCHEDULES_FILE,
-      ledger,
+      ledger: limits.ledger,
       logger,
       retention,
       outages,
       // Firings are stored with their forecast, from this store's run history.
-      forecast: { history: new RunHistory(pool), defaults: forecastDefaultsOf(config) },
+      forecast: { history: new RunHistory(stores.pool), defaults: forecastDefaultsOf(config) },
     });
     worker.start();
 
     let stopping: Promise<void> | undefined;
     const stop = () =>
-      (stopping ??= (async () => {
-        // Running jobs are handed back through Redis: while it is away, closing would wait for it forever. Past
-        // the grace and a margin the worker goes on without them; their locks expire and they resume elsewhere.
-        const closing = Promise.all([worker.close(), aggregator.close(), schedules.close()]);
-        if (!(await settlesWithin(closing, config.WORKER_SHUTDOWN_GRACE_MS + STOP_MARGIN_MS))) {
-          logger.warn(
-            'running jobs not handed back in time (Redis unreachable?): they resume after their lock',
-          );
-        }
-        // Runs cancelled at the grace's end may have left a send in flight: it finishes and is recorded first.
-        if (effectsInFlight.size > 0) {
-          logger.info({ inFlight: effectsInFlight.size }, 'waiting for side effects in flight');
-          if (!(await effectsInFlight.settled(config.WORKER_SHUTDOWN_GRACE_MS))) {
-            logger.warn({ inFlight: effectsInFlight.size }, 'side effects still in flight at exit');
-          }
-        }
-        catalog.close();
-        const closed = settlesWithin(
-          (async () => {
-            await resultsRetention.close();
-            await batchesQueue.close();
-            await metricsServer?.close();
-            await tasksQueue.close();
-            await results.close();
-            await tools.close();
-            await pool.end();
-            await effectPool.end();
-            await journalPool.end();
-          })(),
-          STOP_MARGIN_MS,
-        );
-        if (!(await closed)) logger.warn('connections not closed in time: leaving them');
-        await telemetry?.shutdown();
-        connection.disconnect();
-        logger.info('worker stopped');
-      })());
+      (stopping ??= stopWorkerProcess(config, logger, {
+        running: [worker.close(), aggregator.close(), schedules.close()],
+        closeCatalog: () => catalog.close(),
+        closeConnections: async () => {
+          await queues.resultsRetention.close();
+          await queues.batches.close();
+          await metricsServer?.close();
+          await queues.tasks.close();
+          await queues.results.close();
+          await tools.close();
+          await stores.pool.end();
+          await stores.effectPool.end();
+          await stores.journalPool.end();
+        },
+        telemetry,
+        connection,
+      }));
     if (options.handleSignals ?? true) {
       handleShutdownSignals({
         logger,
@@ -311,6 +194,164 @@ export async function startWorkerProcess(
   } catch (error) {
     return fatal(logger, error);
   }
+}
+
+/** The store's pools: the fleet's own (migrated first), and two that run several statements in one query. */
+async function openStores(config: Env, logger: Logger) {
+  const pool = await createStorePool(config.MYSQL_URL);
+  await migrate(pool, { logger });
+  // The effect ledger's own pool: several statements in one query (its SQL only): a reply's claims in one.
+  const effectPool = await createStorePool(config.MYSQL_URL, {
+    connectionLimit: 5,
+    multipleStatements: true,
+  });
+  // The journal's own small pool: several statements in one query, for the SQL it builds itself and nothing else.
+  const journalPool = await createStorePool(config.MYSQL_URL, {
+    connectionLimit: 2,
+    multipleStatements: true,
+  });
+  return { pool, effectPool, journalPool };
+}
+
+type Stores = Awaited<ReturnType<typeof openStores>>;
+
+/** The queues the worker writes to, watched for outages; the results queue trimmed to its retention. */
+function openQueues(
+  config: Env,
+  connection: Redis,
+  outages: RedisOutageLog,
+  retention: ReturnType<typeof retentionFrom>,
+  telemetry: FleetTelemetry | undefined,
+  logger: Logger,
+) {
+  const traced = telemetry ? { telemetry: telemetry.bullmq } : {};
+  const results = new Queue(RESULTS_QUEUE, { connection, prefix: config.QUEUE_PREFIX, ...traced });
+  const tasks = new Queue(TASKS_QUEUE, { connection, prefix: config.QUEUE_PREFIX, ...traced });
+  const batches = new Queue(BATCHES_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
+  outages.watch(results, 'results queue').watch(tasks, 'tasks queue').watch(batches, 'batches queue');
+  // Redis being away is reported by the outage log; the next publish trims again.
+  const resultsRetention = new ResultsRetention(results, retention.results, (err) =>
+    logger.warn({ reason: err instanceof Error ? err.message : String(err) }, 'could not trim agent-results'),
+  );
+  return { results, tasks, batches, resultsRetention };
+}
+
+type Queues = ReturnType<typeof openQueues>;
+
+/**
+ * The process's metrics, and their endpoint unless METRICS_PORT is 0. Several workers on one host share
+ * METRICS_PORT: each takes the next free port of the span. A worker with none left does not start: its metrics
+ * would be missing with nothing but a log line to say so.
+ */
+async function startMetrics(config: Env, queues: Queues, logger: Logger) {
+  const metrics = new FleetMetrics();
+  metrics.watchQueues([queues.tasks, queues.results]);
+  if (config.METRICS_PORT === 0) return { metrics, metricsServer: undefined };
+  const metricsServer: MetricsServer = await startMetricsServer(metrics, {
+    host: config.METRICS_HOST,
+    port: config.METRICS_PORT,
+    span: config.METRICS_PORT_SPAN,
+  });
+  logger.info(
+    { host: config.METRICS_HOST, port: metricsServer.port },
+    `metrics on http://${config.METRICS_HOST}:${metricsServer.port}/metrics`,
+  );
+  return { metrics, metricsServer };
+}
+
+/**
+ * The fleet's shared limits for each job. After a 429 the whole fleet pauses: the limiter stops model calls, the
+ * queue stops handing out jobs.
+ */
+function jobGates(
+  limits: ReturnType<typeof fleetLimitsFromEnv>,
+  tasks: Queue,
+  metrics: FleetMetrics,
+  logger: Logger,
+): (job: JobLimits) => FleetGate {
+  const { ledger, limiter, limitRequests, tokens } = limits;
+  const onRateLimited = (ms: number) => {
+    logger.warn({ pauseMs: ms }, 'model endpoint answered 429: pausing the fleet');
+    tasks.rateLimit(ms).catch((err: unknown) => logger.warn({ err }, 'could not rate-limit the queue'));
+  };
+  return ({ batchId, tenant, model }) =>
+    gateForJob({
+      ledger,
+      limiter,
+      limitRequests,
+      batchId,
+      tenant,
+      tokens: tokens.for(model),
+      onRateLimited: (ms) => {
+        metrics.observeRatePause(model, 'status_429');
+        onRateLimited(ms);
+      },
+      onWaited: (reason, ms) => metrics.observeRateWait(model, reason, ms),
+      onError: (err) => logger.warn({ err }, 'spend ledger'),
+    });
+}
+
+/** Sums each batch's results into its summary as they finish, records its row and stores its report. */
+function startBatchAggregator(
+  config: Env,
+  connection: Redis,
+  stores: Stores,
+  queues: Queues,
+  retention: ReturnType<typeof retentionFrom>,
+  logger: Logger,
+): Worker {
+  return new Worker(
+    BATCHES_QUEUE,
+    createBatchAggregator({
+      results: queues.results,
+      records: new BatchRecords(stores.pool),
+      reports: new BatchReportStore(stores.pool),
+      logger,
+      storeRetryMs: config.WORKER_RETRY_BASE_MS,
+    }),
+    {
+      connection,
+      prefix: config.QUEUE_PREFIX,
+      concurrency: 2,
+      // A batch parent carries the summary: kept like a result.
+      removeOnComplete: retention.results,
+      removeOnFail: retention.failed,
+    },
+  );
+}
+
+/**
+ * Running jobs are handed back through Redis: while it is away, closing would wait for it forever. Past the grace
+ * and a margin the worker goes on without them; their locks expire and they resume elsewhere. Runs cancelled at
+ * the grace's end may have left a send in flight: it finishes and is recorded first.
+ */
+async function stopWorkerProcess(
+  config: Env,
+  logger: Logger,
+  parts: {
+    running: Promise<unknown>[];
+    closeCatalog(): void;
+    closeConnections(): Promise<void>;
+    telemetry: FleetTelemetry | undefined;
+    connection: Redis;
+  },
+): Promise<void> {
+  if (!(await settlesWithin(Promise.all(parts.running), config.WORKER_SHUTDOWN_GRACE_MS + STOP_MARGIN_MS))) {
+    logger.warn('running jobs not handed back in time (Redis unreachable?): they resume after their lock');
+  }
+  if (effectsInFlight.size > 0) {
+    logger.info({ inFlight: effectsInFlight.size }, 'waiting for side effects in flight');
+    if (!(await effectsInFlight.settled(config.WORKER_SHUTDOWN_GRACE_MS))) {
+      logger.warn({ inFlight: effectsInFlight.size }, 'side effects still in flight at exit');
+    }
+  }
+  parts.closeCatalog();
+  if (!(await settlesWithin(parts.closeConnections(), STOP_MARGIN_MS))) {
+    logger.warn('connections not closed in time: leaving them');
+  }
+  await parts.telemetry?.shutdown();
+  parts.connection.disconnect();
+  logger.info('worker stopped');
 }
 
 /** What a step of the stop may take beyond its grace before the worker goes on without it. */
