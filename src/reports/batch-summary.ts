@@ -66,7 +66,7 @@ export interface BatchRunInput {
 }
 
 /**
- * An email of a task not known to have been delivered, as the email ledger has it when the report is made:
+ * An email of a task not known to have been delivered, as the effect ledger's send_email rows have it when the report is made:
  * `uncertain` (nothing could tell), `not_delivered` (a later check found it never arrived, and the run was
  * over), or `pending` (an attempt holds it, or stopped and the sweeper has not looked yet).
  */
@@ -133,7 +133,7 @@ export interface BatchReport {
 export interface BuildReportOptions {
   /** When the report was made; defaults to now. */
   generatedAt?: Date;
-  /** The email ledger's doubtful rows for the batch's jobs; none when absent. */
+  /** send_email's doubtful rows (of the effect ledger) for the batch's jobs; none when absent. */
   emails?: readonly EmailDoubt[];
 }
 
