@@ -1,7 +1,6 @@
 // One model call as the loop makes it: planned against the budget before every attempt, bounded in time,
 // retried on retryable API errors (honouring retry-after), and charged for every attempt it made.
 import type { CallGate } from './call-gate.js';
-import type { AgentFleetError } from './errors.js';
 import { ModelApiError, SystemError } from './errors.js';
 import { costUsd } from './pricing.js';
 import {
@@ -10,7 +9,6 @@ import {
   planCall,
   usageSince,
   type Budget,
-  type BudgetStopReason,
   type TokenUsage,
 } from './budget.js';
 import {
@@ -25,6 +23,9 @@ import type { ChatCompletion, ChatModel, ChatRequest, ServiceTier } from './chat
 import type { ModelPrice } from './pricing.js';
 import { countCompletionTokens, countResponseFormatTokens, type TokenCounter } from './tokens.js';
 import type { ModelCallWatch } from './run-observer.js';
+import type { ModelCallCharge, ModelCallResult } from './model-call-result.js';
+
+export type { ModelCallResult } from './model-call-result.js';
 
 export interface ModelCallEnv {
   model: ChatModel;
@@ -73,18 +74,6 @@ export interface ModelCallRequest {
   answerBy: number;
 }
 
-interface CallCost {
-  /** What this call charged the run, over all its attempts. */
-  usage: TokenUsage;
-  attempts: number;
-  latencyMs: number;
-}
-
-export type ModelCallResult =
-  | ({ ok: true; completion: ChatCompletion } & CallCost)
-  | ({ ok: false; stop: BudgetStopReason | 'deadline' | 'cancelled'; message?: string } & CallCost)
-  | ({ ok: false; stop: 'error'; error: AgentFleetError } & CallCost);
-
 // An attempt that may have been processed but reported nothing (timed out, aborted in flight, garbled body)
 // is charged its whole reservation: the bill must never come out lower than what the provider charges.
 const CHARGED_WHEN_UNANSWERED = new Set(['timeout', 'aborted', 'malformed_response', 'empty_response']);
@@ -95,7 +84,11 @@ export async function callModel(env: ModelCallEnv, request: ModelCallRequest): P
   promptSize.bound += countResponseFormatTokens(request.responseFormat, env.count);
   const promptEstimate = env.calibration.estimate(promptSize);
   let charged: TokenUsage = { promptTokens: 0, completionTokens: 0 };
-  const cost = (attempts: number): CallCost => ({ usage: charged, attempts, latencyMs: env.now() - started });
+  const cost = (attempts: number): ModelCallCharge => ({
+    usage: charged,
+    attempts,
+    latencyMs: env.now() - started,
+  });
   // Set once flex stayed unavailable through the retries: the rest of the call goes at the default tier.
   let flexGaveUp = false;
 

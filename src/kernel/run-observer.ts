@@ -3,7 +3,7 @@
 // nothing is allocated for it (every call site is `observer?.…(…)`, whose arguments are then not evaluated).
 import type { ModelApiError } from './errors.js';
 import type { ChatMessage, ToolSpec } from './messages.js';
-import type { ModelCallResult } from './model-call.js';
+import type { ModelCallResult } from './model-call-result.js';
 import type { ToolCallOutcome } from './run-tool-call.js';
 
 export interface RunObserver {

@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import { TOOL_OUTPUT_MAX_CHARS } from './defaults.js';
 import { ToolError } from './errors.js';
 import { sleep } from './sleep.js';
-import type { UncertainEffect } from './types.js';
+import type { UncertainEffect } from './uncertain-effect.js';
 import { effectsInFlight, type EffectsInFlight } from './effects-in-flight.js';
 import { truncateChars } from './truncate.js';
 import { boundedJson } from './bounded-json.js';

@@ -1,7 +1,7 @@
 // A tool: a name, a description the model reads (descriptions decide accuracy), a zod schema for its
 // arguments, and an async execute that honours an AbortSignal.
 import type { z } from 'zod';
-import type { UncertainEffect } from './types.js';
+import type { UncertainEffect } from './uncertain-effect.js';
 
 export interface ToolContext {
   /** Aborted when the call times out, the run is cancelled, or its deadline passes. */

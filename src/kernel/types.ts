@@ -6,6 +6,9 @@ import type { AssistantMessage, ChatMessage } from './messages.js';
 import type { ModelPrice } from './pricing.js';
 import type { PromptCalibrationState } from './prompt-calibration.js';
 import type { PlannedCall, ProtocolName } from './protocol.js';
+import type { UncertainEffect } from './uncertain-effect.js';
+
+export type { UncertainEffect } from './uncertain-effect.js';
 
 export type RunStatus = 'succeeded' | 'stopped' | 'failed';
 /** Every stop reason, for the schemas, filters and metric labels that list them. */
@@ -44,17 +47,6 @@ export interface AgentResult {
    * for a fleet scope (a batch or daily cap), what other jobs held reserved.
    */
   stopDetail?: string;
-}
-
-/** A side effect of a tool call that may or may not have happened. */
-export interface UncertainEffect {
-  tool: string;
-  /** The call's stable key (run id, step, position). */
-  callKey: string;
-  /** What the effect was, e.g. `email to ada@example.com (message-id <…>)`. */
-  what: string;
-  /** Why its outcome is not known. */
-  why: string;
 }
 
 export interface ToolCallRecord {

@@ -15,6 +15,7 @@ import { callSignal, chatCompletionsClient, type OpenAIClientOptions } from './o
 import { rateLimitStateOf } from './rate-limit-headers.js';
 import { replyToolCall } from './reply-tool-call.js';
 import { reportedUsage } from './reported-usage.js';
+import { responseMetadata } from './response-metadata.js';
 
 export interface OpenAIChatModelOptions extends OpenAIClientOptions {
   model: string;
@@ -96,10 +97,7 @@ export class OpenAIChatModel implements ChatModel {
       message,
       usage,
       finishReason: choice.finish_reason ?? null,
-      ...(typeof response.id === 'string' ? { responseId: response.id } : {}),
-      ...(typeof response.model === 'string' ? { responseModel: response.model } : {}),
-      ...(typeof response.service_tier === 'string' ? { serviceTier: response.service_tier } : {}),
-      ...(rateLimit ? { rateLimit } : {}),
+      ...responseMetadata(response, rateLimit),
     };
   }
 }

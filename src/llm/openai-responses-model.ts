@@ -16,6 +16,7 @@ import { malformedReply } from './reply-tool-call.js';
 import { callSignal, responsesClient, type OpenAIClientOptions } from './openai-client.js';
 import { rateLimitStateOf } from './rate-limit-headers.js';
 import { reportedUsage } from './reported-usage.js';
+import { responseMetadata } from './response-metadata.js';
 import { responsesInputOf } from './responses-input.js';
 import { failedResponseError, finishReasonOf, messageOf } from './responses-output.js';
 
@@ -76,10 +77,7 @@ export class OpenAIResponsesModel implements ChatModel {
       message,
       usage,
       finishReason: finishReasonOf(response, message),
-      ...(typeof response.id === 'string' ? { responseId: response.id } : {}),
-      ...(typeof response.model === 'string' ? { responseModel: response.model } : {}),
-      ...(typeof response.service_tier === 'string' ? { serviceTier: response.service_tier } : {}),
-      ...(rateLimit ? { rateLimit } : {}),
+      ...responseMetadata(response, rateLimit),
     };
   }
 

@@ -5,7 +5,7 @@
 //   snapshotJson     over a value handed to the library: copies it into plain data, once, reading every getter
 //                    and Proxy trap exactly once, so a hostile one becomes an issue instead of an exception and
 //                    the schema never reads the caller's object twice
-import type { FieldIssue } from './task-schema.js';
+import type { FieldIssue } from './field-issue.js';
 
 export interface JsonLimits {
   /** Nesting of objects and arrays; a task needs 3. */

@@ -151,11 +151,9 @@ const DEFAULT_TOOLS_MESSAGE = `Invalid option: expected one of ${TOOL_NAMES.map(
 export type AgentTask = z.infer<typeof taskSchema>;
 export type TaskBudget = z.infer<typeof budgetSchema>;
 
-export interface FieldIssue {
-  /** Dotted path of the field, e.g. `budget.maxSteps`; empty for the task as a whole. */
-  path: string;
-  message: string;
-}
+import type { FieldIssue } from './field-issue.js';
+
+export type { FieldIssue } from './field-issue.js';
 
 export type TaskValidation = { ok: true; task: AgentTask } | { ok: false; issues: FieldIssue[] };
 

@@ -5,12 +5,14 @@
 // shown but counted in none of succeeded/stopped/failed nor in the usage, so the summary stays "the sum over its
 // tasks' results". The batch is completed only when every task has a finished run.
 // The sums are the batch tally's (src/batch/batch-summary.ts): exact, whatever the order of the runs.
-import type { RunError } from '../kernel/errors.js';
 import type { StopReason } from '../kernel/types.js';
 import { BatchTally, type BatchSummary } from '../batch/batch-summary.js';
 import type { RunRowStatus } from '../store/rows.js';
 import { forecastAgainstActual, type ForecastReport } from './forecast-report.js';
 import { tenantTotals, type TenantTotals } from './tenant-totals.js';
+import type { BatchRunInput } from './batch-run-input.js';
+
+export type { BatchRunInput } from './batch-run-input.js';
 
 /** The batch summary, key for key: the one the batch aggregator stores, computed here from the runs. */
 export type { BatchSummary };
@@ -35,38 +37,8 @@ export interface BatchRecord {
   forecast?: unknown;
 }
 
-/** What the report reads of an agent_runs row; a RunRow of src/store/rows.ts is one. */
-export interface BatchRunInput {
-  jobId: string;
-  task: string;
-  status: RunRowStatus;
-  stopReason: StopReason | null;
-  answer: string | null;
-  steps: number;
-  toolCalls: number;
-  promptTokens: number;
-  completionTokens: number;
-  totalTokens: number;
-  /** Parts of the tokens above; absent or 0 when the endpoint reported none. */
-  cachedPromptTokens?: number;
-  reasoningTokens?: number;
-  costUsd: number;
-  /** What the flex tier saved the run against the standard prices. */
-  flexSavedUsd?: number;
-  error?: RunError | null;
-  /** Why a budget stopped the run, in numbers (the result's stopDetail). */
-  stopDetail?: string | null;
-  /** Present for a run whose agent has an output schema (null: it ended without a value). */
-  output?: unknown;
-  /** The run's agent and model, for the forecast's groups. */
-  agent?: string | null;
-  model?: string;
-  /** Whom the task ran for (the task's `tenant`), for the per-tenant totals. */
-  tenant?: string | null;
-}
-
 /**
- * An email of a task not known to have been delivered, as the email ledger has it when the report is made:
+ * An email of a task not known to have been delivered, as the effect ledger's send_email rows have it when the report is made:
  * `uncertain` (nothing could tell), `not_delivered` (a later check found it never arrived, and the run was
  * over), or `pending` (an attempt holds it, or stopped and the sweeper has not looked yet).
  */
@@ -133,7 +105,7 @@ export interface BatchReport {
 export interface BuildReportOptions {
   /** When the report was made; defaults to now. */
   generatedAt?: Date;
-  /** The email ledger's doubtful rows for the batch's jobs; none when absent. */
+  /** send_email's doubtful rows (of the effect ledger) for the batch's jobs; none when absent. */
   emails?: readonly EmailDoubt[];
 }
 

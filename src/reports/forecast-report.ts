@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import type { ForecastGroup, StoredForecast } from '../batch/forecast.js';
 import { sumCostUsd } from '../batch/batch-summary.js';
-import type { BatchRunInput } from './batch-summary.js';
+import type { BatchRunInput } from './batch-run-input.js';
 import { actualAgainstForecast } from './forecast-text.js';
 
 export interface ForecastGroupReport {

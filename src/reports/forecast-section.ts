@@ -4,8 +4,7 @@
 import type { BatchReport } from './batch-summary.js';
 import type { ForecastGroupReport, ForecastReport } from './forecast-report.js';
 import { groupText, totalText } from './forecast-text.js';
-import { md } from './render-markdown.js';
-import { escapeHtml as h, formatInt, formatTime, formatUsd, terminalSafe } from './text.js';
+import { escapeHtml as h, formatInt, formatTime, formatUsd, md, terminalSafe } from './text.js';
 
 const HEADER = [
   'Agent',

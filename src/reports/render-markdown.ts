@@ -5,7 +5,7 @@ import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summ
 import { outputTable } from './output-columns.js';
 import { forecastMarkdown } from './forecast-section.js';
 import { tenantMarkdown } from './tenant-section.js';
-import { describeBudget, formatInt, formatTime, formatUsd, label, oneLine, truncate } from './text.js';
+import { describeBudget, formatInt, formatTime, formatUsd, label, md, oneLine, truncate } from './text.js';
 
 export interface MarkdownOptions {
   /** The chart's file name, relative to the Markdown file; no image when absent. */
@@ -129,15 +129,6 @@ function taskRow(row: TaskReportRow): string {
     answer === null ? dash : md(label(answer, ANSWER_CELL_CHARS)),
   ];
   return `| ${cells.join(' | ')} |`;
-}
-
-/**
- * Inline text (never at the start of a line): one line, with each character that gives inline Markdown or HTML
- * a meaning escaped by a backslash (CommonMark lets any ASCII punctuation be escaped): emphasis, code, links
- * and images, tags and entities, and `|`, so a table cell cannot split.
- */
-export function md(text: string): string {
-  return oneLine(text).replace(/[\\`*_[\]<>|~&]/g, '\\$&');
 }
 
 /** A fenced block that the content cannot close: the fence is longer than any backtick run inside. */

@@ -4,7 +4,7 @@
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { z } from 'zod';
 import { StoreError } from '../kernel/errors.js';
-import { EmailLedger, isNotDelivered } from '../tools/email-ledger.js';
+import { SentEmails, isNotDelivered } from '../tools/sent-emails.js';
 import { jsonColumn, parseRow, toRunRow, type RunRow } from '../store/rows.js';
 import type { BatchRecord, BatchState, BatchSummary, EmailDoubt } from './batch-summary.js';
 
@@ -115,7 +115,7 @@ export class BatchReportStore {
             'SELECT * FROM agent_runs WHERE job_id IN (?) OR batch_id = ?',
             [batch.jobIds, batchId],
           );
-    const doubtful = await new EmailLedger(this.pool).listDoubtful(batch.jobIds);
+    const doubtful = await new SentEmails(this.pool).listDoubtful(batch.jobIds);
     const emails = doubtful.map((entry): EmailDoubt => ({
       jobId: entry.jobId,
       callKey: entry.callKey,

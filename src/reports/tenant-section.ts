@@ -1,9 +1,8 @@
 // The report's per-tenant lines, in each rendering: for each tenant of the batch's tasks, its finished tasks,
 // tokens and cost (src/reports/tenant-totals.ts). Nothing when no task of the batch has a tenant.
 import type { BatchReport } from './batch-summary.js';
-import { md } from './render-markdown.js';
 import type { TenantTotals } from './tenant-totals.js';
-import { escapeHtml as h, formatInt, formatUsd, terminalSafe } from './text.js';
+import { escapeHtml as h, formatInt, formatUsd, md, terminalSafe } from './text.js';
 
 const NO_TENANT = '(no tenant)';
 const HEADER = ['Tenant', 'Tasks', 'Prompt tokens', 'Completion tokens', 'Total tokens', 'Cost (USD)'];

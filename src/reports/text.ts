@@ -1,6 +1,5 @@
 // Text helpers shared by the batch report's renderers. Task texts and answers come from users and from an LLM:
 // every renderer escapes them for its own output (HTML, XML, Markdown, terminal), and none trusts them.
-import type { BatchReport } from './batch-summary.js';
 
 // Characters XML 1.0 forbids (a standalone SVG with one of them does not parse), plus lone surrogates.
 const XML_INVALID =
@@ -85,7 +84,10 @@ export function formatTime(date: Date): string {
 }
 
 /** A batch's budget and how much of it the finished tasks used, in one line of plain text. */
-export function describeBudget(report: BatchReport): string {
+export function describeBudget(report: {
+  budget: { maxCostUsd: number | null; maxTokens: number | null };
+  summary: { usage: { costUsd: number; totalTokens: number } };
+}): string {
   const { maxCostUsd, maxTokens } = report.budget;
   const parts: string[] = [];
   if (maxCostUsd !== null) {
@@ -97,4 +99,13 @@ export function describeBudget(report: BatchReport): string {
     );
   }
   return parts.length === 0 ? 'none (each task has its own)' : parts.join(', ');
+}
+
+/**
+ * Inline text (never at the start of a line): one line, with each character that gives inline Markdown or HTML
+ * a meaning escaped by a backslash (CommonMark lets any ASCII punctuation be escaped): emphasis, code, links
+ * and images, tags and entities, and `|`, so a table cell cannot split.
+ */
+export function md(text: string): string {
+  return oneLine(text).replace(/[\\`*_[\]<>|~&]/g, '\\$&');
 }

@@ -36,7 +36,8 @@ import {
 } from './data-session.js';
 import { withTimeout } from '../util/with-timeout.js';
 
-export type ServerFlavour = 'mariadb' | 'mysql';
+export type { ServerFlavour } from './data-session.js';
+import type { ServerFlavour } from './data-session.js';
 
 export interface DataDatabaseOptions {
   /** Connections of this process to the data database (one per running query). Default 10, as WORKER_CONCURRENCY. */

@@ -14,7 +14,8 @@
 // a reset before the statement (it reads nothing a previous user left, but for FOUND_ROWS(), which no reset
 // clears) and the connection dropped after it (nothing it left reaches the next user). Not covered: code the operator installed on the server (a UDF, a
 // stored function behind a view), whose effects no text shows.
-import type { ServerFlavour } from './data-database.js';
+/** Which server the data database is: MariaDB takes per-statement settings, MySQL does not. */
+export type ServerFlavour = 'mariadb' | 'mysql';
 
 /**
  * UTF-8 both ways and UTC (see the pool's timezone option), as every caller expects; and autocommit, which

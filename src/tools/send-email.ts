@@ -25,7 +25,7 @@ import type { EffectRow } from '../effects/effect-ledger.js';
 import { ConfigError, ToolError, TransientToolError } from '../kernel/errors.js';
 import type { DeliveryLookup } from './delivery-lookup.js';
 import { parseRecipient } from './email-address.js';
-import { NOT_DELIVERED, SEND_EMAIL } from './email-ledger.js';
+import { NOT_DELIVERED, SEND_EMAIL } from './sent-emails.js';
 import type { MailConnections, MailLease } from './smtp-pool.js';
 import { classifySendError } from './smtp-transport.js';
 import {

@@ -6,14 +6,14 @@ import { lexSql, withoutTrailingSemicolons, type SqlLexOk } from './sql-guard-le
 import { rewriteForParser } from './sql-guard-rewrites.js';
 import { SqlParsePool } from './sql-parse-pool.js';
 import { VerdictCache } from './sql-verdict-cache.js';
+import type { SqlGuardVerdict } from './sql-guard-verdict.js';
 
 export interface SqlGuardOptions {
   /** Optional allowlist, case-insensitive: `table` or `db.table`; absent = any table of the data db. */
   allowedTables?: readonly string[];
 }
 
-/** `sql`: the text to run (the query without an accepted trailing comment). */
-export type SqlGuardVerdict = { ok: true; tables: string[]; sql: string } | { ok: false; reason: string };
+export type { SqlGuardVerdict } from './sql-guard-verdict.js';
 
 const parsePool = new SqlParsePool();
 const verdicts = new VerdictCache();

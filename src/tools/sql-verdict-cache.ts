@@ -7,7 +7,7 @@
 // text and the allowlist as configured; the messages quote nothing else), so one job's verdict tells another
 // nothing it could not compute from its own query. Only verdicts that depend on nothing but those are stored
 // (the caller leaves out a parse that timed out or a thread that failed: the machine's load, not the query).
-import type { SqlGuardVerdict } from './sql-guard.js';
+import type { SqlGuardVerdict } from './sql-guard-verdict.js';
 
 export interface VerdictCacheOptions {
   /** Default 1,000. */

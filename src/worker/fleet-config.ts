@@ -33,10 +33,19 @@ export async function loadFleetConfig(
   } catch (error) {
     if (error instanceof ConfigError) throw error;
     // The installed package runs compiled JavaScript: a .ts configuration needs a loader this process lacks.
-    if ((error as { code?: unknown } | null)?.code === 'ERR_UNKNOWN_FILE_EXTENSION') {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (code === 'ERR_UNKNOWN_FILE_EXTENSION') {
       throw new ConfigError(
         'bad_fleet_config',
         `fleet configuration ${file} cannot be loaded without a TypeScript loader: write it as .js (or compile it), or run the worker under one (node --import tsx)`,
+      );
+    }
+    // Node 22.18 and later run a .ts file by stripping its types, which leaves enums, namespaces and the like.
+    if (code === 'ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX') {
+      const syntax = error instanceof Error ? error.message.split('\n')[0] : '';
+      throw new ConfigError(
+        'bad_fleet_config',
+        `fleet configuration ${file} cannot be loaded by stripping its types (${syntax}): write it as .js (or compile it), or run the worker under a TypeScript loader (node --import tsx)`,
       );
     }
     const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);

@@ -11,7 +11,7 @@ import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
 import { EffectLedger, effectKeyOf } from '../../../src/effects/effect-ledger.js';
 import { EffectUncertainError, runOnce, type OnceCall } from '../../../src/effects/effect-once.js';
 import { sweepUnsettledEffects, sweptToolsOf } from '../../../src/effects/effect-sweeper.js';
-import { EmailLedger } from '../../../src/tools/email-ledger.js';
+import { SentEmails } from '../../../src/tools/sent-emails.js';
 import { LookupBackoff } from '../../../src/effects/lookup-backoff.js';
 import {
   defineTool,
@@ -422,7 +422,7 @@ describe('migration 011', () => {
 
       expect(await migrate(oldPool)).toContain(11);
 
-      const emails = new EmailLedger(oldPool);
+      const emails = new SentEmails(oldPool);
       expect(
         (await emails.listForJob('old-1')).map((e) => [e.callKey, e.status, e.recipient, e.messageId]),
       ).toEqual([

@@ -14,7 +14,7 @@ import { migrate } from '../../../src/store/migrate.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
 import { EffectLedger } from '../../../src/effects/effect-ledger.js';
 import { sweepUnsettledEffects, sweptToolsOf } from '../../../src/effects/effect-sweeper.js';
-import { EmailLedger } from '../../../src/tools/email-ledger.js';
+import { SentEmails } from '../../../src/tools/sent-emails.js';
 import { ToolRegistry } from '../../../src/kernel/tool-registry.js';
 import { runToolCall, type ToolCallOutcome, type ToolRunOptions } from '../../../src/kernel/run-tool-call.js';
 import type { DeliveryLookup } from '../../../src/tools/delivery-lookup.js';
@@ -740,7 +740,7 @@ describe('the sweeper of unsettled emails', () => {
     expect(outcomes.sort()).toEqual(['not_delivered', 'not_delivered', 'sent', 'uncertain']);
 
     // The report's view of the job: what is not known to have arrived.
-    const doubtful = await new EmailLedger(pool).listDoubtful([job]);
+    const doubtful = await new SentEmails(pool).listDoubtful([job]);
     expect(doubtful.map((d) => [d.callKey, d.status])).toEqual([
       [neverSent.callKey, 'failed'],
       [lost.callKey, 'failed'],

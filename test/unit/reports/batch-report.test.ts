@@ -15,7 +15,8 @@ import {
   type ChartTask,
 } from '../../../src/reports/render-chart.js';
 import { renderHtml } from '../../../src/reports/render-html.js';
-import { md, renderMarkdown, TASK_TABLE_HEADER } from '../../../src/reports/render-markdown.js';
+import { renderMarkdown, TASK_TABLE_HEADER } from '../../../src/reports/render-markdown.js';
+import { md } from '../../../src/reports/text.js';
 import { renderText } from '../../../src/reports/render-text.js';
 import { parseReportArgs, reportFileStem } from '../../../src/reports/report-command.js';
 import { escapeXml, formatUsd, truncate } from '../../../src/reports/text.js';

@@ -1,14 +1,17 @@
 // End to end through the kernel: the scripted model over HTTP calls a tool of a real MCP server (stdio),
 // sees the MCP JSON Schema in its function definitions, and reads the tool's observation in the next request.
-import { observationsIn } from '../../../src/testing/transcript.js';
+import { observationsIn } from '../../../../src/testing/transcript.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLogger } from '../../../src/logging/logger.js';
-import { loadMcpTools } from '../../../src/tools/mcp/load-mcp-tools.js';
-import { ToolRegistry } from '../../../src/kernel/tool-registry.js';
-import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
-import { runWith } from '../../support/kernel-harness.js';
-import { startHttpMcpServer } from '../../fixtures/mcp-http-server.js';
-import { stdioServer } from '../../support/mcp-fixtures.js';
+import { createLogger } from '../../../../src/logging/logger.js';
+import { loadMcpTools } from '../../../../src/tools/mcp/load-mcp-tools.js';
+import { ToolRegistry } from '../../../../src/kernel/tool-registry.js';
+import {
+  startScriptedModel,
+  type ScriptedModelServer,
+} from '../../../../src/testing/scripted-model-server.js';
+import { runWith } from '../../../support/kernel-harness.js';
+import { startHttpMcpServer } from '../../../fixtures/mcp-http-server.js';
+import { stdioServer } from '../../../support/mcp-fixtures.js';
 
 let model: ScriptedModelServer;
 let loaded: Awaited<ReturnType<typeof loadMcpTools>>;

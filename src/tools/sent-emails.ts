@@ -11,7 +11,7 @@ export const SEND_EMAIL = 'send_email';
 
 export type EmailStatus = 'pending' | 'sent' | 'dry_run' | 'failed' | 'uncertain';
 
-export interface EmailLedgerEntry {
+export interface SentEmail {
   callKey: string;
   jobId: string;
   recipient: string;
@@ -34,7 +34,7 @@ export interface EmailLedgerEntry {
 export const NOT_DELIVERED = 'not delivered';
 
 /** A failed row whose email a check after the fact found missing (the call's own words or the sweeper's). */
-export function isNotDelivered(entry: Pick<EmailLedgerEntry, 'status' | 'error'>): boolean {
+export function isNotDelivered(entry: Pick<SentEmail, 'status' | 'error'>): boolean {
   return (
     entry.status === 'failed' &&
     (entry.error?.startsWith(NOT_DELIVERED) === true || entry.error?.startsWith(NOT_DONE) === true)
@@ -45,7 +45,7 @@ export function isNotDelivered(entry: Pick<EmailLedgerEntry, 'status' | 'error'>
  * Reads send_email's rows in its own words (the batch report's "not known to have arrived", the migration
  * check). Writes go through the effect ledger alone: the email is one effect of settleOnce (send-email.ts).
  */
-export class EmailLedger {
+export class SentEmails {
   private readonly effects: EffectLedger;
 
   constructor(pool: Pool) {
@@ -57,22 +57,22 @@ export class EmailLedger {
     return this.effects.countForJob(jobId, SEND_EMAIL, exceptCallKey);
   }
 
-  async get(callKey: string): Promise<EmailLedgerEntry | null> {
+  async get(callKey: string): Promise<SentEmail | null> {
     const row = await this.effects.get(callKey);
     return row === null ? null : toEntry(row);
   }
 
-  async listForJob(jobId: string): Promise<EmailLedgerEntry[]> {
+  async listForJob(jobId: string): Promise<SentEmail[]> {
     return (await this.effects.listForJob(jobId, SEND_EMAIL)).map(toEntry);
   }
 
   /** The rows of these jobs whose email may be missing: uncertain, pending, or failed after the fact. */
-  async listDoubtful(jobIds: readonly string[]): Promise<EmailLedgerEntry[]> {
+  async listDoubtful(jobIds: readonly string[]): Promise<SentEmail[]> {
     return (await this.effects.listDoubtful(jobIds, SEND_EMAIL, [NOT_DELIVERED, NOT_DONE])).map(toEntry);
   }
 }
 
-export function toEntry(row: EffectRow): EmailLedgerEntry {
+export function toEntry(row: EffectRow): SentEmail {
   const result = (typeof row.result === 'object' && row.result !== null ? row.result : {}) as {
     smtpResponse?: unknown;
     dryRun?: unknown;
