@@ -2,51 +2,16 @@
 // OTEL_EXPORTER_OTLP_ENDPOINT nor OTEL_EXPORTER_OTLP_TRACES_ENDPOINT set, startTelemetry returns undefined
 // without loading any OpenTelemetry SDK or exporter module (they are imported dynamically): nothing is sent,
 // nothing is paid for. See docs/telemetry.md.
-import type { Telemetry } from 'bullmq';
 import { ConfigError } from '../kernel/errors.js';
-import type { RunObserver } from '../kernel/run-observer.js';
-import type { AgentResult } from '../kernel/types.js';
+import type { FleetTelemetry, TelemetryOptions, TelemetrySettings } from './telemetry-types.js';
 
-export interface RunTraceStart {
-  jobId: string;
-  /** The agent's name (`default` for a task without one). */
-  agent: string;
-  model: string;
-  /** The job's attempt, from 1. */
-  attempt: number;
-  batchId?: string;
-  /** The task's text: in the span only when content capture is on. */
-  task: string;
-}
-
-/** One run's `invoke_agent` span; its model and tool calls become its children. */
-export interface RunTrace extends RunObserver {
-  end(result: AgentResult): void;
-  /** The run threw (a bug): the span records it and ends. */
-  fail(error: unknown): void;
-}
-
-export interface FleetTelemetry {
-  /** For BullMQ's queues and workers (`telemetry` option): carries the producer's trace into the job. */
-  bullmq: Telemetry;
-  startRun(start: RunTraceStart): RunTrace;
-  /** Sends the spans still buffered, then stops exporting. Safe to call twice. */
-  shutdown(): Promise<void>;
-}
-
-export interface TelemetryOptions {
-  /** `service.name` unless OTEL_SERVICE_NAME says otherwise, e.g. `agent-fleet-worker`. */
-  serviceName: string;
-  /** The model endpoint (OPENAI_BASE_URL): its host and port go on `chat` spans. Default OpenAI's. */
-  modelBaseUrl?: string;
-  /** Where the exporter's own failures are reported (one line each, scrubbed). */
-  logger?: { warn(fields: Record<string, unknown>, message: string): void };
-}
-
-export interface TelemetrySettings {
-  /** Prompt, completion, tool arguments and results in spans (scrubbed): OTEL_GENAI_CAPTURE_CONTENT=true. */
-  captureContent: boolean;
-}
+export type {
+  FleetTelemetry,
+  RunTrace,
+  RunTraceStart,
+  TelemetryOptions,
+  TelemetrySettings,
+} from './telemetry-types.js';
 
 const ENDPOINT_VARIABLES = ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_EXPORTER_OTLP_ENDPOINT'] as const;
 

@@ -19,7 +19,7 @@ import type { ModelCallStart, ModelCallWatch, ToolCallStart, ToolCallWatch } fro
 import type { AgentResult } from '../kernel/types.js';
 import type { ToolCallOutcome } from '../kernel/run-tool-call.js';
 import { inputContent, outputContent, safeJson, safeText } from './genai-content.js';
-import type { RunTrace, RunTraceStart } from './fleet-telemetry.js';
+import type { RunTrace, RunTraceStart } from './telemetry-types.js';
 
 export const PROVIDER = 'openai';
 

@@ -17,7 +17,7 @@ import { BullMQOtel } from 'bullmq-otel';
 import { scrubText } from '../logging/redact.js';
 import { settlesWithin } from '../util/with-timeout.js';
 import { AsyncLocalContextManager } from './async-context.js';
-import type { FleetTelemetry, TelemetryOptions, TelemetrySettings } from './fleet-telemetry.js';
+import type { FleetTelemetry, TelemetryOptions, TelemetrySettings } from './telemetry-types.js';
 import { GenAiTracing, serverOf } from './genai-tracing.js';
 
 const TRACER_NAME = 'agent-fleet';

@@ -63,6 +63,14 @@ function sourceFileOf(from: string, specifier: string): string | undefined {
   return candidates.find((path) => path.endsWith('.ts') && existsSync(path));
 }
 
+/** The source files of the project a file imports (its relative imports, as source files). */
+export function localImports(file: string, kind: ImportKind): string[] {
+  return specifiers(file, kind)
+    .filter((specifier) => specifier.startsWith('.'))
+    .map((specifier) => sourceFileOf(file, specifier))
+    .filter((target): target is string => target !== undefined);
+}
+
 export function importGraph(entry: string, kind: ImportKind, root = process.cwd()): ImportGraph {
   const parent = new Map<string, string>();
   const seen = new Set<string>();

@@ -1,28 +1,21 @@
 // No module of src/ imports, through any chain of relative imports (type-only ones included), a module that
 // imports it back: a cycle hides which concept owns what, and breaks the moment one side runs code at load.
-import { readdirSync, readFileSync, existsSync } from 'node:fs';
-import { dirname, join, normalize } from 'node:path';
+import { readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
-
-const IMPORT = /(?:import|export)\s+(?:type\s+)?(?:[^'"]*?from\s+)?['"](\.[^'"]+)['"]/g;
+import { localImports } from '../../support/import-graph.js';
 
 function modules(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) return modules(path);
-    return entry.name.endsWith('.ts') ? [normalize(path)] : [];
+    return entry.name.endsWith('.ts') ? [resolve(path)] : [];
   });
 }
 
+/** Every import, type-only ones included: a cycle of types is a cycle of concepts all the same. */
 function importGraph(files: readonly string[]): Map<string, string[]> {
-  return new Map(
-    files.map((file) => {
-      const targets = [...readFileSync(file, 'utf8').matchAll(IMPORT)]
-        .map((match) => normalize(join(dirname(file), match[1]!)).replace(/\.js$/, '.ts'))
-        .filter((target) => existsSync(target));
-      return [file, targets];
-    }),
-  );
+  return new Map(files.map((file) => [file, localImports(file, 'types')]));
 }
 
 /** Strongly connected components of more than one module (Tarjan). */
