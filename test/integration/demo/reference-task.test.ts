@@ -87,6 +87,41 @@ function worker(env: Record<string, string> = {}): WorkerHandle {
 const referenceRequests = (since: number) =>
   model.requests.slice(since).filter((r: RecordedRequest) => r.messages[1]?.content === REFERENCE_TASK);
 
+/**
+ * The reference task on a worker SIGKILLed right after the first email, then a rescuer that resumes it: the result,
+ * whether the kill happened, the rescuer (still running), and the requests and emails of the task.
+ */
+async function killedAfterFirstEmail(env: Record<string, string> = {}) {
+  const fast = {
+    ...env,
+    WORKER_LOCK_DURATION_MS: '2000',
+    WORKER_STALLED_INTERVAL_MS: '1000',
+    EMAIL_PENDING_GRACE_MS: '1000',
+  };
+  const doomed = worker(fast);
+  await doomed.waitForOutput(/worker started/);
+  const before = model.requests.length;
+  const mailsBefore = sink.messages.length;
+  let killed = false;
+  onEmail = () => {
+    if (killed) return;
+    killed = true;
+    doomed.child.kill('SIGKILL');
+  };
+  const { jobId } = await ns.client.enqueue({ task: REFERENCE_TASK });
+  await doomed.exited;
+  onEmail = undefined;
+  const rescuer = worker(fast);
+  const result = await ns.client.waitForResult(jobId, { timeoutMs: 60_000 });
+  return {
+    result,
+    killed,
+    rescuer,
+    requests: referenceRequests(before),
+    mails: sink.messages.slice(mailsBefore),
+  };
+}
+
 describe('the demo model offline', () => {
   it('fails a task it does not know, saying no model is configured, and never answers it', async () => {
     const w = worker();
@@ -142,33 +177,12 @@ describe('the reference task', () => {
   });
 
   it('still emails each customer exactly once when the worker is killed right after the first email', async () => {
-    const fast = {
-      WORKER_LOCK_DURATION_MS: '2000',
-      WORKER_STALLED_INTERVAL_MS: '1000',
-      EMAIL_PENDING_GRACE_MS: '1000',
-    };
-    const doomed = worker(fast);
-    await doomed.waitForOutput(/worker started/);
-    const before = model.requests.length;
-    const mailsBefore = sink.messages.length;
-    let killed = false;
-    onEmail = () => {
-      if (killed) return;
-      killed = true;
-      doomed.child.kill('SIGKILL');
-    };
-    const { jobId } = await ns.client.enqueue({ task: REFERENCE_TASK });
-    await doomed.exited;
+    const { result, killed, rescuer, requests, mails } = await killedAfterFirstEmail();
     expect(killed).toBe(true);
-    onEmail = undefined;
-
-    const rescuer = worker(fast);
-    const result = await ns.client.waitForResult(jobId, { timeoutMs: 60_000 });
     expect(result, JSON.stringify(result)).toMatchObject({ status: 'succeeded', steps: 4 });
     expect(rescuer.output()).toMatch(/resuming from checkpoint/);
     // One transcript across the kill: the rescuer's requests extend the doomed worker's, roles kept.
-    expectNativeTranscript(referenceRequests(before));
-    const mails = sink.messages.slice(mailsBefore);
+    expectNativeTranscript(requests);
     expect(mails.map((m) => m.to[0]).sort()).toEqual(top3.map((c) => c.email).sort());
     expect(new Set(mails.map((m) => m.messageId)).size).toBe(3);
     await killWorker(rescuer);
@@ -275,38 +289,16 @@ describe('the reference task over the Responses API', () => {
   });
 
   it('a worker killed after the first email: the rescuer resumes with every reasoning item, each email once', async () => {
-    const fast = {
-      ...overResponses,
-      WORKER_LOCK_DURATION_MS: '2000',
-      WORKER_STALLED_INTERVAL_MS: '1000',
-      EMAIL_PENDING_GRACE_MS: '1000',
-    };
-    const doomed = worker(fast);
-    await doomed.waitForOutput(/worker started/);
-    const before = model.requests.length;
-    const mailsBefore = sink.messages.length;
-    let killed = false;
-    onEmail = () => {
-      if (killed) return;
-      killed = true;
-      doomed.child.kill('SIGKILL');
-    };
-    const { jobId } = await ns.client.enqueue({ task: REFERENCE_TASK });
-    await doomed.exited;
-    onEmail = undefined;
-    const rescuer = worker(fast);
-    const result = await ns.client.waitForResult(jobId, { timeoutMs: 60_000 });
+    const { result, rescuer, requests, mails } = await killedAfterFirstEmail(overResponses);
     expect(result, JSON.stringify(result)).toMatchObject({ status: 'succeeded', steps: 4 });
     expect(rescuer.output()).toMatch(/resuming from checkpoint/);
     // Every request the provider took, before the kill and after, had each call's reasoning item with it.
-    const requests = referenceRequests(before);
     expect(requests.every((r) => r.usage !== undefined)).toBe(true);
     // One transcript across the kill: the rescuer's requests extend the doomed worker's.
     expectNativeTranscript(requests);
     expect(model.failures).toEqual([]);
     const last = requests.at(-1)!.body.input as { type: string }[];
     expect(last.filter((item) => item.type === 'reasoning')).toHaveLength(3);
-    const mails = sink.messages.slice(mailsBefore);
     expect(mails.map((m) => m.to[0]).sort()).toEqual(top3.map((c) => c.email).sort());
     await killWorker(rescuer);
   }, 90_000);
