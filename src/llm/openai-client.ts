@@ -65,13 +65,11 @@ export function chatCompletionsClient(options: OpenAIClientOptions): OpenAI {
  */
 export function responsesClient(options: OpenAIClientOptions): OpenAI {
   const fetch = options.fetch ?? defaultFetch();
-  const telemetry = options.fetch ? WITHOUT_TELEMETRY_HEADERS : {};
-  if (!options.azure) {
-    return openAIClient(options.apiKey, options.baseURL, fetch, options.fetch ? telemetry : undefined);
-  }
+  const defaultHeaders = options.fetch ? WITHOUT_TELEMETRY_HEADERS : undefined;
+  if (!options.azure) return openAIClient(options.apiKey, options.baseURL, fetch, defaultHeaders);
   const endpoint = options.azure.endpoint.replace(/\/+$/, '');
   return openAIClient(options.apiKey, `${endpoint}/openai/v1`, fetch, {
-    ...telemetry,
+    ...defaultHeaders,
     'api-key': options.apiKey,
   });
 }
