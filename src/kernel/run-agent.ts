@@ -964,8 +964,8 @@ class AgentRun {
       }
     }
     // A run cancelled (a worker shutting down), parked for approvals or failed by something worth retrying is
-    // not over: its state stays open so the next attempt resumes it instead of replaying this outcome.
-    // A parked run is not over either; the wait for its decisions is not its time.
+    // not over: its state stays open so the next attempt resumes it instead of replaying this outcome, and the
+    // wait until then (for an outage to pass, for a decision) is not its time.
     const final = !parked && !error?.retryable;
     if (final) this.state.result = result;
     else if (error?.retryable || stopReason === 'awaiting_approval') this.state.suspendedAt = this.now();
