@@ -146,6 +146,21 @@ export class ApprovalStore {
     return this.select('WHERE batch_id = ? ORDER BY requested_at, id', [batchId]);
   }
 
+  /**
+   * Pending rows of a job whose call keys do not start with `keyPrefix` (an earlier job of the same id: an id
+   * used again) become `expired` with the reason `superseded`: no one decides for a job that is gone, and they
+   * would keep the job that has the id now from being woken.
+   */
+  async supersede(jobId: string, keyPrefix: string, now: Date): Promise<number> {
+    const prefix = `${keyPrefix}:`;
+    const [header] = await this.pool.query<ResultSetHeader>(
+      `UPDATE agent_approvals SET state = 'expired', decision = 'reject', reason = 'superseded', decided_at = ?
+       WHERE job_id = ? AND state = 'pending' AND LEFT(call_key, CHAR_LENGTH(?)) <> ?`,
+      [now, jobId, prefix, prefix],
+    );
+    return header.affectedRows;
+  }
+
   /** How many of a batch's calls are in each state: one grouped read, whatever the batch's size. */
   async countsForBatch(batchId: string): Promise<Record<ApprovalState, number>> {
     const [rows] = await this.pool.query<RowDataPacket[]>(

@@ -14,7 +14,7 @@ export interface Approval {
   callId: string;
   callKey: string;
   tool: string;
-  /** As the tool would receive them. */
+  /** As the model gave them, accepted by the tool's schema (which applies its defaults when the call runs). */
   arguments: unknown;
   state: ApprovalState;
   /** ISO 8601. */

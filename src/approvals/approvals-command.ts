@@ -10,7 +10,7 @@ import { createRedis } from '../queue/redis.js';
 import { EVENTS_QUEUE, TASKS_QUEUE } from '../queue/names.js';
 import { parseMysqlUrl } from '../store/mysql-url.js';
 import { createStorePool } from '../store/pool.js';
-import { terminalSafe } from '../reports/text.js';
+import { terminalSafe, terminalSafeJson } from '../reports/text.js';
 import type { FieldIssue } from '../queue/field-issue.js';
 import { ApprovalDesk, type DecisionOutcome } from './approval-desk.js';
 import { ApprovalEvents } from './approval-events.js';
@@ -74,13 +74,13 @@ export async function runApprovalsCommand(
     });
     if (args.kind === 'list') {
       const approvals = await desk.list(args.filter);
-      io.stdout(args.json ? `${JSON.stringify(approvals, null, 2)}\n` : renderApprovalTable(approvals));
+      io.stdout(args.json ? `${terminalSafeJson(approvals)}\n` : renderApprovalTable(approvals));
       return 0;
     }
     if (args.kind === 'show') {
       const approval = await desk.get(args.id);
       if (!approval) return notFound(io, args.id);
-      io.stdout(`${JSON.stringify(approval, null, 2)}\n`);
+      io.stdout(`${terminalSafeJson(approval)}\n`);
       return 0;
     }
     return await decide(desk, args, by, io);
@@ -100,7 +100,7 @@ export async function runApprovalsCommand(
 async function decide(desk: ApprovalDesk, args: Decide, by: string, io: ApprovalsIo): Promise<number> {
   if (args.kind === 'decide-batch') {
     const { decided, conflicts } = await desk.decideBatch({ ...args, by });
-    if (args.json) io.stdout(`${JSON.stringify({ decided, conflicts }, null, 2)}\n`);
+    if (args.json) io.stdout(`${terminalSafeJson({ decided, conflicts })}\n`);
     else {
       const verb = args.decision === 'approve' ? 'approved' : 'rejected';
       io.stdout(
@@ -130,7 +130,7 @@ function report(
     io.stderr(`approvals: ${args.decision} refused: ${outcome.issues.map(flagIssue).join('; ')}\n`);
     return 1;
   }
-  if (args.json) io.stdout(`${JSON.stringify(outcome, null, 2)}\n`);
+  if (args.json) io.stdout(`${terminalSafeJson(outcome)}\n`);
   if (outcome.kind === 'conflict') {
     io.stderr(
       `approvals: already decided, the first decision stands: ${describeDecision(outcome.approval)}\n`,

@@ -16,13 +16,16 @@ function cells(approval: Approval): string[] {
   return [
     approval.id,
     approval.state,
-    label(approval.tool, CELL_WIDTH),
-    label(approval.jobId, CELL_WIDTH),
+    label(terminalSafe(approval.tool), CELL_WIDTH),
+    label(terminalSafe(approval.jobId), CELL_WIDTH),
     String(approval.step),
     shortTime(approval.requestedAt),
     decided,
-    label(approval.decidedBy ?? '-', CELL_WIDTH),
-    label(JSON.stringify(approval.editedArguments ?? approval.arguments) ?? 'null', ARGUMENTS_WIDTH),
+    label(terminalSafe(approval.decidedBy ?? '-'), CELL_WIDTH),
+    label(
+      terminalSafe(JSON.stringify(approval.editedArguments ?? approval.arguments) ?? 'null'),
+      ARGUMENTS_WIDTH,
+    ),
   ];
 }
 

@@ -32,7 +32,10 @@ export interface ApprovalRequest {
   callId: string;
   step: number;
   tool: string;
-  /** The arguments as the tool would receive them (after its schema's defaults and transforms). */
+  /**
+   * The arguments as the model gave them, which the tool's schema accepted (its defaults and transforms are
+   * applied when the call runs, to these or to an approver's edit of them).
+   */
   arguments: unknown;
   /** When the run first asked (epoch ms). */
   requestedAt: number;

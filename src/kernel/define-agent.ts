@@ -53,8 +53,9 @@ export interface AgentDefinition<Input extends z.ZodType = z.ZodType, Output ext
   /** The value the run must end with (structured output); carried to the kernel as `output`. */
   output?: Output;
   /**
-   * `side-effects`: every call of its tools that is not read-only waits for a person's decision (a task's own
-   * `approval` wins); default `none`: only tools that ask (`needsApproval`). docs/approvals.md.
+   * `side-effects`: every call of its tools that is not read-only waits for a person's decision (a task cannot
+   * switch it off); default `none`: only tools that ask (`needsApproval`), or a task's own `approval`. See
+   * docs/approvals.md.
    */
   approval?: ApprovalPolicy;
   /** How long its calls may wait for a decision (a task's own wins); default APPROVAL_TIMEOUT_MS. */

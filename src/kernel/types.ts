@@ -90,7 +90,7 @@ export interface PendingTurn {
 /** A call that waits for a person: since when, and the decision once it came. */
 export interface PendingApproval {
   requestedAt: number;
-  /** The arguments as the tool would receive them, as the approver was shown them. */
+  /** The arguments as the model gave them (accepted by the tool's schema), as the approver is shown them. */
   arguments: unknown;
   decision?: ApprovalDecision;
 }
@@ -104,6 +104,8 @@ export interface RunState {
   budget: Budget;
   /** The model's prices when the run started (absent in checkpoints written before prices were kept). */
   price?: ModelPrice;
+  /** What its calls' keys start with (`<prefix>:<step>:<n>`); absent: the run id (and in older checkpoints). */
+  callKeyPrefix?: string;
   startedAt: number;
   /**
    * The model's turns and their results after the pinned system prompt and task (and the summary), as they were

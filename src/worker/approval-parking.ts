@@ -16,6 +16,7 @@ import type { Logger } from '../logging/logger.js';
 
 /** What the job's progress shows while it waits (Bull Board, `GET /v1/tasks/:id`, the CLI's `--wait`). */
 export const AWAITING_APPROVAL = 'awaiting_approval';
+const STATUS = 'status';
 
 /** The job a run belongs to, as its approvals record it. */
 export interface ParkedJobInfo {
@@ -26,6 +27,8 @@ export interface ParkedJobInfo {
 }
 
 export interface ParkRequest extends ParkedJobInfo {
+  /** What this run's call keys start with (RunState.callKeyPrefix): the job's own instance. */
+  keyPrefix: string;
   awaiting: readonly ApprovalRequest[];
   tools: ToolRegistry;
   timeoutMs: number;
@@ -46,9 +49,10 @@ export class ApprovalParking {
    * checkpoint waits on nothing (no store read).
    */
   async decisionsFor(
-    jobId: string,
+    job: Job,
     checkpoint: RunState | null,
   ): Promise<{ decisions: Record<string, ApprovalDecision>; decided: Approval[] } | undefined> {
+    const jobId = String(job.id);
     const keys = waitingKeys(checkpoint);
     if (keys.length === 0) return undefined;
     await this.store.expireDue(new Date(this.now()), jobId);
@@ -78,10 +82,13 @@ export class ApprovalParking {
         { approvals: waiting.map((a) => a.id), tools: waiting.map((a) => a.tool) },
         'awaiting approval',
       );
-      // A decision made before the job was delayed found nothing to wake: look once more now that it is.
-      if ((await this.store.forCalls(request.jobId, keysOf(request))).every((a) => a.state !== 'pending')) {
-        await job.promote().catch(() => undefined);
-      }
+      // A decision made before the job was delayed found nothing to wake: look once more now that it is. If the
+      // look fails, wake it anyway: a job woken with nothing decided parks again, one left asleep waits a day.
+      const decidedMeanwhile = await this.store
+        .forCalls(request.jobId, keysOf(request))
+        .then((now) => now.every((a) => a.state !== 'pending'))
+        .catch(() => true);
+      if (decidedMeanwhile) await job.promote().catch(() => undefined);
     } else {
       // Every call was decided (or expired) while the run parked: back to the queue at once.
       await job.moveToDelayed(this.now() + 1, token);
@@ -109,6 +116,8 @@ export class ApprovalParking {
       };
     });
     const { inserted } = await this.store.request(rows);
+    // Calls an earlier job of the same id left waiting (an id used again) are not this job's to wait on.
+    await this.store.supersede(request.jobId, request.keyPrefix, new Date(this.now()));
     await this.store.expireDue(new Date(this.now()), request.jobId);
     const approvals = await this.store.forCalls(request.jobId, keysOf(request));
     const fresh = new Set(inserted);
@@ -122,6 +131,18 @@ export class ApprovalParking {
   }
 }
 
+/**
+ * A job taken by a worker no longer waits for a person: its progress stops saying so, before anything may delay it
+ * again for another reason (its tenant's slots), which must not read as `awaiting_approval`. A job that still
+ * waits says so again when it parks. One write, for a job woken from parking only.
+ */
+export async function clearAwaitingStatus(job: Job): Promise<void> {
+  const progress = job.progress;
+  if (typeof progress !== 'object' || progress === null || !(STATUS in progress)) return;
+  const { [STATUS]: _status, approvals: _approvals, ...rest } = progress as Record<string, unknown>;
+  await job.updateProgress(rest);
+}
+
 const keysOf = (request: ParkRequest): string[] => request.awaiting.map((a) => a.callKey);
 
 /** The keys of a checkpoint's calls that wait for a decision not yet applied. */
@@ -130,7 +151,8 @@ function waitingKeys(state: RunState | null): string[] {
   if (!state || !pending?.approvals) return [];
   const keys: string[] = [];
   pending.approvals.forEach((slot, i) => {
-    if (slot && !slot.decision && !pending.results[i]) keys.push(callKeyOf(state.runId, state.steps, i));
+    if (slot && !slot.decision && !pending.results[i])
+      keys.push(callKeyOf(state.callKeyPrefix ?? state.runId, state.steps, i));
   });
   return keys;
 }
@@ -157,7 +179,7 @@ function awaitingProgress(previous: unknown, waiting: readonly Approval[]): Reco
   const base = typeof previous === 'object' && previous !== null ? (previous as Record<string, unknown>) : {};
   return {
     ...base,
-    status: AWAITING_APPROVAL,
+    [STATUS]: AWAITING_APPROVAL,
     approvals: waiting.map((a) => ({
       id: a.id,
       tool: a.tool,

@@ -63,7 +63,8 @@ export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition):
     taskText: taskTextOf(task.task, input),
     instructions,
     approval: {
-      policy: task.approval ?? agent.approval ?? 'none',
+      // The stricter of the agent's and the task's: a task may ask for approvals, never switch its agent's off.
+      policy: agent.approval === 'side-effects' ? 'side-effects' : (task.approval ?? 'none'),
       timeoutMs: task.approvalTimeoutMs ?? agent.approvalTimeoutMs ?? env.APPROVAL_TIMEOUT_MS,
     },
     options: {

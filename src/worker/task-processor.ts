@@ -39,7 +39,7 @@ import type { BatchTracker } from './batch-tracker.js';
 import { StepWrites } from './step-writes.js';
 import { batchMembership } from './batch-membership.js';
 import { tenantWaitMs, type HeldSlot, type TenantSlots } from '../fleet/tenant-slots.js';
-import type { ApprovalParking } from './approval-parking.js';
+import { clearAwaitingStatus, type ApprovalParking } from './approval-parking.js';
 
 /** What the fleet's shared limits of a job depend on. */
 export interface JobLimits {
@@ -97,6 +97,7 @@ export function createTaskProcessor(
     const held: { slot: HeldSlot | null } = { slot: null };
     try {
       const resolved = await resolveTask(deps, finisher, job, token);
+      await clearAwaitingStatus(job);
       const attempt = attemptOf(deps, job, token, resolved);
       const state = await readJobState(attempt);
       if (state.published) return completedAlready(attempt, state.published);
@@ -338,6 +339,8 @@ async function runTheAgent(
   }
   const result = await runAgent({
     runId: jobId,
+    // A job that reuses an id (an idempotency key enqueued again after retention) is a run of its own.
+    callKeyPrefix: `${jobId}@${job.timestamp}`,
     task: config.taskText,
     ...(config.instructions ? { instructions: config.instructions } : {}),
     ...(agent.output ? { output: agent.output } : {}),
@@ -402,6 +405,7 @@ async function endAttempt(
         batchId: attempt.batchId ?? null,
         tenant: attempt.task.tenant ?? null,
         agent: attempt.agent.name,
+        keyPrefix: `${attempt.jobId}@${job.timestamp}`,
         awaiting: result.awaitingApproval,
         tools: deps.tools.registryFor(attempt.config.tools),
         timeoutMs: attempt.config.approval.timeoutMs,
@@ -439,9 +443,9 @@ async function decisionsFor(
   attempt: Attempt,
   state: JobState,
 ): Promise<Awaited<ReturnType<ApprovalParking['decisionsFor']>>> {
-  const { deps, job, token, jobId, log } = attempt;
+  const { deps, job, token, log } = attempt;
   try {
-    return await deps.approvals?.decisionsFor(jobId, state.checkpoint);
+    return await deps.approvals?.decisionsFor(job, state.checkpoint);
   } catch (err) {
     const delayMs = deps.env.WORKER_RETRY_BASE_MS;
     log.warn({ err, retryInMs: delayMs }, 'decisions could not be read: resuming later');

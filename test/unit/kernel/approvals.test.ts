@@ -113,8 +113,8 @@ describe('a call that needs approval', () => {
         callId: expect.any(String),
         step: 1,
         tool: 'pay',
-        // As the tool would receive them: the schema's default is filled in.
-        arguments: { to: 'c7@example.com', amount: 250, note: '' },
+        // As the model gave them: the schema's default is filled in when the call runs, not shown as asked.
+        arguments: { to: 'c7@example.com', amount: 250 },
         requestedAt: expect.any(Number),
       },
     ]);
@@ -304,5 +304,83 @@ describe('what needs approval', () => {
       approvals: { policy: 'side-effects' },
     });
     expect(result.stopReason).toBe('answer');
+  });
+});
+
+describe('which call a decision decides', () => {
+  it('only a call of the turn the run was parked on: decisions for other keys or calls change nothing', async () => {
+    server.reset({ script: [TURN, ANSWER] });
+    const tools = toolsWithApproval();
+    const parked = await runWith(server, { tools, log });
+    const resumed = await runWith(server, {
+      tools,
+      log,
+      checkpoint: parked.checkpoints.at(-1)!,
+      approvals: {
+        decisions: {
+          'run-1:1:1': { decision: 'reject', by: 'x', reason: 'a call that needs none' },
+          'run-1:2:2': { decision: 'approve', by: 'x' },
+          'run-1:1:9': { decision: 'approve', by: 'x' },
+        },
+      },
+    });
+    expect(resumed.result.stopReason).toBe('awaiting_approval');
+    expect(log.executions.map((e) => e.tool).sort()).toEqual(['add', 'lookup']);
+  });
+
+  it('never a call of a turn planned in this run, even one whose key a decision names', async () => {
+    server.reset({ script: [TURN, ANSWER] });
+    const run = await runWith(server, {
+      tools: toolsWithApproval(),
+      log,
+      // e.g. decisions carried over from an earlier run of the same id
+      approvals: { decisions: { 'run-1:1:2': { decision: 'approve', by: 'someone' } } },
+    });
+    expect(run.result.stopReason).toBe('awaiting_approval');
+    expect(log.executions.map((e) => e.tool)).not.toContain('pay');
+  });
+
+  it("a worker's run key (job id and creation time): a new job of a reused id has keys of its own", async () => {
+    server.reset({ script: [TURN, ANSWER] });
+    const parked = await runWith(server, { tools: toolsWithApproval(), log, callKeyPrefix: 'run-1@1700' });
+    expect(parked.result.awaitingApproval?.[0]?.callKey).toBe('run-1@1700:1:2');
+    expect(log.executions.map((e) => e.callKey).sort()).toEqual(['run-1@1700:1:1', 'run-1@1700:1:3']);
+    expect(parked.checkpoints.at(-1)?.callKeyPrefix).toBe('run-1@1700');
+  });
+});
+
+describe('what the approver sees and edits', () => {
+  it('the arguments as the model gave them: a transform of the schema is applied once, to what was approved', async () => {
+    const paid: unknown[] = [];
+    const tools = new ToolRegistry([
+      defineTool({
+        name: 'pay_usd',
+        description: 'Pay an amount in dollars.',
+        // The model speaks dollars; the tool works in cents.
+        parameters: z.object({
+          to: z.string(),
+          amount: z.number().transform((usd) => Math.round(usd * 100)),
+          memo: z.string().default(''),
+        }),
+        needsApproval: true,
+        async execute(args) {
+          paid.push(args);
+          return `paid ${args.amount} cents to ${args.to}`;
+        },
+      }),
+    ]);
+    server.reset({ script: [{ actions: [{ tool: 'pay_usd', args: { to: 'acme', amount: 250 } }] }, ANSWER] });
+    const parked = await runWith(server, { tools, log });
+    const [asked] = parked.result.awaitingApproval!;
+    expect(asked!.arguments).toEqual({ to: 'acme', amount: 250 });
+    // The approver adds a memo and leaves the rest as shown.
+    const edited = { ...(asked!.arguments as Record<string, unknown>), memo: 'invoice 7' };
+    await runWith(server, {
+      tools,
+      log,
+      checkpoint: parked.checkpoints.at(-1)!,
+      approvals: { decisions: { [asked!.callKey]: { decision: 'approve', by: 'ops', arguments: edited } } },
+    });
+    expect(paid).toEqual([{ to: 'acme', amount: 25_000, memo: 'invoice 7' }]);
   });
 });
