@@ -59,7 +59,7 @@ export class ApprovalStore {
     // One INSERT per row: a duplicate key tells exactly which rows existed, where a multi-row statement's
     // affected count (with the driver's FOUND_ROWS flag) cannot. A park asks for a step's calls: a handful.
     for (const row of rows) {
-      const id = approvalIdOf(row.callKey);
+      const id = approvalIdOf(row.callKey, row.instance);
       try {
         await this.pool.query(
           `INSERT INTO agent_approvals (id, job_id, batch_id, tenant, agent, step, call_id, call_key, tool,
@@ -89,10 +89,11 @@ export class ApprovalStore {
     return { inserted };
   }
 
-  /** The approvals of these calls of a job (any state); calls never asked have none. */
-  async forCalls(jobId: string, callKeys: readonly string[]): Promise<Approval[]> {
+  /** The approvals of these calls of one job (its id and creation time), in any state; calls never asked have none. */
+  async forCalls(jobId: string, instance: string, callKeys: readonly string[]): Promise<Approval[]> {
     if (callKeys.length === 0) return [];
-    return this.select('WHERE job_id = ? AND call_key IN (?) ORDER BY step, call_key', [jobId, callKeys]);
+    const ids = callKeys.map((key) => approvalIdOf(key, instance));
+    return this.select('WHERE job_id = ? AND id IN (?) ORDER BY step, call_key', [jobId, ids]);
   }
 
   /**
@@ -147,16 +148,15 @@ export class ApprovalStore {
   }
 
   /**
-   * Pending rows of a job whose call keys do not start with `keyPrefix` (an earlier job of the same id: an id
-   * used again) become `expired` with the reason `superseded`: no one decides for a job that is gone, and they
-   * would keep the job that has the id now from being woken.
+   * Pending rows of a job other than `keep` (those of an earlier job of the same id: an id used again; a job has
+   * one parked turn at a time) become `expired` with the reason `superseded`: no one decides for a job that is
+   * gone, and they would keep the job that has the id now from being woken.
    */
-  async supersede(jobId: string, keyPrefix: string, now: Date): Promise<number> {
-    const prefix = `${keyPrefix}:`;
+  async supersede(jobId: string, keep: readonly string[], now: Date): Promise<number> {
     const [header] = await this.pool.query<ResultSetHeader>(
       `UPDATE agent_approvals SET state = 'expired', decision = 'reject', reason = 'superseded', decided_at = ?
-       WHERE job_id = ? AND state = 'pending' AND LEFT(call_key, CHAR_LENGTH(?)) <> ?`,
-      [now, jobId, prefix, prefix],
+       WHERE job_id = ? AND state = 'pending'${keep.length > 0 ? ' AND id NOT IN (?)' : ''}`,
+      keep.length > 0 ? [now, jobId, keep] : [now, jobId],
     );
     return header.affectedRows;
   }

@@ -39,6 +39,8 @@ export interface NewApproval {
   step: number;
   callId: string;
   callKey: string;
+  /** The job's creation time (BullMQ's `timestamp`): with the call key, what the approval's id derives from. */
+  instance: string;
   tool: string;
   arguments: unknown;
   /** The tool's JSON Schema (what the model was shown), to check an edit against; null when it has none. */
@@ -47,7 +49,10 @@ export interface NewApproval {
   expiresAt: Date;
 }
 
-/** One id per call, derived from its key: parking again after a crash finds the same row. */
-export function approvalIdOf(callKey: string): string {
-  return `apr_${createHash('sha256').update(callKey).digest('hex').slice(0, 32)}`;
+/**
+ * One id per call of one job, derived from the call's key and the job's creation time (`instance`): parking again
+ * after a crash finds the same row, and a new job that reuses the id of an earlier one never does.
+ */
+export function approvalIdOf(callKey: string, instance: string): string {
+  return `apr_${createHash('sha256').update(`${callKey}@${instance}`).digest('hex').slice(0, 32)}`;
 }

@@ -124,12 +124,6 @@ export interface KernelLogger {
 
 export interface AgentRunInput {
   runId: string;
-  /**
-   * What the keys of the run's calls start with (`<prefix>:<step>:<n>`, ToolContext.callKey), kept in its state;
-   * default the run id. A worker gives the job's id and its creation time, so a new job that reuses an id (an
-   * idempotency key enqueued again after retention) never meets the effects or approvals of the one before.
-   */
-  callKeyPrefix?: string;
   task: string;
   model: ChatModel;
   price: ModelPrice;
@@ -295,7 +289,6 @@ class AgentRun {
     return {
       version: 1,
       runId: this.input.runId,
-      ...(this.input.callKeyPrefix !== undefined ? { callKeyPrefix: this.input.callKeyPrefix } : {}),
       task: this.input.task,
       protocol: this.input.protocol ?? 'tools',
       budget: this.input.budget,
@@ -315,10 +308,6 @@ class AgentRun {
 
   private get budget(): Budget {
     return this.state.budget;
-  }
-
-  private get callKeyPrefix(): string {
-    return this.state.callKeyPrefix ?? this.state.runId;
   }
 
   /** The prices the run started at: a resume after the table changed bills the whole run at them, as it began. */
@@ -343,7 +332,7 @@ class AgentRun {
     if (this.state.result) return this.state.result;
     if (this.state.pending) {
       // Decisions apply to the turn the run was parked on, never to a turn planned in this run.
-      applyDecisions(this.state.pending, this.input.approvals, this.callKeyPrefix, this.state.steps);
+      applyDecisions(this.state.pending, this.input.approvals, this.state.runId, this.state.steps);
       const ended = await this.completeTurn(this.state.pending);
       if (ended) return ended;
     }
@@ -507,7 +496,7 @@ class AgentRun {
           {
             signal: toolSignal,
             runId: this.state.runId,
-            callKey: callKeyOf(this.callKeyPrefix, step, i),
+            callKey: callKeyOf(this.state.runId, step, i),
             step,
           },
           {
@@ -578,7 +567,7 @@ class AgentRun {
       this.excludeFromDeadline(this.now() - waitedFrom);
     }
 
-    const awaiting = awaitingOf(pending, this.callKeyPrefix, step);
+    const awaiting = awaitingOf(pending, this.state.runId, step);
     if (awaiting.length > 0) return this.park(awaiting);
     for (const event of approvalEvents(pending)) this.trace.noteEvent(event);
 

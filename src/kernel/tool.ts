@@ -10,9 +10,8 @@ export interface ToolContext {
   /** The run (job) this call belongs to. */
   runId: string;
   /**
-   * A key for this call that is stable across retries and resumes of the same run (the run's key, step,
-   * position; in a worker the run's key is the job's id and creation time): side effects use it to happen at most
-   * once.
+   * A key for this call that is stable across retries and resumes of the same run (run id, step, position):
+   * side effects use it to happen at most once.
    */
   callKey: string;
   step: number;

@@ -9,12 +9,9 @@ import type { ToolRegistry } from './tool-registry.js';
 import type { PendingApproval, PendingTurn, ToolCallRecord, TraceEvent } from './types.js';
 import { withTimeout } from '../util/with-timeout.js';
 
-/**
- * The stable key of a call (`prefix`: the run's, RunState.callKeyPrefix or its id): side effects happen at most
- * once per key, and an approval is recorded per key.
- */
-export function callKeyOf(prefix: string, step: number, index: number): string {
-  return `${prefix}:${step}:${index + 1}`;
+/** The stable key of a call: side effects happen at most once per key, and an approval is recorded per key. */
+export function callKeyOf(runId: string, step: number, index: number): string {
+  return `${runId}:${step}:${index + 1}`;
 }
 
 export interface ApprovalCheck {
@@ -74,26 +71,26 @@ async function toolAsks(tool: Tool, args: unknown, check: ApprovalCheck): Promis
 export function applyDecisions(
   pending: PendingTurn,
   given: RunApprovals | undefined,
-  keyPrefix: string,
+  runId: string,
   step: number,
 ): void {
   const decisions = given?.decisions;
   if (!pending.approvals || !decisions) return;
   pending.approvals.forEach((slot, i) => {
     if (!slot || slot.decision || pending.results[i]) return;
-    const decision = decisions[callKeyOf(keyPrefix, step, i)];
+    const decision = decisions[callKeyOf(runId, step, i)];
     if (decision) slot.decision = decision;
   });
 }
 
 /** The calls of the turn still waiting for a decision, as the run asks about them. */
-export function awaitingOf(pending: PendingTurn, keyPrefix: string, step: number): ApprovalRequest[] {
+export function awaitingOf(pending: PendingTurn, runId: string, step: number): ApprovalRequest[] {
   const awaiting: ApprovalRequest[] = [];
   pending.approvals?.forEach((slot, i) => {
     const call = pending.calls[i];
     if (!slot || slot.decision || pending.results[i] || !call) return;
     awaiting.push({
-      callKey: callKeyOf(keyPrefix, step, i),
+      callKey: callKeyOf(runId, step, i),
       callId: call.id,
       step,
       tool: call.name,

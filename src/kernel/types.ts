@@ -104,8 +104,6 @@ export interface RunState {
   budget: Budget;
   /** The model's prices when the run started (absent in checkpoints written before prices were kept). */
   price?: ModelPrice;
-  /** What its calls' keys start with (`<prefix>:<step>:<n>`); absent: the run id (and in older checkpoints). */
-  callKeyPrefix?: string;
   startedAt: number;
   /**
    * The model's turns and their results after the pinned system prompt and task (and the summary), as they were

@@ -8,7 +8,7 @@ import { DelayedError, type Job } from 'bullmq';
 import type { ApprovalDecision, ApprovalRequest } from '../kernel/approval.js';
 import { toolParametersJsonSchema, type ToolRegistry } from '../kernel/tool-registry.js';
 import type { RunState } from '../kernel/types.js';
-import type { Approval, NewApproval } from '../approvals/approval.js';
+import { approvalIdOf, type Approval, type NewApproval } from '../approvals/approval.js';
 import type { ApprovalEvents } from '../approvals/approval-events.js';
 import type { ApprovalStore } from '../approvals/approval-store.js';
 import { callKeyOf } from '../kernel/turn-approvals.js';
@@ -27,8 +27,11 @@ export interface ParkedJobInfo {
 }
 
 export interface ParkRequest extends ParkedJobInfo {
-  /** What this run's call keys start with (RunState.callKeyPrefix): the job's own instance. */
-  keyPrefix: string;
+  /**
+   * The job's creation time: a job that reuses an id (an idempotency key enqueued again after retention) has
+   * approvals of its own, never the decisions made for the job before it.
+   */
+  instance: string;
   awaiting: readonly ApprovalRequest[];
   tools: ToolRegistry;
   timeoutMs: number;
@@ -56,7 +59,8 @@ export class ApprovalParking {
     const keys = waitingKeys(checkpoint);
     if (keys.length === 0) return undefined;
     await this.store.expireDue(new Date(this.now()), jobId);
-    const decided = (await this.store.forCalls(jobId, keys)).filter((a) => a.state !== 'pending');
+    const instance = String(job.timestamp);
+    const decided = (await this.store.forCalls(jobId, instance, keys)).filter((a) => a.state !== 'pending');
     const decisions: Record<string, ApprovalDecision> = {};
     for (const approval of decided) decisions[approval.callKey] = decisionOf(approval);
     return { decisions, decided };
@@ -85,7 +89,7 @@ export class ApprovalParking {
       // A decision made before the job was delayed found nothing to wake: look once more now that it is. If the
       // look fails, wake it anyway: a job woken with nothing decided parks again, one left asleep waits a day.
       const decidedMeanwhile = await this.store
-        .forCalls(request.jobId, keysOf(request))
+        .forCalls(request.jobId, request.instance, keysOf(request))
         .then((now) => now.every((a) => a.state !== 'pending'))
         .catch(() => true);
       if (decidedMeanwhile) await job.promote().catch(() => undefined);
@@ -108,6 +112,7 @@ export class ApprovalParking {
         step: call.step,
         callId: call.callId,
         callKey: call.callKey,
+        instance: request.instance,
         tool: call.tool,
         arguments: call.arguments,
         argumentsSchema: tool ? toolParametersJsonSchema(tool) : null,
@@ -117,9 +122,10 @@ export class ApprovalParking {
     });
     const { inserted } = await this.store.request(rows);
     // Calls an earlier job of the same id left waiting (an id used again) are not this job's to wait on.
-    await this.store.supersede(request.jobId, request.keyPrefix, new Date(this.now()));
+    const ids = rows.map((row) => approvalIdOf(row.callKey, row.instance));
+    await this.store.supersede(request.jobId, ids, new Date(this.now()));
     await this.store.expireDue(new Date(this.now()), request.jobId);
-    const approvals = await this.store.forCalls(request.jobId, keysOf(request));
+    const approvals = await this.store.forCalls(request.jobId, request.instance, keysOf(request));
     const fresh = new Set(inserted);
     for (const approval of approvals.filter((a) => fresh.has(a.id))) {
       // An event lost to a Redis blip is not worth failing the parking over: the approval itself is recorded.
@@ -151,8 +157,7 @@ function waitingKeys(state: RunState | null): string[] {
   if (!state || !pending?.approvals) return [];
   const keys: string[] = [];
   pending.approvals.forEach((slot, i) => {
-    if (slot && !slot.decision && !pending.results[i])
-      keys.push(callKeyOf(state.callKeyPrefix ?? state.runId, state.steps, i));
+    if (slot && !slot.decision && !pending.results[i]) keys.push(callKeyOf(state.runId, state.steps, i));
   });
   return keys;
 }

@@ -339,8 +339,6 @@ async function runTheAgent(
   }
   const result = await runAgent({
     runId: jobId,
-    // A job that reuses an id (an idempotency key enqueued again after retention) is a run of its own.
-    callKeyPrefix: `${jobId}@${job.timestamp}`,
     task: config.taskText,
     ...(config.instructions ? { instructions: config.instructions } : {}),
     ...(agent.output ? { output: agent.output } : {}),
@@ -405,7 +403,7 @@ async function endAttempt(
         batchId: attempt.batchId ?? null,
         tenant: attempt.task.tenant ?? null,
         agent: attempt.agent.name,
-        keyPrefix: `${attempt.jobId}@${job.timestamp}`,
+        instance: String(job.timestamp),
         awaiting: result.awaitingApproval,
         tools: deps.tools.registryFor(attempt.config.tools),
         timeoutMs: attempt.config.approval.timeoutMs,

@@ -44,6 +44,7 @@ export async function parkJob(
     step: 2,
     callId: `call_${position}`,
     callKey: `${jobId}:2:${position}`,
+    instance: '1',
     tool: call.tool ?? 'send_email',
     arguments: call.arguments ?? { to: `c${position}@example.com`, subject: 'Thanks', body: 'Thank you.' },
     argumentsSchema: (call.tool ?? 'send_email') === 'send_email' ? EMAIL_ARGUMENTS_SCHEMA : null,
@@ -53,6 +54,7 @@ export async function parkJob(
   await store.request(rows);
   const approvals = await store.forCalls(
     jobId,
+    '1',
     rows.map((row) => row.callKey),
   );
   await job.updateProgress({

@@ -1,5 +1,6 @@
 -- Calls waiting for a person's decision (docs/approvals.md): one row per call, keyed by an id derived from the
--- call's key, so a run that parks again after a crash finds its row instead of adding one. `state` moves once,
+-- call's key and the job's creation time, so a run that parks again after a crash finds its row instead of adding
+-- one, and a new job that reuses an id has rows of its own. `state` moves once,
 -- from pending to approved, rejected or expired; the decision, who made it, why, the edited arguments and when
 -- are kept with it (the audit trail). `arguments_schema` is the tool's JSON Schema when the call was asked, so an
 -- edit is checked where the decision is made, without the worker.
@@ -24,7 +25,7 @@ CREATE TABLE IF NOT EXISTS agent_approvals (
   edited_arguments JSON NULL,
   decided_at DATETIME(3) NULL,
   PRIMARY KEY (id),
-  UNIQUE KEY uq_agent_approvals_call (call_key),
+  KEY idx_agent_approvals_call (call_key),
   KEY idx_agent_approvals_job (job_id),
   KEY idx_agent_approvals_state_requested (state, requested_at),
   KEY idx_agent_approvals_batch_state (batch_id, state),

@@ -66,6 +66,7 @@ function asked(jobId: string, position: number, overrides: Partial<NewApproval> 
     step: 1,
     callId: `call_${position}`,
     callKey: `${jobId}:1:${position}`,
+    instance: '1',
     tool: 'send_email',
     arguments: { to: 'ada@example.com', subject: 'Q3 figures' },
     argumentsSchema: SCHEMA,
@@ -312,7 +313,7 @@ describe('ApprovalDesk list, get and decideBatch', () => {
       asked(b, 1, { batchId, tool: 'sql_write' }),
     );
     await store.decide(
-      approvalIdOf(`${a}:1:1`),
+      approvalIdOf(`${a}:1:1`, '1'),
       { decision: 'reject', by: 'bob', reason: 'no' },
       new Date(T0),
     );
@@ -322,7 +323,7 @@ describe('ApprovalDesk list, get and decideBatch', () => {
     expect(result.decided.map((approval) => approval.callKey).sort()).toEqual([`${a}:1:0`, `${b}:1:0`]);
     expect(result.decided.every((approval) => approval.decidedBy === 'ada')).toBe(true);
     expect(wake.mock.calls.map(([jobId]) => jobId)).toEqual([a]);
-    expect((await store.get(approvalIdOf(`${b}:1:1`)))?.state).toBe('pending');
+    expect((await store.get(approvalIdOf(`${b}:1:1`, '1')))?.state).toBe('pending');
     await expect(
       desk.decideBatch({ batchId: '', tool: '', decision: 'reject', by: 'ada', reason: 'x' }),
     ).rejects.toMatchObject({

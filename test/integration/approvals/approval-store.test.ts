@@ -47,6 +47,7 @@ function asked(jobId: string, position: number, overrides: Partial<NewApproval> 
     step: 2,
     callId: `call_${position}`,
     callKey: `${jobId}:2:${position}`,
+    instance: '1',
     tool: 'send_email',
     arguments: { to: 'ada@example.com', subject: 'Q3 — ünïcødé ✓' },
     argumentsSchema: SCHEMA,
@@ -60,11 +61,11 @@ describe('ApprovalStore.request', () => {
   it('inserts each call once: asked again, a row keeps its first times and is not answered as inserted', async () => {
     const jobId = newJobId();
     const rows = [asked(jobId, 0), asked(jobId, 1, { argumentsSchema: null })];
-    const ids = rows.map((row) => approvalIdOf(row.callKey));
+    const ids = rows.map((row) => approvalIdOf(row.callKey, '1'));
     expect(await store.request(rows)).toEqual({ inserted: ids });
     const again = rows.map((row) => ({ ...row, requestedAt: at(HOUR), expiresAt: at(2 * HOUR) }));
     expect(await store.request([...again, asked(jobId, 2)])).toEqual({
-      inserted: [approvalIdOf(`${jobId}:2:2`)],
+      inserted: [approvalIdOf(`${jobId}:2:2`, '1')],
     });
     expect(await store.get(ids[0]!)).toEqual({
       id: ids[0],
@@ -94,9 +95,9 @@ describe('ApprovalStore.request', () => {
   it('answers the calls of a job by key, in step order, and nothing for keys never asked', async () => {
     const jobId = newJobId();
     await store.request([asked(jobId, 0), asked(jobId, 1), asked(newJobId(), 0)]);
-    const found = await store.forCalls(jobId, [`${jobId}:2:1`, `${jobId}:2:0`, `${jobId}:9:0`]);
+    const found = await store.forCalls(jobId, '1', [`${jobId}:2:1`, `${jobId}:2:0`, `${jobId}:9:0`]);
     expect(found.map((a) => a.callKey)).toEqual([`${jobId}:2:0`, `${jobId}:2:1`]);
-    expect(await store.forCalls(jobId, [])).toEqual([]);
+    expect(await store.forCalls(jobId, '1', [])).toEqual([]);
     expect(await store.pendingCount(jobId)).toBe(2);
   });
 });
@@ -174,15 +175,15 @@ describe('ApprovalStore.expireDue', () => {
       asked(b, 0, { expiresAt: at(HOUR) }),
       asked(b, 1, { expiresAt: at(HOUR) }),
     ]);
-    await store.decide(approvalIdOf(`${b}:2:1`), { decision: 'approve', by: 'ada' }, T0);
+    await store.decide(approvalIdOf(`${b}:2:1`, '1'), { decision: 'approve', by: 'ada' }, T0);
     const now = at(2 * HOUR);
     expect(await store.expireDue(now, a)).toBe(1);
     expect(await store.pendingCount(a)).toBe(1);
     expect(await store.pendingCount(b)).toBe(1);
     expect(await store.expireDue(now)).toBeGreaterThanOrEqual(1);
     expect(await store.pendingCount(b)).toBe(0);
-    expect((await store.get(approvalIdOf(`${b}:2:1`)))?.state).toBe('approved');
-    expect((await store.get(approvalIdOf(`${a}:2:1`)))?.state).toBe('pending');
+    expect((await store.get(approvalIdOf(`${b}:2:1`, '1')))?.state).toBe('approved');
+    expect((await store.get(approvalIdOf(`${a}:2:1`, '1')))?.state).toBe('pending');
     expect(await store.expireDue(now)).toBe(0);
   });
 });
@@ -197,7 +198,11 @@ describe('ApprovalStore.list and forBatch', () => {
       asked(jobId, 2, { batchId, requestedAt: at(3_000) }),
       asked(newJobId(), 0, { batchId, requestedAt: at(4_000) }),
     ]);
-    await store.decide(approvalIdOf(`${jobId}:2:2`), { decision: 'reject', by: 'ada', reason: 'no' }, T0);
+    await store.decide(
+      approvalIdOf(`${jobId}:2:2`, '1'),
+      { decision: 'reject', by: 'ada', reason: 'no' },
+      T0,
+    );
     const keys = (list: { callKey: string }[]) => list.map((a) => a.callKey);
     expect(keys(await store.list({ jobId }))).toEqual([`${jobId}:2:2`, `${jobId}:2:1`, `${jobId}:2:0`]);
     expect(keys(await store.list({ jobId, state: 'pending' }))).toEqual([`${jobId}:2:1`, `${jobId}:2:0`]);
@@ -227,7 +232,7 @@ describe('ApprovalStore.pendingStats', () => {
       asked(jobId, 2, { requestedAt: at(4 * 60_000) }),
       asked(jobId, 3, { requestedAt: at(-60 * 60_000) }),
     ]);
-    await store.decide(approvalIdOf(`${jobId}:2:3`), { decision: 'approve', by: 'ada' }, T0);
+    await store.decide(approvalIdOf(`${jobId}:2:3`, '1'), { decision: 'approve', by: 'ada' }, T0);
     expect(await store.pendingStats(now)).toEqual({ count: 2, oldestAgeSeconds: 600 });
   });
 });

@@ -96,6 +96,7 @@ async function ask(jobId: string, count: number, overrides: Partial<NewApproval>
     step: 1,
     callId: `call_${i}`,
     callKey: `${jobId}:1:${i}`,
+    instance: '1',
     tool: 'send_email',
     arguments: { to: 'ada@example.com', subject: `report ${i}` },
     argumentsSchema: SCHEMA,

@@ -110,8 +110,11 @@ it('approved: parked in delayed without a slot, woken by the decision, the email
     decidedBy: null,
   });
   expect(Date.parse(approval.expiresAt) - Date.parse(approval.requestedAt)).toBe(86_400_000);
+  // The row is written just before the job moves to delayed.
+  await expect
+    .poll(async () => (await approvals.tasks.getJob(jobId))?.getState(), { timeout: 5_000 })
+    .toBe('delayed');
   const parked = (await approvals.tasks.getJob(jobId))!;
-  expect(await parked.getState()).toBe('delayed');
   expect(parked.progress).toMatchObject({
     status: 'awaiting_approval',
     approvals: [{ id: approval.id, tool: 'send_email' }],

@@ -1,7 +1,7 @@
 // A job id used again (an idempotency key enqueued again once its first job left Redis, as
-// docs/http-api.md#idempotency allows) must not inherit the decisions made on the first job's calls: a worker's
-// call keys carry the job's creation time (`<jobId>@<timestamp>:<step>:<n>`), and parking supersedes what an
-// earlier job of the id left waiting. The worker's cycle here is the processor's, with the real parking and store.
+// docs/http-api.md#idempotency allows) must not inherit the decisions made on the first job's calls: an
+// approval's id derives from the call's key and the job's creation time, and parking supersedes what an earlier
+// job of the id left waiting. The worker's cycle here is the processor's, with the real parking and store.
 import { randomBytes } from 'node:crypto';
 import type { Job } from 'bullmq';
 import type { Pool } from 'mysql2/promise';
@@ -85,7 +85,6 @@ async function runJob(
   const tools = payTools(log);
   const run = await runWith(server, {
     runId: jobId,
-    callKeyPrefix: `${jobId}@${createdAt}`,
     tools,
     log,
     ...(checkpoint ? { checkpoint } : {}),
@@ -101,7 +100,7 @@ async function runJob(
           batchId: null,
           tenant: null,
           agent: 'default',
-          keyPrefix: `${jobId}@${createdAt}`,
+          instance: String(createdAt),
           awaiting: run.result.awaitingApproval!,
           tools,
           timeoutMs: 3_600_000,

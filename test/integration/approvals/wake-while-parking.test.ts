@@ -67,10 +67,10 @@ describe('a decision made while the job is being parked', () => {
     // The worker's store: the first read (recording) sees the call pending, and a person approves right then;
     // the read after the move to delayed fails, as a query does when MySQL drops a connection.
     const flaky = Object.create(store) as ApprovalStore;
-    flaky.forCalls = async (jobId, keys) => {
+    flaky.forCalls = async (jobId, instance, keys) => {
       reads++;
       if (reads === 1) {
-        const rows = await store.forCalls(jobId, keys);
+        const rows = await store.forCalls(jobId, instance, keys);
         const decided = await desk.decide(rows[0]!.id, { decision: 'approve', by: 'ops' });
         wokeByDesk = decided.kind === 'decided';
         return rows;
@@ -95,7 +95,7 @@ describe('a decision made while the job is being parked', () => {
             batchId: null,
             tenant: null,
             agent: 'default',
-            keyPrefix: jobId,
+            instance: String(job.timestamp),
             awaiting: [
               {
                 callKey: `${jobId}:1:1`,
@@ -121,7 +121,9 @@ describe('a decision made while the job is being parked', () => {
     await new Promise((r) => setTimeout(r, 3_000));
 
     expect(wokeByDesk).toBe(true); // the decision was recorded
-    expect((await store.forCalls(String(job.id), [`${job.id}:1:1`]))[0]!.state).toBe('approved');
+    expect((await store.forCalls(String(job.id), String(job.timestamp), [`${job.id}:1:1`]))[0]!.state).toBe(
+      'approved',
+    );
     // Decided, so it must run again soon, not an hour (a day by default) later.
     expect(await job.getState()).not.toBe('delayed');
     expect(runs).toBe(2);

@@ -94,6 +94,7 @@ setupOrFail(async () => {
         step: 2,
         callId: `call_${i}`,
         callKey,
+        instance: '1',
         tool: 'send_email',
         arguments: {
           to,
@@ -105,7 +106,7 @@ setupOrFail(async () => {
         expiresAt: new Date(now + 3_600_000),
       },
     ]);
-    ids.push(approvalIdOf(callKey));
+    ids.push(approvalIdOf(callKey, '1'));
   }
 
   const desk = new ApprovalDesk({ store, wake: (jobId) => wakeParkedJob(tasks(), jobId) });

@@ -75,6 +75,7 @@ async function ask(
       step: 1,
       callId: `call_${calls}`,
       callKey,
+      instance: '1',
       tool,
       arguments: args,
       argumentsSchema: options.schema === undefined ? EMAIL_SCHEMA : options.schema,
@@ -82,7 +83,7 @@ async function ask(
       expiresAt: new Date(now + (options.expiresInMs ?? 3_600_000)),
     },
   ]);
-  return approvalIdOf(callKey);
+  return approvalIdOf(callKey, '1');
 }
 
 const email = (to: string) => ({ to, subject: 'Thank you', body: 'Dear customer, thank you.' });

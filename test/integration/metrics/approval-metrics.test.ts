@@ -39,6 +39,7 @@ function asked(jobId: string, position: number, requestedAt: number, expiresAt: 
     step: 1,
     callId: `call_${position}`,
     callKey: `${jobId}:1:${position}`,
+    instance: '1',
     tool: 'send_email',
     arguments: { to: 'ada@example.com' },
     argumentsSchema: null,
@@ -68,7 +69,7 @@ describe('pending approvals, read from the store on scrape', () => {
       asked(job, 2, now - 1 * MINUTE, now + HOUR), // decided below: waits no more
       asked(job, 3, now - 3 * HOUR, now - HOUR), // past its expiry, not yet expired by anyone: waits no more
     ]);
-    const [decided] = await store.forCalls(job, [`${job}:1:2`]);
+    const [decided] = await store.forCalls(job, '1', [`${job}:1:2`]);
     expect(await store.decide(decided!.id, { decision: 'approve', by: 'alice' }, new Date())).toBe('decided');
 
     expect(await sample(metrics, 'agentfleet_approvals_pending')).toBe(2);

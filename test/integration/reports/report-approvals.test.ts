@@ -58,6 +58,7 @@ setupOrFail(async () => {
     step: 1,
     callId: 'call_1',
     callKey: `${jobId}:1:0`,
+    instance: '1',
     tool: 'send_email',
     arguments: { to: 'ada@example.com', body: '<img src=x onerror=alert(1)>' },
     argumentsSchema: null,
@@ -71,7 +72,7 @@ setupOrFail(async () => {
     asked(JOBS[2]!, far),
     asked(JOBS[3]!, new Date(T0.getTime() + HOUR)),
   ]);
-  const id = (jobId: string) => approvalIdOf(`${jobId}:1:0`);
+  const id = (jobId: string) => approvalIdOf(`${jobId}:1:0`, '1');
   const now = new Date();
   await store.decide(
     id(JOBS[1]!),

@@ -339,14 +339,6 @@ describe('which call a decision decides', () => {
     expect(run.result.stopReason).toBe('awaiting_approval');
     expect(log.executions.map((e) => e.tool)).not.toContain('pay');
   });
-
-  it("a worker's run key (job id and creation time): a new job of a reused id has keys of its own", async () => {
-    server.reset({ script: [TURN, ANSWER] });
-    const parked = await runWith(server, { tools: toolsWithApproval(), log, callKeyPrefix: 'run-1@1700' });
-    expect(parked.result.awaitingApproval?.[0]?.callKey).toBe('run-1@1700:1:2');
-    expect(log.executions.map((e) => e.callKey).sort()).toEqual(['run-1@1700:1:1', 'run-1@1700:1:3']);
-    expect(parked.checkpoints.at(-1)?.callKeyPrefix).toBe('run-1@1700');
-  });
 });
 
 describe('what the approver sees and edits', () => {
