@@ -52,7 +52,10 @@ it('a decided job delayed for its tenant slot is not awaiting_approval', async (
     tenant: 'acme',
   });
   const [approval] = await approvals.waitFor({ jobId, state: 'pending' }, 1);
-  expect((await ns.client.getTask(jobId)).state).toBe('awaiting_approval');
+  // The row is written just before the job moves to delayed.
+  await expect
+    .poll(async () => (await ns.client.getTask(jobId)).state, { timeout: 5_000 })
+    .toBe('awaiting_approval');
   // Another task of the tenant takes its only slot.
   const other = await ns.client.enqueue({
     task: emailTask('wb', 1).task,
