@@ -1,7 +1,10 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
 /** The tests that drive Debian's chromium: their own project, so only they need it. */
-const BROWSER_TESTS = ['test/integration/console/browser.test.ts'];
+const BROWSER_TESTS = [
+  'test/integration/console/browser.test.ts',
+  'test/integration/console/approvals-browser.test.ts',
+];
 /** Checks Redis and MariaDB once before the project's tests, and for the browser project installs chromium. */
 const MACHINE_SETUP = ['./test/support/global-setup.ts'];
 

@@ -72,6 +72,19 @@ export const COMMANDS = {
       'usage: agent-fleet report --batch ID [--out DIR]\n\n' +
       "Prints a batch's report and writes it as Markdown, HTML and an SVG chart under DIR (default reports/).\n",
   },
+  approvals: {
+    module: '../scripts/approvals.js',
+    arguments: 'pass',
+    synopsis: 'approvals list | show ID | approve ID | reject ID   calls waiting for a decision',
+    help:
+      'usage: agent-fleet approvals <command>\n\n' +
+      '  list [--state S] [--job ID] [--batch ID] [--tool T] [--json]   the approvals, newest first\n' +
+      '  show ID                                                        one approval, as JSON\n' +
+      "  approve ID [--arguments '{…}'] [--reason TEXT]                 approve a call (edited arguments)\n" +
+      '  reject ID --reason TEXT                                        reject a call\n' +
+      '  approve|reject --batch B --tool T [--reason TEXT]              every waiting call of a batch to T\n\n' +
+      'Decides as shell:<user>, from MYSQL_URL; wakes the parked job on REDIS_URL / QUEUE_PREFIX.\n',
+  },
   schedules: {
     module: '../scripts/schedules.js',
     arguments: 'pass',

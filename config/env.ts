@@ -7,8 +7,15 @@ import * as D from '../src/kernel/defaults.js';
 import { MODEL_APIS, REASONING_EFFORTS, type ModelApi } from '../src/kernel/chat-model.js';
 import { priceFileSchema, priceMapSchema } from './prices.js';
 import { ConfigError } from '../src/kernel/errors.js';
+import {
+  DEFAULT_APPROVAL_TIMEOUT_MS,
+  MAX_APPROVAL_TIMEOUT_MS,
+  MIN_APPROVAL_TIMEOUT_MS,
+} from '../src/kernel/approval.js';
 import { isSecretKey, redactUrl } from '../src/logging/redact.js';
 import { DEFAULT_RETENTION as R } from '../src/queue/retention.js';
+import { apiTokensSchema } from './api-tokens.js';
+import { boardApproversSchema } from './board-approvers.js';
 
 /** Plain decimal numbers only: no hex, no exponent, no whitespace read as 0 (as z.coerce would). */
 const decimal = (schema: z.ZodNumber) =>
@@ -148,6 +155,10 @@ export const envSchema = z.object({
   AGENT_MEMORY_WINDOW: z.union([z.literal('auto'), int(2, 200)]).default(D.DEFAULT_MEMORY_WINDOW),
   // The model's context window in tokens: the auto memory compacts the prompt before it reaches 80 % of it.
   AGENT_CONTEXT_TOKENS: int(1_000, 10_000_000).default(D.DEFAULT_CONTEXT_TOKENS),
+  /** How long a call may wait for a person's decision before it expires (docs/approvals.md). */
+  APPROVAL_TIMEOUT_MS: int(MIN_APPROVAL_TIMEOUT_MS, MAX_APPROVAL_TIMEOUT_MS).default(
+    DEFAULT_APPROVAL_TIMEOUT_MS,
+  ),
   AGENT_TOOL_RESULT_MAX_TOKENS: int(50, 100_000).default(D.DEFAULT_TOOL_RESULT_MAX_TOKENS),
   // Up to 10,000: a latency-bound worker holds thousands of jobs in flight (docs/benchmarks.md, 2,000 measured).
   WORKER_CONCURRENCY: int(1, 10_000).default(10),
@@ -188,6 +199,8 @@ export const envSchema = z.object({
   SQL_MAX_RESULT_BYTES: int(1_024, 1_073_741_824).default(1_048_576),
   API_PORT: int(0, 65535).default(3100),
   API_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  // Named tokens, `name:token,…`: who called is the token's name (config/api-tokens.ts).
+  API_TOKENS: apiTokensSchema.optional(),
   BOARD_HOST: listenHost.default('127.0.0.1'),
   BOARD_PORT: int(0, 65535).default(3200),
   BOARD_USER: z.string().min(1).optional(),
@@ -195,6 +208,8 @@ export const envSchema = z.object({
   // The board's admin login (add, retry, clean, obliterate…): off unless both are set.
   BOARD_ADMIN_USER: z.string().min(1).optional(),
   BOARD_ADMIN_PASSWORD: z.string().min(12, 'must be at least 12 characters').optional(),
+  // Logins that may decide approvals in the run console, `name:password,…` (config/board-approvers.ts).
+  BOARD_APPROVERS: boardApproversSchema.optional(),
   // The board's address as the browser sees it (behind a proxy that rewrites Host); default: the Host header.
   BOARD_ORIGIN: z
     .string()
@@ -230,6 +245,9 @@ export type Env = z.infer<typeof envSchema>;
 /** Variables that were renamed: one still set is refused, naming the new one, rather than silently ignored. */
 const RENAMED: Readonly<Record<string, string>> = { EMAIL_SWEEP_INTERVAL_MS: 'EFFECT_SWEEP_INTERVAL_MS' };
 
+/** Secrets whose names isSecretKey does not recognise as such. */
+const SECRET_VARIABLES: ReadonlySet<string> = new Set(['API_TOKENS', 'BOARD_APPROVERS']);
+
 export function parseEnv(source: Record<string, string | undefined> = process.env): Env {
   // An empty or blank variable means "not set", as it does in most shells' `VAR= cmd`.
   const present = Object.fromEntries(
@@ -246,8 +264,10 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const name = String(issue?.path[0] ?? 'environment');
-  // API_TOKEN, BOARD_PASSWORD, OPENAI_API_KEY…; not AGENT_MAX_TOKENS, whose value is worth showing.
-  const shown = isSecretKey(name) ? '(hidden)' : JSON.stringify(redactUrl(present[name]));
+  // API_TOKEN, BOARD_PASSWORD, OPENAI_API_KEY…; not AGENT_MAX_TOKENS, whose value is worth showing. API_TOKENS
+  // reads like a count to isSecretKey (`tokens`) but holds tokens.
+  const hidden = isSecretKey(name) || SECRET_VARIABLES.has(name);
+  const shown = hidden ? '(hidden)' : JSON.stringify(redactUrl(present[name]));
   throw new ConfigError('bad_env', `${name}=${shown} is invalid: ${issue?.message ?? 'bad value'}`);
 }
 

@@ -1,17 +1,20 @@
 // Bull Board over the fleet's queues, behind HTTP Basic auth, with secrets redacted from job data, return
 // values and progress. An express app, so tests mount it on an ephemeral port and producers/board.ts on
 // BOARD_PORT. The caller owns the queues (and closes them).
-//   /          the board, read-only: BOARD_USER's login (and the admin's) can look, not act
+//   /          the board, read-only: BOARD_USER's login (and the admin's, and the approvers') can look, not act
 //   /admin/    the same board with every action (add, retry, clean, pause, obliterate…), only for the admin
 //              login, and only when one is configured
-//   /console/  the run console (src/console): runs, a run's timeline, batches; read-only, for either login, when
-//              the board is given the store
+//   /console/  the run console (src/console): runs, a run's timeline, batches, approvals, for every login, when
+//              the board is given the store; read-only but for one route: POST /console/approvals/:id, an
+//              approval's decision, let through for an approver's login (BOARD_APPROVERS) or the admin's only
 // Every answer carries the security headers; a state-changing request from another site is refused.
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
 import { ExpressAdapter } from '@bull-board/express';
 import type { Queue } from 'bullmq';
-import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
+import express, { type ErrorRequestHandler, type Express, type Request, type RequestHandler } from 'express';
+import type { ConsoleDesk } from '../src/console/console-desk.js';
+import { consoleLoginOf, setConsoleLogin } from '../src/console/console-login.js';
 import { consoleRouter } from '../src/console/console-router.js';
 import type { ConsoleStore } from '../src/console/console-store.js';
 import { CONSOLE_PATH } from '../src/console/pages/layout.js';
@@ -46,6 +49,16 @@ export interface BoardAppOptions {
   title?: string;
   /** The fleet's store, read by the run console at /console; without it there is no console. */
   console?: ConsoleStore;
+  /** The approval desk the console lists and decides through; without it the console shows no approvals. */
+  approvals?: ConsoleDesk;
+  /** Logins that may decide approvals in the console (BOARD_APPROVERS), besides the admin's. */
+  approvers?: readonly BoardLogin[];
+}
+
+/** What a login may do outside /admin: look, or look and decide approvals. */
+interface Account {
+  login: BoardLogin;
+  mayDecide: boolean;
 }
 
 /**
@@ -63,36 +76,87 @@ function matches(givenUser: string, givenPassword: string, login: BoardLogin): b
   return userOk && passwordOk;
 }
 
-/** Lets through a request carrying one of `logins`; every login is compared, whichever matches. */
-function basicAuth(logins: readonly BoardLogin[], realm: string): RequestHandler {
+/**
+ * Lets through a request carrying one of `accounts`' logins, and tells the console which one (its name, whether
+ * it may decide). Every login is compared, whichever matches.
+ */
+function basicAuth(accounts: readonly Account[], realm: string): RequestHandler {
   return (req, res, next) => {
     const match = /^Basic +([A-Za-z0-9+/=]+) *$/i.exec(req.get('authorization') ?? '');
     const decoded = match?.[1] ? Buffer.from(match[1], 'base64').toString('utf8') : '';
     const colon = decoded.indexOf(':');
     const givenUser = colon === -1 ? '' : decoded.slice(0, colon);
     const givenPassword = colon === -1 ? '' : decoded.slice(colon + 1);
-    const ok = logins.map((login) => matches(givenUser, givenPassword, login)).includes(true);
-    if (colon !== -1 && ok) return next();
+    const found = accounts.map(({ login }) => matches(givenUser, givenPassword, login)).indexOf(true);
+    const account = accounts[found];
+    if (colon !== -1 && account) {
+      setConsoleLogin(res, { name: account.login.user, mayDecide: account.mayDecide });
+      return next();
+    }
     res.status(401).set('WWW-Authenticate', `Basic realm="${realm}"`).type('text/plain').send('Unauthorized');
   };
 }
 
+const DECISION_ROUTE = new RegExp(`^${CONSOLE_PATH}/approvals/[^/]+$`);
+
+/** The one state-changing route outside /admin: a decision on one approval, posted by the console's form. */
+export function isDecisionRoute(req: Request): boolean {
+  return req.method === 'POST' && DECISION_ROUTE.test(req.path);
+}
+
 /**
  * The read-only board's adapters already refuse every queue and job action (405); this refuses any other
- * state-changing route too (history purge, a route a later Bull Board adds) before Bull Board sees it.
+ * state-changing route too (history purge, a route a later Bull Board adds) before Bull Board sees it. With
+ * approvals, a decision is let through for a login that may decide, and refused (403) for the others.
  */
-const readOnly: RequestHandler = (req, res, next) => {
-  if (req.method === 'GET' || req.method === 'HEAD') return next();
-  res
-    .status(405)
-    .set('Allow', 'GET, HEAD')
-    .type('text/plain')
-    .send('Method Not Allowed: this login is read-only');
+function readOnly(withApprovals: boolean): RequestHandler {
+  return (req, res, next) => {
+    if (req.method === 'GET' || req.method === 'HEAD') return next();
+    if (withApprovals && isDecisionRoute(req)) {
+      const login = consoleLoginOf(res);
+      if (login?.mayDecide) return next();
+      res
+        .status(403)
+        .type('text/plain')
+        .send(
+          `Forbidden: ${login?.name ?? 'this login'} can see approvals but not decide them (an approver's login of BOARD_APPROVERS, or the admin login, can)`,
+        );
+      return;
+    }
+    res
+      .status(405)
+      .set('Allow', 'GET, HEAD')
+      .type('text/plain')
+      .send('Method Not Allowed: this login is read-only');
+  };
+}
+
+/**
+ * The console's pages: `same-origin` instead of the board's `no-referrer`, which makes a browser send
+ * `Origin: null` with a form post, refused by the same-origin guard. Other sites are still told nothing.
+ */
+const consoleReferrerPolicy: RequestHandler = (_req, res, next) => {
+  res.set('Referrer-Policy', 'same-origin');
+  next();
 };
 
-const errorHandler: ErrorRequestHandler = (_error, _req, res, _next) => {
+const errorHandler: ErrorRequestHandler = (
+  error: { status?: unknown; expose?: unknown },
+  _req,
+  res,
+  _next,
+) => {
   if (res.headersSent) {
     res.destroy();
+    return;
+  }
+  // A client's mistake the body parser caught (a form too large, malformed): its own status and words.
+  const status = typeof error.status === 'number' ? error.status : 500;
+  if (status >= 400 && status < 500 && error.expose === true) {
+    res
+      .status(status)
+      .type('text/plain')
+      .send(String((error as Partial<Error>).message ?? 'Bad Request'));
     return;
   }
   res.status(500).type('text/plain').send('Internal Server Error');
@@ -146,26 +210,39 @@ function boardRouter(options: BoardAppOptions, basePath: string, readOnlyMode: b
 
 /** The read-only board at `/`, the admin board at `/admin/` when an admin login is given. */
 export function createBoardApp(options: BoardAppOptions): Express {
-  const { user, password, admin } = options;
+  const { user, password, admin, approvers = [] } = options;
   if (!user || !password) throw new Error('createBoardApp needs a user and a password');
   if (admin && (!admin.user || !admin.password))
     throw new Error('the admin login needs a user and a password');
+  if (approvers.some((approver) => !approver.user || !approver.password))
+    throw new Error('an approver login needs a user and a password');
+  const withApprovals = options.console !== undefined && options.approvals !== undefined;
 
   const app = express();
   app.disable('x-powered-by');
   app.use(securityHeaders(BOARD_CSP));
-  app.use(sameOriginGuard({ origin: options.origin }));
+  app.use(
+    sameOriginGuard({ origin: options.origin, formRoute: withApprovals ? isDecisionRoute : undefined }),
+  );
   if (admin) {
     app.use(
       ADMIN_PATH,
-      basicAuth([admin], BOARD_ADMIN_REALM),
+      basicAuth([{ login: admin, mayDecide: true }], BOARD_ADMIN_REALM),
       noExternalResources,
       boardRouter(options, ADMIN_PATH, false),
     );
   }
-  const viewer: BoardLogin = { user, password };
-  app.use(basicAuth(admin ? [viewer, admin] : [viewer], BOARD_REALM), readOnly);
-  if (options.console) app.use(CONSOLE_PATH, consoleRouter(options.console));
+  // The viewer first: should an approver share its credentials by mistake, the request may only look.
+  const accounts: Account[] = [
+    { login: { user, password }, mayDecide: false },
+    ...(admin ? [{ login: admin, mayDecide: true }] : []),
+    ...approvers.map((login) => ({ login, mayDecide: true })),
+  ];
+  app.use(basicAuth(accounts, BOARD_REALM), readOnly(withApprovals));
+  if (options.console) {
+    const approvals = withApprovals ? { approvals: options.approvals } : {};
+    app.use(CONSOLE_PATH, consoleReferrerPolicy, consoleRouter(options.console, approvals));
+  }
   app.use('/', noExternalResources, boardRouter(options, '/', true));
   app.use(errorHandler);
   return app;

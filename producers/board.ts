@@ -1,19 +1,21 @@
 // `npm run board`: Bull Board for every queue of the fleet (QUEUE_PREFIX) on BOARD_HOST:BOARD_PORT, behind HTTP
 // Basic auth. Refuses to start without BOARD_USER and BOARD_PASSWORD, except in demo mode (AGENT_FLEET_DEMO=1),
 // where the user is `admin` and the password is made up and printed once (not logged). That login is read-only; the board's
-// actions are under /admin/ for BOARD_ADMIN_USER / BOARD_ADMIN_PASSWORD, and only when both are set.
+// actions are under /admin/ for BOARD_ADMIN_USER / BOARD_ADMIN_PASSWORD, and only when both are set. The run
+// console's approvals are decided by the logins of BOARD_APPROVERS (and the admin's), through the approval desk.
 // SIGTERM/SIGINT: close, exit 0.
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { logCrashes } from '../src/logging/log-crashes.js';
 import { createLogger } from '../src/logging/logger.js';
 import { fail, loadConfig, runHttpProcess } from './http-process.js';
-import { FLEET_QUEUES } from '../src/queue/names.js';
+import { EVENTS_QUEUE, FLEET_QUEUES, TASKS_QUEUE } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
 import { RedisOutageLog } from '../src/queue/redis-outage-log.js';
 import { ConsoleStore } from '../src/console/console-store.js';
 import { createStorePool } from '../src/store/pool.js';
 import { ADMIN_PATH, createBoardApp, type BoardLogin } from './board-app.js';
+import { StoreApprovalDesk } from './store-approval-desk.js';
 
 const logger = createLogger('board');
 logCrashes(logger, 'board');
@@ -66,6 +68,23 @@ function adminLogin(): BoardLogin | undefined {
 
 const admin = adminLogin();
 
+/** BOARD_APPROVERS, each with a name of its own: `console:<name>` must say which person decided. */
+function approverLogins(): BoardLogin[] {
+  const approvers = config.BOARD_APPROVERS ?? [];
+  for (const { user: name } of approvers) {
+    const taken = name === user ? 'BOARD_USER' : name === admin?.user ? 'BOARD_ADMIN_USER' : null;
+    if (taken) {
+      fail(
+        logger,
+        `BOARD_APPROVERS=(hidden) is invalid: "${name}" is ${taken}'s name; each login needs its own`,
+      );
+    }
+  }
+  return approvers;
+}
+
+const approvers = approverLogins();
+
 // The board is long-lived: its connection keeps reconnecting through a Redis restart (the producer role gives
 // up after a few tries), and its pages wait for Redis instead of failing while it is away.
 const redis = createRedis(config.REDIS_URL, 'worker');
@@ -75,23 +94,50 @@ const queues = FLEET_QUEUES.map((name) => {
   outages.watch(queue, `${name} queue`);
   return queue;
 });
+const queueNamed = (name: string): Queue => queues.find((queue) => queue.name === name)!;
 
 // The run console reads the fleet's store (MYSQL_URL) through a pool of its own, made on its first page.
 const consoleStore = new ConsoleStore(() => createStorePool(config.MYSQL_URL, { connectionLimit: 2 }));
+// Approvals are read and decided through the desk the API uses: a decision wakes its parked job on agent-tasks and
+// publishes approval.decided on agent-events, whoever made it. Its pool, too, is made on first use.
+const approvals = new StoreApprovalDesk({
+  mysqlUrl: config.MYSQL_URL,
+  tasks: queueNamed(TASKS_QUEUE),
+  events: queueNamed(EVENTS_QUEUE),
+  logger,
+});
 
 runHttpProcess({
   logger,
-  app: createBoardApp({ queues, user, password, admin, origin: config.BOARD_ORIGIN, console: consoleStore }),
+  app: createBoardApp({
+    queues,
+    user,
+    password,
+    admin,
+    approvers,
+    origin: config.BOARD_ORIGIN,
+    console: consoleStore,
+    approvals,
+  }),
   host: config.BOARD_HOST,
   port: config.BOARD_PORT,
   hostVariable: 'BOARD_HOST',
   portVariable: 'BOARD_PORT',
   listening: (url) => ({
-    fields: { queuePrefix: config.QUEUE_PREFIX, queues: FLEET_QUEUES, admin: admin !== undefined },
+    fields: {
+      queuePrefix: config.QUEUE_PREFIX,
+      queues: FLEET_QUEUES,
+      admin: admin !== undefined,
+      approvers: approvers.length,
+    },
     message: `board listening on ${url}/ (read-only${admin ? `; admin board on ${url}${ADMIN_PATH}/` : ''})`,
   }),
   release: async () => {
-    await Promise.allSettled([...queues.map((queue) => queue.close()), consoleStore.close()]);
+    await Promise.allSettled([
+      ...queues.map((queue) => queue.close()),
+      consoleStore.close(),
+      approvals.close(),
+    ]);
     redis.disconnect();
   },
 });

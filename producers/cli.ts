@@ -25,6 +25,7 @@ import { StoreResultArchive } from './result-archive.js';
 import { forecastDefaultsOf } from '../src/batch/forecast.js';
 import { forecastLines, totalText } from '../src/reports/forecast-text.js';
 import { startTelemetry } from '../src/telemetry/fleet-telemetry.js';
+import { approvalWaitLine } from './approval-wait-line.js';
 
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
@@ -133,7 +134,8 @@ async function run(argv: readonly string[]): Promise<number> {
     try {
       result = await client.waitForResult(jobId, {
         ...(command.timeoutMs === undefined ? {} : { timeoutMs: command.timeoutMs }),
-        onProgress: (progress) => say(formatProgress(jobId, progress)),
+        // A parked task says which calls wait and how to decide them, instead of its step line.
+        onProgress: (progress) => say(approvalWaitLine(jobId, progress) ?? formatProgress(jobId, progress)),
       });
     } catch (error) {
       if (error instanceof AgentFleetError && error.code === 'wait_timeout') {

@@ -19,6 +19,9 @@ export const API_ERROR_CODES = [
   // POST /v1/batches?dryRun=…: a bad query value; no run history to forecast from (batch-dry-run.ts)
   'invalid_query',
   'forecast_unavailable',
+  // POST /v1/approvals/:id and /v1/batches/:batchId/approvals: a refused decision; a call decided before (409)
+  'invalid_decision',
+  'already_decided',
 ] as const;
 
 export const fieldIssueSchema = z
@@ -35,7 +38,7 @@ export const apiErrorSchema = z
     issues: z
       .array(fieldIssueSchema)
       .optional()
-      .describe('invalid_task and invalid_batch: every refused field'),
+      .describe('invalid_task, invalid_batch, invalid_decision and invalid_query: every refused field'),
   })
   .describe('An error: branch on `error`; never a stack trace.');
 

@@ -2,59 +2,45 @@
 // API_PORT. Every answer is JSON and carries the security headers; no error ever carries a stack trace. A body's
 // keys and depth are counted on its raw bytes before it is parsed (json-structure.ts).
 // Routes, errors and Idempotency-Key: docs/http-api.md#routes (and producers/openapi.ts, the document).
-import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type ErrorRequestHandler, type Express, type RequestHandler } from 'express';
-import { ConfigError } from '../src/kernel/errors.js';
+import { ConfigError, StoreError } from '../src/kernel/errors.js';
 import type { Logger } from '../src/logging/logger.js';
 import type { FleetMetrics } from '../src/metrics/fleet-metrics.js';
 import { metricsHandler } from '../src/metrics/metrics-server.js';
 import { BATCH_JSON_LIMITS } from '../src/batch/batch-schema.js';
-import {
-  scanJsonText,
-  TASK_JSON_LIMITS,
-  JsonStructureError,
-  type JsonLimits,
-} from '../src/queue/json-structure.js';
+import { TASK_JSON_LIMITS, JsonStructureError } from '../src/queue/json-structure.js';
 import { TaskValidationError, type FleetClient } from '../src/client/fleet-client.js';
 import { IDEMPOTENCY_HEADER, withIdempotencyHeader } from './idempotency-header.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { API_CSP, securityHeaders } from './security-headers.js';
 import { batchDryRun } from './batch-dry-run.js';
 import { withTimeout } from '../src/util/with-timeout.js';
+import { DEFAULT_TOKEN_NAME, type ApiToken } from '../config/api-tokens.js';
+import { bearerAuth } from './bearer-auth.js';
+import { BODY_LIMIT_BYTES, jsonBody, requireJson } from './json-body.js';
+import { approvalsRouter, type ApprovalsDesk } from './approvals-routes.js';
+import type { ApprovalState } from '../src/approvals/approval.js';
 
-export const BODY_LIMIT_BYTES = 64 * 1024;
+export { BODY_LIMIT_BYTES };
+// The board compares its logins with it (board-app.ts).
+export { safeEqual } from './bearer-auth.js';
 export const BATCH_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
 const MAX_JOB_ID_CHARS = 256;
 const HEALTH_TIMEOUT_MS = 2_000;
 
 export interface ApiServerOptions {
   client: FleetClient;
-  /** The bearer token every /v1 request must carry. */
-  token: string;
+  /** A bearer token every /v1 request may carry, named `api` (API_TOKEN). */
+  token?: string;
+  /** Named tokens (API_TOKENS), besides `token`: who called is the name of the one given. At least one of the two. */
+  tokens?: readonly ApiToken[];
+  /** Decides approvals (the /v1/approvals routes); without it they answer 503. */
+  approvals?: ApprovalsDesk;
   logger: Logger;
   /** Served at GET /metrics, behind the token like /v1; not served when absent. */
   metrics?: FleetMetrics;
   /** Resolves when Redis answers. Default: a read through the client. */
   healthCheck?: () => Promise<unknown>;
-}
-
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
-}
-
-/** Constant time whatever the lengths: both sides are hashed to 32 bytes first. */
-export function safeEqual(given: string, expected: string): boolean {
-  return timingSafeEqual(digest(given), digest(expected));
-}
-
-function bearerAuth(token: string): RequestHandler {
-  return (req, res, next) => {
-    const match = /^Bearer +(\S+) *$/i.exec(req.get('authorization') ?? '');
-    // Always compare, even without a header, so a missing token costs the same as a wrong one.
-    const ok = safeEqual(match?.[1] ?? '', token) && match !== null;
-    if (ok) return next();
-    res.set('WWW-Authenticate', 'Bearer realm="agent-fleet"').status(401).json({ error: 'unauthorized' });
-  };
 }
 
 function requestLog(logger: Logger): RequestHandler {
@@ -76,28 +62,10 @@ function requestLog(logger: Logger): RequestHandler {
   };
 }
 
-const requireJson: RequestHandler = (req, res, next) => {
-  if (req.is('application/json')) return next();
-  res.status(415).json({ error: 'unsupported_media_type', message: 'Content-Type must be application/json' });
-};
-
 interface BodyParserError {
   type?: unknown;
   status?: unknown;
   limit?: unknown;
-}
-
-/** express.json with a byte limit, refusing a body over `limits` before JSON.parse spends time on it. */
-function jsonBody(limitBytes: number, limits: JsonLimits): RequestHandler {
-  return express.json({
-    limit: limitBytes,
-    type: 'application/json',
-    strict: true,
-    verify: (_req, _res, bytes) => {
-      const issue = scanJsonText(bytes, limits);
-      if (issue) throw new JsonStructureError({ path: issue.path, message: `the body ${issue.message}` });
-    },
-  });
 }
 
 const noStore: RequestHandler = (_req, res, next) => {
@@ -126,11 +94,15 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
     } else if (typeof parser.status === 'number' && parser.status >= 400 && parser.status < 500) {
       status = parser.status;
       body = { error: 'bad_request' };
-    } else if (error instanceof ConfigError) {
-      // Redis unreachable: the client names REDIS_URL; the caller only learns to try again later.
+    } else if (error instanceof ConfigError || (error instanceof StoreError && error.retryable)) {
+      // Redis or the store unreachable: the message names REDIS_URL or MYSQL_URL (a URL's password hidden); the
+      // caller only learns to try again later.
       status = 503;
       body = { error: 'unavailable' };
-      logger.warn({ method: req.method, path: req.path, reason: error.message }, 'redis unavailable');
+      logger.warn(
+        { method: req.method, path: req.path, reason: error.message },
+        'redis or store unavailable',
+      );
     } else {
       logger.error({ method: req.method, path: req.path, err: error }, 'request failed');
     }
@@ -144,8 +116,12 @@ function errorHandler(logger: Logger): ErrorRequestHandler {
 
 /** The API as an express app; the caller listens, and closes the client on shutdown. */
 export function createApiServer(options: ApiServerOptions): Express {
-  const { client, token, logger } = options;
-  if (!token) throw new Error('createApiServer needs a token');
+  const { client, logger } = options;
+  const tokens = [
+    ...(options.token ? [{ name: DEFAULT_TOKEN_NAME, token: options.token }] : []),
+    ...(options.tokens ?? []),
+  ];
+  if (tokens.length === 0) throw new Error('createApiServer needs a token');
   const healthCheck = options.healthCheck ?? (() => client.getResult('healthz'));
 
   const app = express();
@@ -153,7 +129,7 @@ export function createApiServer(options: ApiServerOptions): Express {
   app.disable('etag');
   app.use(securityHeaders(API_CSP), noStore);
   // Queue depths and spend are the operator's business: /metrics asks for the token too.
-  if (options.metrics) app.get('/metrics', bearerAuth(token), metricsHandler(options.metrics));
+  if (options.metrics) app.get('/metrics', bearerAuth(tokens), metricsHandler(options.metrics));
   app.use(requestLog(logger));
 
   // The document describes routes, never data: served without the token, like the health check.
@@ -174,7 +150,7 @@ export function createApiServer(options: ApiServerOptions): Express {
 
   // Authenticate before reading any body: an unauthenticated request is never parsed, let alone enqueued.
   const v1 = express.Router();
-  v1.use(bearerAuth(token));
+  v1.use(bearerAuth(tokens));
 
   v1.post('/tasks', requireJson, jsonBody(BODY_LIMIT_BYTES, TASK_JSON_LIMITS), async (req, res) => {
     const keyed = withIdempotencyHeader(req.get(IDEMPOTENCY_HEADER), req.body);
@@ -245,8 +221,17 @@ export function createApiServer(options: ApiServerOptions): Express {
       res.status(404).json({ error: 'not_found' });
       return;
     }
-    res.json({ state: status.state, summary: status.summary, jobIds: status.jobIds });
+    const approvals = await batchApprovals(options.approvals, batchId, logger);
+    res.json({
+      state: status.state,
+      summary: status.summary,
+      jobIds: status.jobIds,
+      ...(approvals ? { approvals } : {}),
+    });
   });
+
+  // Listing, reading and deciding approvals (approvals-routes.ts), behind the same token check.
+  v1.use(approvalsRouter(options.approvals));
 
   app.use('/v1', v1);
   app.use((_req, res) => {
@@ -254,4 +239,19 @@ export function createApiServer(options: ApiServerOptions): Express {
   });
   app.use(errorHandler(logger));
   return app;
+}
+
+/** A batch's approvals by state, or nothing when the store cannot say now: the batch's status does not wait on it. */
+async function batchApprovals(
+  desk: ApprovalsDesk | undefined,
+  batchId: string,
+  logger: Logger,
+): Promise<Record<ApprovalState, number> | undefined> {
+  if (!desk) return undefined;
+  try {
+    return await withTimeout(desk.countsForBatch(batchId), HEALTH_TIMEOUT_MS);
+  } catch (error) {
+    logger.warn({ reason: error instanceof Error ? error.message : String(error) }, 'batch approvals unread');
+    return undefined;
+  }
 }

@@ -1,96 +1,13 @@
 // The HTTP API's OpenAPI 3.1 document, generated from the zod schemas the API validates and answers with, so it
 // cannot drift from them: served at GET /openapi.json and committed as docs/openapi.json (`npm run openapi`
 // writes it; test/integration/producers/openapi.test.ts fails when the committed one is stale, and checks real answers of every
-// route against it).
-import { z } from 'zod';
-import {
-  agentResultSchema,
-  runErrorSchema,
-  uncertainEffectSchema,
-  usageSchema,
-} from '../src/kernel/result-schema.js';
-import { batchSummarySchema } from '../src/batch/batch-summary-schema.js';
-import { batchBudgetSchema, batchSchema } from '../src/batch/batch-schema.js';
-import { budgetSchema, idempotencyKeySchema, taskSchema } from '../src/queue/task-schema.js';
-import { agentsSchema, apiErrorSchema, fieldIssueSchema, healthSchema } from './http-api-schemas.js';
+// route against it). The components: openapi-components.ts; the approvals' paths: openapi-approvals.ts.
 import { IDEMPOTENCY_HEADER } from './idempotency-header.js';
-import {
-  batchStatusSchema,
-  enqueuedBatchSchema,
-  enqueuedTaskSchema,
-  taskStatusSchema,
-} from '../src/client/status-schemas.js';
+import { componentSchemas } from './openapi-components.js';
+import { approvalPaths } from './openapi-approvals.js';
+import { BODY_ERRORS, error, json, pathParameter, ref, V1_ERRORS, type JsonObject } from './openapi-parts.js';
 
-export type JsonObject = Record<string, unknown>;
-
-/** The components, by name: every schema the paths name is one of these. */
-const COMPONENTS: Record<string, z.ZodType> = {
-  Task: taskSchema,
-  TaskBudget: budgetSchema,
-  Batch: batchSchema,
-  BatchBudget: batchBudgetSchema,
-  EnqueuedTask: enqueuedTaskSchema,
-  EnqueuedBatch: enqueuedBatchSchema,
-  TaskStatus: taskStatusSchema,
-  BatchStatus: batchStatusSchema,
-  AgentResult: agentResultSchema,
-  Usage: usageSchema,
-  RunError: runErrorSchema,
-  UncertainEffect: uncertainEffectSchema,
-  BatchSummary: batchSummarySchema,
-  Agents: agentsSchema,
-  Health: healthSchema,
-  Error: apiErrorSchema,
-  FieldIssue: fieldIssueSchema,
-  IdempotencyKey: idempotencyKeySchema,
-};
-
-type ComponentName = keyof typeof COMPONENTS;
-
-const ref = (name: ComponentName) => ({ $ref: `#/components/schemas/${name}` });
-
-function componentSchemas(): Record<string, JsonObject> {
-  const registry = z.registry<{ id: string }>();
-  for (const [id, schema] of Object.entries(COMPONENTS)) registry.add(schema, { id });
-  const { schemas } = z.toJSONSchema(registry, {
-    uri: (id) => `#/components/schemas/${id}`,
-    // What the API reads and what it answers, after parsing: `metadata` as the record it is checked as.
-    io: 'output',
-    unrepresentable: 'any',
-  }) as { schemas: Record<string, JsonObject> };
-  // OpenAPI 3.1's dialect is 2020-12 already; an `$id` per component would re-base the references inside it.
-  return Object.fromEntries(
-    Object.entries(schemas).map(([id, { $schema: _dialect, $id: _id, ...schema }]) => [id, schema]),
-  );
-}
-
-function json(schema: JsonObject, description: string): JsonObject {
-  return { description, content: { 'application/json': { schema } } };
-}
-
-const error = (description: string) => json(ref('Error'), description);
-
-/** What every /v1 route may also answer. */
-const V1_ERRORS = {
-  '401': error('No token, or a wrong one (`unauthorized`); nothing was read or enqueued.'),
-  '500': error('An unexpected failure (`internal`); the details are in the API’s log, never here.'),
-  '503': error('Redis is unreachable (`unavailable`): try again later.'),
-};
-
-const BODY_ERRORS = {
-  '413': error('The body is over the size limit (`payload_too_large`).'),
-  '415': error('The body is not UTF-8 JSON (`unsupported_media_type`).'),
-};
-
-function pathParameter(name: string, description: string): JsonObject {
-  return {
-    name,
-    in: 'path',
-    required: true,
-    description,
-    schema: { type: 'string', minLength: 1, maxLength: 256 },
-  };
-}
+export type { JsonObject } from './openapi-parts.js';
 
 const idempotencyHeader = {
   name: IDEMPOTENCY_HEADER,
@@ -193,6 +110,7 @@ function paths(): JsonObject {
         },
       },
     },
+    ...approvalPaths(),
     '/v1/agents': {
       get: {
         operationId: 'listAgents',
@@ -251,11 +169,23 @@ export function buildOpenApiDocument(): JsonObject {
     },
     servers: [{ url: 'http://127.0.0.1:3100', description: 'API_HOST and API_PORT by default' }],
     security: [{ bearerToken: [] }],
-    tags: [{ name: 'tasks' }, { name: 'batches' }, { name: 'agents' }, { name: 'operations' }],
+    tags: [
+      { name: 'tasks' },
+      { name: 'batches' },
+      { name: 'approvals' },
+      { name: 'agents' },
+      { name: 'operations' },
+    ],
     paths: paths(),
     components: {
       securitySchemes: {
-        bearerToken: { type: 'http', scheme: 'bearer', description: 'API_TOKEN, compared in constant time.' },
+        bearerToken: {
+          type: 'http',
+          scheme: 'bearer',
+          description:
+            'API_TOKEN (named `api`) or one of API_TOKENS (`name:token,…`), compared in constant time; a decision ' +
+            'on an approval is recorded under the name of the token that sent it.',
+        },
       },
       schemas: componentSchemas(),
     },

@@ -10,6 +10,12 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 export interface SameOriginGuardOptions {
   /** The board's origin as browsers see it (BOARD_ORIGIN); default: the request's own Host. */
   origin?: string;
+  /**
+   * Routes that take a plain HTML form (the console's decisions: its pages run no script, so cannot send JSON).
+   * A form body there is accepted only when the browser says where it comes from (an Origin or Sec-Fetch-Site
+   * that crossSiteRefusal accepted): a request that says neither cannot be told apart from a forgery.
+   */
+  formRoute?: (req: Request) => boolean;
 }
 
 function hostOf(origin: string): string | null {
@@ -46,6 +52,14 @@ export function sameOriginGuard(options: SameOriginGuardOptions = {}): RequestHa
     const refusal = crossSiteRefusal(req, options);
     if (refusal) {
       res.status(403).type('text/plain').send(`Forbidden: ${refusal}`);
+      return;
+    }
+    if (options.formRoute?.(req) && req.is('application/x-www-form-urlencoded')) {
+      if (req.get('origin') !== undefined || req.get('sec-fetch-site') !== undefined) return next();
+      res
+        .status(403)
+        .type('text/plain')
+        .send("Forbidden: a form must come from the board's own page (no Origin)");
       return;
     }
     if (hasNonJsonBody(req)) {

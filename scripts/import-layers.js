@@ -6,6 +6,7 @@
 
 /** Folders of src/ that are adapters or applications, which the kernel must not reach. */
 export const ADAPTER_FOLDERS = [
+  'approvals',
   'batch',
   'catalog',
   'client',

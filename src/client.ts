@@ -1,6 +1,7 @@
 // The public client entry (the package's main export and the separate client package): enqueue tasks and
-// batches, read results, and the zod schemas of the formats. It reaches bullmq, ioredis and zod only
-// (test/unit/packaging/client-imports.test.ts checks it); the client itself lives in src/client/fleet-client.ts.
+// batches, read results, decide approvals over the HTTP API (FleetApprovals), and the zod schemas of the formats.
+// It reaches bullmq, ioredis and zod only (test/unit/packaging/client-imports.test.ts checks it); the client
+// itself lives in src/client/fleet-client.ts, the approvals client in src/client/approvals-api.ts.
 export {
   FleetClient,
   TaskValidationError,
@@ -11,6 +12,26 @@ export {
   type WaitOptions,
 } from './client/fleet-client.js';
 export type { ArchivedBatch, ResultArchive } from './client/result-archive-port.js';
+export {
+  ApprovalConflictError,
+  ApprovalNotFoundError,
+  ApprovalRefusedError,
+  FleetApiAuthError,
+  FleetApiError,
+  FleetApprovals,
+  type ApprovalListFilter,
+  type ApprovalView,
+  type FleetApprovalsOptions,
+} from './client/approvals-api.js';
+export {
+  approvalConflictSchema,
+  approvalListSchema,
+  approvalSchema,
+  batchDecidedSchema,
+  batchDecisionBodySchema,
+  decisionBodySchema,
+} from './client/approval-schemas.js';
+export { pendingApprovalsOf, type PendingApprovalCall } from './client/awaiting-approval.js';
 export {
   batchStatusSchema,
   enqueuedBatchSchema,

@@ -29,6 +29,14 @@ export { ToolRegistry } from './kernel/tool-registry.js';
 export type { ChatCompletion, ChatModel, ChatRequest, ChatUsage } from './kernel/chat-model.js';
 export type { Checkpoint, RunState, StepTrace } from './kernel/types.js';
 export type { ModelPrice } from './kernel/pricing.js';
+export type {
+  ApprovalContext,
+  ApprovalDecision,
+  ApprovalPolicy,
+  ApprovalRequest,
+  NeedsApproval,
+  RunApprovals,
+} from './kernel/approval.js';
 // The zod the kernel converts schemas with: a plain-JS configuration imports it from here, so its schemas and
 // the kernel's are of one zod.
 export { z } from 'zod';

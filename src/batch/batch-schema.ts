@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { MAX_OBJECT_KEYS, snapshotJson, type JsonLimits } from '../queue/json-structure.js';
 import { safeParse, taskSchema, toFieldIssues, type FieldIssue } from '../queue/task-schema.js';
 import { batchBudgetSchema, type BatchBudget } from './batch-budget.js';
+import { APPROVAL_POLICIES } from '../kernel/approval.js';
 import type { StoredForecast } from './forecast.js';
 
 export { batchBudgetSchema, type BatchBudget } from './batch-budget.js';
@@ -23,6 +24,8 @@ export const batchSchema = z
     name: z.string().min(1).max(200).optional(),
     /** Every task of the batch asks for this tier, unless it names one itself. */
     serviceTier: z.enum(['default', 'flex']).optional(),
+    /** Every task of the batch has this approval policy, unless it names one itself (docs/approvals.md). */
+    approval: z.enum(APPROVAL_POLICIES).optional(),
   })
   .strict();
 

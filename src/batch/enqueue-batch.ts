@@ -64,6 +64,7 @@ export async function enqueueBatch(
         data: {
           ...rest,
           ...(batch.serviceTier && !rest.serviceTier ? { serviceTier: batch.serviceTier } : {}),
+          ...(batch.approval && !rest.approval ? { approval: batch.approval } : {}),
           metadata: { ...task.metadata, batch: batchId },
         },
         opts: { ...TASK_JOB_OPTIONS, jobId: jobIds[i]!, ignoreDependencyOnFailure: true },

@@ -35,6 +35,7 @@ import { SpendLedger } from '../fleet/spend-ledger.js';
 import type { Catalog } from '../catalog/catalog.js';
 import { CatalogStore } from '../catalog/catalog-store.js';
 import { checkTaskAgainstCatalog } from '../catalog/check-task.js';
+import { AWAITING_APPROVAL, isAwaitingApproval } from './awaiting-approval.js';
 
 export type { AgentTask, AgentResult, FieldIssue, BatchInput, BatchSummary, EnqueuedBatch, Catalog };
 export type { BatchForecast, ForecastQuantile, ForecastSettings, IfNoHistory };
@@ -111,7 +112,8 @@ export interface EnqueuedBatchWithForecast extends EnqueuedBatch {
 }
 
 export interface TaskStatus {
-  state: JobState | 'unknown';
+  /** BullMQ's state; `awaiting_approval` for a delayed job parked until a person decides (docs/approvals.md). */
+  state: JobState | typeof AWAITING_APPROVAL | 'unknown';
   progress: unknown;
   result: AgentResult | null;
 }
@@ -122,6 +124,11 @@ export interface BatchStatus {
   /** Over the tasks finished so far; final once completed. */
   summary: BatchSummary;
   jobIds: string[];
+  /**
+   * The batch's calls by approval state: added by the HTTP API, which reads the store; the client itself reads
+   * Redis only and leaves it out (docs/approvals.md).
+   */
+  approvals?: { pending: number; approved: number; rejected: number; expired: number };
 }
 
 export interface WaitOptions {
@@ -228,6 +235,8 @@ export class FleetClient {
       return { state: result ? 'completed' : 'unknown', progress: null, result };
     }
     const state = await job.getState();
+    if (isAwaitingApproval(state, job.progress))
+      return { state: AWAITING_APPROVAL, progress: job.progress, result: published };
     if (published || !FINISHED.has(state))
       return { state, progress: job.progress ?? null, result: published };
     // Read again: the result may have been published after the first read, just before the job finished. If it is

@@ -6,12 +6,16 @@ import { batchSummarySchema } from '../batch/batch-summary-schema.js';
 import type { BatchStatus, TaskStatus } from './fleet-client.js';
 import { agree, type Known, type Same } from '../util/schema-agreement.js';
 
-/** BullMQ's job states, and `unknown` for a job Redis does not hold (the API answers 404 for it instead). */
+/**
+ * BullMQ's job states, `awaiting_approval` for a delayed job parked until a person decides on a call of it
+ * (docs/approvals.md), and `unknown` for a job Redis does not hold (the API answers 404 for it instead).
+ */
 export const JOB_STATES = [
   'waiting',
   'waiting-children',
   'prioritized',
   'delayed',
+  'awaiting_approval',
   'active',
   'completed',
   'failed',
@@ -31,6 +35,10 @@ export const batchStatusSchema = z
     state: z.enum(['running', 'completed', 'failed']),
     summary: batchSummarySchema,
     jobIds: z.array(z.string()),
+    approvals: z
+      .object({ pending: z.number(), approved: z.number(), rejected: z.number(), expired: z.number() })
+      .describe("the batch's calls by approval state (the HTTP API, when it can read the store)")
+      .optional(),
   })
   .describe('A batch: running until every task has finished; the summary is over the tasks finished so far.');
 

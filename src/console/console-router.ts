@@ -1,43 +1,43 @@
-// The run console's routes, mounted by the board (producers/board-app.ts) at /console behind its login and its
-// read-only guard: GET only, HTML pages, no script. A store that cannot be read gives a 503 page saying so.
+// The run console's routes, mounted by the board (producers/board-app.ts) at /console behind its login: HTML
+// pages, no script. Read-only but for one route: with an approval desk, an approver's login may decide an
+// approval (approval-routes.ts), which the board's read-only guard lets through for that login alone. A store
+// that cannot be read gives a 503 page saying so.
 import { Router, type Request, type Response } from 'express';
-import { scrubText } from '../logging/redact.js';
 import { buildBatchReport } from '../reports/batch-summary.js';
+import { approvalRoutes } from './approval-routes.js';
+import type { ConsoleDesk } from './console-desk.js';
+import { navOf } from './console-nav.js';
 import type { ConsoleStore } from './console-store.js';
 import { batchPage } from './pages/batch-page.js';
-import { CONSOLE_PATH, h, page } from './pages/layout.js';
+import { CONSOLE_PATH } from './pages/layout.js';
 import { runPage } from './pages/run-page.js';
 import { parseRunFilters, runsPage } from './pages/runs-page.js';
+import { problem, send, storeFailed } from './respond.js';
 import { buildTimeline } from './timeline.js';
 
 /** Job and batch ids are VARCHAR(64): anything longer names nothing. */
 const ID_MAX = 64;
+/** A run asks for few approvals; a runaway one's first ones are enough to show. */
+const RUN_APPROVALS_LIMIT = 100;
 
-function send(res: Response, status: number, html: string): void {
-  res.status(status).type('html').set('Cache-Control', 'no-store').send(html);
+export interface ConsoleOptions {
+  /** The approval desk: the approvals pages, a run's approvals, deciding for an approver. None: no approvals. */
+  approvals?: ConsoleDesk;
 }
 
-function problem(res: Response, status: number, title: string, message: string): void {
-  send(res, status, page(title, `<h1>${h(title)}</h1><p class="problem">${h(message)}</p>`));
-}
-
-/** The store's failure, in words an operator can act on, without what the redaction rules hide. */
-function storeFailed(res: Response, error: unknown): void {
-  const message = error instanceof Error ? error.message : String(error);
-  problem(res, 503, 'Store unavailable', `the fleet's store could not be read: ${scrubText(message)}`);
-}
-
-export function consoleRouter(store: ConsoleStore): Router {
+export function consoleRouter(store: ConsoleStore, options: ConsoleOptions = {}): Router {
   const router = Router();
+  const { approvals } = options;
+  const nav = () => navOf(store, approvals !== undefined);
 
   router.get('/', (_req, res) => res.redirect(302, `${CONSOLE_PATH}/runs`));
 
   router.get('/runs', async (req: Request, res: Response) => {
     const query = req.query as Record<string, unknown>;
     const parsed = parseRunFilters(query);
-    if (!parsed.ok) return send(res, 400, runsPage([], query, parsed.message));
     try {
-      send(res, 200, runsPage(await store.listRuns(parsed.filters), query));
+      if (!parsed.ok) return send(res, 400, runsPage([], query, parsed.message, await nav()));
+      send(res, 200, runsPage(await store.listRuns(parsed.filters), query, undefined, await nav()));
     } catch (error) {
       storeFailed(res, error);
     }
@@ -49,7 +49,17 @@ export function consoleRouter(store: ConsoleStore): Router {
     try {
       const loaded = await store.loadRun(jobId);
       if (loaded === null) return problem(res, 404, 'No such run', `no run ${jobId} in agent_runs`);
-      send(res, 200, runPage(buildTimeline(loaded.run, loaded.steps)));
+      const shown = await nav();
+      // No count means no approvals table to read (an older store): the page shows the run without them.
+      const runApprovals =
+        approvals && shown.approvals?.pending !== null
+          ? await approvals.list({ jobId, limit: RUN_APPROVALS_LIMIT })
+          : undefined;
+      send(
+        res,
+        200,
+        runPage(buildTimeline(loaded.run, loaded.steps), { approvals: runApprovals, nav: shown }),
+      );
     } catch (error) {
       storeFailed(res, error);
     }
@@ -60,11 +70,15 @@ export function consoleRouter(store: ConsoleStore): Router {
     try {
       const loaded = batchId.length > ID_MAX ? null : await store.loadBatch(batchId);
       if (loaded === null) return problem(res, 404, 'No such batch', `no batch ${batchId} in agent_batches`);
-      send(res, 200, batchPage(buildBatchReport(loaded.batch, loaded.runs, { emails: loaded.emails })));
+      const { emails, approvals: asked } = loaded;
+      const report = buildBatchReport(loaded.batch, loaded.runs, { emails, approvals: asked });
+      send(res, 200, batchPage(report, await nav()));
     } catch (error) {
       storeFailed(res, error);
     }
   });
+
+  if (approvals) router.use('/approvals', approvalRoutes(store, approvals));
 
   return router;
 }

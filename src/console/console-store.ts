@@ -1,8 +1,10 @@
-// What the run console reads from the fleet's store: runs by filter, one run with its steps, one batch. Read
+// What the run console reads from the fleet's store: runs by filter, one run with its steps, one batch, the
+// count of pending approvals (approvals themselves are read and decided through the approval desk). Read
 // only (SELECT), through the board's own small pool; rows are parsed by src/store/rows.ts, as everywhere.
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { STOP_REASONS, type StopReason } from '../kernel/types.js';
 import { BatchReportStore, type LoadedBatch } from '../reports/report-store.js';
+import { mysqlErrorCode } from '../store/mysql-errors.js';
 import { toRunRow, toStepRow, type RunRowStatus } from '../store/rows.js';
 import type { ConsoleRun, ConsoleStep } from './timeline.js';
 
@@ -89,6 +91,24 @@ export class ConsoleStore {
   /** A batch and its tasks' runs (the batch report's reading of them), or null. */
   async loadBatch(batchId: string): Promise<LoadedBatch | null> {
     return new BatchReportStore(await this.pool()).loadBatch(batchId);
+  }
+
+  /**
+   * How many approvals wait for a decision (past its expiry, a call waits no more), for the console's
+   * navigation; null when the store has no approvals table yet (no worker has run migration 017), so an older
+   * store still shows its runs.
+   */
+  async countPendingApprovals(): Promise<number | null> {
+    const pool = await this.pool();
+    try {
+      const [rows] = await pool.query<RowDataPacket[]>(
+        "SELECT COUNT(*) AS pending FROM agent_approvals WHERE state = 'pending' AND expires_at > NOW(3)",
+      );
+      return Number(rows[0]?.['pending'] ?? 0);
+    } catch (error) {
+      if (mysqlErrorCode(error) === 'ER_NO_SUCH_TABLE') return null;
+      throw error;
+    }
   }
 
   /** Ends the pool, if one was made. */

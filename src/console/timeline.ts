@@ -5,6 +5,7 @@
 import type { RunError } from '../kernel/errors.js';
 import type { StopReason, TraceEvent, TraceKind } from '../kernel/types.js';
 import { redactValue, scrubText } from '../logging/redact.js';
+import { truncateChars } from '../kernel/truncate.js';
 import type { RunRow, RunRowStatus, StepRow } from '../store/rows.js';
 
 export type ConsoleRun = RunRow;
@@ -118,9 +119,24 @@ const STOP_TEXT: Record<StopReason, string> = {
   deadline: 'the deadline passed',
   cancelled: 'the run was cancelled',
   error: 'an error ended the run',
+  awaiting_approval: 'the run waits for approval',
 };
 
 const mask = (text: string): string => scrubText(text);
+
+/** A decision on a call as the timeline says it: what, by whom, when, why, and whether it was edited. */
+function approvalText(event: Extract<TraceEvent, { type: 'approval' }>): string {
+  const when = event.decidedAt ? ` at ${new Date(event.decidedAt).toISOString()}` : '';
+  const asked = `asked ${new Date(event.requestedAt).toISOString()}`;
+  if (event.decision === 'expire') return `approval of ${event.tool} expired (${asked})${when}`;
+  const verb = event.decision === 'approve' ? 'approved' : 'rejected';
+  const edited =
+    event.editedArguments !== undefined
+      ? `; arguments edited to ${mask(truncateChars(JSON.stringify(event.editedArguments), 500))}`
+      : '';
+  const reason = event.reason ? `: ${mask(truncateChars(event.reason, 500))}` : '';
+  return `${event.tool} ${verb} by ${mask(event.by ?? 'unknown')}${when} (${asked})${reason}${edited}`;
+}
 
 /** The timeline of `run` from its steps (in any order). Pure: reads nothing, changes nothing. */
 export function buildTimeline(run: ConsoleRun, steps: readonly ConsoleStep[]): Timeline {
@@ -189,6 +205,8 @@ function stepEntries(step: ConsoleStep): TimelineEntry[] {
       });
     } else if (event.type === 'clear') {
       entries.push({ ...event, step: step.step });
+    } else if (event.type === 'approval') {
+      entries.push({ type: 'decision', step: step.step, text: approvalText(event) });
     } else {
       entries.push({
         type: 'decision',

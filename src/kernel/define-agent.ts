@@ -5,6 +5,12 @@ import type { Budget } from './budget.js';
 import type { ProtocolName } from './protocol.js';
 import type { Tool } from './tool.js';
 import {
+  APPROVAL_POLICIES,
+  MAX_APPROVAL_TIMEOUT_MS,
+  MIN_APPROVAL_TIMEOUT_MS,
+  type ApprovalPolicy,
+} from './approval.js';
+import {
   MODEL_APIS,
   REASONING_EFFORTS,
   type ModelApi,
@@ -46,6 +52,14 @@ export interface AgentDefinition<Input extends z.ZodType = z.ZodType, Output ext
   input?: Input;
   /** The value the run must end with (structured output); carried to the kernel as `output`. */
   output?: Output;
+  /**
+   * `side-effects`: every call of its tools that is not read-only waits for a person's decision (a task cannot
+   * switch it off); default `none`: only tools that ask (`needsApproval`), or a task's own `approval`. See
+   * docs/approvals.md.
+   */
+  approval?: ApprovalPolicy;
+  /** How long its calls may wait for a decision (a task's own wins); default APPROVAL_TIMEOUT_MS. */
+  approvalTimeoutMs?: number;
 }
 
 export interface ModelSettings {
@@ -77,6 +91,7 @@ export function defineAgent<Input extends z.ZodType = z.ZodType, Output extends 
     );
   }
   checkModelSettings(agent.name, agent.modelSettings);
+  checkApproval(agent);
   return agent;
 }
 
@@ -99,6 +114,24 @@ function checkModelSettings(name: string, settings: ModelSettings | undefined): 
   ) {
     throw new Error(
       `agent "${name}": modelSettings.maxCompletionTokens must be a whole number from 16 to 128000, got ${JSON.stringify(maxCompletionTokens)}`,
+    );
+  }
+}
+
+/** An agent's approval settings, refused at definition with the field named. */
+function checkApproval(agent: AgentDefinition): void {
+  if (agent.approval !== undefined && !APPROVAL_POLICIES.includes(agent.approval)) {
+    throw new Error(
+      `agent "${agent.name}": approval must be one of ${APPROVAL_POLICIES.join(', ')}, got ${JSON.stringify(agent.approval)}`,
+    );
+  }
+  const ms = agent.approvalTimeoutMs;
+  if (
+    ms !== undefined &&
+    !(Number.isInteger(ms) && ms >= MIN_APPROVAL_TIMEOUT_MS && ms <= MAX_APPROVAL_TIMEOUT_MS)
+  ) {
+    throw new Error(
+      `agent "${agent.name}": approvalTimeoutMs must be a whole number of ms from ${MIN_APPROVAL_TIMEOUT_MS} to ${MAX_APPROVAL_TIMEOUT_MS}, got ${JSON.stringify(ms)}`,
     );
   }
 }

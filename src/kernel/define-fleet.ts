@@ -67,6 +67,11 @@ export function defineFleet(definition: FleetDefinition): Fleet {
     if (known) fail(`tool "${tool.name}" is defined twice (${where})`);
     if (!TOOL_NAME.test(tool.name)) fail(`tool name "${tool.name}" is invalid (${where})`);
     toJsonSchema(tool.parameters, `tool "${tool.name}" parameters`);
+    const rule = tool.needsApproval;
+    if (rule !== undefined && typeof rule !== 'boolean' && typeof rule !== 'function')
+      fail(
+        `tool "${tool.name}": needsApproval must be true, false or a function of the arguments (${where})`,
+      );
     toolNames.set(tool.name, tool);
     tools.push(tool);
   };

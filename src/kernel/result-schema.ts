@@ -60,6 +60,19 @@ export const agentResultSchema = z
       .string()
       .describe('a budget stop: what was left, what the next call needed, what other jobs held reserved')
       .optional(),
+    awaitingApproval: z
+      .array(
+        z.object({
+          callKey: z.string(),
+          callId: z.string(),
+          step: count,
+          tool: z.string(),
+          arguments: z.unknown(),
+          requestedAt: z.number(),
+        }),
+      )
+      .describe('never in a published result: what a parked run (stopReason awaiting_approval) waits on')
+      .optional(),
   })
   .describe('The result of a task (docs/tasks-and-results.md#the-result).');
 

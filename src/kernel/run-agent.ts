@@ -14,7 +14,7 @@ import { deadlineSignal, type DeadlineSignal } from './deadline-signal.js';
 import type { AssistantMessage, ChatMessage, ResponseFormat, ToolSpec } from './messages.js';
 import { callModel, type ModelCallRequest, type ModelCallResult } from './model-call.js';
 import { measurePrompt, PromptCalibration } from './prompt-calibration.js';
-import type { AgentProtocol, PlannedCall, ProtocolName } from './protocol.js';
+import type { AgentProtocol, ProtocolName } from './protocol.js';
 import { jsonProtocol } from './protocol-json.js';
 import { migrateLegacyState } from './legacy-state.js';
 import { toolsProtocol } from './protocol-tools.js';
@@ -55,6 +55,15 @@ import {
 } from './tokens.js';
 import type { ToolRegistry } from './tool-registry.js';
 import { runToolCall } from './run-tool-call.js';
+import type { ApprovalRequest, RunApprovals } from './approval.js';
+import {
+  applyDecisions,
+  approvalEvents,
+  approvalsFor,
+  awaitingOf,
+  callKeyOf,
+  decidedCall,
+} from './turn-approvals.js';
 
 export interface AgentRunOptions {
   /**
@@ -151,6 +160,12 @@ export interface AgentRunInput {
   beforeSideEffects?: () => Promise<void>;
   /** Limits shared with the rest of the fleet (batch and daily budgets, rate limits). */
   gate?: CallGate;
+  /**
+   * Which calls wait for a person (the task's policy; tools may ask on their own) and the decisions reached
+   * since the run parked. A turn with a call that waits runs its other calls, then the run returns with
+   * stopReason `awaiting_approval` and its state open; resume it from its checkpoint with the decisions.
+   */
+  approvals?: RunApprovals;
   /** Told of every model and tool call as it starts and ends (the worker's tracing); see run-observer.ts. */
   observer?: RunObserver;
   logger?: KernelLogger;
@@ -316,6 +331,8 @@ class AgentRun {
   private async loop(): Promise<AgentResult> {
     if (this.state.result) return this.state.result;
     if (this.state.pending) {
+      // Decisions apply to the turn the run was parked on, never to a turn planned in this run.
+      applyDecisions(this.state.pending, this.input.approvals, this.state.runId, this.state.steps);
       const ended = await this.completeTurn(this.state.pending);
       if (ended) return ended;
     }
@@ -394,13 +411,27 @@ class AgentRun {
           startedAt: this.now(),
         },
       };
+      const approvals = await approvalsFor(turn.calls, {
+        policy: this.input.approvals?.policy ?? 'none',
+        tools: this.input.tools,
+        runId: this.state.runId,
+        step,
+        now: this.now(),
+        defaultTimeoutMs: this.opts.toolTimeoutMs,
+        onRuleFailed: (tool, err) =>
+          this.input.logger?.warn(
+            { err, runId: this.state.runId, tool },
+            "the tool's needsApproval rule failed: the call waits for a decision",
+          ),
+      });
+      if (approvals) pending.approvals = approvals;
       this.state.toolCalls += turn.calls.length;
       this.state.pending = pending;
       // Write-ahead: a decision with side effects is saved before any tool acts on it, so a resumed run carries
       // out the same calls (with the same call keys) instead of asking the model for new ones. A turn of
       // read-only calls does not wait for it: a crash mid-turn costs one model call asked again, while waiting
       // would cost a checkpoint and a round trip to the store on every step.
-      if (this.hasSideEffects(turn.calls)) {
+      if (this.hasSideEffects(pending)) {
         this.checkpoint();
         await Promise.all([this.checkpoints?.written(), this.input.beforeSideEffects?.()]);
       } else {
@@ -415,9 +446,13 @@ class AgentRun {
     }
   }
 
-  /** Whether some call of the turn may change something: one that runs a tool not marked read-only. */
-  private hasSideEffects(calls: readonly PlannedCall[]): boolean {
-    return calls.some((call) => {
+  /**
+   * Whether some call of the turn may change something (one that runs a tool not marked read-only) or waits for
+   * a decision: either way the turn is saved before any tool runs.
+   */
+  private hasSideEffects(pending: PendingTurn): boolean {
+    if (pending.approvals) return true;
+    return pending.calls.some((call) => {
       const tool = this.input.tools.get(call.name);
       // An unknown tool or arguments that do not parse run nothing.
       return tool !== undefined && call.args.ok && tool.readOnly !== true;
@@ -439,8 +474,16 @@ class AgentRun {
     const toolSignal = this.toolDeadline.signal;
     const unavailable: { tool: string; errorCode: string }[] = [];
     await Promise.all(
-      pending.calls.map(async (call, i) => {
+      pending.calls.map(async (planned, i) => {
         if (pending.results[i]) return;
+        const decided = decidedCall(planned, pending.approvals?.[i]);
+        if (decided === null) return; // waits for a decision
+        if ('record' in decided) {
+          // Rejected or expired: nothing runs; the model reads who said no and why.
+          pending.results[i] = decided.record;
+          return;
+        }
+        const call = decided.run;
         const watch = this.input.observer?.toolCall({
           name: call.name,
           callId: call.id,
@@ -453,7 +496,7 @@ class AgentRun {
           {
             signal: toolSignal,
             runId: this.state.runId,
-            callKey: `${this.state.runId}:${step}:${i + 1}`,
+            callKey: callKeyOf(this.state.runId, step, i),
             step,
           },
           {
@@ -497,7 +540,7 @@ class AgentRun {
   /** Runs the turn's unfinished tool calls, records the observations, and ends the step. */
   private async completeTurn(pending: PendingTurn): Promise<AgentResult | null> {
     const step = this.state.steps;
-    const sideEffects = this.hasSideEffects(pending.calls);
+    const sideEffects = this.hasSideEffects(pending);
     // A call that failed because what it depends on is down is not the model's doing: it is not shown to the
     // model (which would only try again, a model call each time, and trip the repeat detector) but run again
     // here after a wait; if the outage outlasts the waits, the run ends retryable with those calls unfinished,
@@ -523,6 +566,10 @@ class AgentRun {
       }
       this.excludeFromDeadline(this.now() - waitedFrom);
     }
+
+    const awaiting = awaitingOf(pending, this.state.runId, step);
+    if (awaiting.length > 0) return this.park(awaiting);
+    for (const event of approvalEvents(pending)) this.trace.noteEvent(event);
 
     const results = pending.results as ToolCallRecord[];
     const outputs = results.map((r) => r.output);
@@ -563,6 +610,16 @@ class AgentRun {
       });
     }
     return null;
+  }
+
+  /**
+   * Some calls of the turn wait for a person: the run stops here with its state open (the turn's other calls
+   * have run), and the time until it resumes is not charged to its deadline.
+   */
+  private park(awaiting: ApprovalRequest[]): AgentResult {
+    const result = this.finish('stopped', 'awaiting_approval', null, null);
+    result.awaitingApproval = awaiting;
+    return result;
   }
 
   /** The last turn: no tools, an instruction to answer now, whatever budget is left. */
@@ -880,7 +937,8 @@ class AgentRun {
     lastCall?: ModelCallResult,
   ): AgentResult {
     if (lastCall) this.trace.carryOver(lastCall);
-    if (this.structured && !this.validOutput && !error && stopReason !== 'cancelled') {
+    const parked = stopReason === 'cancelled' || stopReason === 'awaiting_approval';
+    if (this.structured && !this.validOutput && !error && !parked) {
       error = outputMissing(stopReason, this.state.outputIssues);
     }
     const result: AgentResult = {
@@ -906,11 +964,12 @@ class AgentRun {
         result.error = uncertainEffectsError(result.uncertainEffects);
       }
     }
-    // A run cancelled (a worker shutting down) or failed by something worth retrying is not over: its
-    // state stays open so the next attempt resumes it instead of replaying this outcome.
-    const final = stopReason !== 'cancelled' && !error?.retryable;
+    // A run cancelled (a worker shutting down), parked for approvals or failed by something worth retrying is
+    // not over: its state stays open so the next attempt resumes it instead of replaying this outcome, and the
+    // wait until then (for an outage to pass, for a decision) is not its time.
+    const final = !parked && !error?.retryable;
     if (final) this.state.result = result;
-    else if (error?.retryable) this.state.suspendedAt = this.now();
+    else if (error?.retryable || stopReason === 'awaiting_approval') this.state.suspendedAt = this.now();
     this.checkpoint();
     return result;
   }

@@ -1,6 +1,7 @@
 // A tool: a name, a description the model reads (descriptions decide accuracy), a zod schema for its
 // arguments, and an async execute that honours an AbortSignal.
 import type { z } from 'zod';
+import type { NeedsApproval } from './approval.js';
 import type { UncertainEffect } from './uncertain-effect.js';
 
 export interface ToolContext {
@@ -131,6 +132,13 @@ export interface Tool<Schema extends z.ZodType = z.ZodType> {
   readOnly?: boolean;
   /** Settling and capping the effects this tool makes with `ctx.once` (not for readOnly tools). */
   effects?: EffectHooks;
+  /**
+   * Whether a call waits for a person's decision before it runs: always, or a function of the arguments as the
+   * tool would receive them (recipients outside a list, an amount over a limit). A function that throws or takes
+   * longer than the tool's time limit asks for approval. A task's `approval: "side-effects"` asks it of every
+   * call of a tool that is not `readOnly` as well. docs/approvals.md.
+   */
+  needsApproval?: NeedsApproval<z.output<Schema>>;
   /** Returns what the model observes: a string, or a value rendered as compact JSON. */
   execute(args: z.output<Schema>, ctx: ToolContext): Promise<unknown>;
 }

@@ -1,5 +1,6 @@
 // The kernel's public types: what a run returns (docs/tasks-and-results.md), what it reports after each step,
 // and the serializable state it can be resumed from.
+import type { ApprovalDecision, ApprovalRequest } from './approval.js';
 import type { RunError } from './errors.js';
 import type { Budget, TokenUsage, Usage } from './budget.js';
 import type { AssistantMessage, ChatMessage } from './messages.js';
@@ -11,7 +12,10 @@ import type { UncertainEffect } from './uncertain-effect.js';
 export type { UncertainEffect } from './uncertain-effect.js';
 
 export type RunStatus = 'succeeded' | 'stopped' | 'failed';
-/** Every stop reason, for the schemas, filters and metric labels that list them. */
+/**
+ * Every stop reason, for the schemas, filters and metric labels that list them. `awaiting_approval` (like
+ * `cancelled` on shutdown) does not end a run: it is parked, its state open, until its calls are decided.
+ */
 export const STOP_REASONS = [
   'answer',
   'max_steps',
@@ -20,6 +24,7 @@ export const STOP_REASONS = [
   'deadline',
   'cancelled',
   'error',
+  'awaiting_approval',
 ] as const;
 export type StopReason = (typeof STOP_REASONS)[number];
 
@@ -47,6 +52,11 @@ export interface AgentResult {
    * for a fleet scope (a batch or daily cap), what other jobs held reserved.
    */
   stopDetail?: string;
+  /**
+   * Present only with stopReason `awaiting_approval`: the calls waiting for a decision. The run resumes from its
+   * checkpoint with the decisions (`AgentRunInput.approvals`); the rest of its turn has run.
+   */
+  awaitingApproval?: ApprovalRequest[];
 }
 
 export interface ToolCallRecord {
@@ -70,6 +80,19 @@ export interface PendingTurn {
   results: (ToolCallRecord | null)[];
   /** The step's share of usage and time, carried into its trace. */
   trace: { usage: TokenUsage; modelLatencyMs: number; attempts: number; startedAt: number };
+  /**
+   * One per call, null for a call that needs no approval; absent when none does. Decided once per call: a
+   * resume never asks again, and the decision stays for the step's trace.
+   */
+  approvals?: (PendingApproval | null)[];
+}
+
+/** A call that waits for a person: since when, and the decision once it came. */
+export interface PendingApproval {
+  requestedAt: number;
+  /** The arguments as the model gave them (accepted by the tool's schema), as the approver is shown them. */
+  arguments: unknown;
+  decision?: ApprovalDecision;
 }
 
 /** Everything needed to continue a run: plain JSON, stored by the worker after every step. */
@@ -151,7 +174,21 @@ export type TraceEvent =
       tokens: number;
       tools: string[];
     }
-  | { type: 'final_turn'; reason: 'max_steps' | 'token_budget' | 'cost_budget' | 'deadline'; why: string };
+  | { type: 'final_turn'; reason: 'max_steps' | 'token_budget' | 'cost_budget' | 'deadline'; why: string }
+  | {
+      type: 'approval';
+      /** The call, by the model's id, and its tool. */
+      callId: string;
+      tool: string;
+      decision: 'approve' | 'reject' | 'expire';
+      /** Who decided (null when it expired), why, and when (epoch ms); when it was asked. */
+      by: string | null;
+      reason: string | null;
+      requestedAt: number;
+      decidedAt: number | null;
+      /** The arguments the approver changed the call's to (the action's `args` are what ran); absent when unchanged. */
+      editedArguments?: unknown;
+    };
 
 /** One event per step, for the trace store and the job's progress. */
 export interface StepTrace {

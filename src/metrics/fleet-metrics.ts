@@ -7,7 +7,8 @@
 // have no fixed list: the first 100 distinct values seen keep their label, the rest are `other`.
 //
 // Queue depths are read on scrape, from BullMQ, with a short timeout: a slow or unreachable Redis never
-// hangs a scrape; the last values read are kept and agentfleet_scrape_errors_total counts the failure.
+// hangs a scrape; the last values read are kept and agentfleet_scrape_errors_total counts the failure. Pending
+// approvals are read from the store the same way (approval-metrics.ts).
 import type { Queue } from 'bullmq';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import {
@@ -22,6 +23,7 @@ import type { RateWaitReason } from '../fleet/rate-limiter.js';
 import { TOOL_NAMES } from '../queue/tool-names.js';
 import { withTimeout } from '../util/with-timeout.js';
 import { DEFAULT_MAX_LABEL_VALUES, FirstSeenLabels } from './bounded-labels.js';
+import { ApprovalMetrics, type PendingApprovalsSource } from './approval-metrics.js';
 
 export const METRIC_PREFIX = 'agentfleet_';
 
@@ -112,6 +114,8 @@ export interface FleetMetricsOptions {
   queueTimeoutMs?: number;
   /** Distinct tenants, and models, labelled as themselves; later ones are `other`. Default: 100. */
   maxLabelValues?: number;
+  /** How long a scrape waits for the pending approvals before keeping the last values. Default: 500 ms. */
+  approvalsTimeoutMs?: number;
 }
 
 type Counts = Record<string, number>;
@@ -144,6 +148,7 @@ export class FleetMetrics {
   private readonly ratePauses: Counter<'model' | 'cause'>;
   private readonly tenantLabels: FirstSeenLabels;
   private readonly modelLabels: FirstSeenLabels;
+  private readonly approvals: ApprovalMetrics;
 
   constructor(options: FleetMetricsOptions = {}) {
     this.registry = new Registry();
@@ -259,6 +264,7 @@ export class FleetMetrics {
       labelNames: ['model', 'cause'] as const,
       registers,
     });
+    this.approvals = new ApprovalMetrics(this.registry, METRIC_PREFIX, options.approvalsTimeoutMs);
   }
 
   /** Labels these tools as themselves too: the fleet configuration's, known once it is open. */
@@ -334,6 +340,16 @@ export class FleetMetrics {
   /** Call when this worker pauses the fleet: after a 429, or because the endpoint's headers asked for it. */
   observeRatePause(model: string, cause: PauseCause): void {
     this.ratePauses.inc({ model: this.modelLabels.label(model), cause });
+  }
+
+  /** Reports the fleet's pending approvals on every scrape (ApprovalStore fits). Once per instance. */
+  watchApprovals(source: PendingApprovalsSource): void {
+    this.approvals.watch(source);
+  }
+
+  /** Call when a resumed run is given its decisions: each decided approval counted by its outcome. */
+  observeApprovalDecisions(decided: readonly { state: string }[]): void {
+    this.approvals.observeDecisions(decided);
   }
 
   /** Reports these queues' job counts on every scrape. The caller keeps ownership (and closes them). */

@@ -16,8 +16,17 @@ export const BATCH_JOB_NAME = 'agent-batch';
 /** Fires the named schedules of config/schedules.json. */
 export const SCHEDULES_QUEUE = 'agent-schedules';
 
+/** What happens to approvals (`approval.requested`, `approval.decided`), for services that notify people. */
+export const EVENTS_QUEUE = 'agent-events';
+
 /** Every queue of the fleet, for the board. */
-export const FLEET_QUEUES = [TASKS_QUEUE, RESULTS_QUEUE, BATCHES_QUEUE, SCHEDULES_QUEUE] as const;
+export const FLEET_QUEUES = [
+  TASKS_QUEUE,
+  RESULTS_QUEUE,
+  BATCHES_QUEUE,
+  SCHEDULES_QUEUE,
+  EVENTS_QUEUE,
+] as const;
 
 /**
  * The id of a task's result job on agent-results. Derived from the task's id, so publishing twice is a

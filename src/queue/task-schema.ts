@@ -5,6 +5,7 @@ import { snapshotJson, TASK_JSON_LIMITS } from './json-structure.js';
 import { AGENT_NAME } from '../kernel/define-agent.js';
 import { TOOL_NAMES } from './tool-names.js';
 import { TENANT_NAME, TENANT_NAME_RULE } from './tenant-name.js';
+import { APPROVAL_POLICIES, MAX_APPROVAL_TIMEOUT_MS, MIN_APPROVAL_TIMEOUT_MS } from '../kernel/approval.js';
 
 export const MAX_TASK_CHARS = 8_000;
 const MAX_METADATA_KEYS = 50;
@@ -100,6 +101,10 @@ export const taskSchema = z
         }
       })
       .optional(),
+    /** `side-effects`: every call of a tool that is not read-only waits for a person's decision (docs/approvals.md). */
+    approval: z.enum(APPROVAL_POLICIES).optional(),
+    /** How long a call of this task may wait for a decision before it expires; default the agent's, else APPROVAL_TIMEOUT_MS. */
+    approvalTimeoutMs: z.number().int().min(MIN_APPROVAL_TIMEOUT_MS).max(MAX_APPROVAL_TIMEOUT_MS).optional(),
     /** Whom the task runs for: its jobs share TENANT_CONCURRENCY and the tenant's daily caps. */
     tenant: z.string().regex(TENANT_NAME, `must be a tenant name: ${TENANT_NAME_RULE}`).optional(),
     /** The same key enqueued twice gives the same job. */

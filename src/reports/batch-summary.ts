@@ -10,6 +10,8 @@ import { BatchTally, type BatchSummary } from '../batch/batch-summary.js';
 import type { RunRowStatus } from '../store/rows.js';
 import { forecastAgainstActual, type ForecastReport } from './forecast-report.js';
 import { tenantTotals, type TenantTotals } from './tenant-totals.js';
+import { approvalTotals, type ApprovalsReport } from './approval-totals.js';
+import type { Approval } from '../approvals/approval.js';
 import type { BatchRunInput } from './batch-run-input.js';
 
 export type { BatchRunInput } from './batch-run-input.js';
@@ -100,6 +102,8 @@ export interface BatchReport {
   forecast: ForecastReport | null;
   /** Per tenant, when some task of the batch has one: its finished tasks, tokens and cost. Empty otherwise. */
   tenants: TenantTotals[];
+  /** The calls of the batch's tasks that waited for a person: counts by state and a row each (total 0: none). */
+  approvals: ApprovalsReport;
 }
 
 export interface BuildReportOptions {
@@ -107,6 +111,8 @@ export interface BuildReportOptions {
   generatedAt?: Date;
   /** send_email's doubtful rows (of the effect ledger) for the batch's jobs; none when absent. */
   emails?: readonly EmailDoubt[];
+  /** The batch's approvals (ApprovalStore.forBatch), in any state; none when absent. */
+  approvals?: readonly Approval[];
 }
 
 export function buildBatchReport(
@@ -205,6 +211,7 @@ export function buildBatchReport(
     emails,
     forecast: forecastAgainstActual(batch.forecast, [...runsByJob.values()], summary.usage.costUsd, warnings),
     tenants: tenantTotals([...runsByJob.values()]),
+    approvals: approvalTotals(options.approvals ?? [], position),
   };
 }
 

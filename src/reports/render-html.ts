@@ -5,6 +5,7 @@ import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summ
 import { outputTable } from './output-columns.js';
 import { forecastHtml } from './forecast-section.js';
 import { tenantHtml } from './tenant-section.js';
+import { approvalHtml } from './approvals-section.js';
 import { renderBatchChart, STATUS_COLORS } from './render-chart.js';
 import { ANSWER_MAX_CHARS } from './render-markdown.js';
 import {
@@ -112,6 +113,7 @@ ${totalsHtml(report)}
 </section>
 ${tenantHtml(report)}
 ${forecastHtml(report)}
+${approvalHtml(report)}
 <section>
 <h2>Cost and steps per task</h2>
 <figure class="chart">

@@ -5,6 +5,7 @@ import { reportTotals, type BatchReport, type TaskReportRow } from './batch-summ
 import { outputTable } from './output-columns.js';
 import { forecastMarkdown } from './forecast-section.js';
 import { tenantMarkdown } from './tenant-section.js';
+import { approvalMarkdown } from './approvals-section.js';
 import { describeBudget, formatInt, formatTime, formatUsd, label, md, oneLine, truncate } from './text.js';
 
 export interface MarkdownOptions {
@@ -50,6 +51,7 @@ export function renderMarkdown(report: BatchReport, options: MarkdownOptions = {
   }
   out.push(...tenantMarkdown(report));
   out.push(...forecastMarkdown(report));
+  out.push(...approvalMarkdown(report));
 
   if (report.warnings.length > 0) {
     out.push('## Warnings', '');

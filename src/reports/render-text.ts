@@ -4,6 +4,7 @@ import type { BatchReport, TaskReportRow } from './batch-summary.js';
 import { outputTable } from './output-columns.js';
 import { forecastTextLines } from './forecast-section.js';
 import { tenantTextLines } from './tenant-section.js';
+import { approvalTextLines } from './approvals-section.js';
 import { formatInt, formatPercent, formatTime, formatUsd, label, terminalSafe } from './text.js';
 
 const TASK_CHARS = 48;
@@ -56,6 +57,7 @@ export function renderText(report: BatchReport): string {
   }
   out.push(...tenantTextLines(report));
   out.push(...forecastTextLines(report));
+  out.push(...approvalTextLines(report));
   for (const warning of report.warnings) out.push(`Warning:   ${terminalSafe(warning)}`);
   for (const email of report.emails) {
     const note = email.note === null ? '' : `: ${cell(email.note, 120)}`;

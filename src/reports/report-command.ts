@@ -143,7 +143,10 @@ export async function runReportCommand(
       );
       return 1;
     }
-    const report = buildBatchReport(loaded.batch, loaded.runs, { emails: loaded.emails });
+    const report = buildBatchReport(loaded.batch, loaded.runs, {
+      emails: loaded.emails,
+      approvals: loaded.approvals,
+    });
     const rendered = renderReport(report);
     io.stdout(rendered.text);
     const files = await writeReportFiles(args.outDir, rendered);

@@ -5,6 +5,9 @@ import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { z } from 'zod';
 import { StoreError } from '../kernel/errors.js';
 import { SentEmails, isNotDelivered } from '../tools/sent-emails.js';
+import type { Approval } from '../approvals/approval.js';
+import { ApprovalStore } from '../approvals/approval-store.js';
+import { mysqlErrorCode } from '../store/mysql-errors.js';
 import { jsonColumn, parseRow, toRunRow, type RunRow } from '../store/rows.js';
 import type { BatchRecord, BatchState, BatchSummary, EmailDoubt } from './batch-summary.js';
 
@@ -14,6 +17,8 @@ export interface LoadedBatch {
   runs: RunRow[];
   /** Emails of the batch's tasks not known to have been delivered (send_email's rows of the effect ledger). */
   emails: EmailDoubt[];
+  /** The calls of the batch's tasks that waited for a decision, in any state (agent_approvals). */
+  approvals: Approval[];
 }
 
 export interface BatchReportInput {
@@ -124,7 +129,17 @@ export class BatchReportStore {
       state: isNotDelivered(entry) ? 'not_delivered' : entry.status === 'uncertain' ? 'uncertain' : 'pending',
       note: entry.error,
     }));
-    return { batch, runs: runRows.map(toRunRow), emails };
+    return { batch, runs: runRows.map(toRunRow), emails, approvals: await this.approvalsOf(batchId) };
+  }
+
+  /** A store no worker has migrated to 017 yet has no approvals table, and so no approvals: its report still works. */
+  private async approvalsOf(batchId: string): Promise<Approval[]> {
+    try {
+      return await new ApprovalStore(this.pool).forBatch(batchId);
+    } catch (error) {
+      if (mysqlErrorCode(error) === 'ER_NO_SUCH_TABLE') return [];
+      throw error;
+    }
   }
 
   /** Inserts or replaces the batch's report; created_at stays that of the first one. */

@@ -59,6 +59,17 @@ export function terminalSafe(text: string): string {
   return oneLine(text.replace(TERMINAL_UNSAFE, REPLACEMENT));
 }
 
+/**
+ * JSON for stdout: the characters terminalSafe replaces are written as `\uXXXX` escapes instead (inside strings,
+ * where JSON.stringify leaves them raw), so the JSON still reads back the same and no control reaches the terminal.
+ */
+export function terminalSafeJson(value: unknown): string {
+  return (JSON.stringify(value, null, 2) ?? 'null').replace(
+    TERMINAL_UNSAFE,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
 /** Dollars with the decimals the amount needs (up to the 10 the store keeps), never fewer than 2. */
 export function formatUsd(usd: number): string {
   const fixed = Math.abs(usd).toFixed(10).replace(/0+$/, '');

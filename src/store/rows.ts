@@ -89,6 +89,7 @@ const STOP_REASONS: Record<StopReason, StopReason> = {
   deadline: 'deadline',
   cancelled: 'cancelled',
   error: 'error',
+  awaiting_approval: 'awaiting_approval',
 };
 const PROTOCOLS: Record<ProtocolName, ProtocolName> = { tools: 'tools', json: 'json' };
 const TRACE_KINDS: Record<TraceKind, TraceKind> = {

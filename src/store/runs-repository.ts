@@ -47,7 +47,7 @@ const toInt = (n: number): number => (Number.isFinite(n) ? Math.min(INT_MAX, Mat
 // MariaDB's JSON check refuses the escape JSON.stringify writes for a lone surrogate (a model's text may carry
 // one), failing the statement: such an escape becomes U+FFFD, as the driver does for the text columns. Only an
 // odd run of backslashes before the `u` makes an escape (`\\ud800` is a backslash, then the text "ud800").
-const toJson = (value: unknown): string =>
+export const toJson = (value: unknown): string =>
   JSON.stringify(value).replace(/(\\+)u(d[89a-f][0-9a-f]{2})/g, (all: string, slashes: string) =>
     slashes.length % 2 === 1 ? `${slashes.slice(0, -1)}\\ufffd` : all,
   );

@@ -1,7 +1,8 @@
 // The kernel's run observer (src/kernel/run-observer.ts) as OpenTelemetry spans after the GenAI semantic
 // conventions (docs/telemetry.md): `invoke_agent {agent}` per run, as a child of the active context (BullMQ's
 // `process` span of the job), and under it `chat {model}` per model call (its retries included, one event per
-// failed attempt) and `execute_tool {tool}` per tool call. Attributes of the fleet's own are under
+// failed attempt), `execute_tool {tool}` per tool call and, in a run resumed after approvals, `approval_wait {tool}`
+// per decided call (approval-wait-spans.ts). Attributes of the fleet's own are under
 // `agent_fleet.`. Content (prompts, replies, tool arguments and results) only when capture is on, scrubbed.
 import {
   context,
@@ -19,7 +20,8 @@ import type { ModelCallStart, ModelCallWatch, ToolCallStart, ToolCallWatch } fro
 import type { AgentResult } from '../kernel/types.js';
 import type { ToolCallOutcome } from '../kernel/run-tool-call.js';
 import { inputContent, outputContent, safeJson, safeText } from './genai-content.js';
-import type { RunTrace, RunTraceStart } from './telemetry-types.js';
+import { recordApprovalWaits } from './approval-wait-spans.js';
+import type { DecidedWait, RunTrace, RunTraceStart } from './telemetry-types.js';
 
 export const PROVIDER = 'openai';
 
@@ -83,6 +85,10 @@ class AgentRunTrace implements RunTrace {
     this.parent = trace.setSpan(context.active(), span);
   }
 
+  approvalWaits(waits: readonly DecidedWait[]): void {
+    recordApprovalWaits(this.tracer, this.parent, waits, this.options.captureContent);
+  }
+
   modelCall(call: ModelCallStart): ModelCallWatch {
     return new ChatSpan(this.tracer, this.parent, call, this.options);
   }
@@ -140,7 +146,12 @@ class AgentRunTrace implements RunTrace {
         safeJson([{ role: 'assistant', parts: [{ type: 'text', content: result.answer }] }]),
       );
     }
-    if (result.error) {
+    if (result.stopReason === 'awaiting_approval') {
+      // Parked, not ended: the run resumes as another attempt's span once its calls are decided. Said in so many
+      // words, and never an error, whatever else the result carries.
+      span.setAttribute('agent_fleet.run.parked', true);
+      span.setAttribute('agent_fleet.approval.awaiting', result.awaitingApproval?.length ?? 0);
+    } else if (result.error) {
       span.setAttribute('error.type', result.error.code);
       span.setStatus({ code: SpanStatusCode.ERROR, message: safeText(result.error.message, 500) });
     }

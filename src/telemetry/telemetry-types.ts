@@ -3,6 +3,9 @@
 import type { Telemetry } from 'bullmq';
 import type { RunObserver } from '../kernel/run-observer.js';
 import type { AgentResult } from '../kernel/types.js';
+import type { DecidedWait } from './approval-wait-spans.js';
+
+export type { DecidedWait } from './approval-wait-spans.js';
 
 export interface RunTraceStart {
   jobId: string;
@@ -18,6 +21,11 @@ export interface RunTraceStart {
 
 /** One run's `invoke_agent` span; its model and tool calls become its children. */
 export interface RunTrace extends RunObserver {
+  /**
+   * The waits that ended since the run parked (a resumed run's decided approvals; an Approval fits), each an
+   * `approval_wait {tool}` child span from its request to its decision. Call right after startRun.
+   */
+  approvalWaits(waits: readonly DecidedWait[]): void;
   end(result: AgentResult): void;
   /** The run threw (a bug): the span records it and ends. */
   fail(error: unknown): void;

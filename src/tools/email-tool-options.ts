@@ -12,6 +12,7 @@ export function checkEmailToolOptions(options: {
   from: unknown;
   allowedDomains: unknown;
   maxPerRun: unknown;
+  needsApproval?: unknown;
 }): void {
   if (typeof options.smtpUrl !== 'string' || !/^smtps?:\/\//.test(options.smtpUrl))
     fail('smtpUrl', 'must be an smtp:// or smtps:// URL');
@@ -37,4 +38,7 @@ export function checkEmailToolOptions(options: {
   }
   if (!Number.isSafeInteger(options.maxPerRun) || (options.maxPerRun as number) < 0)
     fail('maxPerRun', 'must be a whole number of emails, 0 or more');
+  const rule = options.needsApproval;
+  if (rule !== undefined && typeof rule !== 'boolean' && typeof rule !== 'function')
+    fail('needsApproval', 'must be true, false or a function of the email (to, subject, body)');
 }

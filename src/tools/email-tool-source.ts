@@ -6,7 +6,7 @@ import { effectLedgerOf } from '../effects/effect-ledger-of.js';
 import type { ToolServices } from './tool-services.js';
 import { httpDeliveryLookup } from './delivery-lookup.js';
 import { checkEmailToolOptions } from './email-tool-options.js';
-import { createSendEmailTool, SEND_EMAIL } from './send-email.js';
+import { createSendEmailTool, SEND_EMAIL, type SendEmailToolOptions } from './send-email.js';
 import { SmtpPool } from './smtp-pool.js';
 
 export interface EmailToolSourceOptions {
@@ -26,6 +26,11 @@ export interface EmailToolSourceOptions {
   /** SMTP_LOOKUP_URL: settles emails left pending by a crash (docs/side-effects.md). */
   lookupUrl?: string;
   pendingGraceMs?: number;
+  /**
+   * Whether an email waits for a person's decision before it goes: always, or a function of its arguments (a
+   * recipient outside a list). docs/approvals.md.
+   */
+  needsApproval?: SendEmailToolOptions['needsApproval'];
 }
 
 /** Throws a ConfigError naming the option when one has the wrong shape (the worker stops at start with it). */
@@ -49,6 +54,7 @@ export function sendEmailTool(options: EmailToolSourceOptions): ToolSource<ToolS
         dryRun: options.dryRun ?? false,
         logger: services.logger,
         pendingGraceMs: options.pendingGraceMs ?? 120_000,
+        ...(options.needsApproval !== undefined ? { needsApproval: options.needsApproval } : {}),
         ...(deliveryLookup ? { deliveryLookup } : {}),
         ...(services.onEmailSettled ? { onSettled: services.onEmailSettled } : {}),
       });

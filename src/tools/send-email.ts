@@ -23,6 +23,7 @@ import {
 } from '../effects/effect-once.js';
 import type { EffectRow } from '../effects/effect-ledger.js';
 import { ConfigError, ToolError, TransientToolError } from '../kernel/errors.js';
+import type { NeedsApproval } from '../kernel/approval.js';
 import type { DeliveryLookup } from './delivery-lookup.js';
 import { parseRecipient } from './email-address.js';
 import { NOT_DELIVERED, SEND_EMAIL } from './sent-emails.js';
@@ -88,6 +89,8 @@ export interface SendEmailToolOptions {
   pendingPollMs?: number;
   /** Each email the worker's sweeper settles (for metrics). */
   onSettled?: (outcome: SweepOutcome) => void;
+  /** Whether an email waits for a person's decision (the tool's `needsApproval`, docs/approvals.md). */
+  needsApproval?: NeedsApproval<{ to: string; subject: string; body: string }>;
 }
 
 const DEFAULT_PENDING_GRACE_MS = 120_000;
@@ -133,6 +136,7 @@ export function createSendEmailTool(options: SendEmailToolOptions): Tool<typeof 
       `it again.`,
     parameters,
     timeoutMs: options.timeoutMs ?? Math.max(60_000, graceMs + 30_000),
+    ...(options.needsApproval !== undefined ? { needsApproval: options.needsApproval } : {}),
     async execute(args, ctx) {
       const recipient = parseRecipient(args.to, options.allowedDomains);
       if (!recipient.ok) {

@@ -94,7 +94,8 @@ function aggregateWith(deps: BatchAggregatorDeps) {
     await deps.records.complete(batch, summary);
     const loaded = await deps.reports.loadBatch(batch.batchId);
     if (loaded) {
-      const rendered = renderReport(buildBatchReport(loaded.batch, loaded.runs, { emails: loaded.emails }));
+      const { emails, approvals } = loaded;
+      const rendered = renderReport(buildBatchReport(loaded.batch, loaded.runs, { emails, approvals }));
       await deps.reports.saveReport({
         batchId: batch.batchId,
         state: rendered.report.state,

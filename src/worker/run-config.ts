@@ -6,6 +6,7 @@ import type { AgentDefinition } from '../kernel/define-agent.js';
 import { toolNamesOf } from '../kernel/define-fleet.js';
 import { InputError } from '../kernel/errors.js';
 import type { AgentRunOptions } from '../kernel/run-agent.js';
+import type { ApprovalPolicy } from '../kernel/approval.js';
 import type { ProtocolName } from '../kernel/protocol.js';
 import type { ModelApi, ReasoningEffort } from '../kernel/chat-model.js';
 import type { Env } from '../../config/env.js';
@@ -27,6 +28,8 @@ export interface RunConfig {
   /** The agent's instructions for this input; undefined when it has none. */
   instructions: string | undefined;
   options: AgentRunOptions;
+  /** Which calls wait for a decision, and for how long at most (docs/approvals.md). */
+  approval: { policy: ApprovalPolicy; timeoutMs: number };
 }
 
 /**
@@ -59,6 +62,11 @@ export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition):
     tools: task.tools ?? allowed,
     taskText: taskTextOf(task.task, input),
     instructions,
+    approval: {
+      // The stricter of the agent's and the task's: a task may ask for approvals, never switch its agent's off.
+      policy: agent.approval === 'side-effects' ? 'side-effects' : (task.approval ?? 'none'),
+      timeoutMs: task.approvalTimeoutMs ?? agent.approvalTimeoutMs ?? env.APPROVAL_TIMEOUT_MS,
+    },
     options: {
       memoryWindow: agent.memory?.window ?? env.AGENT_MEMORY_WINDOW,
       contextTokens: env.AGENT_CONTEXT_TOKENS,

@@ -8,6 +8,8 @@
 //            the worker shutting down         → job released to the queue, resumed by whoever takes it
 //            finished, but MySQL is down      → outcome kept in Redis, job delayed (no attempt spent) and
 //                                               redelivered until its record lands; the result is published then
+//            calls awaiting approval          → approvals recorded, job delayed until decided or expired
+//                                               (approval-parking.ts), resumed from its checkpoint
 import { DelayedError, UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DEFAULT_AGENT, type AgentDefinition } from '../kernel/define-agent.js';
@@ -37,6 +39,7 @@ import type { BatchTracker } from './batch-tracker.js';
 import { StepWrites } from './step-writes.js';
 import { batchMembership } from './batch-membership.js';
 import { tenantWaitMs, type HeldSlot, type TenantSlots } from '../fleet/tenant-slots.js';
+import { clearAwaitingStatus, type ApprovalParking } from './approval-parking.js';
 
 /** What the fleet's shared limits of a job depend on. */
 export interface JobLimits {
@@ -77,6 +80,8 @@ export interface TaskProcessorDeps {
   tracing?: Pick<FleetTelemetry, 'startRun'>;
   /** Records a batch when its first task starts. */
   batches?: BatchTracker;
+  /** Parks runs whose calls wait for a decision, and gives resumed ones the decisions; without it such a run fails. */
+  approvals?: ApprovalParking;
   logger: Logger;
 }
 
@@ -92,6 +97,7 @@ export function createTaskProcessor(
     const held: { slot: HeldSlot | null } = { slot: null };
     try {
       const resolved = await resolveTask(deps, finisher, job, token);
+      await clearAwaitingStatus(job);
       const attempt = attemptOf(deps, job, token, resolved);
       const state = await readJobState(attempt);
       if (state.published) return completedAlready(attempt, state.published);
@@ -315,6 +321,7 @@ async function runTheAgent(
   signal: AbortSignal | undefined,
 ): Promise<AgentResult> {
   const { deps, job, jobId, log, task, agent, config, batchId, traces } = attempt;
+  const decided = await decisionsFor(attempt, state);
   // Checkpoint, parked trace, progress and log line of a step: one round trip.
   const steps = new StepWrites(deps.redis, job, deps.env.QUEUE_PREFIX, log);
   const runTrace = deps.tracing?.startRun({
@@ -325,6 +332,11 @@ async function runTheAgent(
     task: config.taskText,
     ...(batchId ? { batchId } : {}),
   });
+  // The waits that ended while the job was parked: a span each, and the decisions counted by outcome.
+  if (decided) {
+    runTrace?.approvalWaits(decided.decided);
+    deps.metrics?.observeApprovalDecisions(decided.decided);
+  }
   const result = await runAgent({
     runId: jobId,
     task: config.taskText,
@@ -339,6 +351,7 @@ async function runTheAgent(
     checkpoint: state.checkpoint ?? undefined,
     signal,
     gate: deps.gateFor?.({ batchId, tenant: task.tenant, model: config.model }),
+    approvals: { policy: config.approval.policy, ...(decided ? { decisions: decided.decisions } : {}) },
     ...(runTrace ? { observer: runTrace } : {}),
     logger: log,
     onStep: (trace) => {
@@ -380,6 +393,25 @@ async function endAttempt(
     await job.moveToWait(token);
     throw new WaitingError();
   }
+  if (result.stopReason === 'awaiting_approval' && result.awaitingApproval && deps.approvals) {
+    await Promise.all([recording.ensureStarted(), traces.flush()]);
+    return deps.approvals.park(
+      job,
+      token,
+      {
+        jobId: attempt.jobId,
+        batchId: attempt.batchId ?? null,
+        tenant: attempt.task.tenant ?? null,
+        agent: attempt.agent.name,
+        instance: String(job.timestamp),
+        awaiting: result.awaitingApproval,
+        tools: deps.tools.registryFor(attempt.config.tools),
+        timeoutMs: attempt.config.approval.timeoutMs,
+      },
+      log,
+    );
+  }
+  if (result.stopReason === 'awaiting_approval') result = noApprovalStore(result);
   const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
   if (!kept && result.status === 'failed' && result.error?.retryable && !lastAttempt) {
     log.warn({ error: result.error }, 'run failed, will be retried');
@@ -399,6 +431,41 @@ async function endAttempt(
   log.info({ status: result.status, stopReason: result.stopReason, usage: result.usage }, 'run finished');
   if (result.status === 'failed') throw new UnrecoverableError(result.error?.message ?? 'run failed');
   return result;
+}
+
+/**
+ * The decisions a parked run resumes with. MySQL down: the job waits, delayed (no attempt spent), and asks again
+ * on its next delivery; it never runs a call that waits without its decision.
+ */
+async function decisionsFor(
+  attempt: Attempt,
+  state: JobState,
+): Promise<Awaited<ReturnType<ApprovalParking['decisionsFor']>>> {
+  const { deps, job, token, log } = attempt;
+  try {
+    return await deps.approvals?.decisionsFor(job, state.checkpoint);
+  } catch (err) {
+    const delayMs = deps.env.WORKER_RETRY_BASE_MS;
+    log.warn({ err, retryInMs: delayMs }, 'decisions could not be read: resuming later');
+    await job.moveToDelayed(Date.now() + delayMs, token);
+    throw new DelayedError();
+  }
+}
+
+/** A run that asked for approval on a worker given no approval store: ended, saying so. */
+function noApprovalStore(result: AgentResult): AgentResult {
+  const { awaitingApproval: _awaiting, ...rest } = result;
+  return {
+    ...rest,
+    status: 'failed',
+    stopReason: 'error',
+    error: {
+      kind: 'config',
+      code: 'approvals_unavailable',
+      message: 'a call needs approval, but this worker has no approval store',
+      retryable: false,
+    },
+  };
 }
 
 /** MySQL is down: the job waits, delayed (no attempt spent), and its next delivery records the kept outcome. */

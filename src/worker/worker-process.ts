@@ -5,7 +5,10 @@ import { env as readEnv, type Env } from '../../config/env.js';
 import { configuredPrices, priceOf } from '../llm/price-table.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import { scrubText } from '../logging/redact.js';
-import { BATCHES_QUEUE, RESULTS_QUEUE, TASKS_QUEUE } from '../queue/names.js';
+import { BATCHES_QUEUE, EVENTS_QUEUE, RESULTS_QUEUE, TASKS_QUEUE } from '../queue/names.js';
+import { ApprovalStore } from '../approvals/approval-store.js';
+import { ApprovalEvents } from '../approvals/approval-events.js';
+import { ApprovalParking } from './approval-parking.js';
 import { BatchRecords } from '../batch/batch-record.js';
 import { BatchReportStore } from '../reports/report-store.js';
 import { createBatchAggregator } from './batch-aggregator.js';
@@ -92,6 +95,8 @@ export async function startWorkerProcess(
     const retention = retentionFrom(config);
     const queues = openQueues(config, connection, outages, retention, telemetry, logger);
     const { metrics, metricsServer } = await startMetrics(config, queues, logger);
+    const approvalStore = new ApprovalStore(stores.pool);
+    metrics.watchApprovals(approvalStore);
     const limits = fleetLimitsFromEnv(connection, config);
     const tools = await openFleet(loaded.fleet, {
       store: stores.pool,
@@ -134,6 +139,7 @@ export async function startWorkerProcess(
         metrics,
         tracing: telemetry,
         batches: new BatchTracker(queues.batches, new BatchRecords(stores.pool)),
+        approvals: new ApprovalParking(approvalStore, new ApprovalEvents(queues.events)),
         logger,
         results: queues.results,
       },
@@ -172,6 +178,7 @@ export async function startWorkerProcess(
         closeConnections: async () => {
           await queues.resultsRetention.close();
           await queues.batches.close();
+          await queues.events.close();
           await metricsServer?.close();
           await queues.tasks.close();
           await queues.results.close();
@@ -228,12 +235,17 @@ function openQueues(
   const results = new Queue(RESULTS_QUEUE, { connection, prefix: config.QUEUE_PREFIX, ...traced });
   const tasks = new Queue(TASKS_QUEUE, { connection, prefix: config.QUEUE_PREFIX, ...traced });
   const batches = new Queue(BATCHES_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
-  outages.watch(results, 'results queue').watch(tasks, 'tasks queue').watch(batches, 'batches queue');
+  const events = new Queue(EVENTS_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
+  outages
+    .watch(results, 'results queue')
+    .watch(tasks, 'tasks queue')
+    .watch(batches, 'batches queue')
+    .watch(events, 'events queue');
   // Redis being away is reported by the outage log; the next publish trims again.
   const resultsRetention = new ResultsRetention(results, retention.results, (err) =>
     logger.warn({ reason: err instanceof Error ? err.message : String(err) }, 'could not trim agent-results'),
   );
-  return { results, tasks, batches, resultsRetention };
+  return { results, tasks, batches, events, resultsRetention };
 }
 
 type Queues = ReturnType<typeof openQueues>;

@@ -3,8 +3,9 @@
 import { scrubText } from '../../logging/redact.js';
 import type { BatchReport, TaskReportRow } from '../../reports/batch-summary.js';
 import { renderBatchChart } from '../../reports/render-chart.js';
+import { approvalCounts } from '../../reports/approvals-section.js';
 import { describeBudget, formatInt, formatTime, formatUsd, label } from '../../reports/text.js';
-import { badge, cards, h, href, NONE, page } from './layout.js';
+import { badge, cards, h, href, NONE, page, type Nav } from './layout.js';
 
 function taskRow(row: TaskReportRow): string {
   const num = (value: number | null) => (value === null ? NONE : h(formatInt(value)));
@@ -43,7 +44,20 @@ ${rows.join('\n')}
 </table>`;
 }
 
-export function batchPage(report: BatchReport): string {
+/** The batch report's approval counts; with the approvals pages, each state links to the batch's calls in it. */
+function approvalsLine(report: BatchReport, nav: Nav | undefined): string {
+  const { approvals } = report;
+  if (approvals.total === 0) return '';
+  if (nav?.approvals === undefined) return `<p class="meta">Approvals: ${h(approvalCounts(approvals))}</p>`;
+  const links = (['pending', 'approved', 'rejected', 'expired'] as const).map((state) => {
+    const query = new URLSearchParams({ state, batchId: report.batchId }).toString();
+    return `<a href="${h(`/console/approvals?${query}`)}">${h(`${approvals.counts[state]} ${state}`)}</a>`;
+  });
+  const calls = `${formatInt(approvals.total)} call${approvals.total === 1 ? '' : 's'}`;
+  return `<p class="meta">Approvals: ${h(calls)} waited for a decision: ${links.join(', ')}</p>`;
+}
+
+export function batchPage(report: BatchReport, nav?: Nav): string {
   const { summary } = report;
   const figures: [string, string][] = [
     ['Cost (USD)', formatUsd(summary.usage.costUsd)],
@@ -63,6 +77,7 @@ export function batchPage(report: BatchReport): string {
 <p class="meta">${report.name === null ? '' : `${h(label(report.name, 200))} · `}created ${h(formatTime(report.createdAt))}${report.completedAt ? ` · completed ${h(formatTime(report.completedAt))}` : ''} · budget: ${h(describeBudget(report))} · <a href="${h(`/console/runs?batch=${encodeURIComponent(report.batchId)}`)}">its runs in the list</a></p>
 ${cards(figures)}
 ${warnings}
+${approvalsLine(report, nav)}
 ${tenantsTable(report)}
 <h2>Cost and steps per task</h2>
 <figure class="chart">
@@ -75,5 +90,5 @@ ${renderBatchChart(report).trim()}
 ${report.rows.map(taskRow).join('\n')}
 </tbody>
 </table>`;
-  return page(`Batch ${report.batchId}`, body);
+  return page(`Batch ${report.batchId}`, body, nav);
 }

@@ -74,10 +74,36 @@ dl.email dt { color: #616161; } dl.email dd { margin: 0; overflow-wrap: anywhere
 figure.chart { margin: 0; overflow-x: auto; background: #fff; border: 1px solid #e0e0e0; border-radius: 6px; padding: 8px; }
 figure.chart svg { max-width: 100%; height: auto; }
 footer { margin-top: 28px; color: #757575; font-size: 12px; }
+nav .count { background: #e65100; color: #fff; border-radius: 10px; padding: 0 7px; font-size: 12px; font-weight: 600; }
+.badge.approved { background: #2e7d32; } .badge.rejected { background: #c62828; } .badge.expired { background: #757575; }
+.notice { background: #e8f5e9; border: 1px solid #a5d6a7; border-radius: 6px; padding: 8px 12px; }
+article.approval { background: #fff; border: 1px solid #e0e0e0; border-left: 4px solid #90a4ae; border-radius: 4px;
+  padding: 8px 12px; margin: 10px 0; }
+article.approval.pending { border-left-color: #e65100; }
+article.approval pre.arguments { max-height: 360px; overflow: auto; }
+.decide { display: flex; flex-wrap: wrap; gap: 16px; margin-top: 8px; }
+.decide form { display: flex; flex-direction: column; gap: 4px; min-width: 280px; flex: 1; }
+.decide label { font-size: 12px; color: #616161; display: flex; flex-direction: column; gap: 2px; }
+.decide input, .decide textarea { font: 12px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; padding: 3px 6px; }
+.decide button { align-self: flex-start; font: inherit; padding: 3px 14px; }
+.awaiting { color: #e65100; font-weight: 600; }
 `;
 
+/** What the navigation bar shows besides the runs and Bull Board. */
+export interface Nav {
+  /** The approvals link, when the console has an approval desk, with how many wait (when known). */
+  approvals?: { pending: number | null };
+}
+
+function approvalsLink(nav: Nav): string {
+  if (!nav.approvals) return '';
+  const { pending } = nav.approvals;
+  const count = pending ? ` <span class="count">${pending} pending</span>` : '';
+  return `<a href="${CONSOLE_PATH}/approvals">Approvals${count}</a>`;
+}
+
 /** A whole page: `body` is HTML already escaped. */
-export function page(title: string, body: string): string {
+export function page(title: string, body: string, nav: Nav = {}): string {
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -88,7 +114,7 @@ export function page(title: string, body: string): string {
 <style>${CSS}</style>
 </head>
 <body>
-<nav><span class="brand">agent-fleet</span><a href="${CONSOLE_PATH}/runs">Runs</a><a href="/">Queues (Bull Board)</a></nav>
+<nav><span class="brand">agent-fleet</span><a href="${CONSOLE_PATH}/runs">Runs</a>${approvalsLink(nav)}<a href="/">Queues (Bull Board)</a></nav>
 <main>
 ${body}
 </main>

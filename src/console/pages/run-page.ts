@@ -1,11 +1,13 @@
-// A run's page: its figures, the answer rendered as (sanitized) Markdown, the structured output, and the
-// timeline (src/console/timeline.ts) entry by entry.
+// A run's page: its figures, its approvals, the answer rendered as (sanitized) Markdown, the structured output,
+// and the timeline (src/console/timeline.ts) entry by entry.
+import type { Approval } from '../../approvals/approval.js';
 import { TASKS_QUEUE } from '../../queue/names.js';
 import { formatInt, formatTime, formatUsd } from '../../reports/text.js';
 import { clearedText, describeTokens, foldCost, formatDuration } from '../render-timeline-text.js';
 import { renderSafeMarkdown } from '../safe-markdown.js';
 import type { Timeline, TimelineEntry } from '../timeline.js';
-import { badge, boardJobHref, cards, h, href, NONE, page } from './layout.js';
+import { badge, boardJobHref, cards, h, href, NONE, page, type Nav } from './layout.js';
+import { runApprovalsSection } from './run-approvals.js';
 
 const json = (value: unknown): string => h(JSON.stringify(value, null, 2) ?? 'undefined');
 
@@ -59,7 +61,13 @@ ${detail}${observation}</li>`;
   }
 }
 
-export function runPage(timeline: Timeline): string {
+export interface RunPageExtras {
+  /** The run's approvals, when the console has an approval desk. */
+  approvals?: readonly Approval[];
+  nav?: Nav;
+}
+
+export function runPage(timeline: Timeline, extras: RunPageExtras = {}): string {
   const { run } = timeline;
   const usage = run.usage;
   const figures: [string, string][] = [
@@ -102,6 +110,7 @@ ${cards(figures)}
 ${estimated}
 ${stopped}
 ${error}
+${runApprovalsSection(extras.approvals)}
 <h2>Answer</h2>
 ${answer}
 ${output}
@@ -112,5 +121,5 @@ ${timeline.entries.map(entryHtml).join('\n') || `<li>${NONE} no step recorded</l
 <h2>Metadata</h2>
 <pre>${json(run.metadata)}</pre>
 <footer>Secrets and anything the redaction rules catch are shown as [redacted]. Observations are stored cut to 2,000 characters.</footer>`;
-  return page(`Run ${run.jobId}`, body);
+  return page(`Run ${run.jobId}`, body, extras.nav);
 }

@@ -8,7 +8,7 @@ import type { RunRowStatus } from '../../store/rows.js';
 import { RUN_LIST_LIMIT, RUN_STATUSES, STOP_REASONS, type RunFilters } from '../console-store.js';
 import { formatDuration } from '../render-timeline-text.js';
 import type { ConsoleRun } from '../timeline.js';
-import { badge, CONSOLE_PATH, h, href, NONE, page } from './layout.js';
+import { badge, CONSOLE_PATH, h, href, NONE, page, type Nav } from './layout.js';
 
 const DATE = /^\d{4}-\d{2}-\d{2}$/;
 const FILTER_TEXT_MAX = 64;
@@ -121,6 +121,7 @@ export function runsPage(
   runs: readonly ConsoleRun[],
   query: Record<string, unknown>,
   problem?: string,
+  nav?: Nav,
 ): string {
   const rows = runs.map(runRow).join('\n');
   const count =
@@ -136,5 +137,5 @@ ${problem ? `<p class="problem">${h(problem)}</p>` : `<p class="meta">${count}, 
 ${rows || `<tr><td colspan="12" class="none">no run matches</td></tr>`}
 </tbody>
 </table>`;
-  return page('Runs', body);
+  return page('Runs', body, nav);
 }

@@ -31,6 +31,8 @@ import {
   type WorkerHandle,
 } from '../../support/fleet-harness.js';
 import { FIXTURES_DIR, REPO_ROOT } from '../../support/repo-paths.js';
+import { openApprovals } from '../../support/approvals-harness.js';
+import { parkJob } from '../../support/parked-jobs.js';
 
 type Json = Record<string, unknown>;
 interface Operation {
@@ -280,6 +282,50 @@ describe('real answers of every route, checked against the document', () => {
       '/v1/batches',
     );
     expect(bad).toMatchObject({ issues: [{ path: 'dryRun' }] });
+  }, 60_000);
+
+  it('approvals: listed, read, decided, refused, decided twice, batch-wide; a parked task', async () => {
+    // The worker migrated the store; jobs are parked as a worker parks them (test/support/parked-jobs.ts).
+    const approvals = await openApprovals(ns);
+    try {
+      const url = await listen(
+        createApiServer({ client: ns.client, token: TOKEN, logger: silent, approvals: approvals.desk }),
+      );
+      // A third call stays pending, so the job is never woken for the worker to run.
+      const calls = [{}, {}, { tool: 'post_invoice' }];
+      const parked = await parkJob(approvals.tasks, approvals.store, calls, 'openapi-batch');
+      const [first, second] = parked.approvals.map((approval) => approval.id);
+      const list = '/v1/approvals';
+      await checked(await get(`${list}?jobId=${parked.jobId}&state=pending`, auth, url), 'get', list);
+      await checked(await get(`${list}?state=waiting`, auth, url), 'get', list);
+      const one = '/v1/approvals/{approvalId}';
+      await checked(await get(`${list}/${first}`, auth, url), 'get', one);
+      await checked(await get(`${list}/apr_missing`, auth, url), 'get', one);
+      await checked(await post(`${list}/${first}`, { decision: 'approve', by: 'x' }, {}, url), 'post', one);
+      await checked(await post(`${list}/${first}`, { decision: 'approve' }, {}, url), 'post', one);
+      await checked(await post(`${list}/${first}`, { decision: 'approve' }, {}, url), 'post', one);
+      await checked(await post(`${list}/apr_missing`, { decision: 'approve' }, {}, url), 'post', one);
+      const batch = '/v1/batches/{batchId}/approvals';
+      await checked(
+        await post('/v1/batches/openapi-batch/approvals', { decision: 'approve' }, {}, url),
+        'post',
+        batch,
+      );
+      await checked(await get(`/v1/tasks/${parked.jobId}`, auth, url), 'get', '/v1/tasks/{jobId}');
+      const decided = await checked(
+        await post(
+          '/v1/batches/openapi-batch/approvals',
+          { tool: 'send_email', decision: 'approve' },
+          {},
+          url,
+        ),
+        'post',
+        batch,
+      );
+      expect(decided).toMatchObject({ decided: [{ id: second }], conflicts: 0 });
+    } finally {
+      await approvals.close();
+    }
   }, 60_000);
 
   it('agents, health, metrics and the document itself; Redis down and a failing client', async () => {

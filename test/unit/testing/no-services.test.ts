@@ -61,7 +61,12 @@ describe('the vitest projects', () => {
     ).toEqual([
       ['unit', ['test/unit/**/*.test.ts'], ['./test/support/no-services.ts'], []],
       ['integration', ['test/integration/**/*.test.ts'], [], ['./test/support/global-setup.ts']],
-      ['browser', ['test/integration/console/browser.test.ts'], [], ['./test/support/global-setup.ts']],
+      [
+        'browser',
+        ['test/integration/console/browser.test.ts', 'test/integration/console/approvals-browser.test.ts'],
+        [],
+        ['./test/support/global-setup.ts'],
+      ],
     ]);
   });
 
