@@ -40,6 +40,7 @@ import { StepWrites } from './step-writes.js';
 import { batchMembership } from './batch-membership.js';
 import { tenantWaitMs, type HeldSlot, type TenantSlots } from '../fleet/tenant-slots.js';
 import { clearAwaitingStatus, type ApprovalParking } from './approval-parking.js';
+import type { ChildJobs } from './child-jobs.js';
 
 /** What the fleet's shared limits of a job depend on. */
 export interface JobLimits {
@@ -82,6 +83,8 @@ export interface TaskProcessorDeps {
   batches?: BatchTracker;
   /** Parks runs whose calls wait for a decision, and gives resumed ones the decisions; without it such a run fails. */
   approvals?: ApprovalParking;
+  /** Starts the child agents a run calls and reads their outcomes; without it a child call is refused. */
+  children?: ChildJobs;
   logger: Logger;
 }
 
@@ -196,8 +199,11 @@ function attemptOf(
 ): Attempt {
   const jobId = String(job.id);
   const log = deps.logger.child({ jobId, attempt: job.attemptsMade + 1 });
-  const { batchId, claimed } = batchMembership(job, deps.env.QUEUE_PREFIX);
-  if (claimed) log.warn({ batch: claimed }, 'metadata.batch names a batch the job is not a task of: ignored');
+  const membership = batchMembership(job, deps.env.QUEUE_PREFIX);
+  if (membership.claimed)
+    log.warn({ batch: membership.claimed }, 'metadata.batch names a batch the job is not a task of: ignored');
+  // A child agent's task counts against its parent's batch.
+  const batchId = membership.batchId ?? resolved.task.parent?.batchId;
   return {
     ...resolved,
     deps,
@@ -284,6 +290,7 @@ async function startRecording(attempt: Attempt, state: JobState): Promise<Record
     protocol: checkpoint?.protocol ?? config.protocol,
     agent: agent.name,
     tenant: task.tenant ?? null,
+    parentJobId: task.parent?.jobId ?? null,
     prices: checkpoint?.price ?? config.price,
     batchId: batchId ?? null,
     metadata: task.metadata,
@@ -322,6 +329,7 @@ async function runTheAgent(
 ): Promise<AgentResult> {
   const { deps, job, jobId, log, task, agent, config, batchId, traces } = attempt;
   const decided = await decisionsFor(attempt, state);
+  const childOutcomes = await deps.children?.outcomesFor(state.checkpoint);
   // Checkpoint, parked trace, progress and log line of a step: one round trip.
   const steps = new StepWrites(deps.redis, job, deps.env.QUEUE_PREFIX, log);
   const runTrace = deps.tracing?.startRun({
@@ -352,6 +360,11 @@ async function runTheAgent(
     signal,
     gate: deps.gateFor?.({ batchId, tenant: task.tenant, model: config.model }),
     approvals: { policy: config.approval.policy, ...(decided ? { decisions: decided.decisions } : {}) },
+    children: {
+      allowed: deps.children !== undefined && (task.parent?.depth ?? 0) < deps.env.AGENT_MAX_DEPTH,
+      maxDepth: deps.env.AGENT_MAX_DEPTH,
+      ...(childOutcomes ? { results: childOutcomes } : {}),
+    },
     ...(runTrace ? { observer: runTrace } : {}),
     logger: log,
     onStep: (trace) => {
@@ -412,6 +425,15 @@ async function endAttempt(
     );
   }
   if (result.stopReason === 'awaiting_approval') result = noApprovalStore(result);
+  if (result.stopReason === 'awaiting_children' && result.awaitingChildren && deps.children) {
+    await Promise.all([recording.ensureStarted(), traces.flush()]);
+    return deps.children.launch(
+      job,
+      token,
+      { awaiting: result.awaitingChildren, parent: attempt.task, batchId: attempt.batchId },
+      log,
+    );
+  }
   const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
   if (!kept && result.status === 'failed' && result.error?.retryable && !lastAttempt) {
     log.warn({ error: result.error }, 'run failed, will be retried');
