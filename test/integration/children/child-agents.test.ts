@@ -127,3 +127,22 @@ it('a producer cannot enqueue a task that claims a parent', async () => {
     ns.client.enqueue({ agent: 'chain', task: 'x', parent: { jobId: '1', callKey: 'k', depth: 1 } }),
   ).rejects.toThrow(/parent/);
 });
+
+it('a batch of 10 parents with children against a batch cap: no call of any tree above it', async () => {
+  const first = model.requests.length;
+  const cap = 0.1;
+  const { batchId } = await ns.client.enqueueBatch({
+    tasks: Array.from({ length: 10 }, () => ({ agent: 'report-writer', task: 'report on regions' })),
+    budget: { maxCostUsd: cap },
+  });
+  const batch = await ns.client.waitForBatch(batchId, { timeoutMs: 120_000 });
+  expect(batch.summary.tasks).toBe(10);
+  // The gpt-4-turbo-preview prices the fleet tests run at: $10 and $30 per million tokens.
+  const servedUsd = model.requests
+    .slice(first)
+    .reduce((sum, r) => sum + (r.usage!.promptTokens * 10 + r.usage!.completionTokens * 30) / 1e6, 0);
+  expect(servedUsd).toBeLessThanOrEqual(cap + 1e-9);
+  // Each parent's usage covers its tree: the batch's sum is every call of every tree, counted once.
+  expect(batch.summary.usage.costUsd).toBeCloseTo(servedUsd, 6);
+  expect(batch.summary.stopped + batch.summary.failed).toBeGreaterThan(0);
+}, 150_000);
