@@ -4,12 +4,13 @@
 // (less the final turn's reserve), so the tree never passes the parent's limits; what children spent counts
 // against the parent from then on. Design: docs/child-agents.md.
 import { z } from 'zod';
-import type { Budget, Usage } from './budget.js';
+import { usageOf, type Budget, type Usage } from './budget.js';
+import type { ModelPrice } from './pricing.js';
 import type { AgentDefinition } from './define-agent.js';
 import type { PlannedCall } from './protocol.js';
 import type { Tool } from './tool.js';
 import type { ToolRegistry } from './tool-registry.js';
-import type { PendingTurn, RunStatus, StopReason, ToolCallRecord } from './types.js';
+import type { PendingTurn, RunState, RunStatus, StopReason, ToolCallRecord } from './types.js';
 import { callKeyOf } from './turn-approvals.js';
 import { truncateChars } from './truncate.js';
 
@@ -146,8 +147,9 @@ export function childrenFor(
 function childCall(call: PlannedCall, tools: ToolRegistry): { agent: string; input: unknown } | null {
   const tool = tools.get(call.name);
   if (!tool?.childAgent || !call.args.ok) return null;
-  const parsed = tool.parameters.safeParse(call.args.value ?? {});
-  return parsed.success ? { agent: tool.childAgent, input: parsed.data } : null;
+  // The child is given the arguments as the model wrote them (its own schema parses them again when it starts).
+  const input = call.args.value ?? {};
+  return tool.parameters.safeParse(input).success ? { agent: tool.childAgent, input } : null;
 }
 
 function refusal(call: PlannedCall, args: unknown, code: string, output: string): ToolCallRecord {
@@ -179,8 +181,9 @@ export function awaitingChildrenOf(pending: PendingTurn, keyPrefix: string, step
 export function applyChildResults(
   pending: PendingTurn,
   given: RunChildren | undefined,
-  keyPrefix: string,
+  runId: string,
   step: number,
+  bound: (observation: string) => string,
 ): ChildOutcome[] {
   const results = given?.results;
   const taken: ChildOutcome[] = [];
@@ -188,14 +191,15 @@ export function applyChildResults(
   pending.children.forEach((slot, i) => {
     const call = pending.calls[i];
     if (!slot || pending.results[i] || !call) return;
-    const outcome = results[callKeyOf(keyPrefix, step, i)];
+    const outcome = results[callKeyOf(runId, step, i)];
     if (!outcome) return;
     pending.results[i] = {
       id: call.id,
       tool: call.name,
       args: slot.input,
       ok: outcome.status === 'succeeded',
-      output: childObservation(outcome),
+      // A child's answer is a tool result: bounded as one before it enters the parent's memory.
+      output: bound(childObservation(outcome)),
       errorCode: outcome.status === 'succeeded' ? null : `child_${outcome.stopReason}`,
       latencyMs: 0,
     };
@@ -215,6 +219,12 @@ function childObservation(outcome: ChildOutcome): string {
     `${outcome.agent} ${outcome.status}: ${outcome.stopReason}${detail}${partial}`,
     20_000,
   );
+}
+
+/** What a run's state has spent, its children's spend included: the usage its result reports. */
+export function treeUsageOf(state: Pick<RunState, 'usage' | 'childUsage'>, price: ModelPrice): Usage {
+  const own = usageOf(state.usage, price);
+  return state.childUsage ? addTreeUsage(own, state.childUsage) : own;
 }
 
 /** Two usages of the tree added: tokens, dollars and the optional counts. */

@@ -164,7 +164,10 @@ function withChildren(listed: readonly AgentDefinition[]): AgentDefinition[] {
     for (const child of all[i]!.agents ?? []) {
       if (seen.has(child)) continue;
       seen.add(child);
-      if (!all.some((agent) => agent.name === child.name)) all.push(child);
+      // Its model would be offered one agent's schema while the worker runs another.
+      if (all.some((agent) => agent.name === child.name))
+        fail(`agent "${child.name}" is defined twice (as "${all[i]!.name}"'s child and as another agent)`);
+      all.push(child);
     }
   }
   return all;

@@ -14,7 +14,7 @@ import { deadlineSignal, type DeadlineSignal } from './deadline-signal.js';
 import type { AssistantMessage, ChatMessage, ResponseFormat, ToolSpec } from './messages.js';
 import { callModel, type ModelCallRequest, type ModelCallResult } from './model-call.js';
 import { measurePrompt, PromptCalibration } from './prompt-calibration.js';
-import type { AgentProtocol, ProtocolName } from './protocol.js';
+import type { AgentProtocol, PlannedCall, ProtocolName } from './protocol.js';
 import { jsonProtocol } from './protocol-json.js';
 import { migrateLegacyState } from './legacy-state.js';
 import { toolsProtocol } from './protocol-tools.js';
@@ -49,6 +49,7 @@ import { costUsd, defaultReasoningEffort, type ModelPrice } from './pricing.js';
 import {
   addTreeUsage,
   applyChildResults,
+  treeUsageOf,
   awaitingChildrenOf,
   childrenFor,
   MIN_CHILD_COST_USD,
@@ -518,9 +519,18 @@ class AgentRun {
           pending.results[i] = decided.record;
           return;
         }
-        // A child agent's task runs as a job of its own: its outcome comes back with the resume.
-        if (pending.children?.[i]) return;
+        // A child agent's task runs as a job of its own: its outcome comes back with the resume. An approver's
+        // edit is what it starts with, once its schema accepts it.
         const call = decided.run;
+        const child = pending.children?.[i];
+        if (child) {
+          if (call === planned || !call.args.ok) return;
+          const tool = this.input.tools.get(call.name);
+          const edited = tool?.parameters.safeParse(call.args.value ?? {});
+          if (edited?.success) child.input = call.args.value ?? {};
+          else pending.results[i] = invalidEdit(call, edited?.error.message ?? 'unknown tool');
+          return;
+        }
         const watch = this.input.observer?.toolCall({
           name: call.name,
           callId: call.id,
@@ -673,7 +683,13 @@ class AgentRun {
 
   /** Children's outcomes given for the parked turn: their calls' results, their spend the run's from now on. */
   private takeChildOutcomes(pending: PendingTurn): void {
-    const taken = applyChildResults(pending, this.input.children, this.state.runId, this.state.steps);
+    const taken = applyChildResults(
+      pending,
+      this.input.children,
+      this.state.runId,
+      this.state.steps,
+      (text) => truncateToTokens(text, this.opts.toolResultMaxTokens, this.count, this.countRemembered),
+    );
     for (const outcome of taken) {
       const { jobId, agent, status, stopReason, usage } = outcome;
       this.state.children = [...(this.state.children ?? []), { jobId, agent, status, stopReason, usage }];
@@ -1025,9 +1041,7 @@ class AgentRun {
       answer,
       steps: this.state.steps,
       toolCalls: this.state.toolCalls,
-      usage: this.state.childUsage
-        ? addTreeUsage(usageOf(this.state.usage, this.price), this.state.childUsage)
-        : usageOf(this.state.usage, this.price),
+      usage: treeUsageOf(this.state, this.price),
       error,
     };
     if (this.state.children) result.children = [...this.state.children];
@@ -1138,5 +1152,18 @@ function uncertainEffectsError(effects: readonly UncertainEffect[]): RunError {
       2_000,
     ),
     retryable: false,
+  };
+}
+
+/** An approver's edit of a child call that the child's schema refuses: the call ends, the model reads why. */
+function invalidEdit(call: PlannedCall, why: string): ToolCallRecord {
+  return {
+    id: call.id,
+    tool: call.name,
+    args: call.args.ok ? call.args.value : null,
+    ok: false,
+    output: truncateChars(`Invalid arguments for ${call.name}: ${why}`, 2_000),
+    errorCode: 'invalid_arguments',
+    latencyMs: 0,
   };
 }

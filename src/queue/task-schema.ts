@@ -115,6 +115,8 @@ export const taskSchema = z
         callKey: z.string().min(1).max(400),
         depth: z.number().int().min(1).max(10),
         batchId: z.string().min(1).max(64).optional(),
+        /** When the parent's share of time for its children ends (epoch ms): the child's deadline, wherever it waits. */
+        deadlineAt: z.number().int().positive().optional(),
       })
       .strict()
       .optional(),

@@ -5,7 +5,10 @@
 // finished, failed ones included. Resumed, it reads each child's published result.
 import { createHash } from 'node:crypto';
 import { DelayedError, WaitingChildrenError, type Job, type Queue } from 'bullmq';
-import type { ChildOutcome, ChildRequest } from '../kernel/child-calls.js';
+import { treeUsageOf, type ChildOutcome, type ChildRequest } from '../kernel/child-calls.js';
+import type { ApprovalPolicy } from '../kernel/approval.js';
+import type { AgentResult } from '../kernel/types.js';
+import type { CheckpointStore } from './checkpoint-store.js';
 import { callKeyOf } from '../kernel/turn-approvals.js';
 import type { AgentDefinition } from '../kernel/define-agent.js';
 import type { RunState } from '../kernel/types.js';
@@ -25,6 +28,8 @@ export interface LaunchRequest {
   /** The parent's task: its tenant, its depth in the tree. */
   parent: AgentTask;
   batchId: string | undefined;
+  /** The parent's approval policy (its agent's or its task's, the stricter): its children's too. */
+  approval?: { policy: ApprovalPolicy; timeoutMs: number };
 }
 
 export class ChildJobs {
@@ -32,6 +37,8 @@ export class ChildJobs {
     private readonly tasks: Queue,
     private readonly publisher: ResultPublisher,
     private readonly agents: ReadonlyMap<string, AgentDefinition>,
+    /** Where a child that failed before its result went out left what it spent. */
+    private readonly checkpoints?: Pick<CheckpointStore, 'load'>,
   ) {}
 
   /** The outcomes of the children the checkpoint's turn waits on that have one; undefined when it waits on none. */
@@ -41,12 +48,41 @@ export class ChildJobs {
     const outcomes: Record<string, ChildOutcome> = {};
     await Promise.all(
       keys.map(async ({ key, agent }) => {
-        const jobId = childJobId(key);
-        const result = await this.publisher.published(jobId);
-        if (result) outcomes[key] = { ...result, jobId, agent, error: result.error?.message ?? null };
+        const outcome = await this.outcomeOf(childJobId(key), agent);
+        if (outcome) outcomes[key] = outcome;
       }),
     );
     return outcomes;
+  }
+
+  /**
+   * A child's outcome: its published result; else, for a child that finished without one (it failed for good
+   * before its result went out, or the result was trimmed), what its job says, never a second start; nothing
+   * while it still runs.
+   */
+  private async outcomeOf(jobId: string, agent: string): Promise<ChildOutcome | undefined> {
+    const result = await this.publisher.published(jobId);
+    if (result) return outcomeFrom(result, jobId, agent);
+    const job = await this.tasks.getJob(jobId);
+    const state = job ? await job.getState() : 'unknown';
+    if (job && state === 'completed' && isResult(job.returnvalue))
+      return outcomeFrom(job.returnvalue, jobId, agent);
+    if (job && state !== 'completed' && state !== 'failed') return undefined;
+    // What it spent is in its checkpoint, when one is left: the parent counts it all the same.
+    const checkpoint = await this.checkpoints?.load(jobId).catch(() => null);
+    const price = checkpoint?.price ?? { inputPerMillion: 0, outputPerMillion: 0 };
+    const why = job?.failedReason ?? 'its job and result are gone';
+    return {
+      jobId,
+      agent,
+      status: 'failed',
+      stopReason: 'error',
+      answer: null,
+      usage: checkpoint
+        ? treeUsageOf(checkpoint, price)
+        : treeUsageOf({ usage: { promptTokens: 0, completionTokens: 0 } }, price),
+      error: `the child ended without a result: ${why}`,
+    };
   }
 
   /** Starts the turn's children and parks the parent until they have all finished. Never returns. */
@@ -85,6 +121,13 @@ export class ChildJobs {
     const ceiling = agent?.budgetCeiling ?? {};
     const least = (carved: number, ...limits: (number | undefined)[]) =>
       Math.min(carved, ...limits.filter((l): l is number => l !== undefined));
+    // A person asked to read every side effect of the parent reads its children's too.
+    const policy = request.approval?.policy ?? request.parent.approval;
+    const timeoutMs = request.approval?.timeoutMs ?? request.parent.approvalTimeoutMs;
+    const approval =
+      policy === 'side-effects'
+        ? { approval: policy, ...(timeoutMs !== undefined ? { approvalTimeoutMs: timeoutMs } : {}) }
+        : {};
     return {
       agent: child.agent,
       ...(agent?.input ? { input } : { task: String(input['task'] ?? '') }),
@@ -94,11 +137,14 @@ export class ChildJobs {
         deadlineMs: least(child.budget.deadlineMs, own.deadlineMs, ceiling.deadlineMs),
       },
       ...(request.parent.tenant ? { tenant: request.parent.tenant } : {}),
+      ...approval,
       parent: {
         jobId: parentJobId,
         callKey: child.callKey,
         depth,
         ...(request.batchId ? { batchId: request.batchId } : {}),
+        // Its share of time counts from now, however long it then waits in the queue for a worker.
+        deadlineAt: Date.now() + child.budget.deadlineMs,
       },
     } as AgentTask;
   }
@@ -114,4 +160,25 @@ function waitingChildKeys(state: RunState | null): { key: string; agent: string 
       keys.push({ key: callKeyOf(state.runId, state.steps, i), agent: slot.agent });
   });
   return keys;
+}
+
+function outcomeFrom(result: AgentResult, jobId: string, agent: string): ChildOutcome {
+  return {
+    jobId,
+    agent,
+    status: result.status,
+    stopReason: result.stopReason ?? (result.status === 'succeeded' ? 'answer' : 'error'),
+    answer: result.answer ?? null,
+    ...(result.output !== undefined ? { output: result.output } : {}),
+    usage: result.usage ?? { promptTokens: 0, completionTokens: 0, totalTokens: 0, costUsd: 0 },
+    ...(result.stopDetail ? { stopDetail: result.stopDetail } : {}),
+    error: result.error?.message ?? null,
+  };
+}
+
+/** A job's return value that is a run's result (the processor returns one). */
+function isResult(value: unknown): value is AgentResult {
+  return (
+    typeof value === 'object' && value !== null && typeof (value as { status?: unknown }).status === 'string'
+  );
 }

@@ -14,7 +14,7 @@ import { DelayedError, UnrecoverableError, WaitingError, type Job, type Processo
 import type { Redis } from 'ioredis';
 import { DEFAULT_AGENT, type AgentDefinition } from '../kernel/define-agent.js';
 import { ConfigError, InputError, type RunError, StoreError } from '../kernel/errors.js';
-import { usageOf } from '../kernel/budget.js';
+import { usageOf, type Budget } from '../kernel/budget.js';
 import { runAgent } from '../kernel/run-agent.js';
 import type { AgentResult } from '../kernel/types.js';
 import type { Env } from '../../config/env.js';
@@ -37,7 +37,7 @@ import type { RunJournal } from './run-journal.js';
 import { TraceWriter } from './trace-writer.js';
 import type { BatchTracker } from './batch-tracker.js';
 import { StepWrites } from './step-writes.js';
-import { batchMembership } from './batch-membership.js';
+import { batchMembership, parentMembership } from './batch-membership.js';
 import { tenantWaitMs, type HeldSlot, type TenantSlots } from '../fleet/tenant-slots.js';
 import { clearAwaitingStatus, type ApprovalParking } from './approval-parking.js';
 import type { ChildJobs } from './child-jobs.js';
@@ -202,10 +202,14 @@ function attemptOf(
   const membership = batchMembership(job, deps.env.QUEUE_PREFIX);
   if (membership.claimed)
     log.warn({ batch: membership.claimed }, 'metadata.batch names a batch the job is not a task of: ignored');
+  const child = parentMembership(job, resolved.task, deps.env.QUEUE_PREFIX);
+  if (child.claimed)
+    log.warn({ parent: child.claimed }, 'parent names a job the task is not a child of: ignored');
   // A child agent's task counts against its parent's batch.
-  const batchId = membership.batchId ?? resolved.task.parent?.batchId;
+  const batchId = membership.batchId ?? child.task.parent?.batchId;
   return {
     ...resolved,
+    task: child.task,
     deps,
     job,
     token,
@@ -353,7 +357,7 @@ async function runTheAgent(
     model: deps.createModel(config.model, config.api),
     price: config.price,
     tools: deps.tools.registryFor(config.tools),
-    budget: config.budget,
+    budget: withinParentTime(config.budget, task.parent?.deadlineAt),
     protocol: config.protocol,
     options: config.options,
     checkpoint: state.checkpoint ?? undefined,
@@ -430,7 +434,12 @@ async function endAttempt(
     return deps.children.launch(
       job,
       token,
-      { awaiting: result.awaitingChildren, parent: attempt.task, batchId: attempt.batchId },
+      {
+        awaiting: result.awaitingChildren,
+        parent: attempt.task,
+        batchId: attempt.batchId,
+        approval: attempt.config.approval,
+      },
       log,
     );
   }
@@ -570,3 +579,12 @@ export function agentNamedBy(
 }
 
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/**
+ * A child agent's deadline, cut to its parent's share of time (absolute): time it waited in the queue counts. Read
+ * at its first start; a resumed run keeps the budget of its checkpoint.
+ */
+function withinParentTime(budget: Budget, deadlineAt: number | undefined): Budget {
+  if (deadlineAt === undefined) return budget;
+  return { ...budget, deadlineMs: Math.max(1_000, Math.min(budget.deadlineMs, deadlineAt - Date.now())) };
+}

@@ -110,6 +110,7 @@ export async function startWorkerProcess(
     const catalog = await publishCatalog(tools, connection, config.QUEUE_PREFIX, logger, metrics);
     const aggregator = startBatchAggregator(config, connection, stores, queues, retention, logger);
     outages.watch(aggregator, 'batch aggregator');
+    const checkpoints = new CheckpointStore(connection, config.QUEUE_PREFIX);
     const publisher = new ResultPublisher(queues.results, {
       keep: retention.results,
       keepFailed: retention.failed,
@@ -118,7 +119,7 @@ export async function startWorkerProcess(
     const worker = new FleetWorker(
       {
         env: config,
-        checkpoints: new CheckpointStore(connection, config.QUEUE_PREFIX),
+        checkpoints,
         outcomes: new OutcomeStore(connection, config.QUEUE_PREFIX),
         redis: connection,
         repository: new RunsRepository(stores.pool),
@@ -141,7 +142,7 @@ export async function startWorkerProcess(
         metrics,
         tracing: telemetry,
         batches: new BatchTracker(queues.batches, new BatchRecords(stores.pool)),
-        children: new ChildJobs(queues.tasks, publisher, tools.agents),
+        children: new ChildJobs(queues.tasks, publisher, tools.agents, checkpoints),
         approvals: new ApprovalParking(approvalStore, new ApprovalEvents(queues.events)),
         logger,
         results: queues.results,
