@@ -1,7 +1,13 @@
 // A batch (docs/tasks-and-results.md): tasks run as one unit, with an optional budget shared by all of them.
 import { z } from 'zod';
 import { MAX_OBJECT_KEYS, snapshotJson, type JsonLimits } from '../queue/json-structure.js';
-import { safeParse, taskSchema, toFieldIssues, type FieldIssue } from '../queue/task-schema.js';
+import {
+  PARENT_ONLY_BY_FLEET,
+  safeParse,
+  taskSchema,
+  toFieldIssues,
+  type FieldIssue,
+} from '../queue/task-schema.js';
 import { batchBudgetSchema, type BatchBudget } from './batch-budget.js';
 import { APPROVAL_POLICIES } from '../kernel/approval.js';
 import type { StoredForecast } from './forecast.js';
@@ -38,9 +44,12 @@ export function validateBatch(input: unknown): BatchValidation {
   const snapshot = snapshotJson(input, BATCH_JSON_LIMITS);
   if (!snapshot.ok) return { ok: false, issues: [snapshot.issue] };
   const parsed = safeParse(batchSchema, snapshot.value);
-  return parsed.success
-    ? { ok: true, batch: parsed.data }
-    : { ok: false, issues: toFieldIssues(parsed.error.issues) };
+  if (!parsed.success) return { ok: false, issues: toFieldIssues(parsed.error.issues) };
+  // The fleet sets `parent` on a child agent's task only: a batch's tasks are a producer's.
+  const claimed = parsed.data.tasks.flatMap((task, i) =>
+    task.parent === undefined ? [] : [{ path: `tasks.${i}.parent`, message: PARENT_ONLY_BY_FLEET }],
+  );
+  return claimed.length > 0 ? { ok: false, issues: claimed } : { ok: true, batch: parsed.data };
 }
 
 /** The data of a batch's parent job. */

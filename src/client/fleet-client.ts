@@ -9,7 +9,13 @@ import { BATCHES_QUEUE, RESULTS_QUEUE, resultJobId, TASKS_QUEUE } from '../queue
 import { taskJobName } from '../queue/task-job-name.js';
 import { assertRedisReachable, createRedis } from '../queue/redis.js';
 import type { ResultArchive } from './result-archive-port.js';
-import { formatFieldIssues, validateTask, type AgentTask, type FieldIssue } from '../queue/task-schema.js';
+import {
+  formatFieldIssues,
+  PARENT_ONLY_BY_FLEET,
+  validateTask,
+  type AgentTask,
+  type FieldIssue,
+} from '../queue/task-schema.js';
 import { sleep } from '../kernel/sleep.js';
 import {
   batchBudgetSchema,
@@ -192,6 +198,8 @@ export class FleetClient {
     const tasks = inputs.map((input, i) => {
       const validation = validateTask(input);
       if (!validation.ok) throw new TaskValidationError(validation.issues, where(i));
+      if (validation.task.parent !== undefined)
+        throw new TaskValidationError([{ path: 'parent', message: PARENT_ONLY_BY_FLEET }], where(i));
       return validation.task;
     });
     await this.connected();

@@ -58,7 +58,10 @@ export function consoleRouter(store: ConsoleStore, options: ConsoleOptions = {})
       send(
         res,
         200,
-        runPage(buildTimeline(loaded.run, loaded.steps), { approvals: runApprovals, nav: shown }),
+        runPage(buildTimeline(loaded.run, loaded.steps, loaded.children), {
+          approvals: runApprovals,
+          nav: shown,
+        }),
       );
     } catch (error) {
       storeFailed(res, error);

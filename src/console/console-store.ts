@@ -6,11 +6,13 @@ import { STOP_REASONS, type StopReason } from '../kernel/types.js';
 import { BatchReportStore, type LoadedBatch } from '../reports/report-store.js';
 import { mysqlErrorCode } from '../store/mysql-errors.js';
 import { toRunRow, toStepRow, type RunRowStatus } from '../store/rows.js';
-import type { ConsoleRun, ConsoleStep } from './timeline.js';
+import type { ConsoleRun, ConsoleStep, TreeChild } from './timeline.js';
 
 export const RUN_STATUSES: readonly RunRowStatus[] = ['running', 'succeeded', 'stopped', 'failed'];
 export { STOP_REASONS };
 export const RUN_LIST_LIMIT = 200;
+/** A turn starts at most 8 children and a run has at most 50 steps: a run calls at most 400. */
+const CHILDREN_SHOWN = 400;
 
 export interface RunFilters {
   batch?: string;
@@ -73,7 +75,9 @@ export class ConsoleStore {
   }
 
   /** One run and its steps, or null when there is no such run. */
-  async loadRun(jobId: string): Promise<{ run: ConsoleRun; steps: ConsoleStep[] } | null> {
+  async loadRun(
+    jobId: string,
+  ): Promise<{ run: ConsoleRun; steps: ConsoleStep[]; children: TreeChild[] } | null> {
     const pool = await this.pool();
     const [runs] = await pool.query<RowDataPacket[]>('SELECT * FROM agent_runs WHERE job_id = ?', [jobId]);
     const raw = runs[0];
@@ -85,7 +89,30 @@ export class ConsoleStore {
     return {
       run: toRunRow(raw),
       steps: steps.map(toStepRow),
+      children: await this.childrenOf(pool, jobId),
     };
+  }
+
+  /** The runs a run's agent called, in the order they started; none on a store older than migration 018. */
+  private async childrenOf(pool: Pool, jobId: string): Promise<TreeChild[]> {
+    try {
+      const [rows] = await pool.query<RowDataPacket[]>(
+        `SELECT job_id, agent, status, stop_reason, cost_usd, prompt_tokens, completion_tokens
+         FROM agent_runs WHERE parent_job_id = ? ORDER BY started_at, job_id LIMIT ?`,
+        [jobId, CHILDREN_SHOWN],
+      );
+      return rows.map((row) => ({
+        jobId: String(row['job_id']),
+        agent: String(row['agent'] ?? 'default'),
+        status: row['status'] as RunRowStatus,
+        stopReason: (row['stop_reason'] as StopReason | null) ?? null,
+        costUsd: Number(row['cost_usd'] ?? 0),
+        totalTokens: Number(row['prompt_tokens'] ?? 0) + Number(row['completion_tokens'] ?? 0),
+      }));
+    } catch (error) {
+      if (mysqlErrorCode(error) === 'ER_BAD_FIELD_ERROR') return [];
+      throw error;
+    }
   }
 
   /** A batch and its tasks' runs (the batch report's reading of them), or null. */

@@ -62,6 +62,7 @@ export function renderTimelineText(timeline: Timeline): string {
     `${run.steps} steps · ${run.toolCalls} tool calls · ${describeTokens(run.usage)} · ${formatUsd(run.usage.costUsd)}${estimated}`,
   );
   if (run.stopDetail) lines.push(`why it stopped: ${clean(run.stopDetail)}`);
+  lines.push(...treeLines(timeline.tree));
   if (run.error)
     lines.push(`error: ${clean(run.error.kind)}/${clean(run.error.code)}: ${clean(run.error.message)}`);
   lines.push('', 'timeline:');
@@ -69,6 +70,21 @@ export function renderTimelineText(timeline: Timeline): string {
   if (run.answer !== null) lines.push('', 'answer:', block(run.answer, '  '));
   if ('output' in run) lines.push('', 'output:', block(JSON.stringify(run.output, null, 2), '  '));
   return `${lines.join('\n')}\n`;
+}
+
+/** The run's place among agents that call agents: the job that called it, those it called (one level). */
+function treeLines(tree: Timeline['tree']): string[] {
+  const lines: string[] = [];
+  if (tree.parentJobId) lines.push(`called by job ${clean(tree.parentJobId)} (npm run trace -- --job it)`);
+  if (tree.children.length === 0) return lines;
+  lines.push(`agents it called (${tree.children.length}; each is a run: npm run trace -- --job ID):`);
+  for (const child of tree.children) {
+    const stop = child.stopReason ? ` (${child.stopReason})` : '';
+    lines.push(
+      `  ${clean(child.jobId)} · agent ${clean(child.agent)} · ${child.status}${stop} · ${formatInt(child.totalTokens)} tokens · ${formatUsd(child.costUsd)}`,
+    );
+  }
+  return lines;
 }
 
 function entryText(entry: TimelineEntry): string {

@@ -102,6 +102,18 @@ export type TimelineEntry =
 export interface Timeline {
   run: TimelineRun;
   entries: TimelineEntry[];
+  /** The run's place in a tree of agents that call agents: the job that called it, those it called. */
+  tree: { parentJobId: string | null; children: TreeChild[] };
+}
+
+/** A run this one's agent called (docs/child-agents.md), as the tree shows it. */
+export interface TreeChild {
+  jobId: string;
+  agent: string;
+  status: RunRowStatus;
+  stopReason: StopReason | null;
+  costUsd: number;
+  totalTokens: number;
 }
 
 const FINAL_TURN_TEXT: Record<string, string> = {
@@ -120,6 +132,7 @@ const STOP_TEXT: Record<StopReason, string> = {
   cancelled: 'the run was cancelled',
   error: 'an error ended the run',
   awaiting_approval: 'the run waits for approval',
+  awaiting_children: 'the run waits for the agents it called',
 };
 
 const mask = (text: string): string => scrubText(text);
@@ -139,13 +152,21 @@ function approvalText(event: Extract<TraceEvent, { type: 'approval' }>): string 
 }
 
 /** The timeline of `run` from its steps (in any order). Pure: reads nothing, changes nothing. */
-export function buildTimeline(run: ConsoleRun, steps: readonly ConsoleStep[]): Timeline {
+export function buildTimeline(
+  run: ConsoleRun,
+  steps: readonly ConsoleStep[],
+  children: readonly TreeChild[] = [],
+): Timeline {
   const entries: TimelineEntry[] = [];
   const ordered = [...steps].sort((a, b) => a.step - b.step);
   for (const step of ordered) entries.push(...stepEntries(step));
   const closing = closingDecision(run, ordered);
   if (closing) entries.push(closing);
-  return { run: timelineRun(run), entries };
+  return {
+    run: timelineRun(run),
+    entries,
+    tree: { parentJobId: run.parentJobId ?? null, children: [...children] },
+  };
 }
 
 function timelineRun(run: ConsoleRun): TimelineRun {

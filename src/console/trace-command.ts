@@ -77,7 +77,7 @@ export async function runTraceCommand(
       );
       return 1;
     }
-    const timeline = buildTimeline(loaded.run, loaded.steps);
+    const timeline = buildTimeline(loaded.run, loaded.steps, loaded.children);
     io.stdout(args.json ? `${JSON.stringify(timeline, null, 2)}\n` : renderTimelineText(timeline));
     return 0;
   } finally {

@@ -60,6 +60,11 @@ export interface AgentDefinition<Input extends z.ZodType = z.ZodType, Output ext
   approval?: ApprovalPolicy;
   /** How long its calls may wait for a decision (a task's own wins); default APPROVAL_TIMEOUT_MS. */
   approvalTimeoutMs?: number;
+  /**
+   * Agents it may call: each is offered to the model as a tool named after it (`-` as `_`), taking its input (or
+   * `{ task }`); a call runs as a task of its own, within this agent's budget (docs/child-agents.md).
+   */
+  agents?: readonly AgentDefinition[];
 }
 
 export interface ModelSettings {

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { AGENT_NAME, type AgentDefinition } from './define-agent.js';
 import { ConfigError } from './errors.js';
 import type { Tool } from './tool.js';
+import { childAgentTool, childToolName } from './child-calls.js';
 
 /**
  * Tools that need what the worker holds (the store, its logger) or a connection of their own: opened once at
@@ -84,10 +85,11 @@ export function defineFleet(definition: FleetDefinition): Fleet {
       sources.push(entry);
     } else addTool(entry, 'in tools');
   }
-  for (const agent of definition.agents) {
+  for (const agent of withChildren(definition.agents)) {
     if (!AGENT_NAME.test(agent.name)) fail(`agent name "${agent.name}" is invalid`);
     if (agents.has(agent.name)) fail(`agent "${agent.name}" is defined twice`);
     for (const tool of agent.tools) if (typeof tool !== 'string') addTool(tool, `in agent "${agent.name}"`);
+    for (const child of agent.agents ?? []) addTool(childTools.of(child), `as agent "${agent.name}"'s child`);
     if (agent.input) toJsonSchema(agent.input, `agent "${agent.name}" input`);
     if (agent.output) toJsonSchema(agent.output, `agent "${agent.name}" output`);
     checkCeiling(agent);
@@ -133,9 +135,42 @@ function prefixHint(name: string, available: ReadonlySet<string>, prefixes: read
     : ` (did you mean ${prefixed.join(' or ')}? MCP tools are named <server>_<tool>)`;
 }
 
-/** The names of an agent's tools, in its order. */
+/** The names of an agent's tools, in its order, then those of the agents it may call (child-calls.ts). */
 export function toolNamesOf(agent: AgentDefinition): string[] {
-  return agent.tools.map((tool) => (typeof tool === 'string' ? tool : tool.name));
+  return [
+    ...agent.tools.map((tool) => (typeof tool === 'string' ? tool : tool.name)),
+    ...(agent.agents ?? []).map((child) => childToolName(child.name)),
+  ];
+}
+
+/** One tool per child agent, however many parents call it: the fleet holds each tool once. */
+const childTools = {
+  made: new WeakMap<AgentDefinition, Tool>(),
+  of(child: AgentDefinition): Tool {
+    let tool = this.made.get(child);
+    if (!tool) this.made.set(child, (tool = childAgentTool(child)));
+    return tool;
+  },
+};
+
+/**
+ * The fleet's agents and, after them, every agent one of them may call that the list does not name itself (the
+ * same definition, named once, is one agent).
+ */
+function withChildren(listed: readonly AgentDefinition[]): AgentDefinition[] {
+  const all = [...listed];
+  const seen = new Set(listed);
+  for (let i = 0; i < all.length; i++) {
+    for (const child of all[i]!.agents ?? []) {
+      if (seen.has(child)) continue;
+      seen.add(child);
+      // Its model would be offered one agent's schema while the worker runs another.
+      if (all.some((agent) => agent.name === child.name))
+        fail(`agent "${child.name}" is defined twice (as "${all[i]!.name}"'s child and as another agent)`);
+      all.push(child);
+    }
+  }
+  return all;
 }
 
 export function isToolSource(entry: Tool | ToolSource): entry is ToolSource {

@@ -73,6 +73,31 @@ export const agentResultSchema = z
       )
       .describe('never in a published result: what a parked run (stopReason awaiting_approval) waits on')
       .optional(),
+    awaitingChildren: z
+      .array(
+        z.object({
+          callKey: z.string(),
+          callId: z.string(),
+          step: count,
+          agent: z.string(),
+          input: z.unknown(),
+          budget: z.object({ maxTokens: z.number(), maxCostUsd: z.number(), deadlineMs: z.number() }),
+        }),
+      )
+      .describe('never in a published result: the child agents a parked run (awaiting_children) waits on')
+      .optional(),
+    children: z
+      .array(
+        z.object({
+          jobId: z.string(),
+          agent: z.string(),
+          status: z.enum(['succeeded', 'stopped', 'failed']),
+          stopReason: z.enum(STOP_REASONS),
+          usage: usageSchema,
+        }),
+      )
+      .describe('the child agents the run called; its usage then covers the whole tree')
+      .optional(),
   })
   .describe('The result of a task (docs/tasks-and-results.md#the-result).');
 
@@ -81,5 +106,6 @@ export const agentResultSchema = z
 agree<Same<Known<z.infer<typeof usageSchema>>, Usage>>();
 agree<Same<Known<z.infer<typeof runErrorSchema>>, RunError>>();
 agree<Same<Known<z.infer<typeof uncertainEffectSchema>>, UncertainEffect>>();
-type ResultFields = Omit<Known<z.infer<typeof agentResultSchema>>, 'usage' | 'error' | 'uncertainEffects'>;
-agree<Same<ResultFields, Omit<AgentResult, 'usage' | 'error' | 'uncertainEffects'>>>();
+type Loose = 'usage' | 'error' | 'uncertainEffects' | 'children';
+type ResultFields = Omit<Known<z.infer<typeof agentResultSchema>>, Loose>;
+agree<Same<ResultFields, Omit<AgentResult, Loose>>>();

@@ -14,7 +14,7 @@ import { deadlineSignal, type DeadlineSignal } from './deadline-signal.js';
 import type { AssistantMessage, ChatMessage, ResponseFormat, ToolSpec } from './messages.js';
 import { callModel, type ModelCallRequest, type ModelCallResult } from './model-call.js';
 import { measurePrompt, PromptCalibration } from './prompt-calibration.js';
-import type { AgentProtocol, ProtocolName } from './protocol.js';
+import type { AgentProtocol, PlannedCall, ProtocolName } from './protocol.js';
 import { jsonProtocol } from './protocol-json.js';
 import { migrateLegacyState } from './legacy-state.js';
 import { toolsProtocol } from './protocol-tools.js';
@@ -45,7 +45,19 @@ import type {
   UncertainEffect,
 } from './types.js';
 import type { ChatModel, ChatRequest, ReasoningEffort, ServiceTier } from './chat-model.js';
-import { defaultReasoningEffort, type ModelPrice } from './pricing.js';
+import { costUsd, defaultReasoningEffort, type ModelPrice } from './pricing.js';
+import {
+  addTreeUsage,
+  applyChildResults,
+  treeUsageOf,
+  awaitingChildrenOf,
+  childrenFor,
+  MIN_CHILD_COST_USD,
+  MIN_CHILD_TOKENS,
+  type ChildBudget,
+  type ChildRequest,
+  type RunChildren,
+} from './child-calls.js';
 import {
   countResponseFormatTokens,
   estimateMessageTokensByLine,
@@ -166,6 +178,12 @@ export interface AgentRunInput {
    * stopReason `awaiting_approval` and its state open; resume it from its checkpoint with the decisions.
    */
   approvals?: RunApprovals;
+  /**
+   * Child agents (tools with `childAgent`): whether this run may start any, how many a turn, and the outcomes of
+   * those of the turn it was parked on. A turn that starts children runs its other calls, then the run returns
+   * with stopReason `awaiting_children` and its state open; resume it with their outcomes.
+   */
+  children?: RunChildren;
   /** Told of every model and tool call as it starts and ends (the worker's tracing); see run-observer.ts. */
   observer?: RunObserver;
   logger?: KernelLogger;
@@ -306,8 +324,19 @@ class AgentRun {
     };
   }
 
+  /**
+   * The run's own budget: what it was given, less what its children spent (they were carved from it), so the
+   * tree never passes it.
+   */
   private get budget(): Budget {
-    return this.state.budget;
+    const spent = this.state.childUsage;
+    if (!spent) return this.state.budget;
+    const given = this.state.budget;
+    return {
+      ...given,
+      maxTokens: Math.max(0, given.maxTokens - spent.totalTokens),
+      maxCostUsd: Math.max(0, given.maxCostUsd - spent.costUsd),
+    };
   }
 
   /** The prices the run started at: a resume after the table changed bills the whole run at them, as it began. */
@@ -331,8 +360,9 @@ class AgentRun {
   private async loop(): Promise<AgentResult> {
     if (this.state.result) return this.state.result;
     if (this.state.pending) {
-      // Decisions apply to the turn the run was parked on, never to a turn planned in this run.
+      // Decisions and children's outcomes apply to the turn the run was parked on, never to one planned now.
       applyDecisions(this.state.pending, this.input.approvals, this.state.runId, this.state.steps);
+      this.takeChildOutcomes(this.state.pending);
       const ended = await this.completeTurn(this.state.pending);
       if (ended) return ended;
     }
@@ -425,6 +455,12 @@ class AgentRun {
           ),
       });
       if (approvals) pending.approvals = approvals;
+      const children = childrenFor(pending, {
+        tools: this.input.tools,
+        children: this.input.children,
+        carve: (n) => this.carveChildBudget(n),
+      });
+      if (children) pending.children = children;
       this.state.toolCalls += turn.calls.length;
       this.state.pending = pending;
       // Write-ahead: a decision with side effects is saved before any tool acts on it, so a resumed run carries
@@ -451,7 +487,7 @@ class AgentRun {
    * a decision: either way the turn is saved before any tool runs.
    */
   private hasSideEffects(pending: PendingTurn): boolean {
-    if (pending.approvals) return true;
+    if (pending.approvals || pending.children) return true;
     return pending.calls.some((call) => {
       const tool = this.input.tools.get(call.name);
       // An unknown tool or arguments that do not parse run nothing.
@@ -483,7 +519,18 @@ class AgentRun {
           pending.results[i] = decided.record;
           return;
         }
+        // A child agent's task runs as a job of its own: its outcome comes back with the resume. An approver's
+        // edit is what it starts with, once its schema accepts it.
         const call = decided.run;
+        const child = pending.children?.[i];
+        if (child) {
+          if (call === planned || !call.args.ok) return;
+          const tool = this.input.tools.get(call.name);
+          const edited = tool?.parameters.safeParse(call.args.value ?? {});
+          if (edited?.success) child.input = call.args.value ?? {};
+          else pending.results[i] = invalidEdit(call, edited?.error.message ?? 'unknown tool');
+          return;
+        }
         const watch = this.input.observer?.toolCall({
           name: call.name,
           callId: call.id,
@@ -569,6 +616,8 @@ class AgentRun {
 
     const awaiting = awaitingOf(pending, this.state.runId, step);
     if (awaiting.length > 0) return this.park(awaiting);
+    const children = awaitingChildrenOf(pending, this.state.runId, step);
+    if (children.length > 0) return this.waitForChildren(children);
     for (const event of approvalEvents(pending)) this.trace.noteEvent(event);
 
     const results = pending.results as ToolCallRecord[];
@@ -620,6 +669,49 @@ class AgentRun {
     const result = this.finish('stopped', 'awaiting_approval', null, null);
     result.awaitingApproval = awaiting;
     return result;
+  }
+
+  /**
+   * The turn started child agents: the run stops here with its state open until every one has an outcome. Their
+   * time is the run's (their deadlines were carved from its own).
+   */
+  private waitForChildren(children: ChildRequest[]): AgentResult {
+    const result = this.finish('stopped', 'awaiting_children', null, null);
+    result.awaitingChildren = children;
+    return result;
+  }
+
+  /** Children's outcomes given for the parked turn: their calls' results, their spend the run's from now on. */
+  private takeChildOutcomes(pending: PendingTurn): void {
+    const taken = applyChildResults(
+      pending,
+      this.input.children,
+      this.state.runId,
+      this.state.steps,
+      (text) => truncateToTokens(text, this.opts.toolResultMaxTokens, this.count, this.countRemembered),
+    );
+    for (const outcome of taken) {
+      const { jobId, agent, status, stopReason, usage } = outcome;
+      this.state.children = [...(this.state.children ?? []), { jobId, agent, status, stopReason, usage }];
+      this.state.childUsage = this.state.childUsage ? addTreeUsage(this.state.childUsage, usage) : usage;
+    }
+  }
+
+  /**
+   * What each of `n` children of a turn may spend: what the run has left after the final turn's reserve, shared
+   * equally, and the time left before its soft deadline; null when that cannot pay for one useful child.
+   */
+  private carveChildBudget(n: number): ChildBudget | null {
+    const reserve = this.finalTurnReserve();
+    const used = usageOf(this.state.usage, this.price);
+    const tokens = Math.floor(
+      (this.budget.maxTokens - used.totalTokens - reserve.promptTokens - reserve.completionTokens) / n,
+    );
+    const dollars = (this.budget.maxCostUsd - used.costUsd - costUsd(this.price, reserve)) / n;
+    const ms = Math.floor(this.softDeadline() - this.now() - deadlineReserveMs(this.budget));
+    if (tokens < MIN_CHILD_TOKENS || dollars < MIN_CHILD_COST_USD || ms < 1_000) return null;
+    // Rounded down to a micro-dollar: a child's limit never rounds above its share.
+    return { maxTokens: tokens, maxCostUsd: Math.floor(dollars * 1e6) / 1e6, deadlineMs: ms };
   }
 
   /** The last turn: no tools, an instruction to answer now, whatever budget is left. */
@@ -937,7 +1029,8 @@ class AgentRun {
     lastCall?: ModelCallResult,
   ): AgentResult {
     if (lastCall) this.trace.carryOver(lastCall);
-    const parked = stopReason === 'cancelled' || stopReason === 'awaiting_approval';
+    const parked =
+      stopReason === 'cancelled' || stopReason === 'awaiting_approval' || stopReason === 'awaiting_children';
     if (this.structured && !this.validOutput && !error && !parked) {
       error = outputMissing(stopReason, this.state.outputIssues);
     }
@@ -948,9 +1041,10 @@ class AgentRun {
       answer,
       steps: this.state.steps,
       toolCalls: this.state.toolCalls,
-      usage: usageOf(this.state.usage, this.price),
+      usage: treeUsageOf(this.state, this.price),
       error,
     };
+    if (this.state.children) result.children = [...this.state.children];
     if (this.structured) result.output = this.validOutput ? this.validOutput.value : null;
     if (this.stopDetail && (stopReason === 'token_budget' || stopReason === 'cost_budget'))
       result.stopDetail = this.stopDetail;
@@ -1058,5 +1152,18 @@ function uncertainEffectsError(effects: readonly UncertainEffect[]): RunError {
       2_000,
     ),
     retryable: false,
+  };
+}
+
+/** An approver's edit of a child call that the child's schema refuses: the call ends, the model reads why. */
+function invalidEdit(call: PlannedCall, why: string): ToolCallRecord {
+  return {
+    id: call.id,
+    tool: call.name,
+    args: call.args.ok ? call.args.value : null,
+    ok: false,
+    output: truncateChars(`Invalid arguments for ${call.name}: ${why}`, 2_000),
+    errorCode: 'invalid_arguments',
+    latencyMs: 0,
   };
 }

@@ -139,6 +139,11 @@ export interface Tool<Schema extends z.ZodType = z.ZodType> {
    * call of a tool that is not `readOnly` as well. docs/approvals.md.
    */
   needsApproval?: NeedsApproval<z.output<Schema>>;
+  /**
+   * Set on the tool a parent agent calls a child agent through (child-calls.ts): the call is a task of its own,
+   * and the run parks until its result; `execute` is not called.
+   */
+  childAgent?: string;
   /** Returns what the model observes: a string, or a value rendered as compact JSON. */
   execute(args: z.output<Schema>, ctx: ToolContext): Promise<unknown>;
 }

@@ -1,6 +1,7 @@
 // The kernel's public types: what a run returns (docs/tasks-and-results.md), what it reports after each step,
 // and the serializable state it can be resumed from.
 import type { ApprovalDecision, ApprovalRequest } from './approval.js';
+import type { ChildRecord, ChildRequest, PendingChild } from './child-calls.js';
 import type { RunError } from './errors.js';
 import type { Budget, TokenUsage, Usage } from './budget.js';
 import type { AssistantMessage, ChatMessage } from './messages.js';
@@ -25,6 +26,7 @@ export const STOP_REASONS = [
   'cancelled',
   'error',
   'awaiting_approval',
+  'awaiting_children',
 ] as const;
 export type StopReason = (typeof STOP_REASONS)[number];
 
@@ -57,6 +59,13 @@ export interface AgentResult {
    * checkpoint with the decisions (`AgentRunInput.approvals`); the rest of its turn has run.
    */
   awaitingApproval?: ApprovalRequest[];
+  /**
+   * Present only with stopReason `awaiting_children`: the child agents' tasks to run; the run resumes from its
+   * checkpoint with their outcomes (`AgentRunInput.children.results`).
+   */
+  awaitingChildren?: ChildRequest[];
+  /** The child agents this run called, when it called any; `usage` then covers the whole tree. */
+  children?: ChildRecord[];
 }
 
 export interface ToolCallRecord {
@@ -85,6 +94,8 @@ export interface PendingTurn {
    * resume never asks again, and the decision stays for the step's trace.
    */
   approvals?: (PendingApproval | null)[];
+  /** One per call, null for a call that is not a child agent's task; absent when the turn starts none. */
+  children?: (PendingChild | null)[];
 }
 
 /** A call that waits for a person: since when, and the decision once it came. */
@@ -133,6 +144,9 @@ export interface RunState {
   outputIssues?: string;
   /** Set once the endpoint refused `response_format`: the rest of the run asks without it. */
   responseFormatRefused?: true;
+  /** The child agents' outcomes so far, and what they spent together (part of the run's budget); absent without. */
+  children?: ChildRecord[];
+  childUsage?: Usage;
 }
 
 /**

@@ -105,6 +105,21 @@ export const taskSchema = z
     approval: z.enum(APPROVAL_POLICIES).optional(),
     /** How long a call of this task may wait for a decision before it expires; default the agent's, else APPROVAL_TIMEOUT_MS. */
     approvalTimeoutMs: z.number().int().min(MIN_APPROVAL_TIMEOUT_MS).max(MAX_APPROVAL_TIMEOUT_MS).optional(),
+    /**
+     * Set by the fleet on the task of a child agent (docs/child-agents.md): the parent's job, the call it answers,
+     * its depth in the tree, the parent's batch. A producer's task may not carry it.
+     */
+    parent: z
+      .object({
+        jobId: z.string().min(1).max(256),
+        callKey: z.string().min(1).max(400),
+        depth: z.number().int().min(1).max(10),
+        batchId: z.string().min(1).max(64).optional(),
+        /** When the parent's share of time for its children ends (epoch ms): the child's deadline, wherever it waits. */
+        deadlineAt: z.number().int().positive().optional(),
+      })
+      .strict()
+      .optional(),
     /** Whom the task runs for: its jobs share TENANT_CONCURRENCY and the tenant's daily caps. */
     tenant: z.string().regex(TENANT_NAME, `must be a tenant name: ${TENANT_NAME_RULE}`).optional(),
     /** The same key enqueued twice gives the same job. */
@@ -154,6 +169,9 @@ function checkTaskOrInput(value: unknown, ctx: z.RefinementCtx): void {
 const DEFAULT_TOOLS_MESSAGE = `Invalid option: expected one of ${TOOL_NAMES.map((n) => `"${n}"`).join('|')}`;
 
 export type AgentTask = z.infer<typeof taskSchema>;
+
+/** Why a producer's task may not carry `parent`. */
+export const PARENT_ONLY_BY_FLEET = "set by the fleet on a child agent's task only";
 export type TaskBudget = z.infer<typeof budgetSchema>;
 
 import type { FieldIssue } from './field-issue.js';

@@ -32,4 +32,6 @@ export interface BatchRunInput {
   model?: string;
   /** Whom the task ran for (the task's `tenant`), for the per-tenant totals. */
   tenant?: string | null;
+  /** Set for a child agent's run: counted in its parent's usage, not as a task of the batch. */
+  parentJobId?: string | null;
 }

@@ -131,6 +131,8 @@ export function buildBatchReport(
   const runsByJob = new Map<string, BatchRunInput>();
   const unlisted: string[] = [];
   for (const run of runs) {
+    // A child agent's run carries its parent's batch; the parent's usage covers it (docs/child-agents.md).
+    if (run.parentJobId && !listed.has(run.jobId)) continue;
     if (!listed.has(run.jobId)) unlisted.push(run.jobId);
     else runsByJob.set(run.jobId, run);
   }

@@ -20,6 +20,8 @@ export interface RunRow {
   agent: string | null;
   /** Whom the run was for (the task's `tenant`); null without one, and for runs recorded before it was kept. */
   tenant?: string | null;
+  /** The job whose agent called this run's (docs/child-agents.md); null for a run no agent called. */
+  parentJobId?: string | null;
   status: RunRowStatus;
   stopReason: StopReason | null;
   /** Why a budget stopped the run, in numbers; null otherwise. */
@@ -90,6 +92,7 @@ const STOP_REASONS: Record<StopReason, StopReason> = {
   cancelled: 'cancelled',
   error: 'error',
   awaiting_approval: 'awaiting_approval',
+  awaiting_children: 'awaiting_children',
 };
 const PROTOCOLS: Record<ProtocolName, ProtocolName> = { tools: 'tools', json: 'json' };
 const TRACE_KINDS: Record<TraceKind, TraceKind> = {
@@ -149,6 +152,8 @@ const runColumns = z.object({
   agent: z.string().nullable(),
   // Optional: rows read by a process whose store is older than migration 016.
   tenant: z.string().nullable().optional(),
+  // Optional: rows read by a process whose store is older than migration 018.
+  parent_job_id: z.string().nullable().optional(),
   status: z.enum(STATUSES),
   stop_reason: z.enum(STOP_REASONS).nullable(),
   stop_detail: z.string().nullable(),
@@ -227,6 +232,7 @@ export function toRunRow(raw: RowDataPacket): RunRow {
     protocol: row.protocol,
     agent: row.agent,
     tenant: row.tenant ?? null,
+    parentJobId: row.parent_job_id ?? null,
     status: row.status,
     stopReason: row.stop_reason,
     stopDetail: row.stop_detail,

@@ -20,6 +20,8 @@ export interface StartRunInput {
   agent?: string | null;
   /** Whom the run is for (the task's `tenant`); absent or null for a task without one. */
   tenant?: string | null;
+  /** The job whose agent called this one (a child agent's run); absent or null otherwise. */
+  parentJobId?: string | null;
   /** The prices the run is billed at (kept with the run: a later price change never rewrites its bill). */
   prices?: ModelPrice | null;
   batchId?: string | null;
@@ -156,14 +158,15 @@ export const runNotFound = (jobId: string): StoreError =>
 function startRunsStatement(inputs: readonly StartRunInput[]): { sql: string; values: unknown[] } {
   const now = new Date();
   return {
-    sql: `INSERT INTO agent_runs (job_id, batch_id, task, model, protocol, agent, tenant, prices, status,
-         metadata, attempts, started_at)
-       VALUES ${inputs.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)").join(', ')}
+    sql: `INSERT INTO agent_runs (job_id, batch_id, task, model, protocol, agent, tenant, parent_job_id, prices,
+         status, metadata, attempts, started_at)
+       VALUES ${inputs.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)").join(', ')}
        ON DUPLICATE KEY UPDATE
          status = 'running', stop_reason = NULL, stop_detail = NULL, answer = NULL, output = NULL, error = NULL,
          finished_at = NULL,
          model = VALUES(model), protocol = VALUES(protocol), agent = COALESCE(VALUES(agent), agent),
          tenant = COALESCE(VALUES(tenant), tenant),
+         parent_job_id = COALESCE(VALUES(parent_job_id), parent_job_id),
          prices = COALESCE(VALUES(prices), prices),
          batch_id = COALESCE(VALUES(batch_id), batch_id),
          metadata = COALESCE(VALUES(metadata), metadata),
@@ -176,6 +179,7 @@ function startRunsStatement(inputs: readonly StartRunInput[]): { sql: string; va
       input.protocol,
       input.agent ?? null,
       input.tenant ?? null,
+      input.parentJobId ?? null,
       input.prices ? toJson(input.prices) : null,
       input.metadata === undefined ? null : toJson(input.metadata),
       input.attempt,

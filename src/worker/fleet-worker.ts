@@ -5,7 +5,7 @@ import type { KeepJobs, Queue, Telemetry } from 'bullmq';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AgentResult } from '../kernel/types.js';
-import { usageOf } from '../kernel/budget.js';
+import { treeUsageOf } from '../kernel/child-calls.js';
 import { configuredPrices, priceOf } from '../llm/price-table.js';
 import { TASKS_QUEUE } from '../queue/names.js';
 import { retryDelayMs, type RetrySchedule } from '../queue/retry-schedule.js';
@@ -168,7 +168,8 @@ export class FleetWorker {
     if (state) {
       result.steps = state.steps;
       result.toolCalls = state.toolCalls;
-      result.usage = usageOf(state.usage, state.price ?? this.priceOf(job));
+      result.usage = treeUsageOf(state, state.price ?? this.priceOf(job));
+      if (state.children) result.children = [...state.children];
     }
     return result;
   }

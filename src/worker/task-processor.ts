@@ -14,7 +14,7 @@ import { DelayedError, UnrecoverableError, WaitingError, type Job, type Processo
 import type { Redis } from 'ioredis';
 import { DEFAULT_AGENT, type AgentDefinition } from '../kernel/define-agent.js';
 import { ConfigError, InputError, type RunError, StoreError } from '../kernel/errors.js';
-import { usageOf } from '../kernel/budget.js';
+import { usageOf, type Budget } from '../kernel/budget.js';
 import { runAgent } from '../kernel/run-agent.js';
 import type { AgentResult } from '../kernel/types.js';
 import type { Env } from '../../config/env.js';
@@ -37,9 +37,10 @@ import type { RunJournal } from './run-journal.js';
 import { TraceWriter } from './trace-writer.js';
 import type { BatchTracker } from './batch-tracker.js';
 import { StepWrites } from './step-writes.js';
-import { batchMembership } from './batch-membership.js';
+import { batchMembership, parentMembership } from './batch-membership.js';
 import { tenantWaitMs, type HeldSlot, type TenantSlots } from '../fleet/tenant-slots.js';
 import { clearAwaitingStatus, type ApprovalParking } from './approval-parking.js';
+import type { ChildJobs } from './child-jobs.js';
 
 /** What the fleet's shared limits of a job depend on. */
 export interface JobLimits {
@@ -82,6 +83,8 @@ export interface TaskProcessorDeps {
   batches?: BatchTracker;
   /** Parks runs whose calls wait for a decision, and gives resumed ones the decisions; without it such a run fails. */
   approvals?: ApprovalParking;
+  /** Starts the child agents a run calls and reads their outcomes; without it a child call is refused. */
+  children?: ChildJobs;
   logger: Logger;
 }
 
@@ -196,10 +199,17 @@ function attemptOf(
 ): Attempt {
   const jobId = String(job.id);
   const log = deps.logger.child({ jobId, attempt: job.attemptsMade + 1 });
-  const { batchId, claimed } = batchMembership(job, deps.env.QUEUE_PREFIX);
-  if (claimed) log.warn({ batch: claimed }, 'metadata.batch names a batch the job is not a task of: ignored');
+  const membership = batchMembership(job, deps.env.QUEUE_PREFIX);
+  if (membership.claimed)
+    log.warn({ batch: membership.claimed }, 'metadata.batch names a batch the job is not a task of: ignored');
+  const child = parentMembership(job, resolved.task, deps.env.QUEUE_PREFIX);
+  if (child.claimed)
+    log.warn({ parent: child.claimed }, 'parent names a job the task is not a child of: ignored');
+  // A child agent's task counts against its parent's batch.
+  const batchId = membership.batchId ?? child.task.parent?.batchId;
   return {
     ...resolved,
+    task: child.task,
     deps,
     job,
     token,
@@ -284,6 +294,7 @@ async function startRecording(attempt: Attempt, state: JobState): Promise<Record
     protocol: checkpoint?.protocol ?? config.protocol,
     agent: agent.name,
     tenant: task.tenant ?? null,
+    parentJobId: task.parent?.jobId ?? null,
     prices: checkpoint?.price ?? config.price,
     batchId: batchId ?? null,
     metadata: task.metadata,
@@ -322,6 +333,7 @@ async function runTheAgent(
 ): Promise<AgentResult> {
   const { deps, job, jobId, log, task, agent, config, batchId, traces } = attempt;
   const decided = await decisionsFor(attempt, state);
+  const childOutcomes = await deps.children?.outcomesFor(state.checkpoint);
   // Checkpoint, parked trace, progress and log line of a step: one round trip.
   const steps = new StepWrites(deps.redis, job, deps.env.QUEUE_PREFIX, log);
   const runTrace = deps.tracing?.startRun({
@@ -345,13 +357,18 @@ async function runTheAgent(
     model: deps.createModel(config.model, config.api),
     price: config.price,
     tools: deps.tools.registryFor(config.tools),
-    budget: config.budget,
+    budget: withinParentTime(config.budget, task.parent?.deadlineAt),
     protocol: config.protocol,
     options: config.options,
     checkpoint: state.checkpoint ?? undefined,
     signal,
     gate: deps.gateFor?.({ batchId, tenant: task.tenant, model: config.model }),
     approvals: { policy: config.approval.policy, ...(decided ? { decisions: decided.decisions } : {}) },
+    children: {
+      allowed: deps.children !== undefined && (task.parent?.depth ?? 0) < deps.env.AGENT_MAX_DEPTH,
+      maxDepth: deps.env.AGENT_MAX_DEPTH,
+      ...(childOutcomes ? { results: childOutcomes } : {}),
+    },
     ...(runTrace ? { observer: runTrace } : {}),
     logger: log,
     onStep: (trace) => {
@@ -412,6 +429,20 @@ async function endAttempt(
     );
   }
   if (result.stopReason === 'awaiting_approval') result = noApprovalStore(result);
+  if (result.stopReason === 'awaiting_children' && result.awaitingChildren && deps.children) {
+    await Promise.all([recording.ensureStarted(), traces.flush()]);
+    return deps.children.launch(
+      job,
+      token,
+      {
+        awaiting: result.awaitingChildren,
+        parent: attempt.task,
+        batchId: attempt.batchId,
+        approval: attempt.config.approval,
+      },
+      log,
+    );
+  }
   const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
   if (!kept && result.status === 'failed' && result.error?.retryable && !lastAttempt) {
     log.warn({ error: result.error }, 'run failed, will be retried');
@@ -548,3 +579,12 @@ export function agentNamedBy(
 }
 
 const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/**
+ * A child agent's deadline, cut to its parent's share of time (absolute): time it waited in the queue counts. Read
+ * at its first start; a resumed run keeps the budget of its checkpoint.
+ */
+function withinParentTime(budget: Budget, deadlineAt: number | undefined): Budget {
+  if (deadlineAt === undefined) return budget;
+  return { ...budget, deadlineMs: Math.max(1_000, Math.min(budget.deadlineMs, deadlineAt - Date.now())) };
+}

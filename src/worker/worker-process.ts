@@ -9,6 +9,7 @@ import { BATCHES_QUEUE, EVENTS_QUEUE, RESULTS_QUEUE, TASKS_QUEUE } from '../queu
 import { ApprovalStore } from '../approvals/approval-store.js';
 import { ApprovalEvents } from '../approvals/approval-events.js';
 import { ApprovalParking } from './approval-parking.js';
+import { ChildJobs } from './child-jobs.js';
 import { BatchRecords } from '../batch/batch-record.js';
 import { BatchReportStore } from '../reports/report-store.js';
 import { createBatchAggregator } from './batch-aggregator.js';
@@ -109,19 +110,21 @@ export async function startWorkerProcess(
     const catalog = await publishCatalog(tools, connection, config.QUEUE_PREFIX, logger, metrics);
     const aggregator = startBatchAggregator(config, connection, stores, queues, retention, logger);
     outages.watch(aggregator, 'batch aggregator');
+    const checkpoints = new CheckpointStore(connection, config.QUEUE_PREFIX);
+    const publisher = new ResultPublisher(queues.results, {
+      keep: retention.results,
+      keepFailed: retention.failed,
+      onPublished: () => queues.resultsRetention.poke(),
+    });
     const worker = new FleetWorker(
       {
         env: config,
-        checkpoints: new CheckpointStore(connection, config.QUEUE_PREFIX),
+        checkpoints,
         outcomes: new OutcomeStore(connection, config.QUEUE_PREFIX),
         redis: connection,
         repository: new RunsRepository(stores.pool),
         journal: new RunJournal(new RunsRepository(stores.journalPool)),
-        publisher: new ResultPublisher(queues.results, {
-          keep: retention.results,
-          keepFailed: retention.failed,
-          onPublished: () => queues.resultsRetention.poke(),
-        }),
+        publisher,
         tools: tools.tools,
         agents: tools.agents,
         createModel: limitedModels(createModel, limits.limiter, metrics, logger),
@@ -139,6 +142,7 @@ export async function startWorkerProcess(
         metrics,
         tracing: telemetry,
         batches: new BatchTracker(queues.batches, new BatchRecords(stores.pool)),
+        children: new ChildJobs(queues.tasks, publisher, tools.agents, checkpoints),
         approvals: new ApprovalParking(approvalStore, new ApprovalEvents(queues.events)),
         logger,
         results: queues.results,

@@ -61,6 +61,23 @@ ${detail}${observation}</li>`;
   }
 }
 
+/** The run's place among agents that call agents, with links both ways; nothing for a run outside a tree. */
+function treeSection(tree: Timeline['tree']): string {
+  const parent = tree.parentJobId
+    ? `<p class="meta">called by the agent of run <a href="${href('runs', tree.parentJobId)}">${h(tree.parentJobId)}</a></p>`
+    : '';
+  if (tree.children.length === 0) return parent;
+  const rows = tree.children
+    .map(
+      (child) =>
+        `<tr><td><a href="${href('runs', child.jobId)}">${h(child.jobId)}</a></td><td>${h(child.agent)}</td><td>${badge(child.status)}${child.stopReason ? ` <span class="meta">${h(child.stopReason)}</span>` : ''}</td><td>${formatInt(child.totalTokens)}</td><td>${formatUsd(child.costUsd)}</td></tr>`,
+    )
+    .join('');
+  return `${parent}<h2>Agents it called</h2>
+<p class="meta">Each is a run of its own; this run's figures above cover them all.</p>
+<table class="children"><thead><tr><th>run</th><th>agent</th><th>status</th><th>tokens</th><th>cost</th></tr></thead><tbody>${rows}</tbody></table>`;
+}
+
 export interface RunPageExtras {
   /** The run's approvals, when the console has an approval desk. */
   approvals?: readonly Approval[];
@@ -110,6 +127,7 @@ ${cards(figures)}
 ${estimated}
 ${stopped}
 ${error}
+${treeSection(timeline.tree)}
 ${runApprovalsSection(extras.approvals)}
 <h2>Answer</h2>
 ${answer}

@@ -414,3 +414,46 @@ describe('task job names', () => {
     expect([...taskJobName({ task: 'x'.repeat(500) })].length).toBeLessThanOrEqual(80);
   });
 });
+
+describe('a run in a tree of agents that call agents', () => {
+  const children = [
+    {
+      jobId: 'child-1',
+      agent: 'region-analyst',
+      status: 'succeeded' as const,
+      stopReason: 'answer' as const,
+      costUsd: 0.0042,
+      totalTokens: 700,
+    },
+    {
+      jobId: 'child-<b>',
+      agent: 'helper',
+      status: 'stopped' as const,
+      stopReason: 'cost_budget' as const,
+      costUsd: 0.001,
+      totalTokens: 90,
+    },
+  ];
+
+  it('the run page links its parent and each child, escaped', () => {
+    const html = runPage(buildTimeline(run({ parentJobId: 'parent-9' }), [], children));
+    expect(html).toContain('called by the agent of run <a href="/console/runs/parent-9">parent-9</a>');
+    expect(html).toContain('<h2>Agents it called</h2>');
+    expect(html).toContain('<a href="/console/runs/child-1">child-1</a>');
+    expect(html).toContain('child-&lt;b&gt;');
+    expect(html).not.toContain('child-<b>');
+  });
+
+  it('npm run trace says who called it and lists what it called', () => {
+    const text = renderTimelineText(buildTimeline(run({ parentJobId: 'parent-9' }), [], children));
+    expect(text).toContain('called by job parent-9');
+    expect(text).toContain('agents it called (2; each is a run: npm run trace -- --job ID):');
+    expect(text).toContain('  child-1 · agent region-analyst · succeeded (answer) · 700 tokens · $0.0042');
+  });
+
+  it('a run outside a tree shows neither', () => {
+    const html = runPage(buildTimeline(run(), []));
+    expect(html).not.toContain('Agents it called');
+    expect(html).not.toContain('called by');
+  });
+});
