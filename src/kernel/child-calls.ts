@@ -4,7 +4,7 @@
 // (less the final turn's reserve), so the tree never passes the parent's limits; what children spent counts
 // against the parent from then on. Design: docs/child-agents.md.
 import { z } from 'zod';
-import { usageOf, type Budget, type Usage } from './budget.js';
+import { addUsage, usageOf, type Budget, type Usage } from './budget.js';
 import type { ModelPrice } from './pricing.js';
 import type { AgentDefinition } from './define-agent.js';
 import type { PlannedCall } from './protocol.js';
@@ -230,15 +230,11 @@ export function treeUsageOf(state: Pick<RunState, 'usage' | 'childUsage'>, price
 /** Two usages of the tree added: tokens, dollars and the optional counts. */
 export function addTreeUsage(a: Usage, b: Usage): Usage {
   const sum: Usage = {
-    promptTokens: a.promptTokens + b.promptTokens,
-    completionTokens: a.completionTokens + b.completionTokens,
+    ...addUsage(a, b),
     totalTokens: a.totalTokens + b.totalTokens,
     costUsd: a.costUsd + b.costUsd,
   };
-  if (a.cachedPromptTokens !== undefined || b.cachedPromptTokens !== undefined)
-    sum.cachedPromptTokens = (a.cachedPromptTokens ?? 0) + (b.cachedPromptTokens ?? 0);
-  if (a.reasoningTokens !== undefined || b.reasoningTokens !== undefined)
-    sum.reasoningTokens = (a.reasoningTokens ?? 0) + (b.reasoningTokens ?? 0);
-  if (a.estimated || b.estimated) sum.estimated = true;
+  if (a.flexSavedUsd !== undefined || b.flexSavedUsd !== undefined)
+    sum.flexSavedUsd = (a.flexSavedUsd ?? 0) + (b.flexSavedUsd ?? 0);
   return sum;
 }
