@@ -31,23 +31,17 @@ export interface Approval {
 }
 
 /** What a worker records when a run parks: one per call that waits. */
-export interface NewApproval {
-  jobId: string;
-  batchId: string | null;
-  tenant: string | null;
-  agent: string | null;
-  step: number;
-  callId: string;
-  callKey: string;
+export type NewApproval = Pick<
+  Approval,
+  'jobId' | 'batchId' | 'tenant' | 'agent' | 'step' | 'callId' | 'callKey' | 'tool' | 'arguments'
+> & {
   /** The job's creation time (BullMQ's `timestamp`): with the call key, what the approval's id derives from. */
   instance: string;
-  tool: string;
-  arguments: unknown;
   /** The tool's JSON Schema (what the model was shown), to check an edit against; null when it has none. */
   argumentsSchema: Record<string, unknown> | null;
   requestedAt: Date;
   expiresAt: Date;
-}
+};
 
 /**
  * One id per call of one job, derived from the call's key and the job's creation time (`instance`): parking again

@@ -4,13 +4,24 @@
 // (less the final turn's reserve), so the tree never passes the parent's limits; what children spent counts
 // against the parent from then on. Design: docs/child-agents.md.
 import { z } from 'zod';
-import { usageOf, type Budget, type Usage } from './budget.js';
+import { addUsage, usageOf, type Usage } from './budget.js';
 import type { ModelPrice } from './pricing.js';
 import type { AgentDefinition } from './define-agent.js';
 import type { PlannedCall } from './protocol.js';
 import type { Tool } from './tool.js';
 import type { ToolRegistry } from './tool-registry.js';
-import type { PendingTurn, RunState, RunStatus, StopReason, ToolCallRecord } from './types.js';
+import type {
+  ChildBudget,
+  ChildRequest,
+  PendingChild,
+  PendingTurn,
+  RunState,
+  RunStatus,
+  StopReason,
+  ToolCallRecord,
+} from './types.js';
+
+export type { ChildBudget, ChildRecord, ChildRequest, PendingChild } from './types.js';
 import { callKeyOf } from './turn-approvals.js';
 import { truncateChars } from './truncate.js';
 
@@ -42,20 +53,6 @@ export function childAgentTool(child: AgentDefinition): Tool {
   };
 }
 
-/** A child's limits, carved from its parent's: its steps are its own agent's. */
-export type ChildBudget = Omit<Budget, 'maxSteps'>;
-
-/** A child the run waits on: what its job is given. */
-export interface ChildRequest {
-  callKey: string;
-  callId: string;
-  step: number;
-  agent: string;
-  /** The child's input (its schema's output), or `{ task }` for a child without an input schema. */
-  input: unknown;
-  budget: ChildBudget;
-}
-
 /** What a child's job ended with, as the parent is resumed with it. */
 export interface ChildOutcome {
   jobId: string;
@@ -70,15 +67,6 @@ export interface ChildOutcome {
   error?: string | null;
 }
 
-/** A child of the tree, as the parent's result lists it. */
-export interface ChildRecord {
-  jobId: string;
-  agent: string;
-  status: RunStatus;
-  stopReason: StopReason;
-  usage: Usage;
-}
-
 /** What a run is given about children: whether it may start any (the depth), how many a turn, their results. */
 export interface RunChildren {
   /** False past the tree's depth limit: a child call is refused to the model. Default true. */
@@ -87,13 +75,6 @@ export interface RunChildren {
   maxPerTurn?: number;
   /** By call key, for the turn the run was parked on. */
   results?: Readonly<Record<string, ChildOutcome>>;
-}
-
-/** One slot per call of a new turn: a child to start, or null for any other call. */
-export interface PendingChild {
-  agent: string;
-  input: unknown;
-  budget: ChildBudget;
 }
 
 export interface ChildPlanning {
@@ -230,15 +211,11 @@ export function treeUsageOf(state: Pick<RunState, 'usage' | 'childUsage'>, price
 /** Two usages of the tree added: tokens, dollars and the optional counts. */
 export function addTreeUsage(a: Usage, b: Usage): Usage {
   const sum: Usage = {
-    promptTokens: a.promptTokens + b.promptTokens,
-    completionTokens: a.completionTokens + b.completionTokens,
+    ...addUsage(a, b),
     totalTokens: a.totalTokens + b.totalTokens,
     costUsd: a.costUsd + b.costUsd,
   };
-  if (a.cachedPromptTokens !== undefined || b.cachedPromptTokens !== undefined)
-    sum.cachedPromptTokens = (a.cachedPromptTokens ?? 0) + (b.cachedPromptTokens ?? 0);
-  if (a.reasoningTokens !== undefined || b.reasoningTokens !== undefined)
-    sum.reasoningTokens = (a.reasoningTokens ?? 0) + (b.reasoningTokens ?? 0);
-  if (a.estimated || b.estimated) sum.estimated = true;
+  if (a.flexSavedUsd !== undefined || b.flexSavedUsd !== undefined)
+    sum.flexSavedUsd = (a.flexSavedUsd ?? 0) + (b.flexSavedUsd ?? 0);
   return sum;
 }

@@ -1,7 +1,6 @@
 // The kernel's public types: what a run returns (docs/tasks-and-results.md), what it reports after each step,
 // and the serializable state it can be resumed from.
 import type { ApprovalDecision, ApprovalRequest } from './approval.js';
-import type { ChildRecord, ChildRequest, PendingChild } from './child-calls.js';
 import type { RunError } from './errors.js';
 import type { Budget, TokenUsage, Usage } from './budget.js';
 import type { AssistantMessage, ChatMessage } from './messages.js';
@@ -237,4 +236,36 @@ export interface StepTrace {
   events?: TraceEvent[];
   /** The run's totals after this step, for progress displays. */
   totals: Usage & { steps: number; maxSteps: number; toolCalls: number };
+}
+
+// Agents that call agents (child-calls.ts): here, as they are parts of a run's state and result.
+
+/** A child's limits, carved from its parent's: its steps are its own agent's. */
+export type ChildBudget = Omit<Budget, 'maxSteps'>;
+
+/** A child the run waits on: what its job is given. */
+export interface ChildRequest {
+  callKey: string;
+  callId: string;
+  step: number;
+  agent: string;
+  /** The child's input (its schema's output), or `{ task }` for a child without an input schema. */
+  input: unknown;
+  budget: ChildBudget;
+}
+
+/** A child of the tree, as the parent's result lists it. */
+export interface ChildRecord {
+  jobId: string;
+  agent: string;
+  status: RunStatus;
+  stopReason: StopReason;
+  usage: Usage;
+}
+
+/** One slot per call of a new turn: a child to start, or null for any other call. */
+export interface PendingChild {
+  agent: string;
+  input: unknown;
+  budget: ChildBudget;
 }

@@ -288,6 +288,7 @@ describe('store on a real server', () => {
         protocol: 'tools',
         agent: 'default',
         tenant: null,
+        parentJobId: null,
         status: 'succeeded',
         stopReason: 'answer',
         stopDetail: null,
