@@ -150,7 +150,7 @@ it('a child that completed but whose published result is gone (trimmed by RESULT
   try {
     await tasks.add('task', { agent: 'default', task: 'parent' });
     await new Promise((resolve) => setTimeout(resolve, 3_000));
-    // Today: active → delayed(now) → active … as fast as Redis goes, for ever, holding a worker slot each time.
+    // Relaunching it would spin: active → delayed(now) → active … as fast as Redis goes, for ever.
     expect(parentRuns).toBeLessThan(10);
   } finally {
     await worker.close();

@@ -96,9 +96,8 @@ it("the tree ends within the parent's deadline, however the children are queued"
   const lastCall = Math.max(...treeCalls.map((r) => r.receivedAt));
   // Nothing of the tree may still be calling the model once the parent's deadline has passed.
   expect(result.children).toHaveLength(2);
-  // Today: each child is given the parent's remaining time relative to its own start; one worker runs them one
-  // after the other, the tree calls the model ~2.4 s past the deadline and the parent stops (deadline, 1 step)
-  // without ever using their answers.
+  // Given the parent's remaining time relative to its own start, children run one after the other on one worker
+  // would call the model past the deadline, and the parent would stop without using their answers.
   expect(lastCall - t0, `last model call of the tree, ms after the parent was enqueued`).toBeLessThanOrEqual(
     deadlineMs,
   );
@@ -143,8 +142,8 @@ it("the batch report of a batch whose tasks call agents has no warning about its
       approvals: loaded.approvals,
     });
     expect(report.summary.tasks).toBe(1);
-    // Today: "1 run(s) name this batch but are not among its job ids and are not counted: child-…", on every
-    // report of a batch whose agents call agents (the children carry the batch id for its caps).
+    // Children carry their parent's batch id (for its caps) but are counted through their parent: no warning
+    // that they "name this batch but are not among its job ids".
     expect(report.warnings).toEqual([]);
   } finally {
     await pool.end();
