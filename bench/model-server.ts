@@ -1,12 +1,14 @@
 // A child process serving the scripted model (src/testing/scripted-model-server.ts) for the benchmark, so
 // its CPU is not the measured process's. Spawned with an IPC channel by bench/run.ts:
 //   env BENCH_MODEL_LATENCY_MS (default 0), BENCH_TOOL (default bench_lookup), BENCH_MODEL=real-tools (the
-//   real-tools scenario's script, bench/lib/real-tools-model.ts)
+//   real-tools scenario's script, bench/lib/real-tools-model.ts), BENCH_MODEL=children (the children
+//   scenario's, bench/lib/children-model.ts)
 //   → { type: 'ready', baseURL }            once listening
 //   ← { type: 'requests', from }            → { type: 'requests', bodies, total, failures }
 //   ← { type: 'timeline', from }            → { type: 'timeline', entries: [{ task, receivedAt }] }
 // It exits when the parent goes away.
 import { startScriptedModel } from '../src/testing/scripted-model-server.js';
+import { childrenModel, CHILDREN_MODEL } from './lib/children-model.js';
 import { realToolsModel, REAL_TOOLS_MODEL } from './lib/real-tools-model.js';
 import { benchStepsModel, DEFAULT_BENCH_TOOL } from './lib/steps-model.js';
 
@@ -17,7 +19,12 @@ interface Query {
 
 const latencyMs = Number(process.env.BENCH_MODEL_LATENCY_MS ?? '0');
 const tool = process.env.BENCH_TOOL || DEFAULT_BENCH_TOOL;
-const rule = process.env.BENCH_MODEL === REAL_TOOLS_MODEL ? realToolsModel : benchStepsModel(tool);
+const rule =
+  process.env.BENCH_MODEL === REAL_TOOLS_MODEL
+    ? realToolsModel
+    : process.env.BENCH_MODEL === CHILDREN_MODEL
+      ? childrenModel
+      : benchStepsModel(tool);
 const server = await startScriptedModel({ rules: [rule], latencyMs });
 
 if (!process.send) {

@@ -10,6 +10,7 @@ import { clockTicksPerSecond } from './lib/proc.js';
 import { formatNumber, renderTable, type Row } from './lib/report.js';
 import { DEFAULT_BENCH_TOOL } from './lib/steps-model.js';
 import { bareBullmq, type BareBullmqResult } from './scenarios/bare-bullmq.js';
+import { children, type ChildrenResult } from './scenarios/children.js';
 import { cost, type CostResult } from './scenarios/cost.js';
 import { latency, type LatencyResult } from './scenarios/latency.js';
 import { memory, type MemoryResult } from './scenarios/memory.js';
@@ -62,9 +63,19 @@ const config = {
     repetitions: envInt('BENCH_REPETITIONS', 5),
     profile: process.env.BENCH_PROFILE !== '0',
   },
+  // Scenario 10 (BENCH_ONLY=10 or children): agents that call agents, against an in-process tool.
+  children: {
+    parents: envInt('BENCH_CHILDREN_PARENTS', 50),
+    latencyMs: envInt('BENCH_CHILDREN_LATENCY_MS', 100),
+    treeParents: envInt('BENCH_CHILDREN_TREES', 100),
+    treeCalls: envInt('BENCH_CHILDREN_CALLS', 3),
+    treeConcurrency: envInt('BENCH_CHILDREN_CONCURRENCY', 10),
+    treeLatencyMs: Number(process.env.BENCH_CHILDREN_TREE_LATENCY_MS ?? 0),
+    repetitions: envInt('BENCH_REPETITIONS', 3),
+  },
   targets: { cpuRatio: 1.5, throughputRatio: 0.95, heapKbPerJob: 200, realToolsRatio: 1.5 },
 };
-const only = new Set((process.env.BENCH_ONLY ?? '1,2,3,4,5,6').split(',').map((s) => s.trim()));
+const only = new Set((process.env.BENCH_ONLY ?? '1,2,3,4,5,6,10').split(',').map((s) => s.trim()));
 const maxSeconds = envInt('BENCH_MAX_SECONDS', 290);
 
 /** Kills the children at once, then removes the scenarios' keys and databases (5 s at most), then exits. */
@@ -109,6 +120,7 @@ let realToolsResult: RealToolsResult | undefined;
 let twoProcesses: { one: LatencyResult; two: LatencyResult } | undefined;
 let redisMemoryResult: RedisMemoryResult | undefined;
 let costResult: CostResult | undefined;
+let childrenResult: ChildrenResult | undefined;
 
 async function attempt<T>(scenario: string, run: () => Promise<T>): Promise<T | undefined> {
   try {
@@ -167,6 +179,9 @@ try {
     redisMemoryResult = await attempt('9 redis memory', () =>
       redisMemory({ ...config.redisMemory, tool: config.tool }),
     );
+  }
+  if (only.has('10') || only.has('children')) {
+    childrenResult = await attempt('10 children', () => children({ ...config.children, workerNodeArgs }));
   }
 } finally {
   await stopAllChildren();
@@ -441,6 +456,67 @@ if (costResult) {
     pass: lost === 0,
   });
 }
+if (childrenResult) {
+  const { perCall: p, throughput: t } = childrenResult;
+  const pc = `10 children: 1 call, ${p.parents} parents`;
+  const ratio = (value: number, baseline: number, label: string) => ({
+    baseline: { label, value: baseline },
+    ratio: value / baseline,
+  });
+  rows.push(
+    {
+      ...info(pc, `parent wall time, median (model ${p.latencyMs} ms/call)`, p.child.wallMedianMs, 'ms'),
+      ...ratio(p.child.wallMedianMs, p.tool.wallMedianMs, 'in-process tool'),
+    },
+    {
+      ...info(pc, 'parent wall time, p95', p.child.wallP95Ms, 'ms'),
+      ...ratio(p.child.wallP95Ms, p.tool.wallP95Ms, 'in-process tool'),
+    },
+    info(pc, 'added wall time per child call, median', p.child.wallMedianMs - p.tool.wallMedianMs, 'ms'),
+    info(
+      pc,
+      '… beyond the child’s own model call',
+      p.child.wallMedianMs - p.tool.wallMedianMs - p.latencyMs,
+      'ms',
+    ),
+    {
+      ...info(pc, 'worker CPU per tree (parent + child)', p.child.workerCpuMsPerTree, 'ms/tree'),
+      ...ratio(p.child.workerCpuMsPerTree, p.tool.workerCpuMsPerTree, 'in-process tool'),
+    },
+    info(
+      pc,
+      'added worker CPU per child call',
+      p.child.workerCpuMsPerTree - p.tool.workerCpuMsPerTree,
+      'ms/call',
+    ),
+    {
+      ...info(pc, 'redis-server CPU per tree (shared, 10 ms ticks)', p.child.redisCpuMsPerTree, 'ms/tree'),
+      baseline: { label: 'in-process tool', value: p.tool.redisCpuMsPerTree },
+    },
+  );
+  const tp = `10 children: ${t.parents} × ${t.callsPerParent}`;
+  const slots = `${t.workers} workers × ${t.concurrencyPerWorker}, model ${t.latencyMs} ms`;
+  rows.push(
+    {
+      ...info(tp, `trees per second (${slots})`, t.child.treesPerSecond, 'trees/s'),
+      ...ratio(t.child.treesPerSecond, t.tool.treesPerSecond, 'in-process tool'),
+    },
+    {
+      ...info(tp, 'model calls per second', t.child.modelCallsPerSecond, 'calls/s'),
+      ...ratio(t.child.modelCallsPerSecond, t.tool.modelCallsPerSecond, 'in-process tool'),
+    },
+    {
+      ...info(tp, 'worker CPU per tree', t.child.workerCpuMsPerTree, 'ms/tree'),
+      ...ratio(t.child.workerCpuMsPerTree, t.tool.workerCpuMsPerTree, 'in-process tool'),
+    },
+    info(
+      tp,
+      'added worker CPU per child call',
+      (t.child.workerCpuMsPerTree - t.tool.workerCpuMsPerTree) / t.callsPerParent,
+      'ms/call',
+    ),
+  );
+}
 
 const finishedAt = new Date();
 const report = {
@@ -469,6 +545,7 @@ const report = {
     realTools: realToolsResult,
     twoProcesses,
     redisMemory: redisMemoryResult,
+    children: childrenResult,
   },
   rows,
   errors,
@@ -546,6 +623,18 @@ if (redisMemoryResult) {
     `9: Redis ${formatNumber(m.usedMemoryIdleMb)} MB → ${formatNumber(m.usedMemoryAfterMb)} MB after ${m.jobs} jobs; kept ` +
       `${JSON.stringify(m.kept)}; keys by kind ${JSON.stringify(m.keysByKind)}`,
   );
+}
+if (childrenResult) {
+  for (const [name, part] of Object.entries(childrenResult)) {
+    const r = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(', ');
+    const unexpected = { ...part.tool.unexpected, ...part.child.unexpected };
+    lines.push(
+      `10 ${name}: ${part.batches.length / 2} pairs (tool batch, then child batch); child/tool per pair: wall median ` +
+        `${r(part.ratios.wallMedian)}, CPU per tree ${r(part.ratios.cpuPerTree)}, trees/s ${r(part.ratios.treesPerSecond)}; ` +
+        `model calls per tree ${(part.child.modelCalls / part.parents).toFixed(1)} vs ${(part.tool.modelCalls / part.parents).toFixed(1)}` +
+        (Object.keys(unexpected).length ? `; UNEXPECTED RESULTS: ${JSON.stringify(unexpected)}` : ''),
+    );
+  }
 }
 const loads = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
 lines.push(
