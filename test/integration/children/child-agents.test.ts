@@ -19,6 +19,7 @@ import {
   type FleetNamespace,
   type WorkerHandle,
 } from '../../support/fleet-harness.js';
+import { expectNativeTranscript } from '../../support/native-transcript.js';
 import { setupOrFail } from '../../support/setup-or-fail.js';
 
 let model: ScriptedModelServer;
@@ -94,6 +95,12 @@ it('a parent calling three children in one turn, on one worker of concurrency 1:
   // The tree's usage is the model server's own count of every call of it: the parent's two, each child's one.
   const tree = model.requests.slice(first);
   expect(tree).toHaveLength(5);
+  // The parent's own requests, across its park on another job's time: its turn back as it wrote it, each child's
+  // answer a tool message answering its call.
+  expectNativeTranscript(
+    tree.filter((r) => taskOf(r).startsWith('report on regions')),
+    { toolOutputs: ['EU sales grew', 'US sales grew', 'APAC sales grew'] },
+  );
   const served = tree.reduce(
     (sum, r) => ({
       promptTokens: sum.promptTokens + (r.usage?.promptTokens ?? 0),
