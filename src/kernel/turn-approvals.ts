@@ -31,11 +31,17 @@ export async function approvalsFor(
   calls: readonly PlannedCall[],
   check: ApprovalCheck,
 ): Promise<(PendingApproval | null)[] | undefined> {
+  // Most turns have no call that could ask: they cost a lookup per call here, no parse (runToolCall parses).
+  const mayAsk = (tool: Tool | undefined): tool is Tool =>
+    tool !== undefined &&
+    ((check.policy === 'side-effects' && tool.readOnly !== true) ||
+      (tool.needsApproval !== undefined && tool.needsApproval !== false));
+  if (!calls.some((call) => mayAsk(check.tools.get(call.name)))) return undefined;
   const slots = await Promise.all(
     calls.map(async (call): Promise<PendingApproval | null> => {
       const tool = check.tools.get(call.name);
       // An unknown tool or arguments its schema refuses run nothing: the model is told why, no one is asked.
-      if (!tool || !call.args.ok) return null;
+      if (!mayAsk(tool) || !call.args.ok) return null;
       const parsed = tool.parameters.safeParse(call.args.value ?? {});
       if (!parsed.success) return null;
       const asks =
