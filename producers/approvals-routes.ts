@@ -3,14 +3,7 @@
 // carried (bearer-auth.ts), never anything in the body, which is strict: a `by` field is refused like any unknown
 // field. Without a desk (no store configured) every route answers 503.
 import express, { type Router } from 'express';
-import type { Approval, ApprovalState } from '../src/approvals/approval.js';
-import {
-  InvalidDecisionError,
-  type ApprovalFilter,
-  type BatchDecisionInput,
-  type DecisionInput,
-  type DecisionOutcome,
-} from '../src/approvals/approval-desk.js';
+import { InvalidDecisionError, type ApprovalDesk } from '../src/approvals/approval-desk.js';
 import {
   approvalQuerySchema,
   batchDecisionBodySchema,
@@ -21,15 +14,8 @@ import { toFieldIssues } from '../src/queue/task-schema.js';
 import { callerOf } from './bearer-auth.js';
 import { BODY_LIMIT_BYTES, jsonBody, requireJson } from './json-body.js';
 
-/** What the routes need of an ApprovalDesk (src/approvals/approval-desk.ts). */
-export interface ApprovalsDesk {
-  list(filter: ApprovalFilter): Promise<Approval[]>;
-  get(id: string): Promise<Approval | null>;
-  decide(id: string, input: DecisionInput): Promise<DecisionOutcome>;
-  decideBatch(input: BatchDecisionInput): Promise<{ decided: Approval[]; conflicts: number }>;
-  /** A batch's calls by state, for GET /v1/batches/:batchId. */
-  countsForBatch(batchId: string): Promise<Record<ApprovalState, number>>;
-}
+/** What the routes need of an ApprovalDesk: GET /v1/batches/:batchId also asks it for the batch's counts. */
+export type ApprovalsDesk = Pick<ApprovalDesk, 'list' | 'get' | 'decide' | 'decideBatch' | 'countsForBatch'>;
 
 const MAX_ID_CHARS = 256;
 /** A path parameter that can name an approval or a batch (a longer one names none: 404). */

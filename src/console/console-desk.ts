@@ -3,11 +3,6 @@
 // an edit is checked, a parked job woken and the decision published the same way whoever decides. The board
 // gives it producers/store-approval-desk.ts, whose pool is made on first use (a store that is down when the
 // board starts costs the approvals pages only, as it does the console's).
-import type { Approval } from '../approvals/approval.js';
-import type { ApprovalFilter, DecisionInput, DecisionOutcome } from '../approvals/approval-desk.js';
+import type { ApprovalDesk } from '../approvals/approval-desk.js';
 
-export interface ConsoleDesk {
-  list(filter: ApprovalFilter): Promise<Approval[]>;
-  get(id: string): Promise<Approval | null>;
-  decide(id: string, input: DecisionInput): Promise<DecisionOutcome>;
-}
+export type ConsoleDesk = Pick<ApprovalDesk, 'list' | 'get' | 'decide'>;
