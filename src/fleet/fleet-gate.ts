@@ -6,7 +6,7 @@ import type { Redis } from 'ioredis';
 import type { Env } from '../../config/env.js';
 import type { CallCost, CallGate, GateDecision, GateWaitLimits } from '../kernel/call-gate.js';
 import { RateLimiter, WaitPastDeadline, type RateWaitReason } from './rate-limiter.js';
-import { batchScope, dayScope, tenantDayScope } from './spend-scopes.js';
+import { batchScope, dayScope, holdScope, tenantDayScope } from './spend-scopes.js';
 import { decodeTicket } from './spend-tickets.js';
 import { SpendLedger, type BookOptions, type Booking } from './spend-ledger.js';
 import { TokenRateLimiters, type TokenLimits, type TokenRateLimiter } from './token-rate-limiter.js';
@@ -311,15 +311,11 @@ export class FleetGate implements CallGate {
   }
 }
 
-export interface JobGateOptions {
+export interface JobGateOptions extends JobScopeOwner {
   ledger: SpendLedger;
   limiter?: RateLimiter;
   /** False when the limiter only pauses the fleet after a 429 (MODEL_RPM unset). */
   limitRequests?: boolean;
-  /** The job's batch (`metadata.batch`), if any: its budget applies too. */
-  batchId?: string;
-  /** The job's tenant (the task's `tenant`), if any: its daily caps apply too. */
-  tenant?: string;
   /** The job's model's tokens per minute (MODEL_TPM), if it has a limit. */
   tokens?: TokenRateLimiter;
   /** The clock that picks the UTC day of each call. */
@@ -330,26 +326,41 @@ export interface JobGateOptions {
   onWaited?: (reason: RateWaitReason, ms: number) => void;
 }
 
+/** Whose spend a job's calls count in: its batch, its tenant, or the hold its parent set aside for it. */
+export interface JobScopeOwner {
+  batchId?: string;
+  /** The job's tenant (the task's `tenant`), if any: its daily caps apply too. */
+  tenant?: string;
+  /** The ticket of the hold a child agent's parent took for it (child-holds.ts), if any. */
+  hold?: string;
+}
+
 /**
- * The gate of one job: every call is booked in the day of the call (always, so the fleet's daily spend is
- * known even without a daily cap), in its tenant's day if the job has a tenant (always, likewise), and in the
- * job's batch, if any.
+ * The scopes of one job's calls at a moment: the day of the call (always, so the fleet's daily spend is known
+ * even without a daily cap), its tenant's day if the job has a tenant (likewise), and its batch, if any. A child
+ * agent with a hold books in the hold alone: the hold already counts in its parent's scopes, once for the tree.
  */
+export function jobScopes(owner: JobScopeOwner): (at: number) => string[] {
+  if (owner.hold !== undefined) {
+    const hold = [holdScope(decodeTicket(owner.hold).id)];
+    return () => hold;
+  }
+  const batch = owner.batchId === undefined ? [] : [batchScope(owner.batchId)];
+  const tenant = owner.tenant;
+  if (tenant !== undefined) tenantDayScope(tenant, 0); // a bad name throws here, not at the first call
+  return (at) =>
+    tenant === undefined ? [dayScope(at), ...batch] : [dayScope(at), tenantDayScope(tenant, at), ...batch];
+}
+
+/** The gate of one job: every call is booked in the job's scopes (jobScopes) at the time of the call. */
 export function gateForJob(options: JobGateOptions): FleetGate {
   const now = options.now ?? Date.now;
-  const batch = options.batchId === undefined ? [] : [batchScope(options.batchId)];
-  const tenant = options.tenant;
-  if (tenant !== undefined) tenantDayScope(tenant, 0); // a bad name throws here, not at the first call
+  const scopesAt = jobScopes(options);
   return new FleetGate({
     ledger: options.ledger,
     limiter: options.limiter,
     tokens: options.tokens,
-    scopes: () => {
-      const at = now();
-      return tenant === undefined
-        ? [dayScope(at), ...batch]
-        : [dayScope(at), tenantDayScope(tenant, at), ...batch];
-    },
+    scopes: () => scopesAt(now()),
     onRateLimited: options.onRateLimited,
     ledgerTimeoutMs: options.ledgerTimeoutMs,
     onError: options.onError,

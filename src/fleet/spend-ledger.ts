@@ -39,6 +39,13 @@ export interface BookOptions {
   settleFirst?: { ticket: string; actual: CallCost };
   /** The fleet's pause key (rate-limiter.ts): while it lives nothing is booked, and the booking says how long. */
   pauseKey?: string;
+  /** How long the reservation lives unsettled (ms); absent, the ledger's reservation TTL. */
+  ttlMs?: number;
+  /**
+   * The reservation's id (a UUID), for a booking that must be the same whoever sends it again (a child's hold,
+   * taken again by a parent resumed after a crash); absent, a random one.
+   */
+  id?: string;
 }
 
 /** A call made without waiting for its booking (`bookInFlight`): its ticket now, the ledger's answer later. */
@@ -144,8 +151,12 @@ export class SpendLedger {
   }
 
   /** Books the worst case in every scope, atomically, or refuses naming the scope and cap that bind. */
-  async reserve(scopes: readonly string[], worstCase: CallCost): Promise<ReserveResult> {
-    const { reservation } = await this.book(scopes, worstCase);
+  async reserve(
+    scopes: readonly string[],
+    worstCase: CallCost,
+    options: Pick<BookOptions, 'ttlMs' | 'id'> = {},
+  ): Promise<ReserveResult> {
+    const { reservation } = await this.book(scopes, worstCase, options);
     if (!reservation) throw new Error('spend ledger: a booking without a pause key came back paused');
     return reservation;
   }
@@ -179,9 +190,11 @@ export class SpendLedger {
     unique.forEach(assertScope);
     const usd = microUsdUp(worstCase.costUsd);
     const tokens = tokensUp(worstCase.tokens);
-    const id = randomUUID();
+    const id = options.id ?? randomUUID();
     const ticket = encodeTicket({ id, scopes: unique });
-    const args: (string | number)[] = [this.clock(), id, String(usd), String(tokens), this.reservationTtlMs];
+    const ttl =
+      options.ttlMs === undefined ? this.reservationTtlMs : positiveMs(options.ttlMs, 'reservation');
+    const args: (string | number)[] = [this.clock(), id, String(usd), String(tokens), ttl];
     args.push(unique.length);
     for (const scope of unique) {
       const caps = this.configuredCaps(scope);
@@ -317,7 +330,10 @@ export class SpendLedger {
   }
 
   private scopeTtlMs(scope: string): number {
-    return scope.startsWith('batch:') ? this.batchScopeTtlMs : this.dayScopeTtlMs;
+    // A hold lives as long as a batch may: a child can wait days for a person's decision.
+    return scope.startsWith('batch:') || scope.startsWith('hold:')
+      ? this.batchScopeTtlMs
+      : this.dayScopeTtlMs;
   }
 
   private configuredCaps(scope: string): { usd?: number; tokens?: number } {

@@ -16,6 +16,7 @@ import type {
   PendingChild,
   PendingTurn,
   RunState,
+  RunUsage,
   RunStatus,
   StopReason,
   ToolCallRecord,
@@ -202,10 +203,13 @@ function childObservation(outcome: ChildOutcome): string {
   );
 }
 
-/** What a run's state has spent, its children's spend included: the usage its result reports. */
-export function treeUsageOf(state: Pick<RunState, 'usage' | 'childUsage'>, price: ModelPrice): Usage {
+/**
+ * What a run's state has spent, its children's spend included: the usage its result reports, with its own part
+ * as `self` when it called children.
+ */
+export function treeUsageOf(state: Pick<RunState, 'usage' | 'childUsage'>, price: ModelPrice): RunUsage {
   const own = usageOf(state.usage, price);
-  return state.childUsage ? addTreeUsage(own, state.childUsage) : own;
+  return state.childUsage ? { ...addTreeUsage(own, state.childUsage), self: own } : own;
 }
 
 /** Two usages of the tree added: tokens, dollars and the optional counts. */

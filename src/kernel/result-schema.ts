@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import type { RunError } from './errors.js';
 import type { Usage } from './budget.js';
-import { STOP_REASONS, type AgentResult, type UncertainEffect } from './types.js';
+import { STOP_REASONS, type AgentResult, type RunUsage, type UncertainEffect } from './types.js';
 import { agree, type Known, type Same } from '../util/schema-agreement.js';
 
 const count = z.number().int().min(0);
@@ -25,6 +25,17 @@ export const usageSchema = z
     flexSavedUsd: z.number().describe('what the flex part saved against the standard prices').optional(),
   })
   .describe('Every model call of the job, summaries and retries included.');
+
+/** A result's usage: its tree's, with the run's own part as `self` when it called child agents. */
+export const runUsageSchema = usageSchema
+  .extend({
+    self: usageSchema
+      .describe("the run's own calls, without its child agents' (present only when it called some)")
+      .optional(),
+  })
+  .describe(
+    "Every model call of the job's tree (its child agents' included), summaries and retries included.",
+  );
 
 export const runErrorSchema = z
   .looseObject({
@@ -52,7 +63,7 @@ export const agentResultSchema = z
     answer: z.string().nullable(),
     steps: count,
     toolCalls: count,
-    usage: usageSchema,
+    usage: runUsageSchema,
     error: runErrorSchema.nullable(),
     uncertainEffects: z.array(uncertainEffectSchema).optional(),
     output: z.unknown().describe('an agent with an output schema: the validated value, or null').optional(),
@@ -104,6 +115,8 @@ export const agentResultSchema = z
 // The schemas and the kernel's types describe the same JSON: a field added to one and not the other, or typed
 // differently, fails the type check here. (The loose objects' index signatures are left out of the comparison.)
 agree<Same<Known<z.infer<typeof usageSchema>>, Usage>>();
+agree<Same<Omit<Known<z.infer<typeof runUsageSchema>>, 'self'>, Omit<RunUsage, 'self'>>>();
+agree<Same<Known<NonNullable<z.infer<typeof runUsageSchema>['self']>>, Usage>>();
 agree<Same<Known<z.infer<typeof runErrorSchema>>, RunError>>();
 agree<Same<Known<z.infer<typeof uncertainEffectSchema>>, UncertainEffect>>();
 type Loose = 'usage' | 'error' | 'uncertainEffects' | 'children';

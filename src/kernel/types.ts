@@ -36,7 +36,7 @@ export interface AgentResult {
   answer: string | null;
   steps: number;
   toolCalls: number;
-  usage: Usage;
+  usage: RunUsage;
   error: RunError | null;
   /**
    * Side effects (an email) whose outcome nothing could tell, present only when there are some: the run may
@@ -252,6 +252,14 @@ export interface ChildRequest {
   /** The child's input (its schema's output), or `{ task }` for a child without an input schema. */
   input: unknown;
   budget: ChildBudget;
+}
+
+/**
+ * A result's usage: every call of the run's tree. A run that called child agents adds `self`, its own calls
+ * alone (the rest is its children's, listed in `children`).
+ */
+export interface RunUsage extends Usage {
+  self?: Usage;
 }
 
 /** A child of the tree, as the parent's result lists it. */

@@ -117,6 +117,11 @@ export const taskSchema = z
         batchId: z.string().min(1).max(64).optional(),
         /** When the parent's share of time for its children ends (epoch ms): the child's deadline, wherever it waits. */
         deadlineAt: z.number().int().positive().optional(),
+        /** The spend ledger's ticket of what the parent set aside for the child (child-holds.ts): its calls book in it. */
+        hold: z
+          .string()
+          .regex(/^v1\.[0-9a-f-]{36}\.[A-Za-z0-9_-]{1,2048}$/)
+          .optional(),
       })
       .strict()
       .optional(),

@@ -16,6 +16,7 @@ import { TASK_JOB_OPTIONS } from '../queue/job-options.js';
 import type { AgentTask } from '../queue/task-schema.js';
 import { taskJobName } from '../queue/task-job-name.js';
 import type { ResultPublisher } from './result-publisher.js';
+import type { ChildHolds } from '../fleet/child-holds.js';
 import type { Logger } from '../logging/logger.js';
 
 /** The job id of the child a call starts: one per call key, never an integer (BullMQ refuses those). */
@@ -39,6 +40,8 @@ export class ChildJobs {
     private readonly agents: ReadonlyMap<string, AgentDefinition>,
     /** Where a child that failed before its result went out left what it spent. */
     private readonly checkpoints?: Pick<CheckpointStore, 'load'>,
+    /** The spend ledger's holds: each child's budget set aside in its parent's scopes before it starts. */
+    private readonly holds?: ChildHolds,
   ) {}
 
   /** The outcomes of the children the checkpoint's turn waits on that have one; undefined when it waits on none. */
@@ -72,17 +75,32 @@ export class ChildJobs {
     const checkpoint = await this.checkpoints?.load(jobId).catch(() => null);
     const price = checkpoint?.price ?? { inputPerMillion: 0, outputPerMillion: 0 };
     const why = job?.failedReason ?? 'its job and result are gone';
+    const usage = checkpoint
+      ? treeUsageOf(checkpoint, price)
+      : treeUsageOf({ usage: { promptTokens: 0, completionTokens: 0 } }, price);
+    // It never settled its hold: what its checkpoint says it spent does (without a checkpoint, the hold expires
+    // as spent at its worst case).
+    const hold = (job?.data as AgentTask | undefined)?.parent?.hold;
+    if (hold && checkpoint) await this.holds?.release(hold, usage).catch(() => undefined);
     return {
       jobId,
       agent,
       status: 'failed',
       stopReason: 'error',
       answer: null,
-      usage: checkpoint
-        ? treeUsageOf(checkpoint, price)
-        : treeUsageOf({ usage: { promptTokens: 0, completionTokens: 0 } }, price),
+      usage,
       error: `the child ended without a result: ${why}`,
     };
+  }
+
+  /** A child's run ended for good: its hold is settled with what its tree spent (the parent's scopes see it now). */
+  async ended(task: AgentTask | null, result: AgentResult, log: Logger): Promise<void> {
+    const hold = task?.parent?.hold;
+    if (!hold || !this.holds) return;
+    // Unsettled, the hold expires as spent at its worst case: the caps count too much, never too little.
+    await this.holds
+      .release(hold, result.usage)
+      .catch((err: unknown) => log.warn({ err }, 'could not settle the hold'));
   }
 
   /** Starts the turn's children and parks the parent until they have all finished. Never returns. */
@@ -90,11 +108,14 @@ export class ChildJobs {
     const depth = (request.parent.parent?.depth ?? 0) + 1;
     const parentJobId = String(job.id);
     await Promise.all(
-      request.awaiting.map((child) => {
+      request.awaiting.map(async (child) => {
+        const jobId = childJobId(child.callKey);
         const task = this.childTask(child, request, parentJobId, depth);
+        const hold = await this.holdFor(jobId, task, request, log);
+        if (hold && task.parent) task.parent.hold = hold;
         return this.tasks.add(taskJobName(task), task, {
           ...TASK_JOB_OPTIONS,
-          jobId: childJobId(child.callKey),
+          jobId,
           parent: { id: parentJobId, queue: job.queueQualifiedName },
           // A child that fails still lets its parent go on: its result says how it ended.
           ignoreDependencyOnFailure: true,
@@ -106,6 +127,40 @@ export class ChildJobs {
     // Every child finished already (a parent resumed after a crash): straight back to the queue.
     await job.moveToDelayed(Date.now(), token);
     throw new DelayedError();
+  }
+
+  /**
+   * The hold of a child not enqueued yet (a child already in the queue, from before a crash, has its own or
+   * none); none when a cap of the parent's scopes cannot cover the child's whole budget: the child then runs call
+   * by call against those caps, as any task does, and stops where they refuse it.
+   */
+  private async holdFor(
+    jobId: string,
+    task: AgentTask,
+    request: LaunchRequest,
+    log: Logger,
+  ): Promise<string | undefined> {
+    const budget = task.budget;
+    const until = task.parent?.deadlineAt;
+    if (!this.holds || !budget?.maxTokens || budget.maxCostUsd === undefined || until === undefined) return;
+    if (await this.tasks.getJob(jobId)) return;
+    const parent = request.parent;
+    const held = await this.holds.take(
+      {
+        ...(request.batchId ? { batchId: request.batchId } : {}),
+        ...(parent.tenant ? { tenant: parent.tenant } : {}),
+        ...(parent.parent?.hold ? { hold: parent.parent.hold } : {}),
+      },
+      jobId,
+      { maxTokens: budget.maxTokens, maxCostUsd: budget.maxCostUsd },
+      until,
+    );
+    if (held.ok) return held.ticket;
+    log.info(
+      { child: jobId, refusal: held.message },
+      "a child's budget could not be set aside: it runs call by call",
+    );
+    return undefined;
   }
 
   /** The child's task: its input, a budget no larger than its share of the parent's (nor its own agent's). */
@@ -181,4 +236,14 @@ function isResult(value: unknown): value is AgentResult {
   return (
     typeof value === 'object' && value !== null && typeof (value as { status?: unknown }).status === 'string'
   );
+}
+
+/**
+ * A child stopped by its own budget says whose that budget was: the share its parent gave it (a cap of the
+ * fleet already names itself).
+ */
+export function withChildStopDetail(result: AgentResult): AgentResult {
+  const detail = result.stopDetail;
+  if (!detail || !/^(cost|token) budget: /.test(detail)) return result;
+  return { ...result, stopDetail: `the ${detail.replace(': ', ' its parent agent gave it: ')}` };
 }

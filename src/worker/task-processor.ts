@@ -40,13 +40,15 @@ import { StepWrites } from './step-writes.js';
 import { batchMembership, parentMembership } from './batch-membership.js';
 import { tenantWaitMs, type HeldSlot, type TenantSlots } from '../fleet/tenant-slots.js';
 import { clearAwaitingStatus, type ApprovalParking } from './approval-parking.js';
-import type { ChildJobs } from './child-jobs.js';
+import { withChildStopDetail, type ChildJobs } from './child-jobs.js';
 
 /** What the fleet's shared limits of a job depend on. */
 export interface JobLimits {
   batchId: string | undefined;
   tenant: string | undefined;
   model: string;
+  /** A child agent's hold (child-holds.ts): its calls book in it instead. */
+  hold?: string;
 }
 import type { FleetTelemetry } from '../telemetry/fleet-telemetry.js';
 
@@ -362,7 +364,7 @@ async function runTheAgent(
     options: config.options,
     checkpoint: state.checkpoint ?? undefined,
     signal,
-    gate: deps.gateFor?.({ batchId, tenant: task.tenant, model: config.model }),
+    gate: deps.gateFor?.({ batchId, tenant: task.tenant, model: config.model, hold: task.parent?.hold }),
     approvals: { policy: config.approval.policy, ...(decided ? { decisions: decided.decisions } : {}) },
     children: {
       allowed: deps.children !== undefined && (task.parent?.depth ?? 0) < deps.env.AGENT_MAX_DEPTH,
@@ -449,6 +451,7 @@ async function endAttempt(
     await Promise.all([recording.ensureStarted(), traces.flush()]);
     throw new Error(result.error.message);
   }
+  if (attempt.task.parent) result = withChildStopDetail(result);
   const finished = await finisher.finish({
     result,
     start: recording.startInput(),
@@ -460,6 +463,7 @@ async function endAttempt(
   });
   if (finished.kept) await delayForRecord(deps.env, finished, log, job, token);
   log.info({ status: result.status, stopReason: result.stopReason, usage: result.usage }, 'run finished');
+  await deps.children?.ended(attempt.task, result, log);
   if (result.status === 'failed') throw new UnrecoverableError(result.error?.message ?? 'run failed');
   return result;
 }

@@ -10,6 +10,7 @@ import { ApprovalStore } from '../approvals/approval-store.js';
 import { ApprovalEvents } from '../approvals/approval-events.js';
 import { ApprovalParking } from './approval-parking.js';
 import { ChildJobs } from './child-jobs.js';
+import { ChildHolds } from '../fleet/child-holds.js';
 import { BatchRecords } from '../batch/batch-record.js';
 import { BatchReportStore } from '../reports/report-store.js';
 import { createBatchAggregator } from './batch-aggregator.js';
@@ -142,7 +143,13 @@ export async function startWorkerProcess(
         metrics,
         tracing: telemetry,
         batches: new BatchTracker(queues.batches, new BatchRecords(stores.pool)),
-        children: new ChildJobs(queues.tasks, publisher, tools.agents, checkpoints),
+        children: new ChildJobs(
+          queues.tasks,
+          publisher,
+          tools.agents,
+          checkpoints,
+          new ChildHolds(limits.ledger),
+        ),
         approvals: new ApprovalParking(approvalStore, new ApprovalEvents(queues.events)),
         logger,
         results: queues.results,
@@ -290,13 +297,14 @@ function jobGates(
     logger.warn({ pauseMs: ms }, 'model endpoint answered 429: pausing the fleet');
     tasks.rateLimit(ms).catch((err: unknown) => logger.warn({ err }, 'could not rate-limit the queue'));
   };
-  return ({ batchId, tenant, model }) =>
+  return ({ batchId, tenant, model, hold }) =>
     gateForJob({
       ledger,
       limiter,
       limitRequests,
       batchId,
       tenant,
+      hold,
       tokens: tokens.for(model),
       onRateLimited: (ms) => {
         metrics.observeRatePause(model, 'status_429');
