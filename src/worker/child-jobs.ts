@@ -30,6 +30,8 @@ export interface LaunchRequest {
   batchId: string | undefined;
   /** The parent's approval policy (its agent's or its task's, the stricter): its children's too. */
   approval?: { policy: ApprovalPolicy; timeoutMs: number };
+  /** By call key: the W3C traceparent of the call's span, so each child's spans join the parent's trace. */
+  traceparents?: Readonly<Record<string, string>>;
 }
 
 export class ChildJobs {
@@ -145,6 +147,9 @@ export class ChildJobs {
         ...(request.batchId ? { batchId: request.batchId } : {}),
         // Its share of time counts from now, however long it then waits in the queue for a worker.
         deadlineAt: Date.now() + child.budget.deadlineMs,
+        ...(request.traceparents?.[child.callKey]
+          ? { traceparent: request.traceparents[child.callKey] }
+          : {}),
       },
     } as AgentTask;
   }
