@@ -3,7 +3,6 @@
 // crash never starts a second child for the same call), as a BullMQ child of the parent's job; the parent then
 // moves to `waiting-children`, holding no worker slot, and BullMQ moves it back to `waiting` once every child has
 // finished, failed ones included. Resumed, it reads each child's published result.
-import { createHash } from 'node:crypto';
 import { DelayedError, WaitingChildrenError, type Job, type Queue } from 'bullmq';
 import { treeUsageOf, type ChildOutcome, type ChildRequest } from '../kernel/child-calls.js';
 import type { ApprovalPolicy } from '../kernel/approval.js';
@@ -12,16 +11,14 @@ import type { CheckpointStore } from './checkpoint-store.js';
 import { callKeyOf } from '../kernel/turn-approvals.js';
 import type { AgentDefinition } from '../kernel/define-agent.js';
 import type { RunState } from '../kernel/types.js';
+import { childJobId } from '../queue/child-job-id.js';
 import { TASK_JOB_OPTIONS } from '../queue/job-options.js';
 import type { AgentTask } from '../queue/task-schema.js';
 import { taskJobName } from '../queue/task-job-name.js';
 import type { ResultPublisher } from './result-publisher.js';
 import type { Logger } from '../logging/logger.js';
 
-/** The job id of the child a call starts: one per call key, never an integer (BullMQ refuses those). */
-export function childJobId(callKey: string): string {
-  return `child-${createHash('sha256').update(callKey).digest('hex').slice(0, 32)}`;
-}
+export { childJobId };
 
 export interface LaunchRequest {
   awaiting: readonly ChildRequest[];
