@@ -45,7 +45,12 @@ export function foldCost(entry: TimelineEntry & { type: 'fold' }): string {
   return ` (${by}: ${requests} · ${formatInt(entry.promptTokens)} prompt + ${formatInt(entry.completionTokens)} completion tokens · ${formatUsd(entry.costUsd)})`;
 }
 
-export function renderTimelineText(timeline: Timeline): string {
+export interface TimelineTextOptions {
+  /** Lines printed right after an entry's (render-trace-tree.ts: the run a call of a child agent started). */
+  afterEntry?: (entry: TimelineEntry) => string[];
+}
+
+export function renderTimelineText(timeline: Timeline, options: TimelineTextOptions = {}): string {
   const { run } = timeline;
   const lines: string[] = [];
   lines.push(
@@ -66,7 +71,7 @@ export function renderTimelineText(timeline: Timeline): string {
   if (run.error)
     lines.push(`error: ${clean(run.error.kind)}/${clean(run.error.code)}: ${clean(run.error.message)}`);
   lines.push('', 'timeline:');
-  for (const entry of timeline.entries) lines.push(entryText(entry));
+  for (const entry of timeline.entries) lines.push(entryText(entry), ...(options.afterEntry?.(entry) ?? []));
   if (run.answer !== null) lines.push('', 'answer:', block(run.answer, '  '));
   if ('output' in run) lines.push('', 'output:', block(JSON.stringify(run.output, null, 2), '  '));
   return `${lines.join('\n')}\n`;

@@ -1,12 +1,13 @@
 // `npm run trace -- --job ID [--json]`: a run's timeline in the terminal, the same model the run console's page
-// shows (src/console/timeline.ts), read from the store at MYSQL_URL. It only reads: no migration, no write.
+// shows (src/console/timeline.ts), with the runs its agent called nested under the calls that started them
+// (trace-tree.ts), read from the store at MYSQL_URL. It only reads: no migration, no write.
 import { parseArgs } from 'node:util';
 import { parseMysqlUrl } from '../store/mysql-url.js';
 import { createStorePool } from '../store/pool.js';
 import { terminalSafe } from '../reports/text.js';
 import { ConsoleStore } from './console-store.js';
-import { renderTimelineText } from './render-timeline-text.js';
-import { buildTimeline } from './timeline.js';
+import { renderTraceTree } from './render-trace-tree.js';
+import { loadTraceTree } from './trace-tree.js';
 
 export const TRACE_USAGE = 'usage: npm run trace -- --job ID [--json]';
 /** agent_runs.job_id is VARCHAR(64). */
@@ -58,7 +59,8 @@ export async function runTraceCommand(
   const url = mysqlUrl();
   const pool = await createStorePool(url, { connectionLimit: 1 });
   try {
-    const loaded = await new ConsoleStore(pool).loadRun(args.jobId).catch((error: unknown) => {
+    const store = new ConsoleStore(pool);
+    const loaded = await loadTraceTree((id) => store.loadRun(id), args.jobId).catch((error: unknown) => {
       // A database no worker has migrated: say where we looked instead of the driver's words.
       if ((error as { code?: unknown }).code !== 'ER_NO_SUCH_TABLE') throw error;
       return 'no_tables' as const;
@@ -77,8 +79,8 @@ export async function runTraceCommand(
       );
       return 1;
     }
-    const timeline = buildTimeline(loaded.run, loaded.steps, loaded.children);
-    io.stdout(args.json ? `${JSON.stringify(timeline, null, 2)}\n` : renderTimelineText(timeline));
+    // The JSON is the run's own timeline, as the console's; the text nests the runs it called.
+    io.stdout(args.json ? `${JSON.stringify(loaded.timeline, null, 2)}\n` : renderTraceTree(loaded));
     return 0;
   } finally {
     await pool.end().catch(() => undefined);

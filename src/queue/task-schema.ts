@@ -5,6 +5,7 @@ import { snapshotJson, TASK_JSON_LIMITS } from './json-structure.js';
 import { AGENT_NAME } from '../kernel/define-agent.js';
 import { TOOL_NAMES } from './tool-names.js';
 import { TENANT_NAME, TENANT_NAME_RULE } from './tenant-name.js';
+import { TRACEPARENT } from '../telemetry/traceparent.js';
 import { APPROVAL_POLICIES, MAX_APPROVAL_TIMEOUT_MS, MIN_APPROVAL_TIMEOUT_MS } from '../kernel/approval.js';
 
 export const MAX_TASK_CHARS = 8_000;
@@ -122,6 +123,8 @@ export const taskSchema = z
           .string()
           .regex(/^v1\.[0-9a-f-]{36}\.[A-Za-z0-9_-]{1,2048}$/)
           .optional(),
+        /** The W3C trace context of the parent's call that started it: the child's spans join the parent's trace. */
+        traceparent: z.string().regex(TRACEPARENT, 'must be a W3C traceparent (version 00)').optional(),
       })
       .strict()
       .optional(),

@@ -34,4 +34,6 @@ export interface BatchRunInput {
   tenant?: string | null;
   /** Set for a child agent's run: counted in its parent's usage, not as a task of the batch. */
   parentJobId?: string | null;
+  /** When the run started: the runs a task called are listed in that order. */
+  startedAt?: Date;
 }

@@ -13,6 +13,7 @@ import { tenantTotals, type TenantTotals } from './tenant-totals.js';
 import { approvalTotals, type ApprovalsReport } from './approval-totals.js';
 import type { Approval } from '../approvals/approval.js';
 import type { BatchRunInput } from './batch-run-input.js';
+import { calledRunsByTask, type CalledRuns } from './called-runs.js';
 
 export type { BatchRunInput } from './batch-run-input.js';
 
@@ -79,6 +80,8 @@ export interface TaskReportRow {
   stopDetail?: string;
   /** The run's structured output, when its agent has an output schema (null: it ended without one). */
   output?: unknown;
+  /** The runs its agent called (child agents, theirs in turn): listed, their usage already in this row's. */
+  called?: CalledRuns;
 }
 
 export interface BatchReport {
@@ -178,6 +181,11 @@ export function buildBatchReport(
     };
   });
   const summary = tally.summary(batch.batchId, jobIds.length);
+  const called = calledRunsByTask(listed, runs);
+  for (const row of rows) {
+    const tree = called.get(row.jobId);
+    if (tree) row.called = tree;
+  }
 
   const state: BatchState = running === 0 && pending === 0 ? 'completed' : 'running';
   if (batch.state === 'completed' && state !== 'completed') {

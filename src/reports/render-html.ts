@@ -6,6 +6,7 @@ import { outputTable } from './output-columns.js';
 import { forecastHtml } from './forecast-section.js';
 import { tenantHtml } from './tenant-section.js';
 import { approvalHtml } from './approvals-section.js';
+import { CALLED_NOTE, calledHtmlRows, hasCalledRuns } from './called-section.js';
 import { renderBatchChart, STATUS_COLORS } from './render-chart.js';
 import { ANSWER_MAX_CHARS } from './render-markdown.js';
 import {
@@ -47,6 +48,7 @@ th { background: #f5f5f5; font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 table.tasks { width: 100%; font-size: 13px; }
 table.tasks td.task { min-width: 220px; }
+table.tasks tr.called td { color: #555; font-size: 12px; }
 table.tasks td.answer { min-width: 260px; max-width: 480px; }
 .error { color: #c62828; }
 .why { color: #6d4c41; }
@@ -125,9 +127,10 @@ ${chart}
 <table class="tasks">
 <thead><tr><th class="num">#</th><th>Job</th><th>Task</th><th>Status</th><th>Stop reason</th><th class="num">Steps</th><th class="num">Tool calls</th><th class="num">Prompt tokens</th><th class="num">Completion tokens</th><th class="num">Cost (USD)</th><th>Answer</th></tr></thead>
 <tbody>
-${report.rows.map(taskRow).join('\n')}
+${report.rows.flatMap((row) => [taskRow(row), ...calledHtmlRows(row)]).join('\n')}
 </tbody>
 </table>
+${hasCalledRuns(report) ? `<p class="note">${h(CALLED_NOTE)}</p>` : ''}
 </section>
 ${outputsHtml(report)}
 <footer>

@@ -6,6 +6,7 @@ import { outputTable } from './output-columns.js';
 import { forecastMarkdown } from './forecast-section.js';
 import { tenantMarkdown } from './tenant-section.js';
 import { approvalMarkdown } from './approvals-section.js';
+import { CALLED_NOTE, calledMarkdownRows, hasCalledRuns } from './called-section.js';
 import { describeBudget, formatInt, formatTime, formatUsd, label, md, oneLine, truncate } from './text.js';
 
 export interface MarkdownOptions {
@@ -83,8 +84,9 @@ export function renderMarkdown(report: BatchReport, options: MarkdownOptions = {
     TASK_TABLE_HEADER,
     '| ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |',
   );
-  for (const row of report.rows) out.push(taskRow(row));
+  for (const row of report.rows) out.push(taskRow(row), ...calledMarkdownRows(row));
   out.push('');
+  if (hasCalledRuns(report)) out.push(CALLED_NOTE, '');
 
   const outputs = outputTable(report.rows);
   if (outputs) {

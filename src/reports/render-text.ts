@@ -5,6 +5,7 @@ import { outputTable } from './output-columns.js';
 import { forecastTextLines } from './forecast-section.js';
 import { tenantTextLines } from './tenant-section.js';
 import { approvalTextLines } from './approvals-section.js';
+import { CALLED_NOTE, calledTextCells, hasCalledRuns } from './called-section.js';
 import { formatInt, formatPercent, formatTime, formatUsd, label, terminalSafe } from './text.js';
 
 const TASK_CHARS = 48;
@@ -34,8 +35,13 @@ export function renderText(report: BatchReport): string {
     'Task',
   ];
   const right = [true, false, false, false, true, true, true, true, true, false];
-  const body = report.rows.map(rowCells);
+  // The runs a task called, under it: their cells cut and made terminal-safe as the task's are.
+  const body = report.rows.flatMap((row) => [
+    rowCells(row),
+    ...calledTextCells(row).map((cells) => cells.map((text) => cell(text, TASK_CHARS))),
+  ]);
   out.push(...table(header, body, right), '');
+  if (hasCalledRuns(report)) out.push(CALLED_NOTE, '');
   const outputs = outputTable(report.rows);
   if (outputs) {
     const cells = outputs.rows.map((row) => [

@@ -2,15 +2,18 @@
 // conventions (docs/telemetry.md): `invoke_agent {agent}` per run, as a child of the active context (BullMQ's
 // `process` span of the job), and under it `chat {model}` per model call (its retries included, one event per
 // failed attempt), `execute_tool {tool}` per tool call and, in a run resumed after approvals, `approval_wait {tool}`
-// per decided call (approval-wait-spans.ts). Attributes of the fleet's own are under
+// per decided call (approval-wait-spans.ts), and `execute_tool {child tool}` per child agent's call
+// (child-call-spans.ts); a child's `invoke_agent` is a child of that span instead. Attributes of the fleet's own are under
 // `agent_fleet.`. Content (prompts, replies, tool arguments and results) only when capture is on, scrubbed.
 import {
   context,
   SpanKind,
   SpanStatusCode,
   trace,
+  TraceFlags,
   type Attributes,
   type Context,
+  type Link,
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
@@ -21,6 +24,15 @@ import type { AgentResult } from '../kernel/types.js';
 import type { ToolCallOutcome } from '../kernel/run-tool-call.js';
 import { inputContent, outputContent, safeJson, safeText } from './genai-content.js';
 import { recordApprovalWaits } from './approval-wait-spans.js';
+import {
+  launchChildCalls,
+  recordReturnedChildCalls,
+  type ChildCallSpans,
+  type ChildCallTrace,
+  type ReturnedChildCall,
+} from './child-call-spans.js';
+import type { SpanIdChooser } from './chosen-span-ids.js';
+import { parseTraceparent } from './traceparent.js';
 import type { DecidedWait, RunTrace, RunTraceStart } from './telemetry-types.js';
 
 export const PROVIDER = 'openai';
@@ -29,6 +41,8 @@ export interface GenAiTracingOptions {
   captureContent: boolean;
   /** The model endpoint's host and port (server.address / server.port of `chat` spans). */
   server?: { address: string; port: number };
+  /** The SDK's span ids, for the spans of child calls recorded at the parent's resume (child-call-spans.ts). */
+  spanIds?: SpanIdChooser;
 }
 
 /** The host and port of a Chat Completions base URL; OpenAI's when none is given. */
@@ -66,11 +80,33 @@ export class GenAiTracing {
     }
     const span = this.tracer.startSpan(
       `invoke_agent ${start.agent}`,
-      { kind: SpanKind.INTERNAL, attributes },
-      context.active(),
+      { kind: SpanKind.INTERNAL, attributes, ...underCall(start.traceparent) },
+      callContext(start.traceparent),
     );
     return new AgentRunTrace(this.tracer, span, this.options);
   }
+}
+
+/**
+ * A child agent's run is a child of its parent's call span (the traceparent its task carries), not of the job's
+ * `process` span: that one descends from the parent's delivery that added the job, not from the call.
+ */
+function callContext(traceparent: string | undefined): Context {
+  const parsed = parseTraceparent(traceparent);
+  if (!parsed) return context.active();
+  return trace.setSpanContext(context.active(), {
+    traceId: parsed.traceId,
+    spanId: parsed.spanId,
+    traceFlags: parsed.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+    isRemote: true,
+  });
+}
+
+/** The delivery's `process` span, linked from a child's run so the job's own spans stay one step away. */
+function underCall(traceparent: string | undefined): { links?: Link[] } {
+  if (!parseTraceparent(traceparent)) return {};
+  const delivery = trace.getSpanContext(context.active());
+  return delivery && trace.isSpanContextValid(delivery) ? { links: [{ context: delivery }] } : {};
 }
 
 class AgentRunTrace implements RunTrace {
@@ -87,6 +123,22 @@ class AgentRunTrace implements RunTrace {
 
   approvalWaits(waits: readonly DecidedWait[]): void {
     recordApprovalWaits(this.tracer, this.parent, waits, this.options.captureContent);
+  }
+
+  childCallsLaunched(calls: readonly ChildCallTrace[], resumeInTrace: boolean): Record<string, string> {
+    return launchChildCalls(this.childSpans(), this.parent, calls, resumeInTrace);
+  }
+
+  childCallsReturned(calls: readonly ReturnedChildCall[]): void {
+    recordReturnedChildCalls(this.childSpans(), this.parent, calls);
+  }
+
+  private childSpans(): ChildCallSpans {
+    return {
+      tracer: this.tracer,
+      spanIds: this.options.spanIds,
+      captureContent: this.options.captureContent,
+    };
   }
 
   modelCall(call: ModelCallStart): ModelCallWatch {

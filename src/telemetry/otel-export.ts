@@ -17,6 +17,7 @@ import { BullMQOtel } from 'bullmq-otel';
 import { scrubText } from '../logging/redact.js';
 import { settlesWithin } from '../util/with-timeout.js';
 import { AsyncLocalContextManager } from './async-context.js';
+import { ChosenSpanIds } from './chosen-span-ids.js';
 import type { FleetTelemetry, TelemetryOptions, TelemetrySettings } from './telemetry-types.js';
 import { GenAiTracing, serverOf } from './genai-tracing.js';
 
@@ -33,8 +34,10 @@ export function startOtelExport(options: TelemetryOptions, settings: TelemetrySe
   const resource = defaultResource()
     .merge(resourceFromAttributes({ 'service.name': options.serviceName }))
     .merge(detectResources({ detectors: [envDetector] }));
+  const spanIds = new ChosenSpanIds();
   const provider = new BasicTracerProvider({
     resource,
+    idGenerator: spanIds,
     spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
   });
   context.setGlobalContextManager(new AsyncLocalContextManager());
@@ -44,6 +47,7 @@ export function startOtelExport(options: TelemetryOptions, settings: TelemetrySe
   const tracing = new GenAiTracing(trace.getTracer(TRACER_NAME), {
     captureContent: settings.captureContent,
     server: serverOf(options.modelBaseUrl),
+    spanIds,
   });
   let stopping: Promise<void> | undefined;
   return {

@@ -4,8 +4,10 @@ import type { Telemetry } from 'bullmq';
 import type { RunObserver } from '../kernel/run-observer.js';
 import type { AgentResult } from '../kernel/types.js';
 import type { DecidedWait } from './approval-wait-spans.js';
+import type { ChildCallTrace, ReturnedChildCall } from './child-call-spans.js';
 
 export type { DecidedWait } from './approval-wait-spans.js';
+export type { ChildCallTrace, ReturnedChildCall } from './child-call-spans.js';
 
 export interface RunTraceStart {
   jobId: string;
@@ -17,6 +19,8 @@ export interface RunTraceStart {
   batchId?: string;
   /** The task's text: in the span only when content capture is on. */
   task: string;
+  /** A child agent's: the W3C traceparent of its parent's call, which its run's span is a child of. */
+  traceparent?: string;
 }
 
 /** One run's `invoke_agent` span; its model and tool calls become its children. */
@@ -26,6 +30,14 @@ export interface RunTrace extends RunObserver {
    * `approval_wait {tool}` child span from its request to its decision. Call right after startRun.
    */
   approvalWaits(waits: readonly DecidedWait[]): void;
+  /**
+   * The run parked to start child agents: the traceparent each child's task carries, by call key.
+   * `resumeInTrace`: the job's next delivery continues this trace (it carries a trace context), so each call's
+   * span is recorded at the resume (childCallsReturned); otherwise it is recorded now.
+   */
+  childCallsLaunched(calls: readonly ChildCallTrace[], resumeInTrace: boolean): Record<string, string>;
+  /** The children of the parked turn have ended: each call's span, launch to now. Call right after startRun. */
+  childCallsReturned(calls: readonly ReturnedChildCall[]): void;
   end(result: AgentResult): void;
   /** The run threw (a bug): the span records it and ends. */
   fail(error: unknown): void;

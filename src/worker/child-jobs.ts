@@ -3,7 +3,6 @@
 // crash never starts a second child for the same call), as a BullMQ child of the parent's job; the parent then
 // moves to `waiting-children`, holding no worker slot, and BullMQ moves it back to `waiting` once every child has
 // finished, failed ones included. Resumed, it reads each child's published result.
-import { createHash } from 'node:crypto';
 import { DelayedError, WaitingChildrenError, type Job, type Queue } from 'bullmq';
 import { treeUsageOf, type ChildOutcome, type ChildRequest } from '../kernel/child-calls.js';
 import type { ApprovalPolicy } from '../kernel/approval.js';
@@ -12,6 +11,7 @@ import type { CheckpointStore } from './checkpoint-store.js';
 import { callKeyOf } from '../kernel/turn-approvals.js';
 import type { AgentDefinition } from '../kernel/define-agent.js';
 import type { RunState } from '../kernel/types.js';
+import { childJobId } from '../queue/child-job-id.js';
 import { TASK_JOB_OPTIONS } from '../queue/job-options.js';
 import type { AgentTask } from '../queue/task-schema.js';
 import { taskJobName } from '../queue/task-job-name.js';
@@ -19,10 +19,7 @@ import type { ResultPublisher } from './result-publisher.js';
 import type { ChildHolds } from '../fleet/child-holds.js';
 import type { Logger } from '../logging/logger.js';
 
-/** The job id of the child a call starts: one per call key, never an integer (BullMQ refuses those). */
-export function childJobId(callKey: string): string {
-  return `child-${createHash('sha256').update(callKey).digest('hex').slice(0, 32)}`;
-}
+export { childJobId };
 
 export interface LaunchRequest {
   awaiting: readonly ChildRequest[];
@@ -31,6 +28,8 @@ export interface LaunchRequest {
   batchId: string | undefined;
   /** The parent's approval policy (its agent's or its task's, the stricter): its children's too. */
   approval?: { policy: ApprovalPolicy; timeoutMs: number };
+  /** By call key: the W3C traceparent of the call's span, so each child's spans join the parent's trace. */
+  traceparents?: Readonly<Record<string, string>>;
 }
 
 export class ChildJobs {
@@ -200,6 +199,9 @@ export class ChildJobs {
         ...(request.batchId ? { batchId: request.batchId } : {}),
         // Its share of time counts from now, however long it then waits in the queue for a worker.
         deadlineAt: Date.now() + child.budget.deadlineMs,
+        ...(request.traceparents?.[child.callKey]
+          ? { traceparent: request.traceparents[child.callKey] }
+          : {}),
       },
     } as AgentTask;
   }

@@ -41,6 +41,7 @@ import { batchMembership, parentMembership } from './batch-membership.js';
 import { tenantWaitMs, type HeldSlot, type TenantSlots } from '../fleet/tenant-slots.js';
 import { clearAwaitingStatus, type ApprovalParking } from './approval-parking.js';
 import { withChildStopDetail, type ChildJobs } from './child-jobs.js';
+import { launchedCalls, returnedCalls, traceContinues } from './child-call-traces.js';
 
 /** What the fleet's shared limits of a job depend on. */
 export interface JobLimits {
@@ -136,6 +137,8 @@ interface Attempt extends ResolvedTask {
   traces: TraceWriter;
   /** BullMQ counts every start of a job (retries, stalled restarts and releases included). */
   firstStart: boolean;
+  /** Set when the run parks to start children: the traceparent of each one's call, by call key. */
+  childTraceparents?: Record<string, string>;
 }
 
 /** What the job kept from earlier attempts. */
@@ -345,12 +348,16 @@ async function runTheAgent(
     attempt: job.attemptsMade + 1,
     task: config.taskText,
     ...(batchId ? { batchId } : {}),
+    ...(task.parent?.traceparent ? { traceparent: task.parent.traceparent } : {}),
   });
   // The waits that ended while the job was parked: a span each, and the decisions counted by outcome.
   if (decided) {
     runTrace?.approvalWaits(decided.decided);
     deps.metrics?.observeApprovalDecisions(decided.decided);
   }
+  // The calls of the children it waited on: a span each, from the launch to now, unless recorded at the launch.
+  if (runTrace && childOutcomes && traceContinues(job))
+    runTrace.childCallsReturned(returnedCalls(state.checkpoint, childOutcomes));
   const result = await runAgent({
     runId: jobId,
     task: config.taskText,
@@ -386,6 +393,11 @@ async function runTheAgent(
     throw error;
   });
   runTrace?.end(result);
+  if (runTrace && result.stopReason === 'awaiting_children' && result.awaitingChildren)
+    attempt.childTraceparents = runTrace.childCallsLaunched(
+      launchedCalls(result.awaitingChildren),
+      traceContinues(job),
+    );
   await steps.settled();
   return result;
 }
@@ -441,6 +453,7 @@ async function endAttempt(
         parent: attempt.task,
         batchId: attempt.batchId,
         approval: attempt.config.approval,
+        ...(attempt.childTraceparents ? { traceparents: attempt.childTraceparents } : {}),
       },
       log,
     );

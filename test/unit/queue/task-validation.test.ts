@@ -230,3 +230,30 @@ describe('a task may name its tenant', () => {
     }
   });
 });
+
+describe("a child's task may carry its parent call's traceparent", () => {
+  const parent = { jobId: 'p', callKey: 'p:1:0', depth: 1 };
+  const valid = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+
+  it('accepts a W3C traceparent of version 00 and refuses anything else, naming the field', () => {
+    expect(validateTask({ task: 'x', parent: { ...parent, traceparent: valid } })).toMatchObject({
+      ok: true,
+      task: { parent: { traceparent: valid } },
+    });
+    for (const traceparent of [
+      '',
+      valid.toUpperCase(),
+      valid.replace(/^00/, 'ff'),
+      `00-${'0'.repeat(32)}-00f067aa0ba902b7-01`,
+      `00-4bf92f3577b34da6a3ce929d0e0e4736-${'0'.repeat(16)}-01`,
+      `${valid}-extra`,
+      'traceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+      42,
+    ]) {
+      const checked = validateTask({ task: 'x', parent: { ...parent, traceparent } });
+      expect(checked.ok, JSON.stringify(traceparent)).toBe(false);
+      if (checked.ok) continue;
+      expect(checked.issues.map((i) => i.path)).toEqual(['parent.traceparent']);
+    }
+  });
+});

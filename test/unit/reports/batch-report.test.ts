@@ -610,3 +610,34 @@ describe('helpers', () => {
     expect(parseReportArgs(['--batch', 'x'.repeat(65)])).toMatchObject({ kind: 'error' });
   });
 });
+
+describe('the runs a task called', () => {
+  it('are listed under it, escaped, never counted, and a looping parent_job_id is walked once', () => {
+    const hostile = 'child-<img src=x onerror=alert(1)>|`\x1b[31m';
+    const report = buildBatchReport(
+      batch(['1', '2']),
+      [
+        run('1'),
+        run('2'),
+        run(hostile, { parentJobId: '1', agent: 'a<b>|c', costUsd: 0.004, stopReason: 'cost_budget' }),
+        run('loop-a', { parentJobId: 'loop-b' }),
+        run('loop-b', { parentJobId: 'loop-a' }),
+      ],
+      { generatedAt: GENERATED_AT },
+    );
+    expect(report.summary.tasks).toBe(2);
+    expect(report.summary.usage.costUsd).toBeCloseTo(0.0246, 9);
+    expect(report.rows[0]!.called?.rows).toEqual([
+      expect.objectContaining({ jobId: hostile, agent: 'a<b>|c', depth: 1, stopReason: 'cost_budget' }),
+    ]);
+    expect(report.rows[1]!.called).toBeUndefined();
+    const markdown = renderMarkdown(report);
+    expect(markdown).toContain(`|  | ↳ child-\\<img src=x onerror=alert(1)\\>\\|`);
+    expect(markdown).toContain(` | agent ${md('a<b>|c')} | succeeded | cost_budget |`);
+    expect(markdown).not.toMatch(/(?<!\\)<img/);
+    const html = renderHtml(report);
+    expect(html).toContain(`↳ ${escapeXml(hostile)}</td>`);
+    expect(html).not.toContain('<img');
+    expect(renderText(report)).not.toContain('\x1b');
+  });
+});
