@@ -201,6 +201,15 @@ export type TraceEvent =
       decidedAt: number | null;
       /** The arguments the approver changed the call's to (the action's `args` are what ran); absent when unchanged. */
       editedArguments?: unknown;
+    }
+  | {
+      type: 'recall';
+      /**
+       * Notes of earlier runs the kernel put at the head of the transcript, as a `recall_notes` call and its
+       * result (recalled-notes.ts), before the first model call: what they were looked up for, and which.
+       */
+      query: string;
+      notes: { id: string; text: string }[];
     };
 
 /** One event per step, for the trace store and the job's progress. */
