@@ -313,6 +313,7 @@ class AgentRun {
   /** The recalled notes open the transcript; the first step's trace says which. */
   private openWithRecall(recall: RunRecall): void {
     this.state.history.push(...recallTurn(this.protocol, recall));
+    this.state.recalled = recall.notes.map((n) => n.id);
     this.trace.noteEvent({
       type: 'recall',
       query: recall.query,
@@ -1062,6 +1063,7 @@ class AgentRun {
       error,
     };
     if (this.state.children) result.children = [...this.state.children];
+    if (this.state.recalled?.length) result.notesUsed = [...this.state.recalled];
     if (this.structured) result.output = this.validOutput ? this.validOutput.value : null;
     if (this.stopDetail && (stopReason === 'token_budget' || stopReason === 'cost_budget'))
       result.stopDetail = this.stopDetail;

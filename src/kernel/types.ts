@@ -65,6 +65,8 @@ export interface AgentResult {
   awaitingChildren?: ChildRequest[];
   /** The child agents this run called, when it called any; `usage` then covers the whole tree. */
   children?: ChildRecord[];
+  /** The notes of earlier runs the run was given (docs/notes.md), by id; present only when there were some. */
+  notesUsed?: string[];
 }
 
 export interface ToolCallRecord {
@@ -146,6 +148,8 @@ export interface RunState {
   /** The child agents' outcomes so far, and what they spent together (part of the run's budget); absent without. */
   children?: ChildRecord[];
   childUsage?: Usage;
+  /** The notes of earlier runs the run was opened with (recalled-notes.ts); absent without. */
+  recalled?: string[];
 }
 
 /**
