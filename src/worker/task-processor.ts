@@ -10,6 +10,8 @@
 //                                               redelivered until its record lands; the result is published then
 //            calls awaiting approval          → approvals recorded, job delayed until decided or expired
 //                                               (approval-parking.ts), resumed from its checkpoint
+//            cancelled (a mark, or the cancel  → a final `cancelled` result, published like any other
+//            channel while it runs)             (task-cancel.ts, docs/cancelling.md)
 import {
   DelayedError,
   UnrecoverableError,
@@ -120,9 +122,9 @@ export function createTaskProcessor(
       const result = await endAsCancelled(deps, job, ran, runSignal, cancel, attempt.log);
       return await endAttempt(attempt, finisher, state, recording, result, runSignal).catch(async (error) => {
         // Parked while its cancel was being recorded: woken now, not when a person or its children are done.
-        if (error instanceof DelayedError || error instanceof WaitingChildrenError)
-          if (result.awaitingApproval || result.awaitingChildren)
-            await wakeIfCancelled(deps, job, attempt.log);
+        const parked = error instanceof DelayedError || error instanceof WaitingChildrenError;
+        if (parked && (result.awaitingApproval || result.awaitingChildren))
+          await wakeIfCancelled(deps, job, attempt.log);
         throw error;
       });
     } finally {
