@@ -1,8 +1,12 @@
 // Cancelling tasks through real workers (Redis, MariaDB, the scripted model over HTTP, two worker processes): a
 // cancel made anywhere ends the task with `status: "stopped"`, `stopReason: "cancelled"`, published and recorded
 // like any result, and no model call is made for it after the cancel: waiting (it never runs one), running on
-// either worker (stopped mid-call, with what it spent), parked for approval (woken, its approval withdrawn), and a
+// either worker (stopped mid-call, with what it spent; a tool call in flight gets its signal aborted), parked for approval (woken, its approval withdrawn), and a
 // parent waiting for its children (each child stopped, then the parent, its usage the tree's).
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import type { AgentResult } from '../../../src/kernel/types.js';
 import {
@@ -25,6 +29,9 @@ import { setupOrFail } from '../../support/setup-or-fail.js';
 /** How long the model holds the replies the tests cancel during: far longer than any test waits. */
 const HOLD_MS = 60_000;
 
+const toolLog = join(tmpdir(), `cancel-tool-${randomBytes(4).toString('hex')}.log`);
+const toolLines = () => (existsSync(toolLog) ? readFileSync(toolLog, 'utf8').trim().split('\n') : []);
+
 let model: ScriptedModelServer;
 let ns: FleetNamespace;
 const workers: WorkerHandle[] = [];
@@ -41,6 +48,10 @@ function cancelModel(request: RecordedRequest): ScriptedReply | undefined {
   if (/^(hold|quick) /.test(task)) {
     if (turns === 0) return { actions: [{ tool: 'note', args: { text: task } }] };
     return { answer: `${task} done`, ...(task.startsWith('hold') ? { latencyMs: HOLD_MS } : {}) };
+  }
+  if (task.startsWith('tool ')) {
+    if (turns === 0) return { actions: [{ tool: 'wait_for_stop', args: { name: task } }] };
+    return { answer: `${task} done` };
   }
   if (task.startsWith('ask ')) {
     if (turns === 0) return { actions: [{ tool: 'act', args: { what: task } }] };
@@ -84,6 +95,7 @@ function startWorkers(): Promise<void[]> {
         OPENAI_BASE_URL: model.baseURL,
         FLEET_CONFIG: 'test/fixtures/fleets/cancel.config.ts',
         WORKER_CONCURRENCY: '2',
+        CANCEL_TOOL_LOG: toolLog,
       }),
     );
   }
@@ -99,6 +111,7 @@ afterAll(async () => {
   await Promise.all(workers.map((w) => killWorker(w)));
   await ns?.cleanup();
   await model?.close();
+  rmSync(toolLog, { force: true });
 });
 
 it('a waiting task, cancelled before any worker takes it, ends cancelled without a model call', async () => {
@@ -147,6 +160,16 @@ it('a running task is stopped mid-call by its worker, whichever it is: what it s
       .some((line) => line.includes('stopping the run') && line.includes(`"${jobId}"`));
   expect(workers.filter(stopped)).toHaveLength(1);
   await expectNoMoreCalls(['hold mid-run'], 2);
+}, 60_000);
+
+it('a tool call in flight gets the abort signal, and the run ends at once, the call left unfinished', async () => {
+  const { jobId } = await ns.client.enqueue({ agent: 'worker', task: 'tool in flight' });
+  await until('the tool started', () => toolLines().includes('started tool in flight'));
+  await ns.client.cancelTask(jobId);
+  const result = await ns.client.waitForResult(jobId, { timeoutMs: 10_000 });
+  expect(result).toMatchObject({ status: 'stopped', stopReason: 'cancelled', steps: 1, toolCalls: 1 });
+  expect(toolLines()).toContain('aborted tool in flight');
+  await expectNoMoreCalls(['tool in flight'], 1);
 }, 60_000);
 
 it('a task parked for approval is woken and ends cancelled; its approval is withdrawn, the tool never runs', async () => {
