@@ -1,8 +1,9 @@
 // Cancelling tasks through real workers (Redis, MariaDB, the scripted model over HTTP, two worker processes): a
 // cancel made anywhere ends the task with `status: "stopped"`, `stopReason: "cancelled"`, published and recorded
 // like any result, and no model call is made for it after the cancel: waiting (it never runs one), running on
-// either worker (stopped mid-call, with what it spent; a tool call in flight gets its signal aborted), parked for approval (woken, its approval withdrawn), and a
-// parent waiting for its children (each child stopped, then the parent, its usage the tree's).
+// either worker (stopped mid-call, with what it spent; a tool call in flight gets its signal aborted), parked for
+// approval (woken, its approval withdrawn), and a parent waiting for its children (each child stopped, then the
+// parent, its usage the tree's).
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
