@@ -32,8 +32,10 @@ export async function watchCancels(
   });
   await subscriber.subscribe(channel);
   return {
-    async close() {
-      await subscriber.quit().catch(() => subscriber.disconnect());
+    // Disconnected, not quit: a quit waits for Redis, which may be away while the worker shuts down.
+    close() {
+      subscriber.disconnect();
+      return Promise.resolve();
     },
   };
 }
