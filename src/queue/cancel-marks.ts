@@ -58,6 +58,22 @@ export async function readCancelMark(
 }
 
 /**
+ * The mark a job honours: its own, else (a child agent's job) its parent's, when that is the mark of the parent
+ * job that exists now. A child started just after its parent was cancelled, before the canceller reached it, is
+ * then cancelled all the same.
+ */
+export function honouredMark(
+  own: { text: string | null; instance: string },
+  parent?: { jobId: string; text: string | null; instance: string | null },
+): CancelMark | null {
+  const mark = parseCancelMark(own.text);
+  if (mark?.instance === own.instance) return mark;
+  const parentMark = parent ? parseCancelMark(parent.text) : null;
+  if (!parent || !parentMark || parentMark.instance !== parent.instance) return null;
+  return { by: parentMark.by, at: parentMark.at, instance: own.instance, parent: parent.jobId };
+}
+
+/**
  * Records the mark unless this instance has one (the first cancel says who), then announces it. A mark of an
  * earlier job of the same id is replaced.
  */

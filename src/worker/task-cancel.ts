@@ -7,7 +7,13 @@ import { Queue, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { AgentResult } from '../kernel/types.js';
 import type { Logger } from '../logging/logger.js';
-import { cancelDetail, readCancelMark, type CancelMark } from '../queue/cancel-marks.js';
+import {
+  cancelDetail,
+  cancelMarkKey,
+  honouredMark,
+  readCancelMark,
+  type CancelMark,
+} from '../queue/cancel-marks.js';
 import { cancelJobTree } from '../queue/cancel-task.js';
 import { TASKS_QUEUE } from '../queue/names.js';
 import type { ApprovalParking } from './approval-parking.js';
@@ -19,9 +25,32 @@ export interface CancelDeps {
   approvals?: Pick<ApprovalParking, 'withdraw'>;
 }
 
-/** The job's cancel mark, if this instance of it has one. */
-export function cancelMarkOf(deps: CancelDeps, job: Job): Promise<CancelMark | null> {
-  return readCancelMark(deps.redis, deps.env.QUEUE_PREFIX, String(job.id), String(job.timestamp));
+/**
+ * The job's cancel mark, if this instance of it has one; for a child agent's job, else its parent's (one round
+ * trip: the two marks and the parent's creation time, which tells its mark from one left for an earlier job).
+ */
+export async function cancelMarkOf(
+  deps: CancelDeps,
+  job: Job,
+  parentJobId?: string,
+): Promise<CancelMark | null> {
+  const prefix = deps.env.QUEUE_PREFIX;
+  const instance = String(job.timestamp);
+  if (parentJobId === undefined) return readCancelMark(deps.redis, prefix, String(job.id), instance);
+  const replies = await deps.redis
+    .pipeline()
+    .get(cancelMarkKey(prefix, String(job.id)))
+    .get(cancelMarkKey(prefix, parentJobId))
+    .hget(`${prefix}:${TASKS_QUEUE}:${parentJobId}`, 'timestamp')
+    .exec();
+  const [own, parent, parentInstance] = (replies ?? []).map(([err, value]) => {
+    if (err) throw err;
+    return typeof value === 'string' ? value : null;
+  });
+  return honouredMark(
+    { text: own ?? null, instance },
+    { jobId: parentJobId, text: parent ?? null, instance: parentInstance ?? null },
+  );
 }
 
 /** The signal of a run cancelled before it starts. */

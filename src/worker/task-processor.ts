@@ -113,7 +113,10 @@ export function createTaskProcessor(
       await clearAwaitingStatus(job);
       const attempt = attemptOf(deps, job, token, resolved);
       // Cancelled before this start: the run ends at once, with no model call (task-cancel.ts).
-      const [state, cancel] = await Promise.all([readJobState(attempt), cancelMarkOf(deps, job)]);
+      const [state, cancel] = await Promise.all([
+        readJobState(attempt),
+        cancelMarkOf(deps, job, attempt.task.parent?.jobId),
+      ]);
       if (state.published) return completedAlready(attempt, state.published);
       if (!state.kept && !cancel) held.slot = await holdTenantSlot(attempt);
       const recording = await startRecording(attempt, state);

@@ -8,7 +8,11 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { afterAll, expect, it } from 'vitest';
+import { cancelMarkKey } from '../../../src/queue/cancel-marks.js';
+import { TASKS_QUEUE } from '../../../src/queue/names.js';
 import type { AgentResult } from '../../../src/kernel/types.js';
 import {
   startScriptedModel,
@@ -21,6 +25,7 @@ import {
   createNamespace,
   killWorker,
   queryStore,
+  REDIS_URL,
   startWorker,
   type FleetNamespace,
   type WorkerHandle,
@@ -55,7 +60,8 @@ function cancelModel(request: RecordedRequest): ScriptedReply | undefined {
     return { answer: `${task} done` };
   }
   if (task.startsWith('ask ')) {
-    if (turns === 0) return { actions: [{ tool: 'act', args: { what: task } }] };
+    const slow = task.startsWith('ask slow') ? { latencyMs: 1_500 } : {};
+    if (turns === 0) return { actions: [{ tool: 'act', args: { what: task } }], ...slow };
     return { answer: `${task} done` };
   }
   const helper = /^Input: \{"region":"(\w+)"\}/.exec(task);
@@ -64,8 +70,12 @@ function cancelModel(request: RecordedRequest): ScriptedReply | undefined {
     return { answer: `${helper[1]} grew`, latencyMs: HOLD_MS };
   }
   if (task.startsWith('boss ')) {
+    const slow = task.startsWith('boss slow') ? { latencyMs: 1_500 } : {};
     if (turns === 0)
-      return { actions: ['EU', 'US', 'APAC'].map((region) => ({ tool: 'helper', args: { region } })) };
+      return {
+        actions: ['EU', 'US', 'APAC'].map((region) => ({ tool: 'helper', args: { region } })),
+        ...slow,
+      };
     return { answer: 'report' };
   }
   return undefined;
@@ -222,3 +232,51 @@ it('a parent waiting for its children: each child is stopped, then the parent, i
   await new Promise((resolve) => setTimeout(resolve, 1_500));
   expect(tree()).toBe(7);
 }, 90_000);
+
+/**
+ * A cancel that lands while the run is about to park: its mark is written (as a canceller does first) but its
+ * worker is not told, as when the canceller found the job still active. The worker looks once more after parking.
+ */
+async function markOnly(jobId: string): Promise<void> {
+  const redis = new Redis(REDIS_URL);
+  const tasks = new Queue(TASKS_QUEUE, { connection: redis, prefix: ns.prefix });
+  try {
+    const job = await tasks.getJob(jobId);
+    const mark = { by: 'racer', at: Date.now(), instance: String(job!.timestamp) };
+    await redis.set(cancelMarkKey(ns.prefix, jobId), JSON.stringify(mark), 'EX', 600);
+  } finally {
+    await tasks.close();
+    redis.disconnect();
+  }
+}
+
+it('a cancel that lands as a run parks for approval: its worker wakes it after parking', async () => {
+  const { jobId } = await ns.client.enqueue({ agent: 'careful', task: 'ask slow race' });
+  await until('its call', () => requestsFor('ask slow race').length === 1);
+  await markOnly(jobId);
+  const result = await ns.client.waitForResult(jobId, { timeoutMs: 15_000 });
+  expect(result).toMatchObject({ status: 'stopped', stopReason: 'cancelled', steps: 1 });
+  expect(result.stopDetail).toMatch(/^cancelled by racer/);
+  const approvals = await queryStore<{ state: string; reason: string }>(
+    ns,
+    'SELECT state, reason FROM agent_approvals WHERE job_id = ?',
+    [jobId],
+  );
+  expect(approvals).toEqual([{ state: 'expired', reason: 'cancelled' }]);
+}, 60_000);
+
+it('a cancel that lands as a parent starts its children: they end cancelled without a call, then the parent', async () => {
+  const first = model.requests.length;
+  const { jobId } = await ns.client.enqueue({ agent: 'boss', task: 'boss slow race' });
+  await until('its call', () => requestsFor('boss slow race').length === 1);
+  await markOnly(jobId);
+  const result = await ns.client.waitForResult(jobId, { timeoutMs: 20_000 });
+  expect(result).toMatchObject({ status: 'stopped', stopReason: 'cancelled', steps: 1, toolCalls: 3 });
+  expect(result.children?.map((c) => [c.status, c.stopReason, c.usage.totalTokens])).toEqual([
+    ['stopped', 'cancelled', 0],
+    ['stopped', 'cancelled', 0],
+    ['stopped', 'cancelled', 0],
+  ]);
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  expect(model.requests.slice(first)).toHaveLength(1);
+}, 60_000);

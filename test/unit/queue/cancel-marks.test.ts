@@ -1,6 +1,6 @@
 // A cancel mark as stored: only a well-formed one is read, and what a cancelled result says about who cancelled.
 import { describe, expect, it } from 'vitest';
-import { cancelDetail, parseCancelMark } from '../../../src/queue/cancel-marks.js';
+import { cancelDetail, honouredMark, parseCancelMark } from '../../../src/queue/cancel-marks.js';
 
 describe('parseCancelMark', () => {
   it('reads a mark, with its parent when it has one', () => {
@@ -40,5 +40,26 @@ describe('cancelDetail', () => {
     expect(cancelDetail({ by: 'shell:ada', at, instance: '1', parent: '42' })).toBe(
       'cancelled by shell:ada at 2025-01-02T03:04:05.000Z (its parent job 42 was cancelled)',
     );
+  });
+});
+
+describe('honouredMark', () => {
+  const own = (instance: string, text: string | null = null) => ({ text, instance });
+  const marked = (instance: string, by = 'ops') => JSON.stringify({ by, at: 5, instance });
+
+  it("honours the job's own mark, and not one left for an earlier job of its id", () => {
+    expect(honouredMark(own('17', marked('17')))).toEqual({ by: 'ops', at: 5, instance: '17' });
+    expect(honouredMark(own('17', marked('16')))).toBeNull();
+    expect(honouredMark(own('17'))).toBeNull();
+  });
+
+  it("a child honours its parent's mark, of the parent that exists now, naming the parent", () => {
+    const parent = { jobId: '42', text: marked('9', 'shell:ada'), instance: '9' };
+    expect(honouredMark(own('17'), parent)).toEqual({ by: 'shell:ada', at: 5, instance: '17', parent: '42' });
+    expect(honouredMark(own('17'), { ...parent, instance: '10' })).toBeNull();
+    expect(honouredMark(own('17'), { ...parent, instance: null })).toBeNull();
+    expect(honouredMark(own('17'), { ...parent, text: null })).toBeNull();
+    // Its own mark first: who cancelled it.
+    expect(honouredMark(own('17', marked('17', 'api')), parent)?.by).toBe('api');
   });
 });
