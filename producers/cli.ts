@@ -181,7 +181,7 @@ async function runCancel(
     return EXIT_USAGE;
   }
   if (cancel.outcome === 'finished') {
-    say(`job ${jobId} had finished (${cancel.state}): nothing cancelled`);
+    say(`job ${jobId} has finished (its result is out): nothing cancelled`);
     return EXIT_FAILED;
   }
   const children = cancel.children > 0 ? ` and ${cancel.children} child agents` : '';
