@@ -11,6 +11,7 @@ import { configuredPrices, priceOf } from '../llm/price-table.js';
 import { TASKS_QUEUE } from '../queue/names.js';
 import { retryDelayMs, type RetrySchedule } from '../queue/retry-schedule.js';
 import { RunFinisher, startOf } from './run-finisher.js';
+import { watchCancels, type CancelWatch } from './cancel-watch.js';
 import {
   agentNamedBy,
   createTaskProcessor,
@@ -54,6 +55,8 @@ export class FleetWorker {
   readonly worker: Worker<unknown, AgentResult>;
   private closing: Promise<void> | undefined;
   private readonly finisher: RunFinisher;
+  /** The subscription to the fleet's cancels: a run cancelled anywhere is aborted here if it runs here. */
+  private cancels: Promise<CancelWatch | undefined> | undefined;
 
   constructor(
     private readonly deps: TaskProcessorDeps & { results: Queue },
@@ -84,10 +87,26 @@ export class FleetWorker {
     // Errors (mostly Redis going away) are reported by the process, once per outage: see RedisOutageLog.
   }
 
+  /**
+   * Subscribes to cancels before taking any job: a run that starts after its start-time check of the cancel mark
+   * then cannot miss the announcement of a cancel made just after that check.
+   */
   start(): void {
-    void this.worker.run();
-    this.finisher.sweepEvery(this.options.retry.baseMs);
-    this.deps.logger.info({ concurrency: this.options.concurrency }, 'worker started');
+    const { connection, prefix } = this.options;
+    const abort = (jobId: string, reason: string) => this.worker.cancelJob(jobId, reason);
+    this.cancels = watchCancels(connection, prefix, abort, this.deps.logger).catch((err: unknown) => {
+      this.deps.logger.warn(
+        { err },
+        'not subscribed to cancels: running jobs are cancelled at their next start',
+      );
+      return undefined;
+    });
+    void this.cancels.then(() => {
+      if (this.closing) return;
+      void this.worker.run();
+      this.finisher.sweepEvery(this.options.retry.baseMs);
+      this.deps.logger.info({ concurrency: this.options.concurrency }, 'worker started');
+    });
   }
 
   /** Stops taking jobs, lets running ones finish within the grace period, then releases the rest. */
@@ -102,6 +121,7 @@ export class FleetWorker {
         await this.worker.close();
       } finally {
         clearTimeout(timer);
+        await (await this.cancels)?.close();
       }
     })();
     return this.closing;

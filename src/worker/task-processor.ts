@@ -10,7 +10,16 @@
 //                                               redelivered until its record lands; the result is published then
 //            calls awaiting approval          → approvals recorded, job delayed until decided or expired
 //                                               (approval-parking.ts), resumed from its checkpoint
-import { DelayedError, UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
+//            cancelled (a mark, or the cancel  → a final `cancelled` result, published like any other
+//            channel while it runs)             (task-cancel.ts, docs/cancelling.md)
+import {
+  DelayedError,
+  UnrecoverableError,
+  WaitingChildrenError,
+  WaitingError,
+  type Job,
+  type Processor,
+} from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DEFAULT_AGENT, type AgentDefinition } from '../kernel/define-agent.js';
 import { ConfigError, InputError, type RunError, StoreError } from '../kernel/errors.js';
@@ -42,6 +51,7 @@ import { tenantWaitMs, type HeldSlot, type TenantSlots } from '../fleet/tenant-s
 import { clearAwaitingStatus, type ApprovalParking } from './approval-parking.js';
 import { withChildStopDetail, type ChildJobs } from './child-jobs.js';
 import { launchedCalls, returnedCalls, traceContinues } from './child-call-traces.js';
+import { cancelledSignal, cancelMarkOf, endAsCancelled, wakeIfCancelled } from './task-cancel.js';
 
 /** What the fleet's shared limits of a job depend on. */
 export interface JobLimits {
@@ -105,12 +115,24 @@ export function createTaskProcessor(
       const resolved = await resolveTask(deps, finisher, job, token);
       await clearAwaitingStatus(job);
       const attempt = attemptOf(deps, job, token, resolved);
-      const state = await readJobState(attempt);
+      // Cancelled before this start: the run ends at once, with no model call (task-cancel.ts).
+      const [state, cancel] = await Promise.all([
+        readJobState(attempt),
+        cancelMarkOf(deps, job, attempt.task.parent?.jobId),
+      ]);
       if (state.published) return completedAlready(attempt, state.published);
-      if (!state.kept) held.slot = await holdTenantSlot(attempt);
+      if (!state.kept && !cancel) held.slot = await holdTenantSlot(attempt);
       const recording = await startRecording(attempt, state);
-      const result = state.kept?.result ?? (await runTheAgent(attempt, state, recording, signal));
-      return await endAttempt(attempt, finisher, state, recording, result, signal);
+      const runSignal = cancel ? cancelledSignal() : signal;
+      const ran = state.kept?.result ?? (await runTheAgent(attempt, state, recording, runSignal));
+      const result = await endAsCancelled(deps, job, ran, runSignal, cancel, attempt.log);
+      return await endAttempt(attempt, finisher, state, recording, result, runSignal).catch(async (error) => {
+        // Parked while its cancel was being recorded: woken now, not when a person or its children are done.
+        const parked = error instanceof DelayedError || error instanceof WaitingChildrenError;
+        if (parked && (result.awaitingApproval || result.awaitingChildren))
+          await wakeIfCancelled(deps, job, attempt.log);
+        throw error;
+      });
     } finally {
       await held.slot
         ?.release()
@@ -337,7 +359,8 @@ async function runTheAgent(
   signal: AbortSignal | undefined,
 ): Promise<AgentResult> {
   const { deps, job, jobId, log, task, agent, config, batchId, traces } = attempt;
-  const decided = await decisionsFor(attempt, state);
+  // A cancelled run decides nothing: no store read for it.
+  const decided = signal?.aborted ? undefined : await decisionsFor(attempt, state);
   const childOutcomes = await deps.children?.outcomesFor(state.checkpoint);
   // Checkpoint, parked trace, progress and log line of a step: one round trip.
   const steps = new StepWrites(deps.redis, job, deps.env.QUEUE_PREFIX, log);
