@@ -29,9 +29,14 @@ export interface HeldBudget {
 /** A hold taken (its ticket, for the child's task), or refused by a cap of the parent's scopes (why). */
 export type HoldOutcome = { ok: true; ticket: string } | { ok: false; message: string };
 
-/** The hold's id: one per child job, so a parent resumed after a crash takes the same hold, not a second. */
-export function holdIdOf(childJobId: string): string {
-  const h = createHash('sha256').update(`hold:${childJobId}`).digest('hex');
+/**
+ * The hold's id: one per child job, so a parent resumed after a crash takes the same hold, not a second; and per
+ * instance of the parent's job (its creation time), so a new job that reuses the parent's id (and so its children's
+ * ids) never takes an old hold, whose scope still has what the old child spent in it.
+ */
+export function holdIdOf(childJobId: string, parentInstance?: string): string {
+  const key = parentInstance === undefined ? `hold:${childJobId}` : `hold:${childJobId}@${parentInstance}`;
+  const h = createHash('sha256').update(key).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 
@@ -47,9 +52,11 @@ export class ChildHolds {
     childJobId: string,
     budget: HeldBudget,
     until: number,
+    /** The instance of the parent's job (its creation time): see holdIdOf. */
+    parentInstance?: string,
   ): Promise<HoldOutcome> {
     const at = this.now();
-    const id = holdIdOf(childJobId);
+    const id = holdIdOf(childJobId, parentInstance);
     const reserved = await this.ledger.reserve(
       jobScopes(parent)(at),
       { tokens: budget.maxTokens, costUsd: budget.maxCostUsd },
