@@ -1,7 +1,6 @@
 // A BullMQ Worker running agent tasks, with the lifecycle of bullmq's production guide: concurrency per
 // process, locks that survive minute-long jobs, stalled jobs resumed elsewhere, a final failure that still
 // publishes a result, and a graceful close that is safe to call twice.
-import type { AgentTask } from '../queue/task-schema.js';
 import type { KeepJobs, Queue, Telemetry } from 'bullmq';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -16,6 +15,7 @@ import {
   agentNamedBy,
   createTaskProcessor,
   failedResult,
+  heldChildTask,
   SHUTDOWN_REASON,
   type TaskProcessorDeps,
 } from './task-processor.js';
@@ -169,8 +169,9 @@ export class FleetWorker {
         whileDown: 'sweep',
       });
       // A child agent's hold is settled with what its checkpoint says it spent (a genuine child only: a BullMQ
-      // child job, whose data the fleet wrote).
-      if (job.parent) await this.deps.children?.ended(job.data as AgentTask, result, this.deps.logger);
+      // child of the job its data names as its parent, on the tasks queue; a batch's task is a BullMQ child too).
+      const held = heldChildTask(job, this.options.prefix);
+      if (held) await this.deps.children?.ended(held, result, this.deps.logger);
     } catch (err) {
       this.deps.logger.error({ err, jobId }, 'could not publish the result of a failed job');
     }

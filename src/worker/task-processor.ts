@@ -120,7 +120,7 @@ export function createTaskProcessor(
         readJobState(attempt),
         cancelMarkOf(deps, job, attempt.task.parent?.jobId),
       ]);
-      if (state.published) return completedAlready(attempt, state.published);
+      if (state.published) return await completedAlready(attempt, state.published);
       if (!state.kept && !cancel) held.slot = await holdTenantSlot(attempt);
       const recording = await startRecording(attempt, state);
       const runSignal = cancel ? cancelledSignal() : signal;
@@ -271,13 +271,15 @@ async function readJobState(attempt: Attempt): Promise<JobState> {
 }
 
 /**
- * Delivered again after its result went out (its worker died before BullMQ completed it): nothing more to do.
- * Running it again would write its start again, setting its finished record back to `running`.
+ * Delivered again after its result went out (its worker died before BullMQ completed it): nothing more to do but
+ * settle a child's hold, which that worker may not have done (settling again changes nothing). Running it again
+ * would write its start again, setting its finished record back to `running`.
  */
-function completedAlready(attempt: Attempt, published: AgentResult): AgentResult {
+async function completedAlready(attempt: Attempt, published: AgentResult): Promise<AgentResult> {
   const { deps, jobId, log } = attempt;
   void forgetJobState(deps.redis, deps.env.QUEUE_PREFIX, jobId).catch(() => undefined);
   log.info('result published already: completed as it was');
+  await deps.children?.ended(attempt.task, published, log);
   if (published.status === 'failed') throw new UnrecoverableError(published.error?.message ?? 'run failed');
   return published;
 }
@@ -590,7 +592,23 @@ async function finishWithoutRun(
     whileDown: 'redeliver',
   });
   if (finished.kept) await delayForRecord(deps.env, finished, log, job, token);
+  // A child the worker refused before its run (its agent's model has no price, a blank task from its parent's
+  // model) spent nothing: its hold is given back now, not left to expire as spent at its worst case.
+  await deps.children?.ended(heldChildTask(job, deps.env.QUEUE_PREFIX), result, log);
   throw new UnrecoverableError(error.message);
+}
+
+/**
+ * The `parent` of a job's data, which may break the task's schema, when the job really is the fleet's child of that
+ * parent (parentMembership): only then is its hold the fleet's to settle. Null otherwise.
+ */
+export function heldChildTask(job: Pick<Job, 'data' | 'parent'>, prefix: string): AgentTask | null {
+  const parent = (job.data as { parent?: unknown } | null | undefined)?.parent;
+  if (typeof parent !== 'object' || parent === null) return null;
+  const { jobId, hold } = parent as { jobId?: unknown; hold?: unknown };
+  if (typeof jobId !== 'string' || typeof hold !== 'string') return null;
+  const claimed = { parent: { jobId, hold } };
+  return parentMembership(job, claimed, prefix).task.parent ? (claimed as unknown as AgentTask) : null;
 }
 
 /** `agent`: the agent the job names, when the fleet has it (its output schema decides whether `output` is there). */
