@@ -9,7 +9,8 @@ export const CLI_USAGE =
   '[--model M] [--protocol tools|json] [--metadata k=v]... [--tenant T] [--idempotency-key K] [--wait] [--timeout SECONDS]\n' +
   '       npm run enqueue -- --batch tasks.jsonl [--batch-max-cost USD | --max-cost-from-forecast p50|p90 ' +
   '[--if-no-history refuse|worst-case]] [--batch-max-tokens N] [--batch-name NAME] [--forecast | --wait [--timeout SECONDS]]\n' +
-  '       npm run enqueue -- --list-agents';
+  '       npm run enqueue -- --list-agents\n' +
+  '       npm run enqueue -- --cancel JOB_ID [--wait [--timeout SECONDS]]';
 
 /** A command line the CLI cannot run: exit 2 with the usage line. */
 export class CliArgsError extends InputError {
@@ -22,6 +23,14 @@ export class CliArgsError extends InputError {
 export type CliCommand =
   | { mode: 'help' }
   | { mode: 'list-agents' }
+  | {
+      mode: 'cancel';
+      /** The task to cancel (docs/cancelling.md). */
+      jobId: string;
+      /** --wait: follow it to its (cancelled) result. */
+      wait: boolean;
+      timeoutMs: number | undefined;
+    }
   | {
       mode: 'batch';
       /** The JSONL file of tasks, one per line. */
@@ -68,6 +77,7 @@ const OPTIONS = {
   forecast: { type: 'boolean' },
   'max-cost-from-forecast': { type: 'string' },
   'if-no-history': { type: 'string' },
+  cancel: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -192,6 +202,12 @@ export function parseCliArgs(argv: readonly string[]): CliCommand {
   if (values['list-agents']) return { mode: 'list-agents' };
   const wait = values.wait === true;
   const timeoutMs = timeoutFlag(values.timeout, wait);
+  if (values.cancel !== undefined) {
+    const other = [...seen].find((name) => !['cancel', 'wait', 'timeout'].includes(name));
+    if (other) throw new CliArgsError(`--${other} cannot go with --cancel: it names a task enqueued already`);
+    if (values.cancel.trim() === '') throw new CliArgsError('--cancel needs the job id of a task');
+    return { mode: 'cancel', jobId: values.cancel, wait, timeoutMs };
+  }
   if (values.batch !== undefined) {
     const mixed = TASK_ONLY.find((name) => seen.has(name));
     if (mixed)

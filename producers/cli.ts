@@ -5,6 +5,7 @@
 // stdout. stdout carries only JSON; everything for people goes to stderr.
 // Exit codes: 0 enqueued (with --wait: the job succeeded) · 1 failure (Redis down, bad environment, job
 // stopped or failed) · 2 bad arguments or bad task, nothing enqueued · 124 --timeout elapsed.
+// `--cancel ID` cancels a task (docs/cancelling.md): 0 recorded · 1 it had finished · 2 no such task.
 import { env } from '../config/env.js';
 import { AgentFleetError } from '../src/kernel/errors.js';
 import { scrubText } from '../src/logging/redact.js';
@@ -26,6 +27,7 @@ import { forecastDefaultsOf } from '../src/batch/forecast.js';
 import { forecastLines, totalText } from '../src/reports/forecast-text.js';
 import { startTelemetry } from '../src/telemetry/fleet-telemetry.js';
 import { approvalWaitLine } from './approval-wait-line.js';
+import { shellCaller } from '../src/util/shell-caller.js';
 
 const EXIT_OK = 0;
 const EXIT_FAILED = 1;
@@ -111,6 +113,7 @@ async function run(argv: readonly string[]): Promise<number> {
   });
   try {
     if (command.mode === 'batch') return await runBatch(client, command, batchTasks);
+    if (command.mode === 'cancel') return await runCancel(client, command);
     if (command.mode === 'list-agents') {
       const catalog = await client.getCatalog();
       if (!catalog) say('no catalog published yet: start a worker (tasks are checked for their shape only)');
@@ -129,29 +132,63 @@ async function run(argv: readonly string[]): Promise<number> {
     }
     process.stdout.write(`${JSON.stringify({ jobId })}\n`);
     if (!command.wait) return EXIT_OK;
-
-    let result: AgentResult;
-    try {
-      result = await client.waitForResult(jobId, {
-        ...(command.timeoutMs === undefined ? {} : { timeoutMs: command.timeoutMs }),
-        // A parked task says which calls wait and how to decide them, instead of its step line.
-        onProgress: (progress) => say(approvalWaitLine(jobId, progress) ?? formatProgress(jobId, progress)),
-      });
-    } catch (error) {
-      if (error instanceof AgentFleetError && error.code === 'wait_timeout') {
-        say(`error: job ${jobId} has not finished within --timeout ${(command.timeoutMs ?? 0) / 1000} s`);
-        return EXIT_TIMEOUT;
-      }
-      throw error;
-    }
-    say(describeResult(result));
-    process.stdout.write(`${JSON.stringify(result)}\n`);
-    return result.status === 'succeeded' ? EXIT_OK : EXIT_FAILED;
+    return await waitForTask(client, jobId, command);
   } finally {
     await client.close();
     await history?.close();
     await telemetry?.shutdown();
   }
+}
+
+/** Follows a task to its result (progress on stderr) and prints it as the last line of stdout. */
+async function waitForTask(
+  client: FleetClient,
+  jobId: string,
+  command: { timeoutMs: number | undefined },
+): Promise<number> {
+  let result: AgentResult;
+  try {
+    result = await client.waitForResult(jobId, {
+      ...(command.timeoutMs === undefined ? {} : { timeoutMs: command.timeoutMs }),
+      // A parked task says which calls wait and how to decide them, instead of its step line.
+      onProgress: (progress) => say(approvalWaitLine(jobId, progress) ?? formatProgress(jobId, progress)),
+    });
+  } catch (error) {
+    if (error instanceof AgentFleetError && error.code === 'wait_timeout') {
+      say(`error: job ${jobId} has not finished within --timeout ${(command.timeoutMs ?? 0) / 1000} s`);
+      return EXIT_TIMEOUT;
+    }
+    throw error;
+  }
+  say(describeResult(result));
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+  return result.status === 'succeeded' ? EXIT_OK : EXIT_FAILED;
+}
+
+/**
+ * `--cancel ID`: prints what the cancel did as JSON; exit 0 when it is recorded (with --wait, once the task has
+ * ended, cancelled or not), 1 when the task had finished, 2 when there is no such task.
+ */
+async function runCancel(
+  client: FleetClient,
+  command: Extract<CliCommand, { mode: 'cancel' }>,
+): Promise<number> {
+  const { jobId } = command;
+  const cancel = await client.cancelTask(jobId, { by: shellCaller() });
+  process.stdout.write(`${JSON.stringify({ jobId, ...cancel })}\n`);
+  if (cancel.outcome === 'unknown') {
+    say(`error: no task ${jobId}`);
+    return EXIT_USAGE;
+  }
+  if (cancel.outcome === 'finished') {
+    say(`job ${jobId} has finished (its result is out): nothing cancelled`);
+    return EXIT_FAILED;
+  }
+  const children = cancel.children > 0 ? ` and ${cancel.children} child agents` : '';
+  say(`job ${jobId} (${cancel.state})${children}: cancelled, ending as cancelled`);
+  if (!command.wait) return EXIT_OK;
+  const code = await waitForTask(client, jobId, command);
+  return code === EXIT_TIMEOUT ? code : EXIT_OK;
 }
 
 async function runBatch(

@@ -22,6 +22,8 @@ export const API_ERROR_CODES = [
   // POST /v1/approvals/:id and /v1/batches/:batchId/approvals: a refused decision; a call decided before (409)
   'invalid_decision',
   'already_decided',
+  // POST /v1/tasks/:jobId/cancel: the task had finished (409)
+  'already_finished',
 ] as const;
 
 export const fieldIssueSchema = z

@@ -19,6 +19,7 @@ import { DEFAULT_TOKEN_NAME, type ApiToken } from '../config/api-tokens.js';
 import { bearerAuth } from './bearer-auth.js';
 import { BODY_LIMIT_BYTES, jsonBody, requireJson } from './json-body.js';
 import { approvalsRouter, type ApprovalsDesk } from './approvals-routes.js';
+import { cancelTaskRoute } from './cancel-route.js';
 import type { ApprovalState } from '../src/approvals/approval.js';
 
 export { BODY_LIMIT_BYTES };
@@ -186,6 +187,9 @@ export function createApiServer(options: ApiServerOptions): Express {
     }
     res.json({ state: status.state, progress: status.progress, result: status.result });
   });
+
+  // Stops a task wherever it is: waiting, running on any worker, parked (cancel-route.ts, docs/cancelling.md).
+  v1.post('/tasks/:jobId/cancel', cancelTaskRoute(client));
 
   // ?dryRun=true answers the batch's forecast, enqueuing nothing (batch-dry-run.ts); any other request goes on to
   // the route below, whose body parser sees the body already read and passes.

@@ -13,6 +13,8 @@ import { budgetSchema, idempotencyKeySchema, taskSchema } from '../src/queue/tas
 import { agentsSchema, apiErrorSchema, fieldIssueSchema, healthSchema } from './http-api-schemas.js';
 import {
   batchStatusSchema,
+  cancelConflictSchema,
+  cancellingTaskSchema,
   enqueuedBatchSchema,
   enqueuedTaskSchema,
   taskStatusSchema,
@@ -36,6 +38,8 @@ export const COMPONENTS: Record<string, z.ZodType> = {
   EnqueuedTask: enqueuedTaskSchema,
   EnqueuedBatch: enqueuedBatchSchema,
   TaskStatus: taskStatusSchema,
+  CancellingTask: cancellingTaskSchema,
+  CancelConflict: cancelConflictSchema,
   BatchStatus: batchStatusSchema,
   AgentResult: agentResultSchema,
   Usage: usageSchema,

@@ -53,6 +53,25 @@ function paths(): JsonObject {
         },
       },
     },
+    '/v1/tasks/{jobId}/cancel': {
+      post: {
+        operationId: 'cancelTask',
+        summary: 'Cancel a task, and the child agents it started',
+        description:
+          'Waiting, it never makes a model call; running, its worker stops it at once; parked for approval or for ' +
+          'its children, it is woken (its children cancelled too). It then ends as a result like any other, ' +
+          '`status: "stopped"`, `stopReason: "cancelled"`, with what it spent and `stopDetail` naming the token ' +
+          'that cancelled it. Nothing already done (an email sent) is undone. Takes no body; see docs/cancelling.md.',
+        tags: ['tasks'],
+        parameters: [pathParameter('jobId', 'As POST /v1/tasks answered it.')],
+        responses: {
+          '202': json(ref('CancellingTask'), 'The cancel is recorded (a repeat changes nothing).'),
+          '404': error('No such task (`not_found`).'),
+          '409': json(ref('CancelConflict'), 'The task had finished (`already_finished`), with its result.'),
+          ...V1_ERRORS,
+        },
+      },
+    },
     '/v1/batches': {
       post: {
         operationId: 'enqueueBatch',

@@ -6,6 +6,7 @@ export {
   FleetClient,
   TaskValidationError,
   type BatchStatus,
+  type CancelOutcome,
   type FleetClientOptions,
   type OutageWatch,
   type TaskStatus,

@@ -150,13 +150,19 @@ export class ApprovalStore {
   /**
    * Pending rows of a job other than `keep` (those of an earlier job of the same id: an id used again; a job has
    * one parked turn at a time) become `expired` with the reason `superseded`: no one decides for a job that is
-   * gone, and they would keep the job that has the id now from being woken.
+   * gone, and they would keep the job that has the id now from being woken. A cancelled job's calls go the same
+   * way, with the reason `cancelled` (docs/cancelling.md).
    */
-  async supersede(jobId: string, keep: readonly string[], now: Date): Promise<number> {
+  async supersede(
+    jobId: string,
+    keep: readonly string[],
+    now: Date,
+    reason: 'superseded' | 'cancelled' = 'superseded',
+  ): Promise<number> {
     const [header] = await this.pool.query<ResultSetHeader>(
-      `UPDATE agent_approvals SET state = 'expired', decision = 'reject', reason = 'superseded', decided_at = ?
+      `UPDATE agent_approvals SET state = 'expired', decision = 'reject', reason = ?, decided_at = ?
        WHERE job_id = ? AND state = 'pending'${keep.length > 0 ? ' AND id NOT IN (?)' : ''}`,
-      keep.length > 0 ? [now, jobId, keep] : [now, jobId],
+      keep.length > 0 ? [reason, now, jobId, keep] : [reason, now, jobId],
     );
     return header.affectedRows;
   }

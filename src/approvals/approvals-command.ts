@@ -3,7 +3,6 @@
 // the tasks queue and publishes `approval.decided` (REDIS_URL, QUEUE_PREFIX): Redis is opened only to decide.
 // Exit 0 done; 1 no such approval, decided before (the first decision is printed), a decision refused, or the
 // store failing; 2 bad arguments.
-import { userInfo } from 'node:os';
 import { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createRedis } from '../queue/redis.js';
@@ -18,6 +17,7 @@ import { ApprovalStore } from './approval-store.js';
 import { APPROVALS_USAGE, parseApprovalsArgs, type ApprovalsArgs } from './approvals-args.js';
 import { describeDecision, renderApprovalTable } from './approvals-table.js';
 import { wakeParkedJob } from './wake-parked-job.js';
+import { shellCaller } from '../util/shell-caller.js';
 
 export interface ApprovalsConfig {
   mysqlUrl: string;
@@ -33,14 +33,7 @@ export interface ApprovalsIo {
 type Decide = Extract<ApprovalsArgs, { kind: 'decide' | 'decide-batch' }>;
 
 /** Who decides from this shell: the login name of the process's user. */
-export function shellDecider(): string {
-  try {
-    return `shell:${userInfo().username}`;
-  } catch {
-    // No passwd entry (a container's arbitrary uid): the uid still says who.
-    return `shell:uid-${process.getuid?.() ?? 'unknown'}`;
-  }
-}
+export const shellDecider = shellCaller;
 
 export async function runApprovalsCommand(
   argv: readonly string[],

@@ -42,6 +42,7 @@ import type { Catalog } from '../catalog/catalog.js';
 import { CatalogStore } from '../catalog/catalog-store.js';
 import { checkTaskAgainstCatalog } from '../catalog/check-task.js';
 import { AWAITING_APPROVAL, isAwaitingApproval } from './awaiting-approval.js';
+import { cancelJobTree } from '../queue/cancel-task.js';
 
 export type { AgentTask, AgentResult, FieldIssue, BatchInput, BatchSummary, EnqueuedBatch, Catalog };
 export type { BatchForecast, ForecastQuantile, ForecastSettings, IfNoHistory };
@@ -124,6 +125,17 @@ export interface TaskStatus {
   result: AgentResult | null;
 }
 
+/**
+ * What cancelTask did: `cancelling` (recorded: the task ends with stopReason `cancelled` once a worker has seen it,
+ * at once if it runs now), `finished` (it ended before: nothing to cancel; its result, when there is one) or
+ * `unknown` (no such task). `state` is the task's as the cancel found it; `children` the unfinished child agents
+ * cancelled with it (their children included).
+ */
+export type CancelOutcome =
+  | { outcome: 'cancelling'; state: TaskStatus['state']; children: number }
+  | { outcome: 'finished'; state: TaskStatus['state']; result: AgentResult | null }
+  | { outcome: 'unknown' };
+
 export interface BatchStatus {
   /** running until every task has finished and the summary is made; failed if the aggregation gave up. */
   state: 'running' | 'completed' | 'failed';
@@ -153,6 +165,7 @@ export class FleetClient {
   private readonly flow: FlowProducer;
   private readonly ledger: SpendLedger;
   private readonly redisUrl: string;
+  private readonly prefix: string;
   private readonly archive: ResultArchive | undefined;
   private readonly catalogs: CatalogStore;
   private readonly forecasts: ForecastSettings | undefined;
@@ -166,6 +179,7 @@ export class FleetClient {
     this.forecasts = options.forecast;
     this.redis = createRedis(this.redisUrl, 'producer');
     const prefix = options.prefix ?? 'agentfleet';
+    this.prefix = prefix;
     const traced = options.telemetry ? { telemetry: options.telemetry } : {};
     this.tasks = new Queue(TASKS_QUEUE, { connection: this.redis, prefix, ...traced });
     this.results = new Queue(RESULTS_QUEUE, { connection: this.redis, prefix });
@@ -251,6 +265,26 @@ export class FleetClient {
     // still not there, it was trimmed before the job itself (results count failed tasks' too): ask the archive.
     const result = (await this.publishedResult(jobId)) ?? (await this.archive?.getResult(jobId)) ?? null;
     return { state, progress: job.progress ?? null, result };
+  }
+
+  /**
+   * Cancels a task (docs/cancelling.md): waiting, it never runs a model call; running, its worker stops it now;
+   * parked for approval or for its child agents, it is woken (its children cancelled with it). It ends as a
+   * result like any other, `status: "stopped"`, `stopReason: "cancelled"`, with what it spent, and `stopDetail`
+   * saying who cancelled (`by`, default `client`). Cancelling again changes nothing. Nothing already done (an
+   * email sent) is undone.
+   */
+  async cancelTask(jobId: string, options: { by?: string } = {}): Promise<CancelOutcome> {
+    const status = await this.getTask(jobId);
+    if (status.state === 'unknown') return { outcome: 'unknown' };
+    const job = await this.tasks.getJob(jobId);
+    if (status.result || !job) return { outcome: 'finished', state: status.state, result: status.result };
+    const ports = { redis: this.redis, prefix: this.prefix, getJob: (id: string) => this.tasks.getJob(id) };
+    const tree = await cancelJobTree(ports, job, { by: options.by ?? 'client', at: Date.now() });
+    // Finished between the two reads: as if it had been found so.
+    if (tree.state === 'completed' || tree.state === 'failed')
+      return { outcome: 'finished', state: tree.state, result: await this.publishedResult(jobId) };
+    return { outcome: 'cancelling', state: status.state, children: tree.children };
   }
 
   /**

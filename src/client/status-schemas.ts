@@ -42,6 +42,25 @@ export const batchStatusSchema = z
   })
   .describe('A batch: running until every task has finished; the summary is over the tasks finished so far.');
 
+export const cancellingTaskSchema = z
+  .looseObject({
+    jobId: z.string(),
+    state: z.enum(JOB_STATES).describe('the task’s state as the cancel found it'),
+    cancelling: z.literal(true),
+    children: z.number().int().min(0).describe('unfinished child agents cancelled with it, at every depth'),
+  })
+  .describe(
+    'The cancel is recorded: the task ends with `status: "stopped"`, `stopReason: "cancelled"` (docs/cancelling.md).',
+  );
+
+export const cancelConflictSchema = z
+  .looseObject({
+    error: z.literal('already_finished'),
+    state: z.enum(JOB_STATES),
+    result: agentResultSchema.nullable(),
+  })
+  .describe('The task had finished: nothing was cancelled.');
+
 export const enqueuedTaskSchema = z.looseObject({ jobId: z.string() }).describe('The job of the task.');
 
 export const enqueuedBatchSchema = z

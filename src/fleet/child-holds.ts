@@ -7,9 +7,19 @@ import { createHash } from 'node:crypto';
 import type { SpendLedger } from './spend-ledger.js';
 import { jobScopes, type JobScopeOwner } from './fleet-gate.js';
 import { holdScope } from './spend-scopes.js';
+import { MICRO_USD_PER_USD, microUsdDown } from './spend-money.js';
 
 /** How long past the child's deadline its hold lives unsettled: the time its result takes to go out. */
 export const HOLD_MARGIN_MS = 10 * 60_000;
+
+/**
+ * What the hold's own cap allows past the child's budget: the ledger counts each booking of the child's calls (and
+ * each settle of a grandchild's hold) rounded up to the micro-dollar, the child's kernel counts its budget exactly,
+ * so a cap of exactly the budget would refuse the child a call its budget allows (its final answer, planned to fit
+ * what is left). A micro-dollar per booking, for 200 of them. Only the hold's cap: its reservation in the parent's
+ * scopes is the budget, and it is settled with what the child's tree really spent, which its kernel keeps within it.
+ */
+export const HOLD_ROUNDING_MICRO_USD = 200;
 
 export interface HeldBudget {
   maxTokens: number;
@@ -19,9 +29,14 @@ export interface HeldBudget {
 /** A hold taken (its ticket, for the child's task), or refused by a cap of the parent's scopes (why). */
 export type HoldOutcome = { ok: true; ticket: string } | { ok: false; message: string };
 
-/** The hold's id: one per child job, so a parent resumed after a crash takes the same hold, not a second. */
-export function holdIdOf(childJobId: string): string {
-  const h = createHash('sha256').update(`hold:${childJobId}`).digest('hex');
+/**
+ * The hold's id: one per child job, so a parent resumed after a crash takes the same hold, not a second; and per
+ * instance of the parent's job (its creation time), so a new job that reuses the parent's id (and so its children's
+ * ids) never takes an old hold, whose scope still has what the old child spent in it.
+ */
+export function holdIdOf(childJobId: string, parentInstance?: string): string {
+  const key = parentInstance === undefined ? `hold:${childJobId}` : `hold:${childJobId}@${parentInstance}`;
+  const h = createHash('sha256').update(key).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 
@@ -37,16 +52,21 @@ export class ChildHolds {
     childJobId: string,
     budget: HeldBudget,
     until: number,
+    /** The instance of the parent's job (its creation time): see holdIdOf. */
+    parentInstance?: string,
   ): Promise<HoldOutcome> {
     const at = this.now();
-    const id = holdIdOf(childJobId);
+    const id = holdIdOf(childJobId, parentInstance);
     const reserved = await this.ledger.reserve(
       jobScopes(parent)(at),
       { tokens: budget.maxTokens, costUsd: budget.maxCostUsd },
       { id, ttlMs: Math.max(1, Math.ceil(until - at)) + HOLD_MARGIN_MS },
     );
     if (!reserved.ok) return { ok: false, message: reserved.message };
-    await this.ledger.setCaps(holdScope(id), budget);
+    await this.ledger.setCaps(holdScope(id), {
+      maxTokens: budget.maxTokens,
+      maxCostUsd: (microUsdDown(budget.maxCostUsd) + HOLD_ROUNDING_MICRO_USD) / MICRO_USD_PER_USD,
+    });
     return { ok: true, ticket: reserved.ticket };
   }
 

@@ -69,7 +69,9 @@ export const agentResultSchema = z
     output: z.unknown().describe('an agent with an output schema: the validated value, or null').optional(),
     stopDetail: z
       .string()
-      .describe('a budget stop: what was left, what the next call needed, what other jobs held reserved')
+      .describe(
+        'a budget stop: what was left, what the next call needed, what other jobs held reserved; a cancel: who and when',
+      )
       .optional(),
     awaitingApproval: z
       .array(

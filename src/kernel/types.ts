@@ -50,7 +50,8 @@ export interface AgentResult {
   output?: unknown;
   /**
    * Present for a run a budget stopped (token_budget, cost_budget): what was left, what the next call needed and,
-   * for a fleet scope (a batch or daily cap), what other jobs held reserved.
+   * for a fleet scope (a batch or daily cap), what other jobs held reserved. For a task someone cancelled (the
+   * worker adds it): who cancelled and when.
    */
   stopDetail?: string;
   /**

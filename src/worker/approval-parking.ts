@@ -100,6 +100,14 @@ export class ApprovalParking {
     throw new DelayedError();
   }
 
+  /**
+   * A cancelled job's calls that still wait become `expired` with the reason `cancelled`: no one is asked to
+   * decide for a run that is over. Answers how many.
+   */
+  async withdraw(jobId: string): Promise<number> {
+    return this.store.supersede(jobId, [], new Date(this.now()), 'cancelled');
+  }
+
   /** Records the calls (once each), and tells agent-events of those new now. */
   private async record(request: ParkRequest, log: Logger): Promise<Approval[]> {
     const rows = request.awaiting.map((call): NewApproval => {

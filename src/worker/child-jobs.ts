@@ -110,7 +110,7 @@ export class ChildJobs {
       request.awaiting.map(async (child) => {
         const jobId = childJobId(child.callKey);
         const task = this.childTask(child, request, parentJobId, depth);
-        const hold = await this.holdFor(jobId, task, request, log);
+        const hold = await this.holdFor(jobId, String(job.timestamp), task, request, log);
         if (hold && task.parent) task.parent.hold = hold;
         return this.tasks.add(taskJobName(task), task, {
           ...TASK_JOB_OPTIONS,
@@ -135,6 +135,7 @@ export class ChildJobs {
    */
   private async holdFor(
     jobId: string,
+    parentInstance: string,
     task: AgentTask,
     request: LaunchRequest,
     log: Logger,
@@ -153,6 +154,7 @@ export class ChildJobs {
       jobId,
       { maxTokens: budget.maxTokens, maxCostUsd: budget.maxCostUsd },
       until,
+      parentInstance,
     );
     if (held.ok) return held.ticket;
     log.info(

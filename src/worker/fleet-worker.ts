@@ -1,7 +1,6 @@
 // A BullMQ Worker running agent tasks, with the lifecycle of bullmq's production guide: concurrency per
 // process, locks that survive minute-long jobs, stalled jobs resumed elsewhere, a final failure that still
 // publishes a result, and a graceful close that is safe to call twice.
-import type { AgentTask } from '../queue/task-schema.js';
 import type { KeepJobs, Queue, Telemetry } from 'bullmq';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -11,10 +10,12 @@ import { configuredPrices, priceOf } from '../llm/price-table.js';
 import { TASKS_QUEUE } from '../queue/names.js';
 import { retryDelayMs, type RetrySchedule } from '../queue/retry-schedule.js';
 import { RunFinisher, startOf } from './run-finisher.js';
+import { watchCancels, type CancelWatch } from './cancel-watch.js';
 import {
   agentNamedBy,
   createTaskProcessor,
   failedResult,
+  heldChildTask,
   SHUTDOWN_REASON,
   type TaskProcessorDeps,
 } from './task-processor.js';
@@ -54,6 +55,8 @@ export class FleetWorker {
   readonly worker: Worker<unknown, AgentResult>;
   private closing: Promise<void> | undefined;
   private readonly finisher: RunFinisher;
+  /** The subscription to the fleet's cancels: a run cancelled anywhere is aborted here if it runs here. */
+  private cancels: Promise<CancelWatch | undefined> | undefined;
 
   constructor(
     private readonly deps: TaskProcessorDeps & { results: Queue },
@@ -84,10 +87,26 @@ export class FleetWorker {
     // Errors (mostly Redis going away) are reported by the process, once per outage: see RedisOutageLog.
   }
 
+  /**
+   * Subscribes to cancels before taking any job: a run that starts after its start-time check of the cancel mark
+   * then cannot miss the announcement of a cancel made just after that check.
+   */
   start(): void {
-    void this.worker.run();
-    this.finisher.sweepEvery(this.options.retry.baseMs);
-    this.deps.logger.info({ concurrency: this.options.concurrency }, 'worker started');
+    const { connection, prefix } = this.options;
+    const abort = (jobId: string, reason: string) => this.worker.cancelJob(jobId, reason);
+    this.cancels = watchCancels(connection, prefix, abort, this.deps.logger).catch((err: unknown) => {
+      this.deps.logger.warn(
+        { err },
+        'not subscribed to cancels: running jobs are cancelled at their next start',
+      );
+      return undefined;
+    });
+    void this.cancels.then(() => {
+      if (this.closing) return;
+      void this.worker.run();
+      this.finisher.sweepEvery(this.options.retry.baseMs);
+      this.deps.logger.info({ concurrency: this.options.concurrency }, 'worker started');
+    });
   }
 
   /** Stops taking jobs, lets running ones finish within the grace period, then releases the rest. */
@@ -102,6 +121,7 @@ export class FleetWorker {
         await this.worker.close();
       } finally {
         clearTimeout(timer);
+        await (await this.cancels)?.close();
       }
     })();
     return this.closing;
@@ -149,8 +169,9 @@ export class FleetWorker {
         whileDown: 'sweep',
       });
       // A child agent's hold is settled with what its checkpoint says it spent (a genuine child only: a BullMQ
-      // child job, whose data the fleet wrote).
-      if (job.parent) await this.deps.children?.ended(job.data as AgentTask, result, this.deps.logger);
+      // child of the job its data names as its parent, on the tasks queue; a batch's task is a BullMQ child too).
+      const held = heldChildTask(job, this.options.prefix);
+      if (held) await this.deps.children?.ended(held, result, this.deps.logger);
     } catch (err) {
       this.deps.logger.error({ err, jobId }, 'could not publish the result of a failed job');
     }

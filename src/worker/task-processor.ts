@@ -10,7 +10,16 @@
 //                                               redelivered until its record lands; the result is published then
 //            calls awaiting approval          → approvals recorded, job delayed until decided or expired
 //                                               (approval-parking.ts), resumed from its checkpoint
-import { DelayedError, UnrecoverableError, WaitingError, type Job, type Processor } from 'bullmq';
+//            cancelled (a mark, or the cancel  → a final `cancelled` result, published like any other
+//            channel while it runs)             (task-cancel.ts, docs/cancelling.md)
+import {
+  DelayedError,
+  UnrecoverableError,
+  WaitingChildrenError,
+  WaitingError,
+  type Job,
+  type Processor,
+} from 'bullmq';
 import type { Redis } from 'ioredis';
 import { DEFAULT_AGENT, type AgentDefinition } from '../kernel/define-agent.js';
 import { ConfigError, InputError, type RunError, StoreError } from '../kernel/errors.js';
@@ -43,6 +52,7 @@ import { tenantWaitMs, type HeldSlot, type TenantSlots } from '../fleet/tenant-s
 import { clearAwaitingStatus, type ApprovalParking } from './approval-parking.js';
 import { withChildStopDetail, type ChildJobs } from './child-jobs.js';
 import { launchedCalls, returnedCalls, traceContinues } from './child-call-traces.js';
+import { cancelledSignal, cancelMarkOf, endAsCancelled, wakeIfCancelled } from './task-cancel.js';
 
 /** What the fleet's shared limits of a job depend on. */
 export interface JobLimits {
@@ -108,12 +118,24 @@ export function createTaskProcessor(
       const resolved = await resolveTask(deps, finisher, job, token);
       await clearAwaitingStatus(job);
       const attempt = attemptOf(deps, job, token, resolved);
-      const state = await readJobState(attempt);
-      if (state.published) return completedAlready(attempt, state.published);
-      if (!state.kept) held.slot = await holdTenantSlot(attempt);
+      // Cancelled before this start: the run ends at once, with no model call (task-cancel.ts).
+      const [state, cancel] = await Promise.all([
+        readJobState(attempt),
+        cancelMarkOf(deps, job, attempt.task.parent?.jobId),
+      ]);
+      if (state.published) return await completedAlready(attempt, state.published);
+      if (!state.kept && !cancel) held.slot = await holdTenantSlot(attempt);
       const recording = await startRecording(attempt, state);
-      const result = state.kept?.result ?? (await runTheAgent(attempt, state, recording, signal));
-      return await endAttempt(attempt, finisher, state, recording, result, signal);
+      const runSignal = cancel ? cancelledSignal() : signal;
+      const ran = state.kept?.result ?? (await runTheAgent(attempt, state, recording, runSignal));
+      const result = await endAsCancelled(deps, job, ran, runSignal, cancel, attempt.log);
+      return await endAttempt(attempt, finisher, state, recording, result, runSignal).catch(async (error) => {
+        // Parked while its cancel was being recorded: woken now, not when a person or its children are done.
+        const parked = error instanceof DelayedError || error instanceof WaitingChildrenError;
+        if (parked && (result.awaitingApproval || result.awaitingChildren))
+          await wakeIfCancelled(deps, job, attempt.log);
+        throw error;
+      });
     } finally {
       await held.slot
         ?.release()
@@ -252,13 +274,15 @@ async function readJobState(attempt: Attempt): Promise<JobState> {
 }
 
 /**
- * Delivered again after its result went out (its worker died before BullMQ completed it): nothing more to do.
- * Running it again would write its start again, setting its finished record back to `running`.
+ * Delivered again after its result went out (its worker died before BullMQ completed it): nothing more to do but
+ * settle a child's hold, which that worker may not have done (settling again changes nothing). Running it again
+ * would write its start again, setting its finished record back to `running`.
  */
-function completedAlready(attempt: Attempt, published: AgentResult): AgentResult {
+async function completedAlready(attempt: Attempt, published: AgentResult): Promise<AgentResult> {
   const { deps, jobId, log } = attempt;
   void forgetJobState(deps.redis, deps.env.QUEUE_PREFIX, jobId).catch(() => undefined);
   log.info('result published already: completed as it was');
+  await deps.children?.ended(attempt.task, published, log);
   if (published.status === 'failed') throw new UnrecoverableError(published.error?.message ?? 'run failed');
   return published;
 }
@@ -340,7 +364,8 @@ async function runTheAgent(
   signal: AbortSignal | undefined,
 ): Promise<AgentResult> {
   const { deps, job, jobId, log, task, agent, config, batchId, traces } = attempt;
-  const decided = await decisionsFor(attempt, state);
+  // A cancelled run decides nothing: no store read for it.
+  const decided = signal?.aborted ? undefined : await decisionsFor(attempt, state);
   const childOutcomes = await deps.children?.outcomesFor(state.checkpoint);
   // Checkpoint, parked trace, progress and log line of a step: one round trip.
   const steps = new StepWrites(deps.redis, job, deps.env.QUEUE_PREFIX, log);
@@ -587,7 +612,23 @@ async function finishWithoutRun(
     whileDown: 'redeliver',
   });
   if (finished.kept) await delayForRecord(deps.env, finished, log, job, token);
+  // A child the worker refused before its run (its agent's model has no price, a blank task from its parent's
+  // model) spent nothing: its hold is given back now, not left to expire as spent at its worst case.
+  await deps.children?.ended(heldChildTask(job, deps.env.QUEUE_PREFIX), result, log);
   throw new UnrecoverableError(error.message);
+}
+
+/**
+ * The `parent` of a job's data, which may break the task's schema, when the job really is the fleet's child of that
+ * parent (parentMembership): only then is its hold the fleet's to settle. Null otherwise.
+ */
+export function heldChildTask(job: Pick<Job, 'data' | 'parent'>, prefix: string): AgentTask | null {
+  const parent = (job.data as { parent?: unknown } | null | undefined)?.parent;
+  if (typeof parent !== 'object' || parent === null) return null;
+  const { jobId, hold } = parent as { jobId?: unknown; hold?: unknown };
+  if (typeof jobId !== 'string' || typeof hold !== 'string') return null;
+  const claimed = { parent: { jobId, hold } };
+  return parentMembership(job, claimed, prefix).task.parent ? (claimed as unknown as AgentTask) : null;
 }
 
 /** `agent`: the agent the job names, when the fleet has it (its output schema decides whether `output` is there). */

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ChildHolds, holdIdOf } from '../../../src/fleet/child-holds.js';
+import { ChildHolds, HOLD_ROUNDING_MICRO_USD, holdIdOf } from '../../../src/fleet/child-holds.js';
 import { jobScopes } from '../../../src/fleet/fleet-gate.js';
 import { batchScope, holdScope } from '../../../src/fleet/spend-scopes.js';
 import { SpendLedger } from '../../../src/fleet/spend-ledger.js';
@@ -42,9 +42,9 @@ it("a hold is the child's whole budget in the parent's scopes, once however ofte
   expect(first.ok && decodeTicket(first.ticket).id).toBe(holdIdOf('child-a'));
   const spend = await ledger.getSpend(batchScope(batchId));
   expect(spend).toMatchObject({ reservedMicroUsd: 250_000, reservedTokens: 10_000, liveReservations: 1 });
-  // The child's calls book in its hold, capped at its budget.
+  // The child's calls book in its hold, capped at its budget (and the ledger's rounding of its bookings).
   const hold = await ledger.getSpend(holdScope(holdIdOf('child-a')));
-  expect(hold).toMatchObject({ capMicroUsd: 250_000, capTokens: 10_000 });
+  expect(hold).toMatchObject({ capMicroUsd: 250_000 + HOLD_ROUNDING_MICRO_USD, capTokens: 10_000 });
   expect(jobScopes({ batchId, tenant: 'acme', hold: first.ok ? first.ticket : '' })(clock)).toEqual([
     holdScope(holdIdOf('child-a')),
   ]);

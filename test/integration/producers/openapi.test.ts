@@ -227,6 +227,19 @@ describe('real answers of every route, checked against the document', () => {
     expect(finished).toMatchObject({ state: 'completed' });
     await checked(await get('/v1/tasks/no-such-job'), 'get', route);
     await checked(await get(`/v1/tasks/${first.jobId}`, {}), 'get', route);
+    const cancel = '/v1/tasks/{jobId}/cancel';
+    const late = await checked(await post(`/v1/tasks/${first.jobId}/cancel`, {}), 'post', cancel);
+    expect(late).toMatchObject({
+      error: 'already_finished',
+      state: 'completed',
+      result: { status: 'succeeded' },
+    });
+    await checked(await post('/v1/tasks/no-such-job/cancel', {}), 'post', cancel);
+    await checked(
+      await post(`/v1/tasks/${first.jobId}/cancel`, {}, { authorization: 'Bearer no' }),
+      'post',
+      cancel,
+    );
   }, 60_000);
 
   it('batches: enqueued, refused (a bad task, an Idempotency-Key header), running and completed', async () => {
@@ -323,6 +336,18 @@ describe('real answers of every route, checked against the document', () => {
         batch,
       );
       expect(decided).toMatchObject({ decided: [{ id: second }], conflicts: 0 });
+      // Its third call still waits: cancelled, the task is woken to end.
+      const cancelled = await checked(
+        await post(`/v1/tasks/${parked.jobId}/cancel`, undefined, {}, url),
+        'post',
+        '/v1/tasks/{jobId}/cancel',
+      );
+      expect(cancelled).toEqual({
+        jobId: parked.jobId,
+        state: 'awaiting_approval',
+        cancelling: true,
+        children: 0,
+      });
     } finally {
       await approvals.close();
     }

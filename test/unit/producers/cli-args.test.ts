@@ -211,3 +211,29 @@ describe('batch mode', () => {
     );
   });
 });
+
+describe('cancel mode', () => {
+  it('reads --cancel with --wait and --timeout', () => {
+    expect(parseCliArgs(['--cancel', '42'])).toEqual({
+      mode: 'cancel',
+      jobId: '42',
+      wait: false,
+      timeoutMs: undefined,
+    });
+    expect(parseCliArgs(['--cancel', 'child-ab', '--wait', '--timeout', '5'])).toEqual({
+      mode: 'cancel',
+      jobId: 'child-ab',
+      wait: true,
+      timeoutMs: 5_000,
+    });
+  });
+
+  it('refuses a flag of a task or batch with --cancel, and an empty id', () => {
+    expect(refusal(['--cancel', '42', '--task', 'x'])).toBe(
+      '--task cannot go with --cancel: it names a task enqueued already',
+    );
+    expect(refusal(['--cancel', '42', '--batch', 'f.jsonl'])).toMatch(/--batch cannot go with --cancel/);
+    expect(refusal(['--cancel', ' '])).toBe('--cancel needs the job id of a task');
+    expect(refusal(['--cancel', '42', '--timeout', '5'])).toBe('--timeout needs --wait');
+  });
+});
