@@ -82,7 +82,11 @@ export interface NoteStore {
    * Answers each draft's note id, in order: the existing note's for a duplicate.
    */
   add(notes: readonly NoteDraft[]): Promise<string[]>;
-  /** The most relevant live notes of the agent and tenant, best first. */
+  /**
+   * Up to `limit` live notes of exactly this agent and tenant, best first: by embedding similarity × weight when
+   * the query has an embedding, else by FULLTEXT relevance × weight; the places left are filled with the scope's
+   * other notes, heaviest and most recently used first (so a run gets its agent's notes even when no word matches).
+   */
   recall(query: NoteQuery): Promise<Note[]>;
   /** Records that a run used these notes (last used, use count). */
   markUsed(ids: readonly string[]): Promise<void>;
