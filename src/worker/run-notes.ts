@@ -3,13 +3,19 @@
 // its result) and may look up more with the `recall_notes` tool; a run that ended leaves what its trace shows it
 // learned (corrections of its own failed calls), and a failed run weighs down the notes it was given.
 import { z } from 'zod';
-import { recallOutput, recallQuery, RECALL_TOOL, type RecalledNote, type RunRecall } from '../kernel/recalled-notes.js';
+import {
+  recallOutput,
+  recallQuery,
+  RECALL_TOOL,
+  type RecalledNote,
+  type RunRecall,
+} from '../kernel/recalled-notes.js';
 import { defineTool, type Tool } from '../kernel/tool.js';
 import type { TokenCounter } from '../kernel/tokens.js';
 import type { AgentResult, StepTrace } from '../kernel/types.js';
 import type { Logger } from '../logging/logger.js';
-import { deriveNotes } from '../notes/derive-notes.js';
-import type { Note, NoteDraft, NoteStore } from '../notes/note.js';
+import { deriveCorrectionNotes } from '../notes/derive-notes.js';
+import type { Note, NoteStore } from '../notes/note.js';
 import type { RunConfig } from './run-config.js';
 
 export type NotesSettings = NonNullable<RunConfig['notes']>;
@@ -70,13 +76,7 @@ export class NotesSession {
     if (used.size > 0) run.result.notesUsed = [...used];
     try {
       const expiresAt = new Date(Date.now() + this.settings.keepDays * 86_400_000);
-      const drafts: NoteDraft[] = deriveNotes(run.traces).map((draft) => ({
-        ...draft,
-        agent: this.owner.agent,
-        tenant: this.owner.tenant,
-        sourceJobId: run.jobId,
-        expiresAt,
-      }));
+      const drafts = deriveCorrectionNotes(run.traces, { ...this.owner, jobId: run.jobId, expiresAt });
       if (drafts.length > 0) await this.store.add(drafts);
       if (run.result.status === 'failed' && used.size > 0) await this.store.weighDown([...used]);
     } catch (err) {
@@ -116,7 +116,12 @@ export class RunNotes {
 }
 
 function asRecalled(note: Note): RecalledNote {
-  return { id: note.id, kind: note.kind, learned: note.createdAt.toISOString().slice(0, 10), text: note.text };
+  return {
+    id: note.id,
+    kind: note.kind,
+    learned: note.createdAt.toISOString().slice(0, 10),
+    text: note.text,
+  };
 }
 
 /** The agent and tenant a task's notes belong to. */

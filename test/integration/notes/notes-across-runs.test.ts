@@ -74,10 +74,13 @@ it('the second run starts from what the first learned: the right query first, on
   expect(first.result).toMatchObject({ status: 'succeeded' });
   expect(first.requests).toHaveLength(3); // revenue (fails), amount, the answer
   expect(first.result.notesUsed).toBeUndefined();
-  const notes = await queryStore<{ id: string; kind: string; text: string; tenant: string; source_job_id: string }>(
-    ns,
-    "SELECT id, kind, text, tenant, source_job_id FROM agent_notes WHERE agent = 'analyst'",
-  );
+  const notes = await queryStore<{
+    id: string;
+    kind: string;
+    text: string;
+    tenant: string;
+    source_job_id: string;
+  }>(ns, "SELECT id, kind, text, tenant, source_job_id FROM agent_notes WHERE agent = 'analyst'");
   expect(notes).toHaveLength(1);
   expect(notes[0]).toMatchObject({ kind: 'correction', tenant: 'acme', source_job_id: first.result.jobId });
   expect(notes[0]!.text).toContain("Unknown column 'revenue'");
