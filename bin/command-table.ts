@@ -85,6 +85,18 @@ export const COMMANDS = {
       '  approve|reject --batch B --tool T [--reason TEXT]              every waiting call of a batch to T\n\n' +
       'Decides as shell:<user>, from MYSQL_URL; wakes the parked job on REDIS_URL / QUEUE_PREFIX.\n',
   },
+  memory: {
+    module: '../scripts/memory.js',
+    arguments: 'pass',
+    synopsis: 'memory list | show ID | forget ID   the notes agents keep across tasks',
+    help:
+      'usage: agent-fleet memory <command>\n\n' +
+      '  list [--agent A] [--tenant T] [--limit N]   live notes, newest first: one JSON object a line\n' +
+      '  show ID                                     one note, as JSON\n' +
+      '  forget ID                                   remove one note\n' +
+      '  forget --agent A [--tenant T]               remove every note of an agent (of one tenant)\n\n' +
+      "From MYSQL_URL; --tenant '' names the notes of tasks without a tenant.\n",
+  },
   schedules: {
     module: '../scripts/schedules.js',
     arguments: 'pass',

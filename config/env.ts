@@ -150,6 +150,8 @@ export const envSchema = z.object({
   AGENT_MAX_STEPS: int(1, 100).default(D.DEFAULT_MAX_STEPS),
   /** How deep agents may call agents: a task is at depth 0, a child it calls at 1 (docs/child-agents.md). */
   AGENT_MAX_DEPTH: int(0, 10).default(3),
+  /** Notes across tasks for the built-in `default` agent (docs/notes.md); an agent of one's own: its `notes`. */
+  AGENT_NOTES: z.enum(['on', 'off']).default('off'),
   AGENT_MAX_TOKENS: int(100, 10_000_000).default(D.DEFAULT_MAX_TOKENS),
   AGENT_MAX_COST_USD: decimal(z.number().positive().max(1000)).default(D.DEFAULT_MAX_COST_USD),
   AGENT_DEADLINE_MS: int(1000, 86_400_000).default(D.DEFAULT_DEADLINE_MS),

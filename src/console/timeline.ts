@@ -228,6 +228,10 @@ function stepEntries(step: ConsoleStep): TimelineEntry[] {
       entries.push({ ...event, step: step.step });
     } else if (event.type === 'approval') {
       entries.push({ type: 'decision', step: step.step, text: approvalText(event) });
+    } else if (event.type === 'recall') {
+      // Made by the kernel, not the model: notes of earlier runs, shown to the model as a tool's output.
+      const notes = event.notes.map((n) => `${n.id}: ${mask(n.text)}`).join('; ');
+      entries.push({ type: 'decision', step: step.step, text: `recalled notes (by the fleet): ${notes}` });
     } else {
       entries.push({
         type: 'decision',

@@ -65,7 +65,24 @@ export interface AgentDefinition<Input extends z.ZodType = z.ZodType, Output ext
    * `{ task }`); a call runs as a task of its own, within this agent's budget (docs/child-agents.md).
    */
   agents?: readonly AgentDefinition[];
+  /**
+   * Notes across tasks (docs/notes.md): what its runs learned, recalled for its next ones as tool output. Off by
+   * default (the built-in `default` agent follows AGENT_NOTES).
+   */
+  notes?: AgentNotes;
 }
+
+export interface AgentNotes {
+  enabled: boolean;
+  /** How many notes a run starts with at most; default 5. */
+  recall?: number;
+  /** What the recalled notes may take of the prompt, in tokens; default 400. */
+  maxTokens?: number;
+  /** How long a note is kept after it was learned, in days; default 90. */
+  keepDays?: number;
+}
+
+export const DEFAULT_NOTES = { recall: 5, maxTokens: 400, keepDays: 90 } as const;
 
 export interface ModelSettings {
   /**
@@ -97,6 +114,7 @@ export function defineAgent<Input extends z.ZodType = z.ZodType, Output extends 
   }
   checkModelSettings(agent.name, agent.modelSettings);
   checkApproval(agent);
+  checkNotes(agent);
   return agent;
 }
 
@@ -121,6 +139,23 @@ function checkModelSettings(name: string, settings: ModelSettings | undefined): 
       `agent "${name}": modelSettings.maxCompletionTokens must be a whole number from 16 to 128000, got ${JSON.stringify(maxCompletionTokens)}`,
     );
   }
+}
+
+/** An agent's notes settings, refused at definition with the field named. */
+function checkNotes(agent: AgentDefinition): void {
+  const notes = agent.notes;
+  if (notes === undefined) return;
+  const bad = (field: string, rule: string, value: unknown) =>
+    new Error(`agent "${agent.name}": notes.${field} must be ${rule}, got ${JSON.stringify(value)}`);
+  if (typeof notes.enabled !== 'boolean') throw bad('enabled', 'true or false', notes.enabled);
+  const whole = (field: 'recall' | 'maxTokens' | 'keepDays', min: number, max: number) => {
+    const value = notes[field];
+    if (value !== undefined && !(Number.isInteger(value) && value >= min && value <= max))
+      throw bad(field, `a whole number from ${min} to ${max}`, value);
+  };
+  whole('recall', 1, 50);
+  whole('maxTokens', 50, 20_000);
+  whole('keepDays', 1, 3650);
 }
 
 /** An agent's approval settings, refused at definition with the field named. */

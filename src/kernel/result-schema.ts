@@ -99,6 +99,10 @@ export const agentResultSchema = z
       )
       .describe('never in a published result: the child agents a parked run (awaiting_children) waits on')
       .optional(),
+    notesUsed: z
+      .array(z.string())
+      .describe('the notes of earlier runs the run was given, by id (docs/notes.md)')
+      .optional(),
     children: z
       .array(
         z.object({

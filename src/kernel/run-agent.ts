@@ -32,6 +32,7 @@ import {
   type FinalReason,
 } from './stop-conditions.js';
 import { truncateChars, truncateToTokens } from './truncate.js';
+import { recallTurn, type RunRecall } from './recalled-notes.js';
 import type {
   AgentResult,
   Checkpoint,
@@ -154,6 +155,11 @@ export interface AgentRunInput {
   options?: AgentRunOptions;
   /** Continue a run from the state a checkpoint callback was handed (`Checkpoint.state`, or its JSON parsed). */
   checkpoint?: RunState;
+  /**
+   * Notes of earlier runs, for a new run: a `recall_notes` call and its result open the transcript (tool output,
+   * never a system or user message; recalled-notes.ts). Ignored on a resume, whose transcript has them already.
+   */
+  recall?: RunRecall;
   /** Aborting it cancels the run: stopReason `cancelled`, unfinished tool calls left to a resume. */
   signal?: AbortSignal;
   /** After every step. Awaited; a throw is logged and ignored. */
@@ -258,6 +264,8 @@ class AgentRun {
       modelRetryBaseDelayMs: o.modelRetryBaseDelayMs ?? D.DEFAULT_MODEL_RETRY_BASE_DELAY_MS,
     };
     this.state = input.checkpoint ? structuredClone(input.checkpoint) : this.initialState();
+    this.protocol = PROTOCOLS[this.state.protocol];
+    if (!input.checkpoint && input.recall && input.recall.notes.length > 0) this.openWithRecall(input.recall);
     if (input.checkpoint) migrateLegacyState(this.state, input.tools.names);
     this.calibration = new PromptCalibration(this.state.promptCalibration);
     if (this.state.suspendedAt !== undefined) {
@@ -269,7 +277,6 @@ class AgentRun {
     this.checkpoints = onCheckpoint
       ? new CheckpointQueue((checkpoint) => this.notify('checkpoint', () => onCheckpoint(checkpoint)))
       : null;
-    this.protocol = PROTOCOLS[this.state.protocol];
     this.structured = input.output ? new StructuredOutput(input.output) : null;
     const protocolPrompt = this.protocol.systemPrompt(input.tools);
     let system =
@@ -301,6 +308,17 @@ class AgentRun {
         .update(JSON.stringify(this.protocol.requestTools(input.tools) ?? []))
         .digest('hex')
         .slice(0, 24)}`;
+  }
+
+  /** The recalled notes open the transcript; the first step's trace says which. */
+  private openWithRecall(recall: RunRecall): void {
+    this.state.history.push(...recallTurn(this.protocol, recall));
+    this.state.recalled = recall.notes.map((n) => n.id);
+    this.trace.noteEvent({
+      type: 'recall',
+      query: recall.query,
+      notes: recall.notes.map((n) => ({ id: n.id, text: truncateChars(n.text, 500) })),
+    });
   }
 
   private initialState(): RunState {
@@ -1045,6 +1063,7 @@ class AgentRun {
       error,
     };
     if (this.state.children) result.children = [...this.state.children];
+    if (this.state.recalled?.length) result.notesUsed = [...this.state.recalled];
     if (this.structured) result.output = this.validOutput ? this.validOutput.value : null;
     if (this.stopDetail && (stopReason === 'token_budget' || stopReason === 'cost_budget'))
       result.stopDetail = this.stopDetail;

@@ -28,6 +28,11 @@ export class ToolRegistry {
     return Object.keys(this.byName);
   }
 
+  /** These tools and one more (a run's own, such as its `recall_notes`); a name already here is refused. */
+  with(tool: Tool): ToolRegistry {
+    return new ToolRegistry([...Object.values(this.byName), tool]);
+  }
+
   /** A subset, for a task that names the tools it may use. */
   pick(names: readonly string[]): ToolRegistry {
     return new ToolRegistry(names.map((name) => this.get(name)).filter((tool) => tool !== undefined));

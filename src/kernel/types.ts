@@ -66,6 +66,8 @@ export interface AgentResult {
   awaitingChildren?: ChildRequest[];
   /** The child agents this run called, when it called any; `usage` then covers the whole tree. */
   children?: ChildRecord[];
+  /** The notes of earlier runs the run was given (docs/notes.md), by id; present only when there were some. */
+  notesUsed?: string[];
 }
 
 export interface ToolCallRecord {
@@ -147,6 +149,8 @@ export interface RunState {
   /** The child agents' outcomes so far, and what they spent together (part of the run's budget); absent without. */
   children?: ChildRecord[];
   childUsage?: Usage;
+  /** The notes of earlier runs the run was opened with (recalled-notes.ts); absent without. */
+  recalled?: string[];
 }
 
 /**
@@ -202,6 +206,15 @@ export type TraceEvent =
       decidedAt: number | null;
       /** The arguments the approver changed the call's to (the action's `args` are what ran); absent when unchanged. */
       editedArguments?: unknown;
+    }
+  | {
+      type: 'recall';
+      /**
+       * Notes of earlier runs the kernel put at the head of the transcript, as a `recall_notes` call and its
+       * result (recalled-notes.ts), before the first model call: what they were looked up for, and which.
+       */
+      query: string;
+      notes: { id: string; text: string }[];
     };
 
 /** One event per step, for the trace store and the job's progress. */

@@ -62,9 +62,10 @@ export function terminalSafe(text: string): string {
 /**
  * JSON for stdout: the characters terminalSafe replaces are written as `\uXXXX` escapes instead (inside strings,
  * where JSON.stringify leaves them raw), so the JSON still reads back the same and no control reaches the terminal.
+ * With `indent` 0, one line (JSON Lines).
  */
-export function terminalSafeJson(value: unknown): string {
-  return (JSON.stringify(value, null, 2) ?? 'null').replace(
+export function terminalSafeJson(value: unknown, indent = 2): string {
+  return (JSON.stringify(value, null, indent) ?? 'null').replace(
     TERMINAL_UNSAFE,
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
   );

@@ -2,7 +2,7 @@
 // budget over the agent's over the fleet's defaults (never above the agent's ceiling), its model (which must
 // have a price), its protocol, its tools, its instructions and the text the model reads as the task.
 import type { Budget } from '../kernel/budget.js';
-import type { AgentDefinition } from '../kernel/define-agent.js';
+import { DEFAULT_AGENT, DEFAULT_NOTES, type AgentDefinition } from '../kernel/define-agent.js';
 import { toolNamesOf } from '../kernel/define-fleet.js';
 import { InputError } from '../kernel/errors.js';
 import type { AgentRunOptions } from '../kernel/run-agent.js';
@@ -30,6 +30,8 @@ export interface RunConfig {
   options: AgentRunOptions;
   /** Which calls wait for a decision, and for how long at most (docs/approvals.md). */
   approval: { policy: ApprovalPolicy; timeoutMs: number };
+  /** Notes across tasks (docs/notes.md): how many a run recalls, within how many tokens, kept how long; null: off. */
+  notes: { recall: number; maxTokens: number; keepDays: number } | null;
 }
 
 /**
@@ -67,6 +69,7 @@ export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition):
       policy: agent.approval === 'side-effects' ? 'side-effects' : (task.approval ?? 'none'),
       timeoutMs: task.approvalTimeoutMs ?? agent.approvalTimeoutMs ?? env.APPROVAL_TIMEOUT_MS,
     },
+    notes: notesOf(agent, env),
     options: {
       memoryWindow: agent.memory?.window ?? env.AGENT_MEMORY_WINDOW,
       contextTokens: env.AGENT_CONTEXT_TOKENS,
@@ -84,6 +87,17 @@ export function runConfigFor(task: AgentTask, env: Env, agent: AgentDefinition):
       toolResultMaxTokens: env.AGENT_TOOL_RESULT_MAX_TOKENS,
       modelTimeoutMs: env.LLM_TIMEOUT_MS,
     },
+  };
+}
+
+/** The agent's notes settings; the built-in `default` agent's are AGENT_NOTES's unless it says otherwise. */
+function notesOf(agent: AgentDefinition, env: Env): RunConfig['notes'] {
+  const enabled = agent.notes?.enabled ?? (agent.name === DEFAULT_AGENT && env.AGENT_NOTES === 'on');
+  if (!enabled) return null;
+  return {
+    recall: agent.notes?.recall ?? DEFAULT_NOTES.recall,
+    maxTokens: agent.notes?.maxTokens ?? DEFAULT_NOTES.maxTokens,
+    keepDays: agent.notes?.keepDays ?? DEFAULT_NOTES.keepDays,
   };
 }
 

@@ -25,7 +25,8 @@ import { DEFAULT_AGENT, type AgentDefinition } from '../kernel/define-agent.js';
 import { ConfigError, InputError, type RunError, StoreError } from '../kernel/errors.js';
 import { usageOf, type Budget } from '../kernel/budget.js';
 import { runAgent } from '../kernel/run-agent.js';
-import type { AgentResult } from '../kernel/types.js';
+import type { AgentResult, StepTrace } from '../kernel/types.js';
+import { notesOwner, type RunNotes } from './run-notes.js';
 import type { Env } from '../../config/env.js';
 import type { CallGate } from '../kernel/call-gate.js';
 import type { ChatModel, ModelApi } from '../kernel/chat-model.js';
@@ -98,6 +99,8 @@ export interface TaskProcessorDeps {
   approvals?: ApprovalParking;
   /** Starts the child agents a run calls and reads their outcomes; without it a child call is refused. */
   children?: ChildJobs;
+  /** Notes across tasks, for agents that have them on (docs/notes.md); without it, none. */
+  notes?: RunNotes;
   logger: Logger;
 }
 
@@ -383,6 +386,11 @@ async function runTheAgent(
   // The calls of the children it waited on: a span each, from the launch to now, unless recorded at the launch.
   if (runTrace && childOutcomes && traceContinues(job))
     runTrace.childCallsReturned(returnedCalls(state.checkpoint, childOutcomes));
+  // Notes across tasks (docs/notes.md): a new run opens with its agent's notes; every run may look up more.
+  const notes = config.notes && deps.notes ? deps.notes.session(notesOwner(agent, task), config.notes) : null;
+  const recall = notes && !state.checkpoint ? await notes.opening(config.taskText, log) : undefined;
+  const stepTraces: StepTrace[] = [];
+  const registry = deps.tools.registryFor(config.tools);
   const result = await runAgent({
     runId: jobId,
     task: config.taskText,
@@ -390,7 +398,8 @@ async function runTheAgent(
     ...(agent.output ? { output: agent.output } : {}),
     model: deps.createModel(config.model, config.api),
     price: config.price,
-    tools: deps.tools.registryFor(config.tools),
+    tools: notes ? registry.with(notes.tool) : registry,
+    ...(recall ? { recall } : {}),
     budget: withinParentTime(config.budget, task.parent?.deadlineAt),
     protocol: config.protocol,
     options: config.options,
@@ -408,6 +417,7 @@ async function runTheAgent(
     onStep: (trace) => {
       steps.step(trace);
       traces.add(trace);
+      if (notes) stepTraces.push(trace);
       deps.metrics?.observeStep(trace);
       log.info({ step: trace.step, kind: trace.kind, costUsd: trace.totals.costUsd }, 'step');
     },
@@ -424,7 +434,17 @@ async function runTheAgent(
       traceContinues(job),
     );
   await steps.settled();
+  if (notes && !parked(result, signal)) await notes.close({ jobId, traces: stepTraces, result }, log);
   return result;
+}
+
+/** A run that stops to resume later (a decision, its children, a shutdown): not its end. */
+function parked(result: AgentResult, signal: AbortSignal | undefined): boolean {
+  return (
+    result.stopReason === 'awaiting_approval' ||
+    result.stopReason === 'awaiting_children' ||
+    (result.stopReason === 'cancelled' && signal?.reason === SHUTDOWN_REASON)
+  );
 }
 
 /**

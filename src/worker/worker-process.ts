@@ -10,6 +10,9 @@ import { ApprovalStore } from '../approvals/approval-store.js';
 import { ApprovalEvents } from '../approvals/approval-events.js';
 import { ApprovalParking } from './approval-parking.js';
 import { ChildJobs } from './child-jobs.js';
+import { RunNotes } from './run-notes.js';
+import { MysqlNoteStore } from '../notes/notes-store.js';
+import { tokenCounterFor } from '../kernel/tokens.js';
 import { ChildHolds } from '../fleet/child-holds.js';
 import { BatchRecords } from '../batch/batch-record.js';
 import { BatchReportStore } from '../reports/report-store.js';
@@ -151,6 +154,7 @@ export async function startWorkerProcess(
           new ChildHolds(limits.ledger),
         ),
         approvals: new ApprovalParking(approvalStore, new ApprovalEvents(queues.events)),
+        notes: new RunNotes(new MysqlNoteStore(stores.pool), tokenCounterFor(config.LLM_MODEL)),
         logger,
         results: queues.results,
       },

@@ -70,6 +70,7 @@ describe('agent-fleet <command>', () => {
     ['trace', '../scripts/trace.js', ['--job', '42', '--json']],
     ['report', '../scripts/report.js', ['--batch', 'b1', '--out', 'out']],
     ['schedules', '../scripts/schedules.js', ['remove', 'nightly']],
+    ['memory', '../scripts/memory.js', ['forget', '--agent', 'default', '--tenant', 'acme']],
     ['init', './init.js', ['my-fleet']],
   ])('%s runs %s with its arguments, as its npm script does', (name, module, args) => {
     expect(binCommand([name, ...args], cwd)).toEqual({ kind: 'run', name, module, args, env: {} });

@@ -1,0 +1,63 @@
+// Notes recalled from earlier runs (docs/notes.md) enter a run as what they are: the output of a tool. The kernel
+// writes a `recall_notes` call and its result at the head of the transcript, before the model's first turn, in the
+// run's protocol, so the notes carry a tool result's authority (below the user's), never the system prompt's or
+// the user's: a prompt injection an earlier run read must not become a standing order for every later one.
+import type { AssistantMessage, ChatMessage } from './messages.js';
+import type { AgentProtocol, PlannedCall } from './protocol.js';
+import { truncateChars } from './truncate.js';
+
+export const RECALL_TOOL = 'recall_notes';
+
+/** A note as a run is shown it: its id (the trace and the result name it), its kind, when, and its text. */
+export interface RecalledNote {
+  id: string;
+  kind: string;
+  /** When it was learned (ISO date), so the model can weigh an old note. */
+  learned: string;
+  text: string;
+}
+
+/** What a new run starts with: the notes recalled for its task. */
+export interface RunRecall {
+  /** What the notes were looked up for (the task's text, cut). */
+  query: string;
+  notes: readonly RecalledNote[];
+}
+
+/** The call's id in the transcript: the kernel's, never one a model could have given. */
+export const RECALL_CALL_ID = 'call_recall_notes_0';
+
+const QUERY_MAX_CHARS = 200;
+
+/** The recall's result: JSON, each note's text a quoted string, so no note can break out of it. */
+export function recallOutput(notes: readonly RecalledNote[]): string {
+  return JSON.stringify({
+    notes: notes.map((n) => ({ id: n.id, kind: n.kind, learned: n.learned, text: n.text })),
+  });
+}
+
+/** The query the head's call carries: the task's first characters, on one line. */
+export function recallQuery(task: string): string {
+  return truncateChars(task.replace(/\s+/g, ' ').trim(), QUERY_MAX_CHARS);
+}
+
+/** The head of a new run's transcript: the kernel's `recall_notes` call and its result, in the run's protocol. */
+export function recallTurn(protocol: AgentProtocol, recall: RunRecall): ChatMessage[] {
+  const args = { query: recall.query };
+  const call: PlannedCall = { id: RECALL_CALL_ID, name: RECALL_TOOL, args: { ok: true, value: args } };
+  const turn: AssistantMessage =
+    protocol.name === 'tools'
+      ? {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: RECALL_CALL_ID,
+              type: 'function',
+              function: { name: RECALL_TOOL, arguments: JSON.stringify(args) },
+            },
+          ],
+        }
+      : { role: 'assistant', content: JSON.stringify({ tool: RECALL_TOOL, args }) };
+  return [turn, ...protocol.observationMessages([call], [recallOutput(recall.notes)])];
+}

@@ -1,0 +1,179 @@
+// Correction notes derived from a finished run's trace, without a model call (docs/notes.md): a call of a tool
+// that failed, followed in a later step by a call of the same tool with other arguments that succeeded, is worth
+// remembering as "this failed with that error; it worked with those arguments". The error text comes from a tool
+// and the arguments from the model: both are hostile. Each is bounded and quoted as JSON (quotes, newlines,
+// control characters and angle brackets escaped), so a note is one line of fixed prose around quoted data; it
+// states what happened and never tells the model what to do.
+import { boundedJson } from '../kernel/bounded-json.js';
+import type { StepTrace } from '../kernel/types.js';
+import { NOTE_MAX_CHARS, type NoteDraft } from './note.js';
+
+export interface DeriveContext {
+  agent: string;
+  /** '' for a task without a tenant. */
+  tenant: string;
+  /** The run's job: each note's source. */
+  jobId: string;
+  expiresAt: Date;
+}
+
+/** Notes derived from one run at most. */
+export const MAX_CORRECTIONS_PER_RUN = 3;
+/** Characters of each quoted part, quotes and escapes included: the note stays within NOTE_MAX_CHARS. */
+const ERROR_MAX_CHARS = 130;
+const ARGS_MAX_CHARS = 125;
+/** Characters of two calls' arguments compared (beyond, arguments that long are taken as equal). */
+const COMPARE_MAX_CHARS = 20_000;
+/** Tool names a note may name (anything else is left out rather than quoted). */
+const TOOL_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
+
+/**
+ * Failures that say nothing about the arguments: the tool or its server was away, slow or interrupted, the call
+ * was refused by a person or by the kernel. Another call succeeding after them is no correction.
+ */
+const NOT_ABOUT_ARGUMENTS = new Set([
+  'timeout',
+  'aborted',
+  'unknown_tool',
+  'tool_unavailable',
+  'uncertain_effects',
+  'repeated_action',
+  'output_missing',
+  'system',
+  'unexpected',
+  'reject',
+  'rejected',
+  'expired',
+  'superseded',
+  'mcp_tool_gone',
+]);
+
+interface Call {
+  step: number;
+  tool: string;
+  /** The arguments as the note shows them (bounded). */
+  args: string;
+  /** Their JSON up to COMPARE_MAX_CHARS, to tell a correction from the same call made again. */
+  key: string;
+  ok: boolean;
+  errorCode: string | null;
+  observation: string;
+}
+
+/** At most MAX_CORRECTIONS_PER_RUN correction notes, in the order the run made the corrections. */
+export function deriveCorrectionNotes(steps: readonly StepTrace[], context: DeriveContext): NoteDraft[] {
+  const failed = new Map<string, Call>();
+  const notes: NoteDraft[] = [];
+  const seen = new Set<string>();
+  for (const call of callsOf(steps)) {
+    if (notes.length >= MAX_CORRECTIONS_PER_RUN) break;
+    if (!TOOL_NAME.test(call.tool)) continue;
+    if (!call.ok) {
+      if (aboutArguments(call.errorCode)) failed.set(call.tool, call);
+      continue;
+    }
+    const failure = failed.get(call.tool);
+    // A call made in the same step as the failure was not written knowing it failed.
+    if (!failure || failure.step >= call.step) continue;
+    failed.delete(call.tool);
+    // The same arguments working later: the failure was not theirs.
+    if (failure.key === call.key) continue;
+    const text = correctionText(failure, call);
+    if (seen.has(text)) continue;
+    seen.add(text);
+    notes.push({
+      agent: context.agent,
+      tenant: context.tenant,
+      kind: 'correction',
+      text,
+      sourceJobId: context.jobId,
+      sourceStep: call.step,
+      expiresAt: context.expiresAt,
+    });
+  }
+  return notes;
+}
+
+function aboutArguments(code: string | null): boolean {
+  if (code === null) return true;
+  return !NOT_ABOUT_ARGUMENTS.has(code) && !/_(unavailable|busy)$/.test(code);
+}
+
+function* callsOf(steps: readonly StepTrace[]): Generator<Call> {
+  const ordered = [...steps].sort((a, b) => a.step - b.step);
+  for (const step of ordered) {
+    for (const [index, action] of step.actions.entries()) {
+      yield {
+        step: step.step,
+        tool: action.tool,
+        args: argsJson(action.args),
+        key: boundedJson(action.args ?? null, COMPARE_MAX_CHARS).text,
+        ok: action.ok,
+        errorCode: action.errorCode,
+        observation: step.observations[index] ?? '',
+      };
+    }
+  }
+}
+
+/** `tool failed with: "error" when called with {…}; it worked with {…}.` */
+function correctionText(failure: Call, success: Call): string {
+  const text =
+    `${failure.tool} failed with: ${quote(errorLine(failure.observation), ERROR_MAX_CHARS)}` +
+    ` when called with ${failure.args}; it worked with ${success.args}.`;
+  // The parts are bounded so this holds; kept as a guard, cutting the quoted data rather than the prose.
+  return text.length <= NOTE_MAX_CHARS ? text : `${text.slice(0, NOTE_MAX_CHARS - 1)}…`;
+}
+
+/** The error's first non-empty line, without the kernel's `Error: ` prefix. */
+function errorLine(observation: string): string {
+  const message = observation.replace(/^Error(?: \(after \d+ attempts\))?: /, '');
+  return (
+    message
+      .split(/\r\n|\r|\n/)
+      .map((line) => line.trim())
+      .find((line) => line !== '') ?? '(no message)'
+  );
+}
+
+/** The arguments as compact JSON when they fit, else their cut JSON text as a quoted string. */
+function argsJson(args: unknown): string {
+  const json = boundedJson(args ?? null, ARGS_MAX_CHARS);
+  if (json.complete) {
+    const safe = escapeUnsafe(json.text);
+    if (safe.length <= ARGS_MAX_CHARS) return safe;
+  }
+  return quote(json.text, ARGS_MAX_CHARS);
+}
+
+/**
+ * Text as a JSON string literal of at most maxChars characters, quotes and escapes included, cut (with …) to fit.
+ * Nothing inside can end the literal, start a line, or form a tag or special token (`<|im_start|>`, `</tool>`).
+ */
+export function quote(text: string, maxChars: number): string {
+  let cut = Math.min(text.length, maxChars);
+  for (;;) {
+    const piece = cut < text.length ? `${safeSlice(text, cut)}…` : text;
+    const quoted = escapeUnsafe(JSON.stringify(piece));
+    if (quoted.length <= maxChars || cut === 0) return quoted;
+    cut = Math.max(0, Math.min(cut - 1, Math.floor(cut * 0.85)));
+  }
+}
+
+/**
+ * JSON text with the characters a reader or a template could act on written as `\uXXXX`: angle brackets and the
+ * ampersand, DEL and C1 controls, line and paragraph separators, bidirectional overrides. JSON.stringify already
+ * escapes quotes, backslashes and C0 controls; these only occur inside strings, so the JSON reads back the same.
+ */
+function escapeUnsafe(json: string): string {
+  return json.replace(
+    /[<>&\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+/** The first `length` characters, one fewer when that would split a surrogate pair. */
+function safeSlice(text: string, length: number): string {
+  const piece = text.slice(0, length);
+  return /[\uD800-\uDBFF]$/.test(piece) ? piece.slice(0, -1) : piece;
+}
