@@ -13,6 +13,7 @@ import { turnsIn } from '../../../src/testing/transcript.js';
 import {
   createNamespace,
   killWorker,
+  queryStore,
   startWorker,
   type FleetNamespace,
   type WorkerHandle,
@@ -99,9 +100,19 @@ it('SIGKILL of the parent right after its children were enqueued: each child onc
   expect(result.answer).toBe('report: EU sales grew | US sales grew | APAC sales grew');
   expect(result.children).toHaveLength(3);
   const asked = (pattern: RegExp) => model.requests.filter((r) => pattern.test(taskOf(r))).length;
-  // Each child's one model call, once; the parent's first call once and its resumed call once.
-  for (const region of ['EU', 'US', 'APAC'])
-    expect(asked(new RegExp(`"region":"${region}"`)), region).toBe(1);
+  // Each child is one job and one run, however the kill fell: the resumed parent started none again.
+  const runs = await queryStore<{ job_id: string }>(
+    ns,
+    'SELECT job_id FROM agent_runs WHERE parent_job_id = ?',
+    [jobId],
+  );
+  expect(runs.map((r) => r.job_id).sort()).toEqual(result.children!.map((c) => c.jobId).sort());
+  // Each child's model call once, or twice for the one child the killed worker may have taken in the moment
+  // between the parent leaving its slot and the kill (then asked again where it resumed); the parent's first call
+  // once and its resumed call once.
+  const asks = ['EU', 'US', 'APAC'].map((region) => asked(new RegExp(`"region":"${region}"`)));
+  for (const n of asks) expect(n).toBeGreaterThanOrEqual(1);
+  expect(asks.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(4);
   expect(model.requests.filter((r) => taskOf(r).startsWith('report on regions'))).toHaveLength(2);
 }, 180_000);
 
