@@ -80,6 +80,8 @@ export interface AgentNotes {
   maxTokens?: number;
   /** How long a note is kept after it was learned, in days; default 90. */
   keepDays?: number;
+  /** Its model may keep notes of its own with a `keep_note` tool (a call within the run's budget); default false. */
+  write?: boolean;
 }
 
 export const DEFAULT_NOTES = { recall: 5, maxTokens: 400, keepDays: 90 } as const;
@@ -148,6 +150,8 @@ function checkNotes(agent: AgentDefinition): void {
   const bad = (field: string, rule: string, value: unknown) =>
     new Error(`agent "${agent.name}": notes.${field} must be ${rule}, got ${JSON.stringify(value)}`);
   if (typeof notes.enabled !== 'boolean') throw bad('enabled', 'true or false', notes.enabled);
+  if (notes.write !== undefined && typeof notes.write !== 'boolean')
+    throw bad('write', 'true or false', notes.write);
   const whole = (field: 'recall' | 'maxTokens' | 'keepDays', min: number, max: number) => {
     const value = notes[field];
     if (value !== undefined && !(Number.isInteger(value) && value >= min && value <= max))

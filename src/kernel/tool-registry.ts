@@ -28,9 +28,9 @@ export class ToolRegistry {
     return Object.keys(this.byName);
   }
 
-  /** These tools and one more (a run's own, such as its `recall_notes`); a name already here is refused. */
-  with(tool: Tool): ToolRegistry {
-    return new ToolRegistry([...Object.values(this.byName), tool]);
+  /** These tools and a run's own (its `recall_notes`); a name already here is refused. */
+  with(...tools: Tool[]): ToolRegistry {
+    return new ToolRegistry([...Object.values(this.byName), ...tools]);
   }
 
   /** A subset, for a task that names the tools it may use. */

@@ -94,6 +94,29 @@ export function deriveCorrectionNotes(steps: readonly StepTrace[], context: Deri
   return notes;
 }
 
+/**
+ * The correction notes a run contradicted: it was shown a note saying a tool "worked with" some arguments, and a
+ * call of that tool with those very arguments failed in this run (for a reason about them). Such a note is wrong
+ * now (the schema changed, the data moved) and is dropped rather than recalled again.
+ */
+export function contradictedNotes(
+  steps: readonly StepTrace[],
+  shown: readonly { id: string; kind: string; text: string }[],
+): string[] {
+  const corrections = shown.filter((note) => note.kind === 'correction');
+  if (corrections.length === 0) return [];
+  const failed = [...callsOf(steps)].filter((call) => !call.ok && aboutArguments(call.errorCode));
+  return corrections
+    .filter((note) =>
+      failed.some(
+        (call) =>
+          note.text.startsWith(`${call.tool} failed with: `) &&
+          note.text.endsWith(`; it worked with ${call.args}.`),
+      ),
+    )
+    .map((note) => note.id);
+}
+
 function aboutArguments(code: string | null): boolean {
   if (code === null) return true;
   return !NOT_ABOUT_ARGUMENTS.has(code) && !/_(unavailable|busy)$/.test(code);

@@ -31,7 +31,7 @@ export interface RunConfig {
   /** Which calls wait for a decision, and for how long at most (docs/approvals.md). */
   approval: { policy: ApprovalPolicy; timeoutMs: number };
   /** Notes across tasks (docs/notes.md): how many a run recalls, within how many tokens, kept how long; null: off. */
-  notes: { recall: number; maxTokens: number; keepDays: number } | null;
+  notes: { recall: number; maxTokens: number; keepDays: number; write: boolean } | null;
 }
 
 /**
@@ -98,6 +98,7 @@ function notesOf(agent: AgentDefinition, env: Env): RunConfig['notes'] {
     recall: agent.notes?.recall ?? DEFAULT_NOTES.recall,
     maxTokens: agent.notes?.maxTokens ?? DEFAULT_NOTES.maxTokens,
     keepDays: agent.notes?.keepDays ?? DEFAULT_NOTES.keepDays,
+    write: agent.notes?.write ?? false,
   };
 }
 

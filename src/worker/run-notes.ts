@@ -1,7 +1,8 @@
 // The worker's half of notes across tasks (docs/notes.md): a new run of an agent with notes on starts with the
 // notes most relevant to its task (the kernel puts them at the head of its transcript as a `recall_notes` call and
-// its result) and may look up more with the `recall_notes` tool; a run that ended leaves what its trace shows it
-// learned (corrections of its own failed calls), and a failed run weighs down the notes it was given.
+// its result) and may look up more with the `recall_notes` tool (and, when its agent lets it, keep notes of its own
+// with `keep_note`); a run that ended leaves what its trace shows it learned (corrections of its own failed calls),
+// a failed run weighs down the notes it was given, and a correction the run found wrong is dropped.
 import { z } from 'zod';
 import {
   recallOutput,
@@ -14,8 +15,8 @@ import { defineTool, type Tool } from '../kernel/tool.js';
 import type { TokenCounter } from '../kernel/tokens.js';
 import type { AgentResult, StepTrace } from '../kernel/types.js';
 import type { Logger } from '../logging/logger.js';
-import { deriveCorrectionNotes } from '../notes/derive-notes.js';
-import type { Note, NoteStore } from '../notes/note.js';
+import { contradictedNotes, deriveCorrectionNotes } from '../notes/derive-notes.js';
+import { NOTE_MAX_CHARS, type Note, type NoteStore } from '../notes/note.js';
 import type { RunConfig } from './run-config.js';
 
 export type NotesSettings = NonNullable<RunConfig['notes']>;
@@ -28,12 +29,14 @@ export interface NotesOwner {
 }
 
 const TOOL_QUERY_MAX = 500;
+export const KEEP_NOTE_TOOL = 'keep_note';
 
 /** One run's notes: the `recall_notes` tool it may call, the opening recall of a new run, what it leaves. */
 export class NotesSession {
   /** The ids of the notes the run was shown, by the opening recall or its own `recall_notes` calls. */
   readonly used = new Set<string>();
-  readonly tool: Tool;
+  /** `recall_notes`, and `keep_note` for an agent whose model may write notes. */
+  readonly tools: Tool[];
 
   constructor(
     private readonly store: NoteStore,
@@ -41,7 +44,7 @@ export class NotesSession {
     private readonly owner: NotesOwner,
     private readonly settings: NotesSettings,
   ) {
-    this.tool = defineTool({
+    const recall = defineTool({
       name: RECALL_TOOL,
       description:
         'Looks up notes kept from earlier runs of this agent (facts about the data and tools, corrections of ' +
@@ -49,6 +52,29 @@ export class NotesSession {
       parameters: z.object({ query: z.string().min(1).max(TOOL_QUERY_MAX) }),
       readOnly: true,
       execute: async ({ query }) => recallOutput(await this.recall(query)),
+    });
+    this.tools = settings.write ? [recall, this.keepNoteTool()] : [recall];
+  }
+
+  /**
+   * A note in the model's words, kept for the agent's later runs: a fact it found or a mistake it wants to avoid.
+   * Not read-only: it changes what later runs read, so a policy that asks before side effects asks before it too.
+   * The same text kept again is the same note.
+   */
+  private keepNoteTool(): Tool {
+    return defineTool({
+      name: KEEP_NOTE_TOOL,
+      description:
+        'Keeps a short note for later runs of this agent: a fact about the data or tools, or a mistake to avoid ' +
+        `(at most ${NOTE_MAX_CHARS} characters). Later runs read it as data from this run.`,
+      parameters: z.object({ text: z.string().trim().min(1).max(NOTE_MAX_CHARS) }),
+      execute: async ({ text }, ctx) => {
+        const expiresAt = new Date(Date.now() + this.settings.keepDays * 86_400_000);
+        const [id] = await this.store.add([
+          { ...this.owner, kind: 'model', text, sourceJobId: ctx.runId, sourceStep: ctx.step, expiresAt },
+        ]);
+        return `kept as ${id}`;
+      },
     });
   }
 
@@ -79,9 +105,19 @@ export class NotesSession {
       const drafts = deriveCorrectionNotes(run.traces, { ...this.owner, jobId: run.jobId, expiresAt });
       if (drafts.length > 0) await this.store.add(drafts);
       if (run.result.status === 'failed' && used.size > 0) await this.store.weighDown([...used]);
+      await this.dropContradicted(run.traces, used);
     } catch (err) {
       log.warn({ err }, "could not keep the run's notes");
     }
+  }
+
+  /** Corrections the run was shown and found wrong: a call with the arguments a note says worked failed. */
+  private async dropContradicted(traces: readonly StepTrace[], used: ReadonlySet<string>): Promise<void> {
+    if (used.size === 0 || !traces.some((t) => t.actions.some((a) => !a.ok))) return;
+    const shown = (await Promise.all([...used].map((id) => this.store.get(id)))).filter(
+      (note): note is Note => note !== null,
+    );
+    for (const id of contradictedNotes(traces, shown)) await this.store.forget(id);
   }
 
   /** The most relevant notes that fit the token allowance; each counted as used. */

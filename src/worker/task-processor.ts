@@ -398,7 +398,7 @@ async function runTheAgent(
     ...(agent.output ? { output: agent.output } : {}),
     model: deps.createModel(config.model, config.api),
     price: config.price,
-    tools: notes ? registry.with(notes.tool) : registry,
+    tools: notes ? registry.with(...notes.tools) : registry,
     ...(recall ? { recall } : {}),
     budget: withinParentTime(config.budget, task.parent?.deadlineAt),
     protocol: config.protocol,

@@ -46,9 +46,23 @@ function salesModel(request: RecordedRequest): ScriptedReply | undefined {
   return { actions: [{ tool: 'sales_query', args: { column: 'revenue' } }] };
 }
 
+const FACT = 'The fiscal year starts in April.';
+
+/** Keeps a note of what it found unless a recalled note already says it; then answers with what it knows. */
+function scribeModel(request: RecordedRequest): ScriptedReply | undefined {
+  if (!String(request.messages[1]?.content ?? '').startsWith('When does the fiscal year start?'))
+    return undefined;
+  const calls = modelCalls(request.messages);
+  const known = calls.some(
+    (c) => (c.tool === 'recall_notes' || c.tool === 'keep_note') && c.result?.includes('April'),
+  );
+  if (known || calls.some((c) => c.tool === 'keep_note')) return { answer: 'April' };
+  return { actions: [{ tool: 'keep_note', args: { text: FACT } }] };
+}
+
 setupOrFail(async () => {
   ns = createNamespace('notes');
-  model = await startScriptedModel({ rules: [salesModel] });
+  model = await startScriptedModel({ rules: [salesModel, scribeModel] });
   worker = startWorker(ns, {
     OPENAI_BASE_URL: model.baseURL,
     FLEET_CONFIG: 'test/fixtures/fleets/notes.config.ts',
@@ -62,9 +76,9 @@ afterAll(async () => {
   await model?.close();
 });
 
-async function run(agent: string, tenant?: string) {
+async function run(agent: string, tenant?: string, task = TASK) {
   const first = model.requests.length;
-  const { jobId } = await ns.client.enqueue({ agent, task: TASK, ...(tenant ? { tenant } : {}) });
+  const { jobId } = await ns.client.enqueue({ agent, task, ...(tenant ? { tenant } : {}) });
   const result = await ns.client.waitForResult(jobId, { timeoutMs: 60_000 });
   return { result, requests: model.requests.slice(first) };
 }
@@ -123,4 +137,20 @@ it("notes stay with their tenant and their agent: another tenant's run, or anoth
     "SELECT COUNT(*) AS n FROM agent_notes WHERE agent = 'forgetful'",
   );
   expect(Number(left[0]!.n)).toBe(0);
+}, 90_000);
+
+it('an agent that may write notes keeps one with keep_note, within its run, and its next run recalls it', async () => {
+  const first = await run('scribe', undefined, 'When does the fiscal year start?');
+  expect(first.result).toMatchObject({ status: 'succeeded', answer: 'April' });
+  expect(first.requests).toHaveLength(2); // keep_note, the answer
+  const kept = await queryStore<{ id: string; kind: string; text: string; source_job_id: string }>(
+    ns,
+    "SELECT id, kind, text, source_job_id FROM agent_notes WHERE agent = 'scribe'",
+  );
+  expect(kept).toEqual([
+    expect.objectContaining({ kind: 'model', text: FACT, source_job_id: first.result.jobId }),
+  ]);
+  const second = await run('scribe', undefined, 'When does the fiscal year start?');
+  expect(second.requests).toHaveLength(1); // it knew, from the recalled note
+  expect(second.result.notesUsed).toEqual([kept[0]!.id]);
 }, 90_000);

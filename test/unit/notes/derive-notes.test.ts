@@ -3,7 +3,11 @@
 // arguments, and hostile text from a tool or the model, never make a note that reads as anything but quoted data.
 import { describe, expect, it } from 'vitest';
 import type { StepTrace } from '../../../src/kernel/types.js';
-import { deriveCorrectionNotes, MAX_CORRECTIONS_PER_RUN } from '../../../src/notes/derive-notes.js';
+import {
+  contradictedNotes,
+  deriveCorrectionNotes,
+  MAX_CORRECTIONS_PER_RUN,
+} from '../../../src/notes/derive-notes.js';
 import { NOTE_MAX_CHARS, noteText } from '../../../src/notes/note.js';
 
 const CONTEXT = {
@@ -220,5 +224,32 @@ describe('deriveCorrectionNotes', () => {
         CONTEXT,
       ),
     ).toEqual([]);
+  });
+});
+
+describe('a correction the run found wrong', () => {
+  const [note] = deriveCorrectionNotes(
+    trace(
+      [fail('sql_query', { sql: 'SELECT revenue' }, "Error: Unknown column 'revenue'")],
+      [succeed('sql_query', { sql: 'SELECT amount' })],
+    ),
+    CONTEXT,
+  );
+  const shown = [{ id: 'n1', kind: 'correction', text: note!.text }];
+
+  it('is one whose "worked with" arguments failed in this run, for a reason about them', () => {
+    const later = trace([fail('sql_query', { sql: 'SELECT amount' }, "Error: Unknown column 'amount'")]);
+    expect(contradictedNotes(later, shown)).toEqual(['n1']);
+  });
+
+  it("is not one whose arguments worked again, failed for another reason, or were another tool's", () => {
+    expect(contradictedNotes(trace([succeed('sql_query', { sql: 'SELECT amount' })]), shown)).toEqual([]);
+    const timedOut = trace([fail('sql_query', { sql: 'SELECT amount' }, 'Error: timed out', 'timeout')]);
+    expect(contradictedNotes(timedOut, shown)).toEqual([]);
+    const other = trace([fail('other_query', { sql: 'SELECT amount' }, 'Error: no')]);
+    expect(contradictedNotes(other, shown)).toEqual([]);
+    const model = [{ id: 'n2', kind: 'model', text: note!.text }];
+    const later = trace([fail('sql_query', { sql: 'SELECT amount' }, "Error: Unknown column 'amount'")]);
+    expect(contradictedNotes(later, model)).toEqual([]);
   });
 });
