@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { SpendLedger } from './spend-ledger.js';
 import { jobScopes, type JobScopeOwner } from './fleet-gate.js';
 import { holdScope } from './spend-scopes.js';
+import { decodeTicket } from './spend-tickets.js';
 import { MICRO_USD_PER_USD, microUsdDown } from './spend-money.js';
 
 /** How long past the child's deadline its hold lives unsettled: the time its result takes to go out. */
@@ -72,6 +73,12 @@ export class ChildHolds {
 
   /** Settles a hold with what the child's tree spent; settling it again changes nothing. */
   async release(ticket: string, spent: { totalTokens: number; costUsd: number }): Promise<void> {
-    await this.ledger.settle(ticket, { tokens: spent.totalTokens, costUsd: spent.costUsd });
+    // What the hold's own scope saw counts too: calls of a child attempt that crashed after its last checkpoint are
+    // not in its result's usage, but their bookings are in the hold (expired ones as spent at their worst case).
+    const seen = await this.ledger.getSpend(holdScope(decodeTicket(ticket).id));
+    await this.ledger.settle(ticket, {
+      tokens: Math.max(spent.totalTokens, seen.usedTokens + seen.reservedTokens),
+      costUsd: Math.max(spent.costUsd, (seen.usedMicroUsd + seen.reservedMicroUsd) / MICRO_USD_PER_USD),
+    });
   }
 }

@@ -121,3 +121,28 @@ it('an unsettled hold expires as spent at its worst case, and a late settle corr
   await holds.release(held.ticket, { totalTokens: 500, costUsd: 0.004 });
   expect(await ledger.getSpend(batchScope(batchId))).toMatchObject({ usedMicroUsd: 4_000, usedTokens: 500 });
 });
+
+it("a child attempt's calls lost in a crash still count: the hold settles at what its scope saw, if more", async () => {
+  const batchId = freshBatch();
+  const held = await holds.take(
+    { batchId },
+    'child-e',
+    { maxTokens: 5_000, maxCostUsd: 0.1 },
+    clock + 60_000,
+  );
+  if (!held.ok) throw new Error(held.message);
+  const scopes = jobScopes({ hold: held.ticket })(clock);
+  // The first attempt's call is booked, and its worker dies before settling it or checkpointing.
+  const lost = await ledger.reserve(scopes, { tokens: 1_000, costUsd: 0.02 });
+  expect(lost.ok).toBe(true);
+  // The resumed attempt's call, settled; the result's usage knows only it.
+  const kept = await ledger.reserve(scopes, { tokens: 1_000, costUsd: 0.02 });
+  if (!kept.ok) throw new Error(kept.message);
+  await ledger.settle(kept.ticket, { tokens: 400, costUsd: 0.005 });
+  await holds.release(held.ticket, { totalTokens: 400, costUsd: 0.005 });
+  expect(await ledger.getSpend(batchScope(batchId))).toMatchObject({
+    usedMicroUsd: 25_000,
+    usedTokens: 1_400,
+    reservedMicroUsd: 0,
+  });
+});
