@@ -1,6 +1,6 @@
 // The command line of `npm run approvals`, parsed: pure, so every refusal (which names its flag) is tested without
 // a process. What a decision may be is the desk's to say; this only reads what was typed.
-import { parseArgs } from 'node:util';
+import { parseSubcommand } from '../util/subcommand-args.js';
 import { APPROVAL_STATES } from './approval.js';
 import type { ApprovalFilter } from './approval-store.js';
 
@@ -71,28 +71,14 @@ const ALLOWED: Record<string, readonly (keyof Values)[]> = {
 };
 
 export function parseApprovalsArgs(argv: readonly string[]): ApprovalsArgs {
-  let values: Values;
-  let positionals: string[];
-  try {
-    ({ values, positionals } = parseArgs({
-      args: [...argv],
-      options: OPTIONS,
-      strict: true,
-      allowPositionals: true,
-    }));
-  } catch (error) {
-    return { kind: 'error', message: error instanceof Error ? error.message : String(error) };
-  }
-  if (values.help) return { kind: 'help' };
-  const [command, ...rest] = positionals;
-  if (command === undefined)
-    return { kind: 'error', message: 'a command is needed: list, show, approve or reject' };
-  const allowed = ALLOWED[command];
-  if (!allowed) return { kind: 'error', message: `unknown command ${JSON.stringify(command)}` };
-  const stray = (Object.keys(values) as (keyof Values)[]).find(
-    (flag) => flag !== 'help' && !allowed.includes(flag),
+  const parsed = parseSubcommand<Values>(
+    argv,
+    OPTIONS,
+    ALLOWED,
+    'a command is needed: list, show, approve or reject',
   );
-  if (stray) return { kind: 'error', message: `--${stray} is not an option of ${command}` };
+  if (parsed.kind !== 'command') return parsed;
+  const { command, rest, values } = parsed;
   if (command === 'list') return rest.length > 0 ? extra(command, rest) : parseList(values);
   if (command === 'show') {
     if (rest.length !== 1) return { kind: 'error', message: 'show takes one approval id' };

@@ -1,6 +1,6 @@
 // The command line of `npm run memory`, parsed: pure, so every refusal (which names its argument) is tested
 // without a process.
-import { parseArgs } from 'node:util';
+import { parseSubcommand } from '../util/subcommand-args.js';
 import { AGENT_NAME } from '../kernel/define-agent.js';
 import { TENANT_NAME, TENANT_NAME_RULE } from '../queue/tenant-name.js';
 import type { NoteListFilter } from './note.js';
@@ -45,27 +45,9 @@ const ALLOWED: Record<string, readonly (keyof Values)[]> = {
 };
 
 export function parseMemoryArgs(argv: readonly string[]): MemoryArgs {
-  let values: Values;
-  let positionals: string[];
-  try {
-    ({ values, positionals } = parseArgs({
-      args: [...argv],
-      options: OPTIONS,
-      strict: true,
-      allowPositionals: true,
-    }));
-  } catch (error) {
-    return { kind: 'error', message: error instanceof Error ? error.message : String(error) };
-  }
-  if (values.help) return { kind: 'help' };
-  const [command, ...rest] = positionals;
-  if (command === undefined) return { kind: 'error', message: 'a command is needed: list, show or forget' };
-  const allowed = ALLOWED[command];
-  if (!allowed) return { kind: 'error', message: `unknown command ${JSON.stringify(command)}` };
-  const stray = (Object.keys(values) as (keyof Values)[]).find(
-    (flag) => flag !== 'help' && !allowed.includes(flag),
-  );
-  if (stray) return { kind: 'error', message: `--${stray} is not an option of ${command}` };
+  const parsed = parseSubcommand<Values>(argv, OPTIONS, ALLOWED, 'a command is needed: list, show or forget');
+  if (parsed.kind !== 'command') return parsed;
+  const { command, rest, values } = parsed;
   const scope = parseScope(values);
   if (typeof scope === 'string') return { kind: 'error', message: scope };
   if (command === 'list') {
