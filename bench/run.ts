@@ -14,6 +14,7 @@ import { children, type ChildrenResult } from './scenarios/children.js';
 import { cost, type CostResult } from './scenarios/cost.js';
 import { latency, type LatencyResult } from './scenarios/latency.js';
 import { memory, type MemoryResult } from './scenarios/memory.js';
+import { notesMemory, type NotesMemoryResult } from './scenarios/notes-memory.js';
 import { realTools, type RealToolsResult } from './scenarios/real-tools.js';
 import { redisMemory, type RedisMemoryResult } from './scenarios/redis-memory.js';
 import { stepsAndFloor, type StepsAndFloorResult } from './scenarios/steps-and-floor.js';
@@ -73,6 +74,11 @@ const config = {
     treeLatencyMs: Number(process.env.BENCH_CHILDREN_TREE_LATENCY_MS ?? 0),
     repetitions: envInt('BENCH_REPETITIONS', 3),
   },
+  // Scenario 11 (BENCH_ONLY=11 or memory): notes across tasks, the reference task twice with notes off and on.
+  notes: {
+    repetitions: envInt('BENCH_REPETITIONS', 5),
+    latencyMs: Number(process.env.BENCH_NOTES_LATENCY_MS ?? 100),
+  },
   targets: { cpuRatio: 1.5, throughputRatio: 0.95, heapKbPerJob: 200, realToolsRatio: 1.5 },
 };
 const only = new Set((process.env.BENCH_ONLY ?? '1,2,3,4,5,6,10').split(',').map((s) => s.trim()));
@@ -121,6 +127,7 @@ let twoProcesses: { one: LatencyResult; two: LatencyResult } | undefined;
 let redisMemoryResult: RedisMemoryResult | undefined;
 let costResult: CostResult | undefined;
 let childrenResult: ChildrenResult | undefined;
+let notesResult: NotesMemoryResult | undefined;
 
 async function attempt<T>(scenario: string, run: () => Promise<T>): Promise<T | undefined> {
   try {
@@ -182,6 +189,9 @@ try {
   }
   if (only.has('10') || only.has('children')) {
     childrenResult = await attempt('10 children', () => children({ ...config.children, workerNodeArgs }));
+  }
+  if (only.has('11') || only.has('memory')) {
+    notesResult = await attempt('11 notes memory', () => notesMemory({ ...config.notes, workerNodeArgs }));
   }
 } finally {
   await stopAllChildren();
@@ -517,6 +527,27 @@ if (childrenResult) {
     ),
   );
 }
+if (notesResult) {
+  const n = notesResult;
+  const figures = [
+    ['modelCalls', 'model calls', 'calls'],
+    ['promptTokens', 'prompt tokens', 'tokens'],
+    ['completionTokens', 'completion tokens', 'tokens'],
+    ['costUsd', `dollars per 1,000 runs (${n.model} prices, no cached input)`, 'USD'],
+    ['latencyMs', `latency, added → finished (model ${n.latencyMs} ms/call)`, 'ms'],
+  ] as const;
+  for (const run of ['run2', 'run1'] as const) {
+    const scenario = `11 notes: ${run === 'run2' ? 'run 2 (the saving)' : 'run 1 (what recall adds)'}`;
+    for (const [key, label, unit] of figures) {
+      const scale = key === 'costUsd' ? 1000 : 1;
+      rows.push({
+        ...info(scenario, `${label}, notes on`, n.medians.on[run][key] * scale, unit),
+        baseline: { label: 'notes off', value: n.medians.off[run][key] * scale },
+        ratio: n.ratios[run][key],
+      });
+    }
+  }
+}
 
 const finishedAt = new Date();
 const report = {
@@ -546,6 +577,7 @@ const report = {
     twoProcesses,
     redisMemory: redisMemoryResult,
     children: childrenResult,
+    notesMemory: notesResult,
   },
   rows,
   errors,
@@ -635,6 +667,25 @@ if (childrenResult) {
         (Object.keys(unexpected).length ? `; UNEXPECTED RESULTS: ${JSON.stringify(unexpected)}` : ''),
     );
   }
+}
+if (notesResult) {
+  const n = notesResult;
+  const r = (xs: number[]) => xs.map((x) => x.toFixed(3)).join(', ');
+  const pct2 = (x: number) => `${(x * 100).toFixed(2)}%`;
+  const unexpected = Object.keys(n.unexpected).length;
+  lines.push(
+    `11: ${n.repetitions} repetitions (notes off twice and on twice, the side first alternating); on/off per repetition: ` +
+      `run 2 calls ${r(n.ratioSeries.run2.modelCalls)}, prompt ${r(n.ratioSeries.run2.promptTokens)}, ` +
+      `USD ${r(n.ratioSeries.run2.costUsd)}, latency ${r(n.ratioSeries.run2.latencyMs)}; run 1 prompt ` +
+      `${r(n.ratioSeries.run1.promptTokens)}, USD ${r(n.ratioSeries.run1.costUsd)}, latency ${r(n.ratioSeries.run1.latencyMs)}; ` +
+      `results' usage against the model server's own count: at most ${pct2(n.crossCheck.promptTokens)} apart ` +
+      `(prompt), ${pct2(n.crossCheck.completionTokens)} (completion), ${pct2(n.crossCheck.costUsd)} (USD); ` +
+      `prompt tokens a call: ${n.promptTokensPerCall.firstCallOff} for the first call with notes off, ` +
+      `+${n.promptTokensPerCall.toolDefinition} for the recall_notes tool's definition (every call with notes on), ` +
+      `+${n.promptTokensPerCall.recallHead} for the recall at the head (every call of a run opening with a note); ` +
+      `tools offered off: ${n.runs[0]?.off[0].toolsOffered.join(', ')}; on: ${n.runs[0]?.on[0].toolsOffered.join(', ')}` +
+      (unexpected ? `; UNEXPECTED RUNS: ${JSON.stringify(n.unexpected)}` : ''),
+  );
 }
 const loads = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');
 lines.push(

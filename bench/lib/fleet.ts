@@ -78,11 +78,25 @@ export function createNamespace(label: string, withDatabase: boolean): Namespace
   return ns;
 }
 
+/** A call's usage as the scripted server counted it (src/testing/scripted-model-server.ts). */
+export interface ServerUsage {
+  promptTokens: number;
+  completionTokens: number;
+  cachedPromptTokens?: number;
+  reasoningTokens?: number;
+}
+
 export interface ModelServer {
   child: Child;
   baseURL: string;
   /** Request bodies the server recorded, from index `from` on. */
-  requests(from?: number): Promise<{ bodies: Record<string, unknown>[]; total: number; failures: string[] }>;
+  requests(from?: number): Promise<{
+    bodies: Record<string, unknown>[];
+    /** The server's own accounting of each call (null for a call it sent no usage for). */
+    usages: (ServerUsage | null)[];
+    total: number;
+    failures: string[];
+  }>;
   /** When each request arrived (ms since epoch) and the task it belongs to. */
   timeline(from?: number): Promise<{ task: string; receivedAt: number }[]>;
 }
@@ -107,6 +121,7 @@ export async function startModelServer(
       const reply = nextMessage<{
         type: 'requests';
         bodies: Record<string, unknown>[];
+        usages: (ServerUsage | null)[];
         total: number;
         failures: string[];
       }>(child, 'requests', 60_000);

@@ -110,7 +110,7 @@ export interface RealToolsResult {
 const REAL_TOOLS_STEPS = 5;
 
 /** A private copy of the demo data database and its read-only account, removed at the end. */
-async function seedPrivateData(label: string): Promise<{ url: string; cleanup: () => Promise<void> }> {
+export async function seedPrivateData(label: string): Promise<{ url: string; cleanup: () => Promise<void> }> {
   const id = randomBytes(4).toString('hex');
   const database = `af_bench_${label}_data_${id}`;
   const user = `afb_${label}_${id}`;

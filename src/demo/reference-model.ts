@@ -6,9 +6,14 @@
 //   4. the answer.
 // Report tasks get one query and an answer built from its result. It speaks both protocols, because the
 // scripted server renders each reply for the protocol of the request.
+// A run of an agent with notes on may open with notes recalled from earlier runs (docs/notes.md): the output of a
+// `recall_notes` call at the head of the transcript. The model reads them as a model would: when a correction
+// note says which query worked, or which column replaced the one its query named, it writes the right query
+// first (one model call fewer). It reads nothing but the request's messages.
 import type { ChatMessage } from '../kernel/messages.js';
 import { isSummaryRequest } from '../kernel/memory.js';
-import { observationsIn } from '../testing/transcript.js';
+import { RECALL_TOOL } from '../kernel/recalled-notes.js';
+import { modelCalls } from '../testing/transcript.js';
 import type { RecordedRequest, ReplyRule, ScriptedReply } from '../testing/scripted-model-server.js';
 
 export const REFERENCE_TASK = 'Find the top 3 customers by Q1 2024 sales and email each a thank-you note';
@@ -17,6 +22,10 @@ const WRONG_SQL =
   "SELECT c.name, c.email, SUM(o.amount) AS q1_sales FROM customers c JOIN orders o ON o.customer_id = c.id WHERE o.status = 'completed' AND o.order_date BETWEEN '2024-01-01' AND '2024-03-31' GROUP BY c.id ORDER BY q1_sales DESC LIMIT 3";
 const RIGHT_SQL =
   "SELECT c.name, c.email, SUM(o.total) AS q1_sales FROM customers c JOIN orders o ON o.customer_id = c.id WHERE o.status = 'completed' AND o.order_date BETWEEN '2024-01-01' AND '2024-03-31' GROUP BY c.id, c.name, c.email ORDER BY q1_sales DESC LIMIT 3";
+
+/** The column the first query sums, and the one the data has (the `orders` table's `total`). */
+const WRONG_COLUMN = 'o.amount';
+const RIGHT_COLUMN = 'o.total';
 
 /** The demo's report tasks, each with the query the scripted model answers it with. */
 export const REPORT_TASKS: readonly { task: string; sql: string }[] = [
@@ -34,8 +43,84 @@ export const REPORT_TASKS: readonly { task: string; sql: string }[] = [
   },
 ];
 
-/** The results of its own calls the model has seen so far, oldest first. */
-const observations = (messages: readonly ChatMessage[]): string[] => observationsIn(messages);
+/** The results of its own calls the model has seen so far, oldest first (the notes recalled for it are not). */
+const observations = (messages: readonly ChatMessage[]): string[] =>
+  modelCalls(messages).flatMap((call) =>
+    call.tool === RECALL_TOOL || call.result === undefined ? [] : [call.result],
+  );
+
+/** The texts of the notes recalled into the transcript (the `recall_notes` results), oldest first. */
+export function recalledNoteTexts(messages: readonly ChatMessage[]): string[] {
+  const texts: string[] = [];
+  for (const call of modelCalls(messages)) {
+    if (call.tool !== RECALL_TOOL || call.result === undefined) continue;
+    // Over the JSON protocol a result may carry its `Result of …:` framing.
+    const json = call.result.slice(Math.max(0, call.result.indexOf('{')));
+    try {
+      const parsed = JSON.parse(json) as { notes?: { text?: unknown }[] };
+      for (const note of parsed.notes ?? []) if (typeof note.text === 'string') texts.push(note.text);
+    } catch {
+      // Not the recall's JSON: nothing learned from it.
+    }
+  }
+  return texts;
+}
+
+/** One argument part of a correction note: compact JSON, or (when cut) its JSON text quoted as a string. */
+function noteArgs(part: string): { text: string; sql: string | undefined } | undefined {
+  try {
+    const value = JSON.parse(part) as unknown;
+    if (typeof value === 'string') return { text: value, sql: undefined };
+    const sql = (value as { sql?: unknown } | null)?.sql;
+    return { text: JSON.stringify(value), sql: typeof sql === 'string' ? sql : undefined };
+  } catch {
+    return undefined;
+  }
+}
+
+/** The identifier (`o.amount`) around `at` in `text`. */
+function identifierAt(text: string, at: number): string {
+  let start = at;
+  while (start > 0 && /[\w.]/.test(text[start - 1]!)) start--;
+  return /^[\w.]+/.exec(text.slice(start))?.[0] ?? '';
+}
+
+/**
+ * What the recalled notes teach about the top-customers query: a query that worked (when a note quotes it whole),
+ * else the column that replaced one the database did not know (`o.amount` → `o.total`): the note's failed and
+ * working arguments differ first where the unknown column stood.
+ */
+function learnedFromNotes(notes: readonly string[]): { sql?: string; column?: { from: string; to: string } } {
+  for (const note of notes) {
+    const m =
+      /^sql_query failed with: ("(?:[^"\\]|\\.)*") when called with (.+); it worked with (.+)\.$/.exec(note);
+    if (!m) continue;
+    const error = noteArgs(m[1]!)?.text ?? '';
+    const failed = noteArgs(m[2]!);
+    const worked = noteArgs(m[3]!);
+    if (!failed || !worked) continue;
+    if (worked.sql && /\bcustomers\b/.test(worked.sql) && /\borders\b/.test(worked.sql))
+      return { sql: worked.sql };
+    const unknown = /Unknown column '([\w.]+)'/.exec(error)?.[1];
+    if (!unknown) continue;
+    let at = 0;
+    while (at < failed.text.length && failed.text[at] === worked.text[at]) at++;
+    const from = identifierAt(failed.text, at);
+    const to = identifierAt(worked.text, at);
+    if (from === unknown && to !== '' && to !== from) return { column: { from, to } };
+  }
+  return {};
+}
+
+/** The first query: the one it would write, unless a recalled note says what worked instead. */
+function firstQuery(messages: readonly ChatMessage[]): string {
+  const learned = learnedFromNotes(recalledNoteTexts(messages));
+  if (learned.sql) return learned.sql;
+  // Its query's amount column is the one the note corrected: the query it writes once it knows the right one.
+  if (learned.column && learned.column.from === WRONG_COLUMN)
+    return RIGHT_SQL.replace(RIGHT_COLUMN, learned.column.to);
+  return WRONG_SQL;
+}
 
 interface Customer {
   name: string;
@@ -59,7 +144,8 @@ function customersIn(result: string): Customer[] {
 function referenceReply(request: RecordedRequest): ScriptedReply {
   const seen = observations(request.messages);
   const last = seen.at(-1) ?? '';
-  if (seen.length === 0) return { actions: [{ tool: 'sql_query', args: { sql: WRONG_SQL } }] };
+  if (seen.length === 0)
+    return { actions: [{ tool: 'sql_query', args: { sql: firstQuery(request.messages) } }] };
   if (/sent|already/i.test(last) && seen.some((o) => customersIn(o).length > 0)) {
     const customers = customersIn(seen.find((o) => customersIn(o).length > 0)!);
     const list = customers.map((c, i) => `${i + 1}. ${c.name} <${c.email}> (${c.sales})`).join('; ');

@@ -1,0 +1,93 @@
+// The demo's scripted model reads a recalled correction as a model would: from the `recall_notes` result at the
+// head of its transcript (the note text the worker derives from a real run's trace), in either protocol.
+import { describe, expect, it } from 'vitest';
+import { REFERENCE_TASK, referenceModelRules } from '../../../src/demo/reference-model.js';
+import type { ChatMessage } from '../../../src/kernel/messages.js';
+import { jsonProtocol } from '../../../src/kernel/protocol-json.js';
+import { toolsProtocol } from '../../../src/kernel/protocol-tools.js';
+import { recallTurn } from '../../../src/kernel/recalled-notes.js';
+import type { StepTrace } from '../../../src/kernel/types.js';
+import { deriveCorrectionNotes } from '../../../src/notes/derive-notes.js';
+import type { RecordedRequest, ScriptedReply } from '../../../src/testing/scripted-model-server.js';
+
+const rule = referenceModelRules[0]!;
+
+/** The model's first query in run 1 (no notes): the one the database refuses. */
+function firstSql(messages: ChatMessage[], tools = true): string {
+  const reply = rule({ messages, tools: tools ? [] : undefined } as unknown as RecordedRequest);
+  const action = (reply as Extract<ScriptedReply, { actions: unknown }>).actions[0]!;
+  expect(action.tool).toBe('sql_query');
+  return (action.args as { sql: string }).sql;
+}
+
+const start: ChatMessage[] = [
+  { role: 'system', content: 'instructions' },
+  { role: 'user', content: REFERENCE_TASK },
+];
+
+/** The note a run that failed with `wrong` then worked with `right` leaves (src/notes/derive-notes.ts). */
+function correction(wrong: string, error: string, right: string): string {
+  const steps = [
+    {
+      step: 1,
+      actions: [{ tool: 'sql_query', args: { sql: wrong }, ok: false, errorCode: 'invalid_query' }],
+      observations: [`Error: ${error}`],
+    },
+    {
+      step: 2,
+      actions: [{ tool: 'sql_query', args: { sql: right }, ok: true, errorCode: null }],
+      observations: ['ok'],
+    },
+  ] as unknown as StepTrace[];
+  const [note] = deriveCorrectionNotes(steps, {
+    agent: 'default',
+    tenant: '',
+    jobId: 'j',
+    expiresAt: new Date(),
+  });
+  return note!.text;
+}
+
+describe.each([toolsProtocol, jsonProtocol])('the reference model over the $name protocol', (protocol) => {
+  const withNote = (text: string): ChatMessage[] => [
+    ...start,
+    ...recallTurn(protocol, {
+      query: REFERENCE_TASK,
+      notes: [{ id: 'note_1', kind: 'correction', learned: '2026-12-07', text }],
+    }),
+  ];
+  const tools = protocol.name === 'tools';
+  const wrong = firstSql(start, tools);
+
+  it('without notes, sums a column the orders table does not have', () => {
+    expect(wrong).toContain('SUM(o.amount)');
+  });
+
+  it('given the correction its own failed run leaves, writes the corrected query first', () => {
+    const note = correction(
+      wrong,
+      "Unknown column 'o.amount' in 'field list'",
+      wrong.replace('o.amount', 'o.total'),
+    );
+    expect(note).toContain('…'); // the query is longer than a note quotes: only the corrected column shows
+    const sql = firstSql(withNote(note), tools);
+    expect(sql).toContain('SUM(o.total)');
+    expect(sql).not.toContain('o.amount');
+  });
+
+  it('writes a whole query a note quotes as the one that worked', () => {
+    const short = 'SELECT c.name, c.email FROM customers c JOIN orders o ON o.customer_id = c.id LIMIT 3';
+    const note = correction('SELECT x FROM customers', "Unknown column 'x' in 'field list'", short);
+    expect(firstSql(withNote(note), tools)).toBe(short);
+  });
+
+  it('a note about something else changes nothing', () => {
+    const note = correction(
+      'SELECT nope FROM products',
+      "Unknown column 'nope' in 'field list'",
+      'SELECT name FROM products',
+    );
+    expect(firstSql(withNote(note), tools)).toBe(wrong);
+    expect(firstSql(withNote('customers like short emails'), tools)).toBe(wrong);
+  });
+});
