@@ -74,7 +74,7 @@ const config = {
     treeLatencyMs: Number(process.env.BENCH_CHILDREN_TREE_LATENCY_MS ?? 0),
     repetitions: envInt('BENCH_REPETITIONS', 3),
   },
-  // Scenario 11 (BENCH_ONLY=11 or memory): notes across tasks, the reference task twice with notes off and on.
+  // Scenario 11 (BENCH_ONLY=11 or notes): notes across tasks, the reference task twice with notes off and on.
   notes: {
     repetitions: envInt('BENCH_REPETITIONS', 5),
     latencyMs: Number(process.env.BENCH_NOTES_LATENCY_MS ?? 100),
@@ -190,7 +190,7 @@ try {
   if (only.has('10') || only.has('children')) {
     childrenResult = await attempt('10 children', () => children({ ...config.children, workerNodeArgs }));
   }
-  if (only.has('11') || only.has('memory')) {
+  if (only.has('11') || only.has('notes')) {
     notesResult = await attempt('11 notes memory', () => notesMemory({ ...config.notes, workerNodeArgs }));
   }
 } finally {

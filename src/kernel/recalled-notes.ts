@@ -29,21 +29,25 @@ export const RECALL_CALL_ID = 'call_recall_notes_0';
 
 const QUERY_MAX_CHARS = 200;
 
-/** The recall's result: JSON, each note's text a quoted string, so no note can break out of it. */
+/**
+ * The recall's result: JSON, each note's text a quoted string, so no note can break out of it. The ids stay out
+ * (the trace and the result name them): the model has no use for them, and each costs tokens in every prompt.
+ */
 export function recallOutput(notes: readonly RecalledNote[]): string {
-  return JSON.stringify({
-    notes: notes.map((n) => ({ id: n.id, kind: n.kind, learned: n.learned, text: n.text })),
-  });
+  return JSON.stringify({ notes: notes.map((n) => ({ kind: n.kind, learned: n.learned, text: n.text })) });
 }
 
-/** The query the head's call carries: the task's first characters, on one line. */
+/** What the notes were looked up for, as the trace shows it: the task's first characters, on one line. */
 export function recallQuery(task: string): string {
   return truncateChars(task.replace(/\s+/g, ' ').trim(), QUERY_MAX_CHARS);
 }
 
-/** The head of a new run's transcript: the kernel's `recall_notes` call and its result, in the run's protocol. */
+/**
+ * The head of a new run's transcript: the kernel's `recall_notes` call and its result, in the run's protocol. The
+ * call has no arguments (the tool's query defaults to the task): the task is in the prompt once, not twice.
+ */
 export function recallTurn(protocol: AgentProtocol, recall: RunRecall): ChatMessage[] {
-  const args = { query: recall.query };
+  const args = {};
   const call: PlannedCall = { id: RECALL_CALL_ID, name: RECALL_TOOL, args: { ok: true, value: args } };
   const turn: AssistantMessage =
     protocol.name === 'tools'

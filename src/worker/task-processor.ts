@@ -387,8 +387,13 @@ async function runTheAgent(
   if (runTrace && childOutcomes && traceContinues(job))
     runTrace.childCallsReturned(returnedCalls(state.checkpoint, childOutcomes));
   // Notes across tasks (docs/notes.md): a new run opens with its agent's notes; every run may look up more.
-  const notes = config.notes && deps.notes ? deps.notes.session(notesOwner(agent, task), config.notes) : null;
-  const recall = notes && !state.checkpoint ? await notes.opening(config.taskText, log) : undefined;
+  const notes =
+    config.notes && deps.notes
+      ? deps.notes.session(notesOwner(agent, task), config.notes, config.taskText)
+      : null;
+  const recall = notes && !state.checkpoint ? await notes.opening(log) : undefined;
+  const opened = recall !== undefined || (state.checkpoint?.recalled?.length ?? 0) > 0;
+  const own = notes?.tools(opened) ?? [];
   const stepTraces: StepTrace[] = [];
   const registry = deps.tools.registryFor(config.tools);
   const result = await runAgent({
@@ -398,7 +403,7 @@ async function runTheAgent(
     ...(agent.output ? { output: agent.output } : {}),
     model: deps.createModel(config.model, config.api),
     price: config.price,
-    tools: notes ? registry.with(...notes.tools) : registry,
+    tools: own.length > 0 ? registry.with(...own) : registry,
     ...(recall ? { recall } : {}),
     budget: withinParentTime(config.budget, task.parent?.deadlineAt),
     protocol: config.protocol,

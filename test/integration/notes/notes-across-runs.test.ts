@@ -88,6 +88,9 @@ it('the second run starts from what the first learned: the right query first, on
   expect(first.result).toMatchObject({ status: 'succeeded' });
   expect(first.requests).toHaveLength(3); // revenue (fails), amount, the answer
   expect(first.result.notesUsed).toBeUndefined();
+  // With no note to recall, the run is not offered recall_notes: it pays nothing for notes it does not have.
+  const toolsOf = (r: RecordedRequest) => (r.tools ?? []).map((t) => t.function.name);
+  for (const request of first.requests) expect(toolsOf(request)).toEqual(['sales_query']);
   const notes = await queryStore<{
     id: string;
     kind: string;
@@ -106,7 +109,10 @@ it('the second run starts from what the first learned: the right query first, on
   // The note reached the model as a tool's output at the head of the transcript, and nowhere else.
   const messages = second.requests[0]!.messages;
   expect(messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool']);
-  expect(messages[2]).toMatchObject({ tool_calls: [{ function: { name: 'recall_notes' } }] });
+  expect(messages[2]).toMatchObject({
+    tool_calls: [{ function: { name: 'recall_notes', arguments: '{}' } }],
+  });
+  for (const request of second.requests) expect(toolsOf(request)).toEqual(['sales_query', 'recall_notes']);
   for (const message of second.requests.flatMap((r) => r.messages)) {
     if (message.role === 'system' || message.role === 'user')
       expect(message.content).not.toContain('Unknown column');

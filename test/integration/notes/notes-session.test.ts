@@ -63,7 +63,7 @@ const result = (status: AgentResult['status']): AgentResult => ({
 });
 
 it('a correction kept by one run, recalled by the next, and dropped by the run that found it wrong', async () => {
-  const first = notes.session(owner, settings);
+  const first = notes.session(owner, settings, 'What is the revenue?');
   await first.close(
     {
       jobId: 'job-1',
@@ -78,8 +78,8 @@ it('a correction kept by one run, recalled by the next, and dropped by the run t
   const [kept] = await store.list(owner);
   expect(kept?.text).toContain('it worked with {"sql":"SELECT amount"}');
 
-  const second = notes.session(owner, settings);
-  const recall = await second.opening('What is the revenue?', log);
+  const second = notes.session(owner, settings, 'What is the revenue?');
+  const recall = await second.opening(log);
   expect(recall?.notes.map((n) => n.id)).toEqual([kept!.id]);
   const ended = result('succeeded');
   ended.notesUsed = [kept!.id];
@@ -106,8 +106,8 @@ it('a correction kept by one run, recalled by the next, and dropped by the run t
 
 it('a failed run weighs down the notes it was shown', async () => {
   const [note] = await store.list(owner);
-  const session = notes.session(owner, settings);
-  await session.opening('revenue', log);
+  const session = notes.session(owner, settings, 'What is the revenue?');
+  await session.opening(log);
   await session.close({ jobId: 'job-3', traces: [], result: result('failed') }, log);
   expect((await store.get(note!.id))?.weight).toBe(0.5);
 });

@@ -72,7 +72,7 @@ describe('recalled notes open the transcript as a tool call and its result', () 
           {
             id: RECALL_CALL_ID,
             type: 'function',
-            function: { name: RECALL_TOOL, arguments: JSON.stringify({ query: recall.query }) },
+            function: { name: RECALL_TOOL, arguments: '{}' },
           },
         ],
       },
@@ -86,7 +86,7 @@ describe('recalled notes open the transcript as a tool call and its result', () 
     const head = recallTurn(jsonProtocol, recall);
     expect(head[0]).toEqual({
       role: 'assistant',
-      content: '{"tool":"recall_notes","args":{"query":"Find customer 7 and add 2 and 3."}}',
+      content: '{"tool":"recall_notes","args":{}}',
     });
     expect(head[1]).toEqual({
       role: 'user',
