@@ -681,8 +681,8 @@ if (notesResult) {
       `results' usage against the model server's own count: at most ${pct2(n.crossCheck.promptTokens)} apart ` +
       `(prompt), ${pct2(n.crossCheck.completionTokens)} (completion), ${pct2(n.crossCheck.costUsd)} (USD); ` +
       `prompt tokens a call: ${n.promptTokensPerCall.firstCallOff} for the first call with notes off, ` +
-      `+${n.promptTokensPerCall.toolDefinition} for the recall_notes tool's definition (every call with notes on), ` +
-      `+${n.promptTokensPerCall.recallHead} for the recall at the head (every call of a run opening with a note); ` +
+      `+${n.promptTokensPerCall.toolDefinition} for notes on with no note yet, ` +
+      `+${n.promptTokensPerCall.recallHead} for the recall at the head and the recall_notes tool (every call of a run opening with a note); ` +
       `tools offered off: ${n.runs[0]?.off[0].toolsOffered.join(', ')}; on: ${n.runs[0]?.on[0].toolsOffered.join(', ')}` +
       (unexpected ? `; UNEXPECTED RUNS: ${JSON.stringify(n.unexpected)}` : ''),
   );

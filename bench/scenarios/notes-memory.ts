@@ -90,9 +90,9 @@ export interface NotesMemoryResult {
   /** The per-repetition ratios themselves. */
   ratioSeries: Record<'run1' | 'run2', Record<Figure, number[]>>;
   /**
-   * Where the prompt tokens of notes on come from, from the first call of each run (medians): the `recall_notes`
-   * tool's definition, offered to every call of a run with notes on (on run 1 − off run 1), and the recall at the
-   * head, present in every call of a run that opens with a note (on run 2 − on run 1).
+   * Where the prompt tokens of notes on come from, from the first call of each run (medians): what notes on adds to
+   * a run with no note yet (on run 1 − off run 1: nothing, since such a run is offered no `recall_notes`), and what
+   * a run opening with a note carries in every call (on run 2 − on run 1: the recall at the head and the tool).
    */
   promptTokensPerCall: { toolDefinition: number; recallHead: number; firstCallOff: number };
   /** Largest relative difference between a result's usage and the server's accounting, over every run. */
