@@ -1,6 +1,7 @@
 // `npm run api`: the HTTP producer API (docs/http-api.md) on API_PORT. Refuses to start without API_TOKEN or
 // API_TOKENS, except in demo mode (AGENT_FLEET_DEMO=1), where it makes up a token and prints it once. Approvals are
-// decided in MYSQL_URL's store, under the name of the token that decided. SIGTERM/SIGINT: stop accepting, let
+// decided in MYSQL_URL's store, under the name of the token that decided; agents' notes are read and forgotten
+// there too. SIGTERM/SIGINT: stop accepting, let
 // in-flight requests finish, close the client, exit 0.
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
@@ -18,6 +19,7 @@ import { forecastDefaultsOf } from '../src/batch/forecast.js';
 import { startTelemetry } from '../src/telemetry/fleet-telemetry.js';
 import { apiTokensOf, DEFAULT_TOKEN_NAME, type ApiToken } from '../config/api-tokens.js';
 import { StoreApprovalDesk } from './store-approval-desk.js';
+import { StoreNotes } from './store-notes.js';
 
 const logger = createLogger('api');
 logCrashes(logger, 'api');
@@ -86,9 +88,11 @@ const approvals = new StoreApprovalDesk({
 });
 // The calls waiting for a decision, fleet-wide, on /metrics: read through the desk's pool on each scrape.
 metrics.watchApprovals(approvals);
+// The notes agents keep across tasks, listed and forgotten in the same store.
+const notes = new StoreNotes(config.MYSQL_URL);
 runHttpProcess({
   logger,
-  app: createApiServer({ client, tokens, logger, metrics, approvals }),
+  app: createApiServer({ client, tokens, logger, metrics, approvals, notes }),
   host: config.API_HOST,
   port: config.API_PORT,
   hostVariable: 'API_HOST',
@@ -102,6 +106,7 @@ runHttpProcess({
     await client.close();
     await archive.close();
     await approvals.close();
+    await notes.close();
     await Promise.all(watched.map((queue) => queue.close()));
     metricsRedis.disconnect();
     await telemetry?.shutdown();

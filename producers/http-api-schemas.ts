@@ -16,7 +16,8 @@ export const API_ERROR_CODES = [
   'unsupported_media_type',
   'unavailable',
   'internal',
-  // POST /v1/batches?dryRun=…: a bad query value; no run history to forecast from (batch-dry-run.ts)
+  // A bad query parameter (POST /v1/batches?dryRun=…, GET /v1/approvals, GET and DELETE /v1/notes); no run history
+  // to forecast from (batch-dry-run.ts)
   'invalid_query',
   'forecast_unavailable',
   // POST /v1/approvals/:id and /v1/batches/:batchId/approvals: a refused decision; a call decided before (409)

@@ -20,6 +20,7 @@ import { bearerAuth } from './bearer-auth.js';
 import { BODY_LIMIT_BYTES, jsonBody, requireJson } from './json-body.js';
 import { approvalsRouter, type ApprovalsDesk } from './approvals-routes.js';
 import { cancelTaskRoute } from './cancel-route.js';
+import { notesRouter, type NotesDesk } from './notes-routes.js';
 import type { ApprovalState } from '../src/approvals/approval.js';
 
 export { BODY_LIMIT_BYTES };
@@ -37,6 +38,8 @@ export interface ApiServerOptions {
   tokens?: readonly ApiToken[];
   /** Decides approvals (the /v1/approvals routes); without it they answer 503. */
   approvals?: ApprovalsDesk;
+  /** Lists and forgets agents' notes (the /v1/notes routes); without it they answer 503. */
+  notes?: NotesDesk;
   logger: Logger;
   /** Served at GET /metrics, behind the token like /v1; not served when absent. */
   metrics?: FleetMetrics;
@@ -236,6 +239,8 @@ export function createApiServer(options: ApiServerOptions): Express {
 
   // Listing, reading and deciding approvals (approvals-routes.ts), behind the same token check.
   v1.use(approvalsRouter(options.approvals));
+  // The notes agents keep across tasks, as `npm run memory` shows them (notes-routes.ts).
+  v1.use(notesRouter(options.notes));
 
   app.use('/v1', v1);
   app.use((_req, res) => {

@@ -27,6 +27,7 @@ import {
   batchDecisionBodySchema,
   decisionBodySchema,
 } from '../src/client/approval-schemas.js';
+import { noteListSchema, noteSchema, notesForgottenSchema } from '../src/client/note-schemas.js';
 import type { JsonObject } from './openapi-parts.js';
 
 /** The components, by name: every schema the paths name is one of these. */
@@ -57,6 +58,9 @@ export const COMPONENTS: Record<string, z.ZodType> = {
   ApprovalConflict: approvalConflictSchema,
   BatchApprovalDecision: batchDecisionBodySchema,
   BatchApprovalsDecided: batchDecidedSchema,
+  Note: noteSchema,
+  Notes: noteListSchema,
+  NotesForgotten: notesForgottenSchema,
 };
 
 export function componentSchemas(): Record<string, JsonObject> {

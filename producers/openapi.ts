@@ -1,10 +1,12 @@
 // The HTTP API's OpenAPI 3.1 document, generated from the zod schemas the API validates and answers with, so it
 // cannot drift from them: served at GET /openapi.json and committed as docs/openapi.json (`npm run openapi`
 // writes it; test/integration/producers/openapi.test.ts fails when the committed one is stale, and checks real answers of every
-// route against it). The components: openapi-components.ts; the approvals' paths: openapi-approvals.ts.
+// route against it). The components: openapi-components.ts; the approvals' paths: openapi-approvals.ts;
+// the notes': openapi-notes.ts.
 import { IDEMPOTENCY_HEADER } from './idempotency-header.js';
 import { componentSchemas } from './openapi-components.js';
 import { approvalPaths } from './openapi-approvals.js';
+import { notePaths } from './openapi-notes.js';
 import { BODY_ERRORS, error, json, pathParameter, ref, V1_ERRORS, type JsonObject } from './openapi-parts.js';
 
 export type { JsonObject } from './openapi-parts.js';
@@ -130,6 +132,7 @@ function paths(): JsonObject {
       },
     },
     ...approvalPaths(),
+    ...notePaths(),
     '/v1/agents': {
       get: {
         operationId: 'listAgents',
@@ -192,6 +195,7 @@ export function buildOpenApiDocument(): JsonObject {
       { name: 'tasks' },
       { name: 'batches' },
       { name: 'approvals' },
+      { name: 'notes' },
       { name: 'agents' },
       { name: 'operations' },
     ],

@@ -1,7 +1,9 @@
 // The public client entry (the package's main export and the separate client package): enqueue tasks and
-// batches, read results, decide approvals over the HTTP API (FleetApprovals), and the zod schemas of the formats.
+// batches, read results, decide approvals and list or forget agents' notes over the HTTP API (FleetApprovals,
+// FleetNotes), and the zod schemas of the formats.
 // It reaches bullmq, ioredis and zod only (test/unit/packaging/client-imports.test.ts checks it); the client
-// itself lives in src/client/fleet-client.ts, the approvals client in src/client/approvals-api.ts.
+// itself lives in src/client/fleet-client.ts, the approvals client in src/client/approvals-api.ts, the notes
+// client in src/client/notes-api.ts.
 export {
   FleetClient,
   TaskValidationError,
@@ -32,6 +34,15 @@ export {
   batchDecisionBodySchema,
   decisionBodySchema,
 } from './client/approval-schemas.js';
+export type { FleetApiOptions } from './client/fleet-api.js';
+export {
+  FleetNotes,
+  NoteNotFoundError,
+  NotesRefusedError,
+  type NoteJson,
+  type NotesFilter,
+} from './client/notes-api.js';
+export { noteListSchema, noteSchema, notesForgottenSchema } from './client/note-schemas.js';
 export { pendingApprovalsOf, type PendingApprovalCall } from './client/awaiting-approval.js';
 export {
   batchStatusSchema,

@@ -11,17 +11,23 @@ import {
   approvalSchema,
   batchDecidedSchema,
 } from './approval-schemas.js';
+import {
+  answerOf,
+  FleetApiAuthError,
+  FleetApiError,
+  FleetApiTransport,
+  withQuery,
+  type ErrorAnswer,
+  type FleetApiOptions,
+} from './fleet-api.js';
+
+// Where they were first declared: importers of this file keep finding them here.
+export { FleetApiAuthError, FleetApiError };
 
 export type ApprovalView = z.infer<typeof approvalSchema>;
 
-export interface FleetApprovalsOptions {
-  /** The API's base URL, e.g. http://127.0.0.1:3100. */
-  url: string;
-  /** API_TOKEN or one of API_TOKENS: decisions are recorded under its name. */
-  token: string;
-  /** Default: the global fetch. */
-  fetch?: typeof fetch;
-}
+/** API_TOKEN or one of API_TOKENS as `token`: decisions are recorded under its name. */
+export type FleetApprovalsOptions = FleetApiOptions;
 
 export interface ApprovalListFilter {
   state?: ApprovalState;
@@ -30,23 +36,6 @@ export interface ApprovalListFilter {
   tool?: string;
   /** 1 to 1,000; default 100. Newest first. */
   limit?: number;
-}
-
-/** An answer of the API that is not the one asked for; `code` is its `error` (`unauthorized`, `unavailable`…). */
-export class FleetApiError extends Error {
-  override readonly name: string = 'FleetApiError';
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** 401: no token, or one the API does not know. Nothing was decided. */
-export class FleetApiAuthError extends FleetApiError {
-  override readonly name = 'FleetApiAuthError';
 }
 
 /** 404: no approval with that id. */
@@ -77,33 +66,20 @@ export class ApprovalRefusedError extends FleetApiError {
   }
 }
 
-interface ErrorBody {
-  error?: unknown;
-  message?: unknown;
-  issues?: unknown;
-}
-
 export class FleetApprovals {
-  private readonly base: string;
-  private readonly token: string;
-  private readonly fetch: typeof fetch;
+  private readonly api: FleetApiTransport;
 
   constructor(options: FleetApprovalsOptions) {
-    this.base = options.url.replace(/\/+$/, '');
-    this.token = options.token;
-    this.fetch = options.fetch ?? globalThis.fetch;
+    this.api = new FleetApiTransport(options, refusalOf);
   }
 
   async list(filter: ApprovalListFilter = {}): Promise<ApprovalView[]> {
-    const query = new URLSearchParams();
-    for (const [key, value] of Object.entries(filter)) if (value !== undefined) query.set(key, String(value));
-    const text = query.toString();
-    const body = await this.request('GET', `/v1/approvals${text ? `?${text}` : ''}`);
+    const body = await this.api.request('GET', withQuery('/v1/approvals', filter));
     return answerOf(approvalListSchema, body).approvals;
   }
 
   async get(id: string): Promise<ApprovalView> {
-    return answerOf(approvalSchema, await this.request('GET', `/v1/approvals/${encodeURIComponent(id)}`));
+    return answerOf(approvalSchema, await this.api.request('GET', `/v1/approvals/${encodeURIComponent(id)}`));
   }
 
   /** `arguments`: run the call with these instead (checked against the tool's schema). */
@@ -126,7 +102,7 @@ export class FleetApprovals {
     decision: 'approve' | 'reject',
     reason?: string,
   ): Promise<{ decided: ApprovalView[]; conflicts: number }> {
-    const body = await this.request('POST', `/v1/batches/${encodeURIComponent(batchId)}/approvals`, {
+    const body = await this.api.request('POST', `/v1/batches/${encodeURIComponent(batchId)}/approvals`, {
       tool,
       decision,
       ...(reason === undefined ? {} : { reason }),
@@ -138,52 +114,18 @@ export class FleetApprovals {
   private async decide(id: string, body: Record<string, unknown>): Promise<ApprovalView> {
     return answerOf(
       approvalSchema,
-      await this.request('POST', `/v1/approvals/${encodeURIComponent(id)}`, body),
+      await this.api.request('POST', `/v1/approvals/${encodeURIComponent(id)}`, body),
     );
   }
-
-  private async request(method: 'GET' | 'POST', path: string, body?: unknown): Promise<unknown> {
-    const headers: Record<string, string> = {
-      authorization: `Bearer ${this.token}`,
-      accept: 'application/json',
-    };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const response = await this.fetch(`${this.base}${path}`, {
-      method,
-      headers,
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const answer: unknown = await response.json().catch(() => null);
-    if (response.ok) return answer;
-    throw errorOf(response.status, answer, `${method} ${path}`);
-  }
 }
 
-/** A successful answer in the shape the API documents, or a FleetApiError (`bad_response`) saying where not. */
-function answerOf<T extends z.ZodType>(schema: T, answer: unknown): z.output<T> {
-  const parsed = schema.safeParse(answer);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const where = issue?.path.join('.') || '(answer)';
-  throw new FleetApiError(
-    200,
-    'bad_response',
-    `the API answered an unexpected shape: ${where}: ${issue?.message}`,
-  );
-}
-
-/** The error of a refusal, by status; the message never carries the token. */
-function errorOf(status: number, answer: unknown, what: string): FleetApiError {
-  const body = (typeof answer === 'object' && answer !== null ? answer : {}) as ErrorBody;
-  const code = typeof body.error === 'string' ? body.error : `http_${status}`;
-  if (status === 401) return new FleetApiAuthError(status, code, `${what}: the API refused the token (401)`);
+/** The approvals routes' own refusals: no such approval, decided before, a refused decision. */
+function refusalOf({ status, code, body, issues, what }: ErrorAnswer): FleetApiError | undefined {
   if (status === 404) return new ApprovalNotFoundError(status, code, `${what}: no such approval (404)`);
   if (status === 409) {
-    const conflict = approvalConflictSchema.safeParse(answer);
+    const conflict = approvalConflictSchema.safeParse(body);
     if (conflict.success) return new ApprovalConflictError(conflict.data.approval);
   }
-  if (status === 400 && Array.isArray(body.issues))
-    return new ApprovalRefusedError(code, body.issues as FieldIssue[]);
-  const detail = typeof body.message === 'string' ? `: ${body.message}` : '';
-  return new FleetApiError(status, code, `${what}: ${status} ${code}${detail}`);
+  if (status === 400 && issues) return new ApprovalRefusedError(code, issues as FieldIssue[]);
+  return undefined;
 }

@@ -1,7 +1,7 @@
 // The run console's routes, mounted by the board (producers/board-app.ts) at /console behind its login: HTML
-// pages, no script. Read-only but for one route: with an approval desk, an approver's login may decide an
-// approval (approval-routes.ts), which the board's read-only guard lets through for that login alone. A store
-// that cannot be read gives a 503 page saying so.
+// pages, no script: runs, batches, agents' notes, approvals. Read-only but for one route: with an approval desk,
+// an approver's login may decide an approval (approval-routes.ts), which the board's read-only guard lets through
+// for that login alone. A store that cannot be read gives a 503 page saying so.
 import { Router, type Request, type Response } from 'express';
 import { buildBatchReport } from '../reports/batch-summary.js';
 import { approvalRoutes } from './approval-routes.js';
@@ -10,10 +10,12 @@ import { navOf } from './console-nav.js';
 import type { ConsoleStore } from './console-store.js';
 import { batchPage } from './pages/batch-page.js';
 import { CONSOLE_PATH } from './pages/layout.js';
+import { NOTES_PAGE_LIMIT, notesPage } from './pages/notes-page.js';
 import { runPage } from './pages/run-page.js';
 import { parseRunFilters, runsPage } from './pages/runs-page.js';
 import { problem, send, storeFailed } from './respond.js';
 import { buildTimeline } from './timeline.js';
+import { noteListQuerySchema } from '../client/note-schemas.js';
 
 /** Job and batch ids are VARCHAR(64): anything longer names nothing. */
 const ID_MAX = 64;
@@ -76,6 +78,30 @@ export function consoleRouter(store: ConsoleStore, options: ConsoleOptions = {})
       const { emails, approvals: asked } = loaded;
       const report = buildBatchReport(loaded.batch, loaded.runs, { emails, approvals: asked });
       send(res, 200, batchPage(report, await nav()));
+    } catch (error) {
+      storeFailed(res, error);
+    }
+  });
+
+  // Read only: forgetting a note takes npm run memory or the API, whose token names who asked.
+  router.get('/notes', async (req: Request, res: Response) => {
+    const raw = req.query as Record<string, unknown>;
+    // A form's empty field is no filter (so the notes of tasks without a tenant are listed with the others).
+    const given = Object.fromEntries(
+      ['agent', 'tenant'].flatMap((name) =>
+        raw[name] === undefined || raw[name] === '' ? [] : [[name, raw[name]]],
+      ),
+    );
+    const parsed = noteListQuerySchema.safeParse(given);
+    try {
+      if (!parsed.success) {
+        const message = parsed.error.issues
+          .map((issue) => `${issue.path.join('.')}: ${issue.message}`)
+          .join('; ');
+        return send(res, 400, notesPage({ notes: [], raw, problem: message, nav: await nav() }));
+      }
+      const notes = await store.listNotes({ ...parsed.data, limit: NOTES_PAGE_LIMIT });
+      send(res, 200, notesPage({ notes, raw, nav: await nav() }));
     } catch (error) {
       storeFailed(res, error);
     }

@@ -1,9 +1,11 @@
 // What the run console reads from the fleet's store: runs by filter, one run with its steps, one batch, the
-// count of pending approvals (approvals themselves are read and decided through the approval desk). Read
+// count of pending approvals, agents' notes (approvals themselves are read and decided through the approval desk). Read
 // only (SELECT), through the board's own small pool; rows are parsed by src/store/rows.ts, as everywhere.
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { STOP_REASONS, type StopReason } from '../kernel/types.js';
 import { BatchReportStore, type LoadedBatch } from '../reports/report-store.js';
+import type { Note, NoteListFilter } from '../notes/note.js';
+import { MysqlNoteStore } from '../notes/notes-store.js';
 import { mysqlErrorCode } from '../store/mysql-errors.js';
 import { toRunRow, toStepRow, type RunRowStatus } from '../store/rows.js';
 import type { ConsoleRun, ConsoleStep, TreeChild } from './timeline.js';
@@ -134,6 +136,19 @@ export class ConsoleStore {
       return Number(rows[0]?.['pending'] ?? 0);
     } catch (error) {
       if (mysqlErrorCode(error) === 'ER_NO_SUCH_TABLE') return null;
+      throw error;
+    }
+  }
+
+  /**
+   * Agents' live notes, newest first, through the notes store's own query; none when the store has no notes
+   * table yet (no worker has run migration 019), as for approvals.
+   */
+  async listNotes(filter: NoteListFilter): Promise<Note[]> {
+    try {
+      return await new MysqlNoteStore(await this.pool()).list(filter);
+    } catch (error) {
+      if (mysqlErrorCode(error) === 'ER_NO_SUCH_TABLE') return [];
       throw error;
     }
   }

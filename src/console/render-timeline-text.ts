@@ -122,6 +122,10 @@ function entryText(entry: TimelineEntry): string {
       return `${at(entry.step)}${clearedText(entry)}`;
     case 'decision':
       return `${at(entry.step)}decision · ${clean(entry.text)}`;
+    case 'recall': {
+      const notes = entry.notes.map((note) => `${note.id}: ${note.text}`).join('; ');
+      return `${at(entry.step)}decision · ${clean(`recalled notes (by the fleet): ${notes}`)}`;
+    }
     case 'feedback':
       return `${at(entry.step)}invalid reply · told the model:\n${block(entry.text)}`;
     case 'answer':

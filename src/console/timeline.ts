@@ -96,6 +96,8 @@ export type TimelineEntry =
   /** Earlier results cleared in place to fit the context or the budget, with its step. */
   | (Extract<TraceEvent, { type: 'clear' }> & { step: number })
   | { type: 'decision'; step: number | null; text: string }
+  /** Notes of earlier runs the fleet (not the model) opened the run with, masked like any text. */
+  | { type: 'recall'; step: number; query: string; notes: { id: string; text: string }[] }
   | { type: 'feedback'; step: number; text: string }
   | { type: 'answer'; step: number; text: string; final: boolean };
 
@@ -230,8 +232,12 @@ function stepEntries(step: ConsoleStep): TimelineEntry[] {
       entries.push({ type: 'decision', step: step.step, text: approvalText(event) });
     } else if (event.type === 'recall') {
       // Made by the kernel, not the model: notes of earlier runs, shown to the model as a tool's output.
-      const notes = event.notes.map((n) => `${n.id}: ${mask(n.text)}`).join('; ');
-      entries.push({ type: 'decision', step: step.step, text: `recalled notes (by the fleet): ${notes}` });
+      entries.push({
+        type: 'recall',
+        step: step.step,
+        query: mask(event.query),
+        notes: event.notes.map((note) => ({ id: note.id, text: mask(note.text) })),
+      });
     } else {
       entries.push({
         type: 'decision',

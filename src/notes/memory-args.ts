@@ -4,6 +4,7 @@ import { parseSubcommand } from '../util/subcommand-args.js';
 import { AGENT_NAME } from '../kernel/define-agent.js';
 import { TENANT_NAME, TENANT_NAME_RULE } from '../queue/tenant-name.js';
 import type { NoteListFilter } from './note.js';
+import { NOTE_ID } from './note-view.js';
 
 export const MEMORY_USAGE = `usage: npm run memory -- <command>
   list [--agent A] [--tenant T] [--limit N]   live notes, newest first: one JSON object a line
@@ -19,9 +20,6 @@ export type MemoryArgs =
   | { kind: 'show'; id: string }
   | { kind: 'forget'; id: string }
   | { kind: 'forget-all'; agent: string; tenant?: string };
-
-/** Note ids are `note_` and 32 hex digits; any printable ASCII up to the column's 40 is looked up. */
-const NOTE_ID = /^[\x21-\x7e]{1,40}$/;
 
 type Values = {
   agent?: string | undefined;

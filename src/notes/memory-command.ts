@@ -6,8 +6,8 @@ import { parseMysqlUrl } from '../store/mysql-url.js';
 import { createStorePool } from '../store/pool.js';
 import { terminalSafe, terminalSafeJson } from '../reports/text.js';
 import { MEMORY_USAGE, parseMemoryArgs } from './memory-args.js';
-import type { Note } from './note.js';
 import { MysqlNoteStore } from './notes-store.js';
+import { noteView } from './note-view.js';
 
 export interface MemoryConfig {
   mysqlUrl: string;
@@ -16,24 +16,6 @@ export interface MemoryConfig {
 export interface MemoryIo {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
-}
-
-/** A note as the command prints it: its embedding's size, not its numbers. */
-export function noteView(note: Note) {
-  return {
-    id: note.id,
-    agent: note.agent,
-    tenant: note.tenant,
-    kind: note.kind,
-    text: note.text,
-    createdAt: note.createdAt.toISOString(),
-    lastUsedAt: note.lastUsedAt?.toISOString() ?? null,
-    useCount: note.useCount,
-    weight: note.weight,
-    expiresAt: note.expiresAt.toISOString(),
-    source: { jobId: note.sourceJobId, step: note.sourceStep },
-    embeddingDimensions: note.embedding?.length ?? null,
-  };
 }
 
 export async function runMemoryCommand(

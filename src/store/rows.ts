@@ -7,6 +7,7 @@ import { type ErrorKind, type RunError, StoreError } from '../kernel/errors.js';
 import type { ProtocolName } from '../kernel/protocol.js';
 import type { RunStatus, StepTrace, StopReason, TraceEvent, TraceKind } from '../kernel/types.js';
 import { modelPriceSchema, type ModelPrice } from '../../config/prices.js';
+import { agree, type Same } from '../util/schema-agreement.js';
 
 export type RunRowStatus = 'running' | RunStatus;
 
@@ -180,7 +181,8 @@ const runColumns = z.object({
 });
 
 // An event of a type (or shape) this code does not know, written by a newer worker, is left out, not an error.
-const traceEventSchema: z.ZodType<TraceEvent> = z.discriminatedUnion('type', [
+// Every type of TraceEvent is here: one missing would be dropped from every stored step the console reads.
+const traceEvents = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('fold'),
     messages: z.number(),
@@ -192,11 +194,35 @@ const traceEventSchema: z.ZodType<TraceEvent> = z.discriminatedUnion('type', [
     costUsd: z.number(),
   }),
   z.object({
+    type: z.literal('clear'),
+    results: z.number(),
+    tokens: z.number(),
+    tools: z.array(z.string()),
+  }),
+  z.object({
     type: z.literal('final_turn'),
     reason: z.enum(['max_steps', 'token_budget', 'cost_budget', 'deadline']),
     why: z.string(),
   }),
+  z.object({
+    type: z.literal('approval'),
+    callId: z.string(),
+    tool: z.string(),
+    decision: z.enum(['approve', 'reject', 'expire']),
+    by: z.string().nullable(),
+    reason: z.string().nullable(),
+    requestedAt: z.number(),
+    decidedAt: z.number().nullable(),
+    editedArguments: z.unknown().optional(),
+  }),
+  z.object({
+    type: z.literal('recall'),
+    query: z.string(),
+    notes: z.array(z.object({ id: z.string(), text: z.string() })),
+  }),
 ]);
+const traceEventSchema: z.ZodType<TraceEvent> = traceEvents;
+agree<Same<z.infer<typeof traceEvents>['type'], TraceEvent['type']>>();
 
 const stepColumns = z.object({
   // BIGINT: a number while it is a safe integer (supportBigNumbers), which an auto-increment id stays.

@@ -61,6 +61,8 @@ ol.timeline > li.tool.ok { border-left-color: #2e7d32; }
 ol.timeline > li.tool.failed { border-left-color: #c62828; }
 ol.timeline > li.fold { border-left-color: #00838f; }
 ol.timeline > li.decision { border-left-color: #e65100; background: #fff8e1; }
+table.notes pre.note-text { margin: 0; max-width: 480px; }
+ol.timeline ul.notes { margin: 4px 0; padding-left: 18px; } code.note-id { color: #616161; font-size: 12px; }
 ol.timeline > li.answer { border-left-color: #1565c0; }
 .entry-head { font-weight: 600; }
 .entry-head .step { color: #757575; font-weight: 400; margin-right: 6px; }
@@ -114,7 +116,7 @@ export function page(title: string, body: string, nav: Nav = {}): string {
 <style>${CSS}</style>
 </head>
 <body>
-<nav><span class="brand">agent-fleet</span><a href="${CONSOLE_PATH}/runs">Runs</a>${approvalsLink(nav)}<a href="/">Queues (Bull Board)</a></nav>
+<nav><span class="brand">agent-fleet</span><a href="${CONSOLE_PATH}/runs">Runs</a>${approvalsLink(nav)}<a href="${CONSOLE_PATH}/notes">Notes</a><a href="/">Queues (Bull Board)</a></nav>
 <main>
 ${body}
 </main>

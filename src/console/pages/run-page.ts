@@ -54,6 +54,17 @@ ${detail}${observation}</li>`;
       return `<li class="fold"><div class="entry-head">${stepLabel(entry.step)}${h(clearedText(entry))}</div></li>`;
     case 'decision':
       return `<li class="decision"><div class="entry-head">${stepLabel(entry.step)}budget decision</div><div>${h(entry.text)}</div></li>`;
+    case 'recall': {
+      // One item per note: its id to look it up (npm run memory, /v1/notes), its text as the data it is.
+      const notes = entry.notes
+        .map(
+          (note) =>
+            `<li><code class="note-id">${h(note.id)}</code><pre class="note-text">${h(note.text)}</pre></li>`,
+        )
+        .join('');
+      return `<li class="decision recall"><div class="entry-head">${stepLabel(entry.step)}recalled notes (by the fleet, not the model): ${entry.notes.length}</div>
+<div class="meta">looked up for: ${h(entry.query)}</div><ul class="notes">${notes}</ul></li>`;
+    }
     case 'feedback':
       return `<li class="feedback"><div class="entry-head">${stepLabel(entry.step)}invalid reply: the model was told</div><pre>${h(entry.text)}</pre></li>`;
     case 'answer':

@@ -11,6 +11,11 @@ import {
   type ScriptedReply,
 } from '../../../src/testing/scripted-model-server.js';
 import { modelCalls } from '../../../src/testing/transcript.js';
+import { ConsoleStore } from '../../../src/console/console-store.js';
+import { h } from '../../../src/console/pages/layout.js';
+import { runPage } from '../../../src/console/pages/run-page.js';
+import { buildTimeline } from '../../../src/console/timeline.js';
+import { createStorePool } from '../../../src/store/pool.js';
 import {
   createNamespace,
   killWorker,
@@ -127,6 +132,18 @@ it('the second run starts from what the first learned: the right query first, on
     [second.result.jobId],
   );
   expect(JSON.stringify(steps[0]?.events)).toContain('recall');
+  // The console's run page shows that stored recall: the note's id and its text, escaped.
+  const consoleStore = new ConsoleStore(() => createStorePool(ns.mysqlUrl, { connectionLimit: 1 }));
+  try {
+    const loaded = (await consoleStore.loadRun(second.result.jobId))!;
+    const html = runPage(buildTimeline(loaded.run, loaded.steps, loaded.children));
+    expect(html).toContain('recalled notes (by the fleet, not the model): 1');
+    expect(html).toContain(
+      `<code class="note-id">${notes[0]!.id}</code><pre class="note-text">${h(notes[0]!.text)}</pre>`,
+    );
+  } finally {
+    await consoleStore.close();
+  }
 }, 90_000);
 
 it("notes stay with their tenant and their agent: another tenant's run, or another agent's, starts from zero", async () => {

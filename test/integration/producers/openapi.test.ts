@@ -33,6 +33,9 @@ import {
 import { FIXTURES_DIR, REPO_ROOT } from '../../support/repo-paths.js';
 import { openApprovals } from '../../support/approvals-harness.js';
 import { parkJob } from '../../support/parked-jobs.js';
+import { StoreNotes } from '../../../producers/store-notes.js';
+import { MysqlNoteStore } from '../../../src/notes/notes-store.js';
+import { createStorePool } from '../../../src/store/pool.js';
 
 type Json = Record<string, unknown>;
 interface Operation {
@@ -60,6 +63,13 @@ async function checked(response: Response, method: string, route: string): Promi
   expect(operation, `${method} ${route} is not in the document`).toBeDefined();
   const documented = operation!.responses[status];
   expect(documented, `${method} ${route} answered ${status}, which the document does not list`).toBeDefined();
+  if (status === '204') {
+    // No content: none documented, none sent.
+    expect(documented!.content, `${method} ${route} 204 documents a body`).toBeUndefined();
+    expect(await response.text()).toBe('');
+    exercised.add(`${method} ${route} ${status}`);
+    return undefined;
+  }
   const type = (response.headers.get('content-type') ?? '').split(';')[0]!;
   const media = documented!.content?.[type];
   expect(
@@ -350,6 +360,43 @@ describe('real answers of every route, checked against the document', () => {
       });
     } finally {
       await approvals.close();
+    }
+  }, 60_000);
+
+  it('notes: listed, read, forgotten one and all, refused, unknown; an API without notes', async () => {
+    // The worker migrated the store; the notes are written as a worker keeps them.
+    const pool = await createStorePool(ns.mysqlUrl, { connectionLimit: 1 });
+    const notes = new StoreNotes(ns.mysqlUrl);
+    try {
+      const expiresAt = new Date(Date.now() + 86_400_000);
+      const drafts = ['one', 'two'].map((text) => ({
+        agent: 'greeter',
+        tenant: '',
+        kind: 'fact' as const,
+        text,
+        sourceJobId: 'job-1',
+        sourceStep: 1,
+        expiresAt,
+      }));
+      const [first] = await new MysqlNoteStore(pool).add(drafts);
+      const url = await listen(createApiServer({ client: ns.client, token: TOKEN, logger: silent, notes }));
+      const del = (path: string) => fetch(`${url}${path}`, { method: 'DELETE', headers: auth });
+      const list = '/v1/notes';
+      const one = '/v1/notes/{noteId}';
+      const listed = await checked(await get(`${list}?agent=greeter&tenant=`, auth, url), 'get', list);
+      expect((listed as { notes: unknown[] }).notes).toHaveLength(2);
+      await checked(await get(`${list}?limit=0`, auth, url), 'get', list);
+      await checked(await get(`${list}/${first}`, auth, url), 'get', one);
+      await checked(await get(`${list}/note_missing`, auth, url), 'get', one);
+      await checked(await del(`${list}/${first}`), 'delete', one);
+      await checked(await del(`${list}/${first}`), 'delete', one);
+      await checked(await del(list), 'delete', list);
+      expect(await checked(await del(`${list}?agent=greeter`), 'delete', list)).toEqual({ forgotten: 1 });
+      const none = await listen(createApiServer({ client: ns.client, token: TOKEN, logger: silent }));
+      await checked(await get(list, auth, none), 'get', list);
+    } finally {
+      await notes.close();
+      await pool.end();
     }
   }, 60_000);
 

@@ -457,3 +457,42 @@ describe('a run in a tree of agents that call agents', () => {
     expect(html).not.toContain('called by');
   });
 });
+
+describe('a run opened with recalled notes', () => {
+  const recall = {
+    type: 'recall' as const,
+    query: 'Count the orders <b>now</b>',
+    notes: [
+      { id: 'note_0123456789abcdef0123456789abcdef', text: 'orders has no column "revenue"; use amount_usd' },
+      {
+        id: 'note_fedcba9876543210fedcba9876543210',
+        text: 'a customer wrote <script>alert(1)</script> & left',
+      },
+    ],
+  };
+  const timeline = buildTimeline(run(), [step({ step: 1, events: [recall] })]);
+
+  it('has the notes on the timeline, said to be the fleet’s, before the step’s model call', () => {
+    expect(timeline.entries.map((entry) => entry.type).slice(0, 2)).toEqual(['recall', 'model_call']);
+    expect(timeline.entries[0]).toEqual({ ...recall, step: 1 });
+  });
+
+  it('the run page shows each note’s id and text, escaped: a note’s <script> is text, never a tag', () => {
+    const html = runPage(timeline);
+    expect(html).toContain('recalled notes (by the fleet, not the model): 2');
+    expect(html).toContain('looked up for: Count the orders &lt;b&gt;now&lt;/b&gt;');
+    expect(html).toContain(
+      '<code class="note-id">note_0123456789abcdef0123456789abcdef</code><pre class="note-text">orders has no column &quot;revenue&quot;; use amount_usd</pre>',
+    );
+    expect(html).toContain('note_fedcba9876543210fedcba9876543210');
+    expect(html).toContain('a customer wrote &lt;script&gt;alert(1)&lt;/script&gt; &amp; left');
+    expect(html).not.toContain('<script>alert(1)');
+    expect(html).not.toContain('<b>now');
+  });
+
+  it('npm run trace shows them on one line, as before', () => {
+    expect(renderTimelineText(timeline)).toContain(
+      'decision · recalled notes (by the fleet): note_0123456789abcdef0123456789abcdef: orders has no column "revenue"; use amount_usd; note_fedcba9876543210fedcba9876543210: a customer wrote <script>alert(1)</script> & left',
+    );
+  });
+});
