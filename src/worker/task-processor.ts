@@ -27,6 +27,7 @@ import { usageOf, type Budget } from '../kernel/budget.js';
 import { runAgent } from '../kernel/run-agent.js';
 import type { AgentResult, StepTrace } from '../kernel/types.js';
 import { notesOwner, type RunNotes } from './run-notes.js';
+import { reusableJobId } from '../effects/reused-job-effects.js';
 import type { Env } from '../../config/env.js';
 import type { CallGate } from '../kernel/call-gate.js';
 import type { ChatModel, ModelApi } from '../kernel/chat-model.js';
@@ -99,6 +100,8 @@ export interface TaskProcessorDeps {
   approvals?: ApprovalParking;
   /** Starts the child agents a run calls and reads their outcomes; without it a child call is refused. */
   children?: ChildJobs;
+  /** Moves aside the effect rows an earlier job of a reused id left (reused-job-effects.ts); none: not done. */
+  supersedeEffects?: (jobId: string, createdAt: Date) => Promise<number>;
   /** Notes across tasks, for agents that have them on (docs/notes.md); without it, none. */
   notes?: RunNotes;
   logger: Logger;
@@ -338,6 +341,15 @@ async function startRecording(attempt: Attempt, state: JobState): Promise<Record
   started.catch(() => undefined); // awaited later; this only keeps an early failure from going unhandled
   // A start that failed (MySQL down) is written again when it is next needed: MySQL may be back by then.
   const ensureStarted = () => (started = started.catch(startRun));
+  // A job whose id an earlier job had (a reused idempotency key): that job's effect rows move aside before this
+  // one can have any of its own (reused-job-effects.ts), or its first email would find the earlier one `done`.
+  const supersede = deps.supersedeEffects;
+  const fresh = !checkpoint && !kept && supersede !== undefined && reusableJobId(jobId);
+  const moveAside = () =>
+    withRetries(() => supersede!(jobId, new Date(job.timestamp)), STORE_RETRIES).then(() => undefined);
+  let movedAside = fresh ? moveAside() : Promise.resolve();
+  movedAside.catch(() => undefined);
+  const ensureMovedAside = () => (movedAside = movedAside.catch(moveAside));
   if (kept) log.info({ tries: kept.recordTries }, 'recording an outcome MySQL could not take earlier');
   else if (checkpoint) log.info({ step: checkpoint.steps }, 'resuming from checkpoint');
   if (state.recovered > 0)
@@ -347,12 +359,15 @@ async function startRecording(attempt: Attempt, state: JobState): Promise<Record
     ensureStarted,
     // Nothing irreversible (an email) happens in a run MySQL has no record of.
     recorded: () =>
-      ensureStarted().catch((error: unknown) => {
-        throw new StoreError('store_unavailable', `The run could not be recorded: ${errorText(error)}`, {
-          retryable: true,
-          cause: error,
-        });
-      }),
+      Promise.all([ensureStarted(), ensureMovedAside()]).then(
+        () => undefined,
+        (error: unknown) => {
+          throw new StoreError('store_unavailable', `The run could not be recorded: ${errorText(error)}`, {
+            retryable: true,
+            cause: error,
+          });
+        },
+      ),
   };
 }
 

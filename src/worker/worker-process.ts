@@ -11,6 +11,7 @@ import { ApprovalEvents } from '../approvals/approval-events.js';
 import { ApprovalParking } from './approval-parking.js';
 import { ChildJobs } from './child-jobs.js';
 import { RunNotes } from './run-notes.js';
+import { supersedeEarlierEffects } from '../effects/reused-job-effects.js';
 import { MysqlNoteStore } from '../notes/notes-store.js';
 import { tokenCounterFor } from '../kernel/tokens.js';
 import { ChildHolds } from '../fleet/child-holds.js';
@@ -154,6 +155,7 @@ export async function startWorkerProcess(
           new ChildHolds(limits.ledger),
         ),
         approvals: new ApprovalParking(approvalStore, new ApprovalEvents(queues.events)),
+        supersedeEffects: (jobId, createdAt) => supersedeEarlierEffects(stores.pool, jobId, createdAt),
         notes: new RunNotes(new MysqlNoteStore(stores.pool), tokenCounterFor(config.LLM_MODEL)),
         logger,
         results: queues.results,
