@@ -1,7 +1,7 @@
-// `npm run worker -- --processes 2` as deployed: real worker processes under the supervisor, real Redis and
-// MariaDB, the scripted model over HTTP. 24 tasks run on both children; one killed outright is restarted and the
-// batch still completes; each child serves its own metrics port; SIGTERM to the supervisor stops both
-// gracefully and it exits 0, leaving no process behind.
+// `worker --processes 2` as deployed: real worker processes under the supervisor, real Redis and MariaDB, the
+// scripted model over HTTP. 24 tasks run on both children; one killed outright is restarted and every task still
+// succeeds; each child serves its own metrics port; SIGTERM to the supervisor, or to npm's whole group, stops
+// both gracefully with exit 0 and leaves no process behind; children whose supervisor is killed stop themselves.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
 import { WORKER_NODE_FLAGS } from '../../../src/worker/worker-node-flags.js';
@@ -17,7 +17,8 @@ import { stepsModel } from '../../support/steps-model.js';
 
 let server: ScriptedModelServer;
 let ns: FleetNamespace;
-let supervisor: WorkerHandle | undefined;
+/** Every supervisor started, killed with its whole group at the end whatever a test left. */
+const started: WorkerHandle[] = [];
 // Two ports of their own, away from the default span other engineers' workers use.
 const METRICS_PORT = 21_000 + Math.floor(Math.random() * 20_000);
 
@@ -27,7 +28,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (supervisor) await killWorker(supervisor);
+  await Promise.all(started.map(killWorker));
   await ns.cleanup();
   await server.close();
 });
@@ -42,6 +43,12 @@ function childLines(w: WorkerHandle): { pid: number; processIndex: number; msg: 
     .filter((line): line is typeof line & { processIndex: number } => line.processIndex !== undefined);
 }
 
+function start(...args: Parameters<typeof startWorker>): WorkerHandle {
+  const handle = startWorker(...args);
+  started.push(handle);
+  return handle;
+}
+
 const count = (w: WorkerHandle, pattern: RegExp) => (w.output().match(pattern) ?? []).length;
 
 async function until(check: () => boolean, what: string, w: WorkerHandle, timeoutMs = 30_000) {
@@ -52,20 +59,20 @@ async function until(check: () => boolean, what: string, w: WorkerHandle, timeou
   }
 }
 
+const ENV = {
+  AGENT_PROTOCOL: 'json',
+  AGENT_MAX_COST_USD: '1',
+  WORKER_CONCURRENCY: '3',
+  WORKER_LOCK_DURATION_MS: '2000',
+  WORKER_STALLED_INTERVAL_MS: '1000',
+  WORKER_SHUTDOWN_GRACE_MS: '20000',
+};
+
 describe('worker --processes 2', () => {
-  it('runs a batch on both children, restarts one killed mid-batch, and stops both on SIGTERM', async () => {
-    const w = (supervisor = startWorker(
+  it('runs 24 tasks on both children, restarts one killed mid-run, and stops both on SIGTERM', async () => {
+    const w = start(
       ns,
-      {
-        OPENAI_BASE_URL: server.baseURL,
-        AGENT_PROTOCOL: 'json',
-        AGENT_MAX_COST_USD: '1',
-        WORKER_CONCURRENCY: '3',
-        WORKER_LOCK_DURATION_MS: '2000',
-        WORKER_STALLED_INTERVAL_MS: '1000',
-        WORKER_SHUTDOWN_GRACE_MS: '20000',
-        METRICS_PORT: String(METRICS_PORT),
-      },
+      { ...ENV, OPENAI_BASE_URL: server.baseURL, METRICS_PORT: String(METRICS_PORT) },
       {
         command: [
           process.execPath,
@@ -78,7 +85,7 @@ describe('worker --processes 2', () => {
         ],
         detached: true,
       },
-    ));
+    );
     await until(() => count(w, /"msg":"worker started"/g) === 2, 'two children started', w, 60_000);
 
     // Each child serves its own port: base + its index.
@@ -124,4 +131,35 @@ describe('worker --processes 2', () => {
     expect(w.output()).toMatch(/all worker processes stopped/);
     expect(await sessionLeftovers(w.child.pid!)).toEqual([]);
   }, 180_000);
+
+  it('npm run worker -- --processes 2, signalled the way a terminal does (its whole group): exit 0', async () => {
+    const w = start(
+      ns,
+      { ...ENV, OPENAI_BASE_URL: server.baseURL },
+      { command: ['npm', 'run', '--silent', 'worker', '--', '--processes', '2'], detached: true },
+    );
+    await until(() => count(w, /"msg":"worker started"/g) === 2, 'two children started', w, 60_000);
+    // npm, the supervisor and both children get it; npm forwards it again: each stops once, gracefully.
+    process.kill(-w.child.pid!, 'SIGTERM');
+    expect(await w.exited).toEqual({ code: 0, signal: null });
+    expect(count(w, /"msg":"worker stopped"/g)).toBe(2);
+    expect(await sessionLeftovers(w.child.pid!)).toEqual([]);
+  }, 90_000);
+
+  it('a supervisor killed outright: its children notice and stop gracefully on their own', async () => {
+    const w = start(
+      ns,
+      { ...ENV, OPENAI_BASE_URL: server.baseURL },
+      {
+        command: [process.execPath, '--import', 'tsx', 'workers/agent-worker.ts', '--processes=2'],
+        detached: true,
+      },
+    );
+    await until(() => count(w, /"msg":"worker started"/g) === 2, 'two children started', w, 60_000);
+    w.child.kill('SIGKILL');
+    await w.exited;
+    expect(await sessionLeftovers(w.child.pid!, 30_000)).toEqual([]);
+    expect(count(w, /the supervisor is gone: stopping/g)).toBe(2);
+    expect(count(w, /"msg":"worker stopped"/g)).toBe(2);
+  }, 90_000);
 });
