@@ -19,11 +19,13 @@ export const COMMANDS = {
   worker: {
     module: '../workers/agent-worker.js',
     arguments: 'config',
-    synopsis: 'worker [--config FILE]   one worker process (FILE: the fleet configuration, .js)',
+    synopsis: 'worker [--config FILE] [--processes N|auto]   one worker process, or N under a supervisor',
     help:
-      'usage: agent-fleet worker [--config FILE]\n\n' +
+      'usage: agent-fleet worker [--config FILE] [--processes N|auto]\n\n' +
       'One worker process: migrates the store, serves the fleet configuration FILE (default FLEET_CONFIG, else\n' +
-      './agent-fleet.config.js when present, else the built-in demo fleet) and runs its tasks until SIGTERM.\n',
+      './agent-fleet.config.js when present, else the built-in demo fleet) and runs its tasks until SIGTERM.\n' +
+      '--processes N (1-64, or auto: one per core): N such processes under one supervisor, which restarts a\n' +
+      'crashed one with backoff, gives each the metrics port METRICS_PORT + its index, and passes SIGTERM on.\n',
   },
   enqueue: {
     module: '../producers/cli.js',

@@ -2,7 +2,9 @@
 // environment, or the help to print. Each command runs the same module as its npm script (docs/commands.md),
 // compiled in the package; the table of commands is bin/command-table.ts.
 import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import { parseProcesses } from '../src/worker/worker-args.js';
 import { COMMANDS, isCommand, type BinCommandName } from './command-table.js';
 
 export type { BinCommandName };
@@ -29,18 +31,34 @@ export type BinCommand =
       env: Record<string, string>;
     };
 
-/** `worker [--config FILE | --config=FILE]`: the configuration becomes FLEET_CONFIG, as an absolute path. */
-function workerEnv(args: readonly string[], cwd: string): Record<string, string> | string {
-  if (args.length === 0) return {};
-  const [flag, value, ...rest] = args;
-  let file: string | undefined;
-  if (flag === '--config' && rest.length === 0) file = value;
-  else if (flag?.startsWith('--config=') && value === undefined) file = flag.slice('--config='.length);
-  else return `worker: unknown arguments ${args.join(' ')} (only --config FILE)`;
-  if (!file) return 'worker: --config needs a file';
-  const path = resolve(cwd, file);
-  if (!existsSync(path)) return `worker: --config: no file at ${path}`;
-  return { FLEET_CONFIG: path };
+/**
+ * `worker [--config FILE | --config=FILE] [--processes N|auto]`: the configuration becomes FLEET_CONFIG, as an
+ * absolute path; --processes goes on to the worker entry, which then supervises N workers.
+ */
+function workerRun(
+  args: readonly string[],
+  cwd: string,
+): { env: Record<string, string>; args: string[] } | string {
+  const env: Record<string, string> = {};
+  const passed: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const [flag, inline] = arg.split(/=(.*)/s, 2) as [string, string | undefined];
+    const value = inline ?? args[++i];
+    if (flag === '--config') {
+      if (!value) return 'worker: --config needs a file';
+      const path = resolve(cwd, value);
+      if (!existsSync(path)) return `worker: --config: no file at ${path}`;
+      env.FLEET_CONFIG = path;
+    } else if (flag === '--processes') {
+      const n = parseProcesses(value, availableParallelism());
+      if (typeof n === 'string') return `worker: ${n}`;
+      passed.push('--processes', value!);
+    } else {
+      return `worker: unknown arguments ${args.join(' ')} (only --config FILE and --processes N|auto)`;
+    }
+  }
+  return { env, args: passed };
 }
 
 const asksForHelp = (args: readonly string[]) => args.includes('--help') || args.includes('-h');
@@ -56,8 +74,8 @@ export function binCommand(argv: readonly string[], cwd: string): BinCommand {
   const run = { kind: 'run' as const, name, module: row.module, args: [...args], env: {} };
   if (row.arguments === 'pass') return run;
   if (row.arguments === 'config') {
-    const env = workerEnv(args, cwd);
-    return typeof env === 'string' ? { kind: 'error', message: env } : { ...run, args: [], env };
+    const worker = workerRun(args, cwd);
+    return typeof worker === 'string' ? { kind: 'error', message: worker } : { ...run, ...worker };
   }
   if (args.length > 0)
     return { kind: 'error', message: `${name} takes no arguments (configure it with the environment)` };

@@ -1,19 +1,50 @@
 // `npm run worker`: one stateless worker process. Migrates the store, then pulls agent-tasks until SIGTERM
 // or SIGINT, which stop it taking jobs, let running ones finish or checkpoint them, and exit 0.
+// `npm run worker -- --processes N|auto`: N of them under a supervisor (src/worker/supervisor.ts), which forks
+// this same file with `--process-index I` for each.
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { logCrashes } from '../src/logging/log-crashes.js';
 import { createLogger } from '../src/logging/logger.js';
-import { startWorkerProcess } from '../src/worker/worker-process.js';
+import { parseWorkerArgs } from '../src/worker/worker-args.js';
 
-const logger = createLogger('worker');
+const args = parseWorkerArgs(process.argv.slice(2), availableParallelism());
+if (typeof args === 'string') {
+  process.stderr.write(`worker: ${args}\n`);
+  process.exit(2);
+}
+const root = createLogger('worker');
+const logger = args.processIndex === undefined ? root : root.child({ processIndex: args.processIndex });
 logCrashes(logger, 'worker');
 
-// With DATA_MYSQL_URL unset the built-in tools read the demo's sales database: seeded here when absent, so a
-// fresh machine works. The demo's code is loaded only then: the worker library itself never touches it.
-const seedDemo = process.env['DATA_MYSQL_URL']
-  ? undefined
-  : async (env: { MYSQL_URL: string }) => {
-      logger.info('the demo sales database is missing: seeding it (DATA_MYSQL_URL is unset)');
-      const { seedDemoDatabase } = await import('../src/demo/seed-demo-database.js');
-      await seedDemoDatabase({ adminUrl: env.MYSQL_URL });
-    };
-await startWorkerProcess({ logger, ...(seedDemo ? { whenDataDatabaseMissing: seedDemo } : {}) });
+if (args.processes !== undefined) {
+  // Loaded only here: the supervisor runs no job, and its children load the worker themselves.
+  const { runSupervisor } = await import('../src/worker/run-supervisor.js');
+  runSupervisor({ processes: args.processes, entry: fileURLToPath(import.meta.url), logger });
+} else {
+  const { startWorkerProcess } = await import('../src/worker/worker-process.js');
+  // With DATA_MYSQL_URL unset the built-in tools read the demo's sales database: seeded here when absent, so
+  // a fresh machine works. The demo's code is loaded only then: the worker library itself never touches it.
+  const seedDemo = process.env['DATA_MYSQL_URL']
+    ? undefined
+    : async (env: { MYSQL_URL: string }) => {
+        logger.info('the demo sales database is missing: seeding it (DATA_MYSQL_URL is unset)');
+        const { seedDemoDatabase } = await import('../src/demo/seed-demo-database.js');
+        await seedDemoDatabase({ adminUrl: env.MYSQL_URL });
+      };
+  const worker = await startWorkerProcess({
+    logger,
+    ...(seedDemo ? { whenDataDatabaseMissing: seedDemo } : {}),
+  });
+  // A supervised child whose supervisor is gone (killed outright) stops the graceful way instead of running on
+  // unsupervised; the IPC channel fork() opened closes when the supervisor dies.
+  if (process.channel) {
+    process.once('disconnect', () => {
+      logger.warn('the supervisor is gone: stopping');
+      worker.stop().then(
+        () => process.exit(0),
+        () => process.exit(1),
+      );
+    });
+  }
+}

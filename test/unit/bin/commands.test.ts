@@ -27,6 +27,22 @@ describe('agent-fleet <command>', () => {
     expect(binCommand(['worker'], cwd)).toMatchObject({ kind: 'run', env: {} });
   });
 
+  it('worker --processes N|auto goes on to the worker entry, with --config beside it; a bad count is refused', () => {
+    expect(binCommand(['worker', '--processes', '4', '--config', 'agent-fleet.config.js'], cwd)).toEqual({
+      kind: 'run',
+      name: 'worker',
+      module: '../workers/agent-worker.js',
+      args: ['--processes', '4'],
+      env: { FLEET_CONFIG: join(cwd, 'agent-fleet.config.js') },
+    });
+    expect(binCommand(['worker', '--processes=auto'], cwd)).toMatchObject({ args: ['--processes', 'auto'] });
+    for (const bad of ['0', '65', 'two', ''])
+      expect(binCommand(['worker', '--processes', bad], cwd)).toMatchObject({
+        kind: 'error',
+        message: expect.stringMatching(/^worker: --processes takes 1-64 or auto/),
+      });
+  });
+
   it('enqueue hands every argument on to the producer CLI', () => {
     expect(binCommand(['enqueue', '--task', 'hi', '--wait'], cwd)).toMatchObject({
       kind: 'run',

@@ -1,0 +1,99 @@
+// The supervisor's own behaviour, with a stand-in child (test/fixtures/fake-worker.mjs) so it takes seconds and
+// no services: restarts with a doubling delay, a crash loop reported as one, a stop that waits for every child
+// and kills the ones that do not stop in time. test/integration/worker/supervisor.test.ts runs real workers.
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createLogger } from '../../../src/logging/logger.js';
+import { startSupervisor, type Supervisor } from '../../../src/worker/supervisor.js';
+
+const ENTRY = 'test/fixtures/fake-worker.mjs';
+const READY = mkdtempSync(join(tmpdir(), 'af-supervisor-'));
+let supervisor: Supervisor | undefined;
+
+afterAll(() => rmSync(READY, { recursive: true, force: true }));
+
+afterEach(() => {
+  supervisor?.kill();
+  supervisor = undefined;
+});
+
+function logged() {
+  const lines: Record<string, unknown>[] = [];
+  const destination = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean))
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { lines, logger: createLogger('supervisor', 'info', destination) };
+}
+
+function start(mode: string, processes: number, logger: ReturnType<typeof logged>['logger']) {
+  supervisor = startSupervisor({
+    processes,
+    entry: ENTRY,
+    execArgv: [],
+    env: { ...process.env, FAKE_WORKER: mode, FAKE_READY_DIR: READY },
+    metricsPort: 0,
+    stopTimeoutMs: 1_500,
+    logger,
+    restarts: { baseMs: 100, maxMs: 400, stableMs: 5_000, crashLoopAfter: 3 },
+  });
+  return supervisor;
+}
+
+/** Every child has started and handles SIGTERM. */
+const ready = (s: Supervisor) =>
+  s.pids().every((pid) => pid !== undefined && existsSync(join(READY, String(pid))));
+
+const until = async (check: () => boolean, timeoutMs = 10_000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+};
+
+describe('the supervisor', () => {
+  it('restarts a child that crashes, doubling the delay up to its cap, and reports the crash loop', async () => {
+    const { lines, logger } = logged();
+    const s = start('crash', 1, logger);
+    await until(() => lines.filter((l) => l.failures !== undefined).length >= 5);
+    const exits = lines.filter((l) => l.failures !== undefined);
+    expect(exits.slice(0, 5).map((l) => l.delayMs)).toEqual([100, 200, 400, 400, 400]);
+    expect(exits[0]).toMatchObject({ level: 40, code: 3, processIndex: 0 });
+    expect(exits[1]!.msg).toBe('worker process 0 exited (exit code 3): restarting in 200 ms');
+    expect(exits[2]).toMatchObject({ level: 50, failures: 3 });
+    expect(exits[2]!.msg).toMatch(/^worker process 0 is crash-looping: 3 exits in a row, each within 5 s/);
+    // A stop while it waits to restart: nothing left to stop.
+    expect(await s.stop()).toBe(true);
+  });
+
+  it('restarts a killed child at the same index; a stop ends every child and answers true', async () => {
+    const { lines, logger } = logged();
+    const s = start('run', 2, logger);
+    await until(() => ready(s));
+    const [first, second] = s.pids();
+    process.kill(second!, 'SIGKILL');
+    await until(() => ready(s) && s.pids()[1] !== second);
+    expect(s.pids()[0]).toBe(first);
+    expect(lines.find((l) => l.signal === 'SIGKILL')).toMatchObject({ processIndex: 1, delayMs: 100 });
+    expect(await s.stop()).toBe(true);
+    expect(s.pids()).toEqual([undefined, undefined]);
+  });
+
+  it('kills a child that does not stop within the timeout, and answers false', async () => {
+    const { lines, logger } = logged();
+    const s = start('stubborn', 2, logger);
+    await until(() => ready(s));
+    const started = Date.now();
+    expect(await s.stop()).toBe(false);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_400);
+    expect(lines.at(-1)!.msg).toBe('worker processes 0, 1 did not stop within 1500 ms: killing them');
+    expect(s.pids()).toEqual([undefined, undefined]);
+  });
+});

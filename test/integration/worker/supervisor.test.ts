@@ -1,0 +1,165 @@
+// `worker --processes 2` as deployed: real worker processes under the supervisor, real Redis and MariaDB, the
+// scripted model over HTTP. 24 tasks run on both children; one killed outright is restarted and every task still
+// succeeds; each child serves its own metrics port; SIGTERM to the supervisor, or to npm's whole group, stops
+// both gracefully with exit 0 and leaves no process behind; children whose supervisor is killed stop themselves.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
+import { WORKER_NODE_FLAGS } from '../../../src/worker/worker-node-flags.js';
+import {
+  createNamespace,
+  killWorker,
+  startWorker,
+  type FleetNamespace,
+  type WorkerHandle,
+} from '../../support/fleet-harness.js';
+import { sessionLeftovers } from '../../support/process-group.js';
+import { stepsModel } from '../../support/steps-model.js';
+
+let server: ScriptedModelServer;
+let ns: FleetNamespace;
+/** Every supervisor started, killed with its whole group at the end whatever a test left. */
+const started: WorkerHandle[] = [];
+// Two ports of their own, away from the default span other engineers' workers use.
+const METRICS_PORT = 21_000 + Math.floor(Math.random() * 20_000);
+
+beforeAll(async () => {
+  server = await startScriptedModel({ rules: [(r) => ({ ...stepsModel(r), latencyMs: 300 })] });
+  ns = createNamespace('supervisor');
+});
+
+afterAll(async () => {
+  await Promise.all(started.map(killWorker));
+  await ns.cleanup();
+  await server.close();
+});
+
+/** The JSON log lines the children printed, with their pid and index. */
+function childLines(w: WorkerHandle): { pid: number; processIndex: number; msg: string; jobId?: string }[] {
+  return w
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { pid: number; processIndex?: number; msg: string; jobId?: string })
+    .filter((line): line is typeof line & { processIndex: number } => line.processIndex !== undefined);
+}
+
+function start(...args: Parameters<typeof startWorker>): WorkerHandle {
+  const handle = startWorker(...args);
+  started.push(handle);
+  return handle;
+}
+
+const count = (w: WorkerHandle, pattern: RegExp) => (w.output().match(pattern) ?? []).length;
+
+async function until(check: () => boolean, what: string, w: WorkerHandle, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms. Output:\n${w.output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const ENV = {
+  AGENT_PROTOCOL: 'json',
+  AGENT_MAX_COST_USD: '1',
+  WORKER_CONCURRENCY: '3',
+  WORKER_LOCK_DURATION_MS: '2000',
+  WORKER_STALLED_INTERVAL_MS: '1000',
+  WORKER_SHUTDOWN_GRACE_MS: '20000',
+};
+
+describe('worker --processes 2', () => {
+  it('runs 24 tasks on both children, restarts one killed mid-run, and stops both on SIGTERM', async () => {
+    const w = start(
+      ns,
+      { ...ENV, OPENAI_BASE_URL: server.baseURL, METRICS_PORT: String(METRICS_PORT) },
+      {
+        command: [
+          process.execPath,
+          ...WORKER_NODE_FLAGS,
+          '--import',
+          'tsx',
+          'workers/agent-worker.ts',
+          '--processes',
+          '2',
+        ],
+        detached: true,
+      },
+    );
+    await until(() => count(w, /"msg":"worker started"/g) === 2, 'two children started', w, 60_000);
+
+    // Each child serves its own port: base + its index.
+    for (const port of [METRICS_PORT, METRICS_PORT + 1]) {
+      const response = await fetch(`http://127.0.0.1:${port}/metrics`);
+      expect(response.status).toBe(200);
+      expect(await response.text()).toMatch(/agentfleet_/);
+    }
+
+    const jobs = await ns.client.enqueueMany(
+      Array.from({ length: 24 }, (_, i) => ({ task: `job s${i}: 4 steps` })),
+    );
+    // Both children take jobs; then child 1 is killed outright with jobs in flight.
+    const jobPids = () =>
+      new Set(
+        childLines(w)
+          .filter((l) => l.jobId)
+          .map((l) => l.pid),
+      );
+    await until(() => jobPids().size === 2, 'jobs on both children', w);
+    const victim = childLines(w).find((l) => l.processIndex === 1 && l.jobId)!.pid;
+    process.kill(victim, 'SIGKILL');
+    await until(
+      () => childLines(w).some((l) => l.processIndex === 1 && l.pid !== victim && l.msg === 'worker started'),
+      'child 1 restarted',
+      w,
+    );
+    expect(w.output()).toMatch(/worker process 1 exited \(killed by SIGKILL\): restarting in 1000 ms/);
+
+    for (const { jobId } of jobs)
+      expect(await ns.client.waitForResult(jobId, { timeoutMs: 60_000 })).toMatchObject({
+        status: 'succeeded',
+        steps: 4,
+      });
+    // The victim's jobs were resumed by a live child once their locks expired: every task still succeeded.
+    expect(jobPids().size).toBeGreaterThanOrEqual(2);
+    expect(jobPids()).toContain(victim);
+
+    // SIGTERM to the supervisor only: it passes it on, both children drain, and it exits 0.
+    w.child.kill('SIGTERM');
+    expect(await w.exited).toEqual({ code: 0, signal: null });
+    expect(count(w, /"msg":"worker stopped"/g)).toBe(2);
+    expect(w.output()).toMatch(/all worker processes stopped/);
+    expect(await sessionLeftovers(w.child.pid!)).toEqual([]);
+  }, 180_000);
+
+  it('npm run worker -- --processes 2, signalled the way a terminal does (its whole group): exit 0', async () => {
+    const w = start(
+      ns,
+      { ...ENV, OPENAI_BASE_URL: server.baseURL },
+      { command: ['npm', 'run', '--silent', 'worker', '--', '--processes', '2'], detached: true },
+    );
+    await until(() => count(w, /"msg":"worker started"/g) === 2, 'two children started', w, 60_000);
+    // npm, the supervisor and both children get it; npm forwards it again: each stops once, gracefully.
+    process.kill(-w.child.pid!, 'SIGTERM');
+    expect(await w.exited).toEqual({ code: 0, signal: null });
+    expect(count(w, /"msg":"worker stopped"/g)).toBe(2);
+    expect(await sessionLeftovers(w.child.pid!)).toEqual([]);
+  }, 90_000);
+
+  it('a supervisor killed outright: its children notice and stop gracefully on their own', async () => {
+    const w = start(
+      ns,
+      { ...ENV, OPENAI_BASE_URL: server.baseURL },
+      {
+        command: [process.execPath, '--import', 'tsx', 'workers/agent-worker.ts', '--processes=2'],
+        detached: true,
+      },
+    );
+    await until(() => count(w, /"msg":"worker started"/g) === 2, 'two children started', w, 60_000);
+    w.child.kill('SIGKILL');
+    await w.exited;
+    expect(await sessionLeftovers(w.child.pid!, 30_000)).toEqual([]);
+    expect(count(w, /the supervisor is gone: stopping/g)).toBe(2);
+    expect(count(w, /"msg":"worker stopped"/g)).toBe(2);
+  }, 90_000);
+});
