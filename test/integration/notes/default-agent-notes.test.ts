@@ -41,7 +41,8 @@ function ordersModel(request: RecordedRequest): ScriptedReply | undefined {
   const done = own.find((c) => c.result !== undefined && !/error|Unknown column/i.test(c.result));
   if (done) return { answer: `total: ${done.result}` };
   const recalled = calls.find((c) => c.tool === RECALL_TOOL)?.result ?? '';
-  if (task.startsWith(TASK) && recalled.includes('SUM(total)')) return { actions: [{ tool: 'sql_query', args: { sql: RIGHT } }] };
+  if (task.startsWith(TASK) && recalled.includes('SUM(total)'))
+    return { actions: [{ tool: 'sql_query', args: { sql: RIGHT } }] };
   if (own.length > 0) return { actions: [{ tool: 'sql_query', args: { sql: RIGHT } }] };
   if (task.startsWith('Smuggle'))
     return { actions: [{ tool: 'sql_query', args: { sql: `SELECT \`${INJECTED}\` FROM orders` } }] };
