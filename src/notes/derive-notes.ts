@@ -5,6 +5,7 @@
 // control characters and angle brackets escaped), so a note is one line of fixed prose around quoted data; it
 // states what happened and never tells the model what to do.
 import { boundedJson } from '../kernel/bounded-json.js';
+import { escapeUnsafeJson } from '../kernel/recalled-notes.js';
 import type { StepTrace } from '../kernel/types.js';
 import { NOTE_MAX_CHARS, type NoteDraft } from './note.js';
 
@@ -163,7 +164,7 @@ function errorLine(observation: string): string {
 function argsJson(args: unknown): string {
   const json = boundedJson(args ?? null, ARGS_MAX_CHARS);
   if (json.complete) {
-    const safe = escapeUnsafe(json.text);
+    const safe = escapeUnsafeJson(json.text);
     if (safe.length <= ARGS_MAX_CHARS) return safe;
   }
   return quote(json.text, ARGS_MAX_CHARS);
@@ -177,22 +178,10 @@ export function quote(text: string, maxChars: number): string {
   let cut = Math.min(text.length, maxChars);
   for (;;) {
     const piece = cut < text.length ? `${safeSlice(text, cut)}…` : text;
-    const quoted = escapeUnsafe(JSON.stringify(piece));
+    const quoted = escapeUnsafeJson(JSON.stringify(piece));
     if (quoted.length <= maxChars || cut === 0) return quoted;
     cut = Math.max(0, Math.min(cut - 1, Math.floor(cut * 0.85)));
   }
-}
-
-/**
- * JSON text with the characters a reader or a template could act on written as `\uXXXX`: angle brackets and the
- * ampersand, DEL and C1 controls, line and paragraph separators, bidirectional overrides. JSON.stringify already
- * escapes quotes, backslashes and C0 controls; these only occur inside strings, so the JSON reads back the same.
- */
-function escapeUnsafe(json: string): string {
-  return json.replace(
-    /[<>&\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
 }
 
 /** The first `length` characters, one fewer when that would split a surrogate pair. */
