@@ -54,6 +54,8 @@ interface Call {
   tool: string;
   /** The arguments as the note shows them (bounded). */
   args: string;
+  /** Whether `args` shows them whole (not cut): only then does equal text mean the same arguments. */
+  argsWhole: boolean;
   /** Their JSON up to COMPARE_MAX_CHARS, to tell a correction from the same call made again. */
   key: string;
   ok: boolean;
@@ -106,7 +108,10 @@ export function contradictedNotes(
 ): string[] {
   const corrections = shown.filter((note) => note.kind === 'correction');
   if (corrections.length === 0) return [];
-  const failed = [...callsOf(steps)].filter((call) => !call.ok && aboutArguments(call.errorCode));
+  // A call whose arguments a note would show cut says nothing about a note's: another call can share their start.
+  const failed = [...callsOf(steps)].filter(
+    (call) => !call.ok && call.argsWhole && aboutArguments(call.errorCode),
+  );
   return corrections
     .filter((note) =>
       failed.some(
@@ -127,10 +132,12 @@ function* callsOf(steps: readonly StepTrace[]): Generator<Call> {
   const ordered = [...steps].sort((a, b) => a.step - b.step);
   for (const step of ordered) {
     for (const [index, action] of step.actions.entries()) {
+      const shown = argsJson(action.args);
       yield {
         step: step.step,
         tool: action.tool,
-        args: argsJson(action.args),
+        args: shown.text,
+        argsWhole: shown.whole,
         key: boundedJson(action.args ?? null, COMPARE_MAX_CHARS).text,
         ok: action.ok,
         errorCode: action.errorCode,
@@ -160,14 +167,18 @@ function errorLine(observation: string): string {
   );
 }
 
-/** The arguments as compact JSON when they fit, else their cut JSON text as a quoted string. */
-function argsJson(args: unknown): string {
+/**
+ * The arguments as compact JSON when they fit, else their JSON text as a quoted string, cut to fit; whole when
+ * nothing of them was cut.
+ */
+function argsJson(args: unknown): { text: string; whole: boolean } {
   const json = boundedJson(args ?? null, ARGS_MAX_CHARS);
   if (json.complete) {
     const safe = escapeUnsafeJson(json.text);
-    if (safe.length <= ARGS_MAX_CHARS) return safe;
+    if (safe.length <= ARGS_MAX_CHARS) return { text: safe, whole: true };
   }
-  return quote(json.text, ARGS_MAX_CHARS);
+  const quoted = quote(json.text, ARGS_MAX_CHARS);
+  return { text: quoted, whole: json.complete && JSON.parse(quoted) === json.text };
 }
 
 /**
