@@ -47,6 +47,7 @@ const NOT_ABOUT_ARGUMENTS = new Set([
   'expired',
   'superseded',
   'mcp_tool_gone',
+  'note_limit',
 ]);
 
 interface Call {

@@ -16,7 +16,9 @@ import type { TokenCounter } from '../kernel/tokens.js';
 import type { AgentResult, StepTrace } from '../kernel/types.js';
 import type { Logger } from '../logging/logger.js';
 import { contradictedNotes, deriveCorrectionNotes } from '../notes/derive-notes.js';
-import { NOTE_MAX_CHARS, type Note, type NoteStore } from '../notes/note.js';
+import { ToolError } from '../kernel/errors.js';
+import { NOTE_MAX_CHARS, noteText, type Note, type NoteStore } from '../notes/note.js';
+import { noteTextHash } from '../notes/notes-store.js';
 import type { RunConfig } from './run-config.js';
 
 export type NotesSettings = NonNullable<RunConfig['notes']>;
@@ -30,11 +32,18 @@ export interface NotesOwner {
 
 const TOOL_QUERY_MAX = 500;
 export const KEEP_NOTE_TOOL = 'keep_note';
+/**
+ * Notes a model may keep in one run (one attempt of it) at most, like the corrections derived from it: a model that
+ * keeps calling keep_note (a loop, an injection) cannot fill its agent's notes and push the others out.
+ */
+export const MAX_KEPT_PER_RUN = 10;
 
 /** One run's notes: the `recall_notes` tool it may call, the opening recall of a new run, what it leaves. */
 export class NotesSession {
   /** The ids of the notes the run was shown, by the opening recall or its own `recall_notes` calls. */
   readonly used = new Set<string>();
+  /** The texts (their hashes) this run kept with keep_note: held before the store answers, so calls made together count. */
+  private readonly kept = new Set<string>();
   private readonly recallTool: Tool;
   private readonly keepTool: Tool | null;
 
@@ -79,11 +88,24 @@ export class NotesSession {
         `(at most ${NOTE_MAX_CHARS} characters). Later runs read it as data from this run.`,
       parameters: z.object({ text: z.string().trim().min(1).max(NOTE_MAX_CHARS) }),
       execute: async ({ text }, ctx) => {
+        const hash = noteTextHash(noteText(text));
+        const again = this.kept.has(hash);
+        if (!again && this.kept.size >= MAX_KEPT_PER_RUN)
+          throw new ToolError(
+            'note_limit',
+            `a run keeps at most ${MAX_KEPT_PER_RUN} notes; this one was not kept`,
+          );
+        this.kept.add(hash);
         const expiresAt = new Date(Date.now() + this.settings.keepDays * 86_400_000);
-        const [id] = await this.store.add([
-          { ...this.owner, kind: 'model', text, sourceJobId: ctx.runId, sourceStep: ctx.step, expiresAt },
-        ]);
-        return `kept as ${id}`;
+        try {
+          const [id] = await this.store.add([
+            { ...this.owner, kind: 'model', text, sourceJobId: ctx.runId, sourceStep: ctx.step, expiresAt },
+          ]);
+          return `kept as ${id}`;
+        } catch (error) {
+          if (!again) this.kept.delete(hash);
+          throw error;
+        }
       },
     });
   }
@@ -130,15 +152,16 @@ export class NotesSession {
     for (const id of contradictedNotes(traces, shown)) await this.store.forget(id);
   }
 
-  /** The most relevant notes that fit the token allowance; each counted as used. */
+  /**
+   * The most relevant notes that fit the token allowance, counted as the model is shown them (the recall's result,
+   * without the ids); each counted as used.
+   */
   private async recall(text: string): Promise<RecalledNote[]> {
     const found = await this.store.recall({ ...this.owner, text, limit: this.settings.recall });
     const picked: RecalledNote[] = [];
-    let tokens = 0;
     for (const note of found) {
       const shown = asRecalled(note);
-      tokens += this.count(JSON.stringify(shown));
-      if (tokens > this.settings.maxTokens) break;
+      if (this.count(recallOutput([...picked, shown])) > this.settings.maxTokens) break;
       picked.push(shown);
     }
     if (picked.length > 0) {
