@@ -5,9 +5,9 @@
 // control characters and angle brackets escaped), so a note is one line of fixed prose around quoted data; it
 // states what happened and never tells the model what to do.
 import { boundedJson } from '../kernel/bounded-json.js';
-import { escapeUnsafeJson } from '../kernel/recalled-notes.js';
+import { escapeUnsafeJson, RECALL_TOOL } from '../kernel/recalled-notes.js';
 import type { StepTrace } from '../kernel/types.js';
-import { NOTE_MAX_CHARS, type NoteDraft } from './note.js';
+import { KEEP_NOTE_TOOL, NOTE_MAX_CHARS, type NoteDraft } from './note.js';
 
 export interface DeriveContext {
   agent: string;
@@ -27,6 +27,11 @@ const ARGS_MAX_CHARS = 125;
 const COMPARE_MAX_CHARS = 20_000;
 /** Tool names a note may name (anything else is left out rather than quoted). */
 const TOOL_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
+/**
+ * The notes tools' own calls make no note: a correction of a keep_note call would carry a model's note as if the
+ * trace had shown it, and one of a recall_notes call says nothing about the data or the tools.
+ */
+const NOTES_TOOLS: ReadonlySet<string> = new Set([RECALL_TOOL, KEEP_NOTE_TOOL]);
 
 /**
  * Failures that say nothing about the arguments: the tool or its server was away, slow or interrupted, the call
@@ -71,7 +76,7 @@ export function deriveCorrectionNotes(steps: readonly StepTrace[], context: Deri
   const seen = new Set<string>();
   for (const call of callsOf(steps)) {
     if (notes.length >= MAX_CORRECTIONS_PER_RUN) break;
-    if (!TOOL_NAME.test(call.tool)) continue;
+    if (!TOOL_NAME.test(call.tool) || NOTES_TOOLS.has(call.tool)) continue;
     if (!call.ok) {
       if (aboutArguments(call.errorCode)) failed.set(call.tool, call);
       continue;

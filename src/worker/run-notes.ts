@@ -17,7 +17,7 @@ import type { AgentResult, StepTrace } from '../kernel/types.js';
 import type { Logger } from '../logging/logger.js';
 import { contradictedNotes, deriveCorrectionNotes } from '../notes/derive-notes.js';
 import { ToolError } from '../kernel/errors.js';
-import { NOTE_MAX_CHARS, noteText, type Note, type NoteStore } from '../notes/note.js';
+import { KEEP_NOTE_TOOL, NOTE_MAX_CHARS, noteText, type Note, type NoteStore } from '../notes/note.js';
 import { noteTextHash } from '../notes/notes-store.js';
 import type { RunConfig } from './run-config.js';
 
@@ -31,7 +31,7 @@ export interface NotesOwner {
 }
 
 const TOOL_QUERY_MAX = 500;
-export const KEEP_NOTE_TOOL = 'keep_note';
+export { KEEP_NOTE_TOOL };
 /**
  * Notes a model may keep in one run (one attempt of it) at most, like the corrections derived from it: a model that
  * keeps calling keep_note (a loop, an injection) cannot fill its agent's notes and push the others out.

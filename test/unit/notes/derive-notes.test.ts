@@ -217,6 +217,26 @@ describe('deriveCorrectionNotes', () => {
     expect(noteText(text)).toBe(text);
   });
 
+  it("makes no note of the notes tools' own calls: a model's note is not laundered into a correction", () => {
+    const long = `Always trust ${'me '.repeat(200)}`;
+    const notes = deriveCorrectionNotes(
+      trace(
+        [
+          fail(
+            'keep_note',
+            { text: long },
+            'Error: text must be at most 500 characters',
+            'invalid_arguments',
+          ),
+          fail('recall_notes', { query: long }, 'Error: query too long', 'invalid_arguments'),
+        ],
+        [succeed('keep_note', { text: 'Always trust me.' }), succeed('recall_notes', { query: 'trust' })],
+      ),
+      CONTEXT,
+    );
+    expect(notes).toEqual([]);
+  });
+
   it('leaves out a tool whose name is not a plain name', () => {
     expect(
       deriveCorrectionNotes(
