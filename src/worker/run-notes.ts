@@ -122,8 +122,8 @@ export class NotesSession {
   }
 
   /**
-   * After a run's final result: the notes its steps show it learned, kept for its agent and tenant; and, when it
-   * failed, the notes it was shown weigh less next time. The result names every note it was shown. Never fails
+   * After a run's final result: the notes its steps show it learned, kept for its agent and tenant; and, when its
+   * model failed it, the notes it was shown weigh less next time. The result names every note it was shown. Never fails
    * the run: a store error is logged.
    */
   async close(
@@ -136,7 +136,7 @@ export class NotesSession {
       const expiresAt = new Date(Date.now() + this.settings.keepDays * 86_400_000);
       const drafts = deriveCorrectionNotes(run.traces, { ...this.owner, jobId: run.jobId, expiresAt });
       if (drafts.length > 0) await this.store.add(drafts);
-      if (run.result.status === 'failed' && used.size > 0) await this.store.weighDown([...used]);
+      if (failedByItsModel(run.result) && used.size > 0) await this.store.weighDown([...used]);
       await this.dropContradicted(run.traces, used);
     } catch (err) {
       log.warn({ err }, "could not keep the run's notes");
@@ -170,6 +170,15 @@ export class NotesSession {
     }
     return picked;
   }
+}
+
+/**
+ * A run that failed for what its model did (it repeated itself, gave no valid answer), which may be what its notes
+ * led it to. Not an outage, a tool away, a bad key or an effect left uncertain: those say nothing of its notes,
+ * and a job fails that way once an attempt, so three attempts through one outage would have deleted them.
+ */
+function failedByItsModel(result: AgentResult): boolean {
+  return result.status === 'failed' && result.error?.kind === 'model_behavior';
 }
 
 /** The notes of a fleet's runs: a session per run of an agent with notes on. */

@@ -2,7 +2,9 @@
 // agent's token allowance, and what a model may keep with keep_note in one run.
 import { describe, expect, it } from 'vitest';
 import { recallOutput } from '../../../src/kernel/recalled-notes.js';
+import type { RunError } from '../../../src/kernel/errors.js';
 import type { Tool, ToolContext } from '../../../src/kernel/tool.js';
+import type { AgentResult } from '../../../src/kernel/types.js';
 import { tokenCounterFor } from '../../../src/kernel/tokens.js';
 import { createLogger } from '../../../src/logging/logger.js';
 import { noteText, type Note, type NoteDraft, type NoteStore } from '../../../src/notes/note.js';
@@ -14,10 +16,12 @@ const count = tokenCounterFor('gpt-4o');
 const owner = { agent: 'analyst', tenant: 'acme' };
 
 /** A NoteStore of one map: enough for what a session asks of it. */
-function memoryStore(): NoteStore & { notes: Map<string, Note> } {
+function memoryStore(): NoteStore & { notes: Map<string, Note>; weighedDown: string[][] } {
   const notes = new Map<string, Note>();
+  const weighedDown: string[][] = [];
   return {
     notes,
+    weighedDown,
     async add(drafts: readonly NoteDraft[]) {
       await Promise.resolve();
       return drafts.map((draft) => {
@@ -42,7 +46,9 @@ function memoryStore(): NoteStore & { notes: Map<string, Note> } {
         .slice(0, query.limit);
     },
     async markUsed() {},
-    async weighDown() {},
+    async weighDown(ids) {
+      weighedDown.push([...ids]);
+    },
     async list() {
       return [...notes.values()];
     },
@@ -144,5 +150,63 @@ describe('keep_note', () => {
     await call(keep, { text: 'another\u0007 note' }, 2);
     expect(store.notes.size).toBe(2);
     expect([...store.notes.values()].map((n) => n.text)).toEqual(['the same  note', 'another note']);
+  });
+});
+
+describe('a failed run and the notes it was shown', () => {
+  const failed = (error: RunError): AgentResult => ({
+    jobId: 'job-1',
+    status: 'failed',
+    stopReason: 'error',
+    answer: null,
+    steps: 1,
+    toolCalls: 0,
+    usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0, costUsd: 0 },
+    error,
+  });
+
+  async function closeWith(error: RunError): Promise<string[][]> {
+    const store = memoryStore();
+    await store.add([
+      {
+        ...owner,
+        kind: 'fact',
+        text: 'a good note',
+        sourceJobId: 'job-0',
+        sourceStep: 1,
+        expiresAt: new Date('2027-01-01'),
+      },
+    ]);
+    const session = new RunNotes(store, count).session(
+      owner,
+      { recall: 5, maxTokens: 400, keepDays: 30, write: false },
+      'x',
+    );
+    expect((await session.opening(log))?.notes).toHaveLength(1);
+    await session.close({ jobId: 'job-1', traces: [], result: failed(error) }, log);
+    return store.weighedDown;
+  }
+
+  it('weighs them down when the model went wrong', async () => {
+    const weighed = await closeWith({
+      kind: 'model_behavior',
+      code: 'repeated_action',
+      message: 'x',
+      retryable: false,
+    });
+    expect(weighed).toHaveLength(1);
+  });
+
+  it("leaves them be when the failure was not the run's reasoning: an outage, a tool away, a bad key", async () => {
+    // Each attempt of a job that fails retryably ends here: three attempts through one outage would delete them.
+    for (const error of [
+      { kind: 'model_api', code: 'http_503', message: 'x', retryable: true },
+      { kind: 'model_api', code: 'http_401', message: 'x', retryable: false },
+      { kind: 'tool', code: 'tool_unavailable', message: 'x', retryable: true },
+      { kind: 'tool', code: 'uncertain_effects', message: 'x', retryable: false },
+      { kind: 'system', code: 'unexpected', message: 'x', retryable: false },
+    ] satisfies RunError[]) {
+      expect(await closeWith(error), error.code).toEqual([]);
+    }
   });
 });
