@@ -7,6 +7,10 @@ import type { AgentProtocol, PlannedCall } from './protocol.js';
 import { truncateChars } from './truncate.js';
 
 export const RECALL_TOOL = 'recall_notes';
+/** The tool a model keeps a note of its own with, when its agent lets it (src/worker/run-notes.ts). */
+export const KEEP_NOTE_TOOL = 'keep_note';
+/** The notes tools' names: an agent with notes on may have no tool of its own by either. */
+export const NOTES_TOOL_NAMES: readonly string[] = [RECALL_TOOL, KEEP_NOTE_TOOL];
 
 /** A note as a run is shown it: its id (the trace and the result name it), its kind, when, and its text. */
 export interface RecalledNote {

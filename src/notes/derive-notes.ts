@@ -5,9 +5,9 @@
 // control characters and angle brackets escaped), so a note is one line of fixed prose around quoted data; it
 // states what happened and never tells the model what to do.
 import { boundedJson } from '../kernel/bounded-json.js';
-import { escapeUnsafeJson, RECALL_TOOL } from '../kernel/recalled-notes.js';
+import { escapeUnsafeJson, NOTES_TOOL_NAMES } from '../kernel/recalled-notes.js';
 import type { StepTrace } from '../kernel/types.js';
-import { KEEP_NOTE_TOOL, NOTE_MAX_CHARS, type NoteDraft } from './note.js';
+import { NOTE_MAX_CHARS, type NoteDraft } from './note.js';
 
 export interface DeriveContext {
   agent: string;
@@ -31,7 +31,7 @@ const TOOL_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
  * The notes tools' own calls make no note: a correction of a keep_note call would carry a model's note as if the
  * trace had shown it, and one of a recall_notes call says nothing about the data or the tools.
  */
-const NOTES_TOOLS: ReadonlySet<string> = new Set([RECALL_TOOL, KEEP_NOTE_TOOL]);
+const NOTES_TOOLS: ReadonlySet<string> = new Set(NOTES_TOOL_NAMES);
 
 /**
  * Failures that say nothing about the arguments: the tool or its server was away, slow or interrupted, the call

@@ -38,9 +38,6 @@ export interface Note extends NoteDraft {
 
 export const NOTE_MAX_CHARS = 500;
 
-/** The tool a model keeps a note of its own with, when its agent lets it (src/worker/run-notes.ts). */
-export const KEEP_NOTE_TOOL = 'keep_note';
-
 // C0 controls but newline (tab and CR are turned into a space and a newline first), DEL, C1, the bidirectional
 // overrides and isolates that reorder what is shown, and lone surrogates.
 const UNSAFE =

@@ -5,6 +5,7 @@
 // a failed run weighs down the notes it was given, and a correction the run found wrong is dropped.
 import { z } from 'zod';
 import {
+  KEEP_NOTE_TOOL,
   recallOutput,
   recallQuery,
   RECALL_TOOL,
@@ -17,7 +18,7 @@ import type { AgentResult, StepTrace } from '../kernel/types.js';
 import type { Logger } from '../logging/logger.js';
 import { contradictedNotes, deriveCorrectionNotes } from '../notes/derive-notes.js';
 import { ToolError } from '../kernel/errors.js';
-import { KEEP_NOTE_TOOL, NOTE_MAX_CHARS, noteText, type Note, type NoteStore } from '../notes/note.js';
+import { NOTE_MAX_CHARS, noteText, type Note, type NoteStore } from '../notes/note.js';
 import { noteTextHash } from '../notes/notes-store.js';
 import type { RunConfig } from './run-config.js';
 
