@@ -13,7 +13,7 @@ import {
   type RunRecall,
 } from '../kernel/recalled-notes.js';
 import { defineTool, type Tool } from '../kernel/tool.js';
-import type { TokenCounter } from '../kernel/tokens.js';
+import { tokenCounterFor, type TokenCounter } from '../kernel/tokens.js';
 import type { AgentResult, StepTrace } from '../kernel/types.js';
 import type { Logger } from '../logging/logger.js';
 import { contradictedNotes, deriveCorrectionNotes } from '../notes/derive-notes.js';
@@ -186,11 +186,17 @@ function failedByItsModel(result: AgentResult): boolean {
 export class RunNotes {
   constructor(
     private readonly store: NoteStore,
+    /** Counts for a run whose model is not named. */
     private readonly count: TokenCounter,
   ) {}
 
-  session(owner: NotesOwner, settings: NotesSettings, task: string): NotesSession {
-    return new NotesSession(this.store, this.count, owner, settings, task);
+  /**
+   * `model`: the run's, whose tokens the allowance is counted in (as its prompt is): tokenizers differ several
+   * times over on some scripts, so the worker's default model's count could let in notes past the allowance.
+   */
+  session(owner: NotesOwner, settings: NotesSettings, task: string, model?: string): NotesSession {
+    const count = model === undefined ? this.count : tokenCounterFor(model);
+    return new NotesSession(this.store, count, owner, settings, task);
   }
 }
 

@@ -113,6 +113,41 @@ describe('the opening recall and the token allowance', () => {
   });
 });
 
+describe("the allowance is counted in the tokens of the run's model", () => {
+  it("a run of a model with another tokenizer than the worker's default is held to its allowance in its own tokens", async () => {
+    const store = memoryStore();
+    await store.add(
+      Array.from({ length: 5 }, (_, i) => ({
+        ...owner,
+        kind: 'fact' as const,
+        text: `ऑर्डर की कुल राशि amount_usd कॉलम में है, revenue कॉलम मौजूद नहीं है। ${i}`,
+        sourceJobId: 'job-0',
+        sourceStep: 1,
+        expiresAt: new Date('2027-01-01T00:00:00Z'),
+      })),
+    );
+    const model = 'gpt-4-turbo-preview'; // cl100k, while the worker's default model (gpt-4o) counts in o200k
+    const own = tokenCounterFor(model);
+    const all = (await store.recall({ ...owner, text: 'x', limit: 5 })).map((n) => ({
+      id: n.id,
+      kind: n.kind,
+      learned: '2026-12-06',
+      text: n.text,
+    }));
+    const maxTokens = own(recallOutput(all.slice(0, 2)));
+    expect(count(recallOutput(all.slice(0, 3)))).toBeLessThanOrEqual(maxTokens); // the default lets three in
+    const session = new RunNotes(store, count).session(
+      owner,
+      { recall: 5, maxTokens, keepDays: 30, write: false },
+      'x',
+      model,
+    );
+    const recall = await session.opening(log);
+    expect(recall?.notes).toHaveLength(2);
+    expect(own(recallOutput(recall!.notes))).toBeLessThanOrEqual(maxTokens);
+  });
+});
+
 describe('keep_note', () => {
   it(`keeps ${MAX_KEPT_PER_RUN} notes a run at most: a model cannot flood its agent's notes`, async () => {
     const store = memoryStore();
