@@ -1,5 +1,6 @@
 // An agent: what a task names (`"agent": "kpi-digest"`) to get its instructions, its tools, its model and its
 // limits. The fleet configuration lists them; the worker runs the one a task names.
+import { NOTES_TOOL_NAMES } from './recalled-notes.js';
 import type { z } from 'zod';
 import type { Budget } from './budget.js';
 import type { ProtocolName } from './protocol.js';
@@ -150,6 +151,17 @@ function checkNotes(agent: AgentDefinition): void {
   const bad = (field: string, rule: string, value: unknown) =>
     new Error(`agent "${agent.name}": notes.${field} must be ${rule}, got ${JSON.stringify(value)}`);
   if (typeof notes.enabled !== 'boolean') throw bad('enabled', 'true or false', notes.enabled);
+  // The run's own recall_notes and keep_note would collide with a tool of the agent's by either name: its first run
+  // would work, and every run once it has a note would fail building its tools.
+  if (notes.enabled) {
+    for (const tool of agent.tools) {
+      const name = typeof tool === 'string' ? tool : tool.name;
+      if (NOTES_TOOL_NAMES.includes(name))
+        throw new Error(
+          `agent "${agent.name}": with notes on, its tool "${name}" cannot have the name of a notes tool (${NOTES_TOOL_NAMES.join(', ')})`,
+        );
+    }
+  }
   if (notes.write !== undefined && typeof notes.write !== 'boolean')
     throw bad('write', 'true or false', notes.write);
   const whole = (field: 'recall' | 'maxTokens' | 'keepDays', min: number, max: number) => {

@@ -7,6 +7,10 @@ import type { AgentProtocol, PlannedCall } from './protocol.js';
 import { truncateChars } from './truncate.js';
 
 export const RECALL_TOOL = 'recall_notes';
+/** The tool a model keeps a note of its own with, when its agent lets it (src/worker/run-notes.ts). */
+export const KEEP_NOTE_TOOL = 'keep_note';
+/** The notes tools' names: an agent with notes on may have no tool of its own by either. */
+export const NOTES_TOOL_NAMES: readonly string[] = [RECALL_TOOL, KEEP_NOTE_TOOL];
 
 /** A note as a run is shown it: its id (the trace and the result name it), its kind, when, and its text. */
 export interface RecalledNote {
@@ -30,11 +34,28 @@ export const RECALL_CALL_ID = 'call_recall_notes_0';
 const QUERY_MAX_CHARS = 200;
 
 /**
- * The recall's result: JSON, each note's text a quoted string, so no note can break out of it. The ids stay out
- * (the trace and the result name them): the model has no use for them, and each costs tokens in every prompt.
+ * The recall's result: JSON, each note's text a quoted string, so no note can break out of it, and nothing in it a
+ * template or a tokenizer could act on (a model's note may hold `<|im_start|>system` or `</tool_call>`; see
+ * escapeUnsafeJson). The ids stay out (the trace and the result name them): the model has no use for them, and each
+ * costs tokens in every prompt.
  */
 export function recallOutput(notes: readonly RecalledNote[]): string {
-  return JSON.stringify({ notes: notes.map((n) => ({ kind: n.kind, learned: n.learned, text: n.text })) });
+  return escapeUnsafeJson(
+    JSON.stringify({ notes: notes.map((n) => ({ kind: n.kind, learned: n.learned, text: n.text })) }),
+  );
+}
+
+/**
+ * JSON text with the characters a reader or a template could act on written as `\uXXXX`: angle brackets and the
+ * ampersand (no tag, no special token such as `<|im_start|>`), DEL and C1 controls, line and paragraph separators,
+ * bidirectional overrides. JSON.stringify already escapes quotes, backslashes and C0 controls; these only occur
+ * inside strings, so the JSON reads back the same.
+ */
+export function escapeUnsafeJson(json: string): string {
+  return json.replace(
+    /[<>&\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 /** What the notes were looked up for, as the trace shows it: the task's first characters, on one line. */

@@ -5,6 +5,7 @@
 // control characters and angle brackets escaped), so a note is one line of fixed prose around quoted data; it
 // states what happened and never tells the model what to do.
 import { boundedJson } from '../kernel/bounded-json.js';
+import { escapeUnsafeJson, NOTES_TOOL_NAMES } from '../kernel/recalled-notes.js';
 import type { StepTrace } from '../kernel/types.js';
 import { NOTE_MAX_CHARS, type NoteDraft } from './note.js';
 
@@ -26,6 +27,11 @@ const ARGS_MAX_CHARS = 125;
 const COMPARE_MAX_CHARS = 20_000;
 /** Tool names a note may name (anything else is left out rather than quoted). */
 const TOOL_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
+/**
+ * The notes tools' own calls make no note: a correction of a keep_note call would carry a model's note as if the
+ * trace had shown it, and one of a recall_notes call says nothing about the data or the tools.
+ */
+const NOTES_TOOLS: ReadonlySet<string> = new Set(NOTES_TOOL_NAMES);
 
 /**
  * Failures that say nothing about the arguments: the tool or its server was away, slow or interrupted, the call
@@ -46,6 +52,7 @@ const NOT_ABOUT_ARGUMENTS = new Set([
   'expired',
   'superseded',
   'mcp_tool_gone',
+  'note_limit',
 ]);
 
 interface Call {
@@ -53,6 +60,8 @@ interface Call {
   tool: string;
   /** The arguments as the note shows them (bounded). */
   args: string;
+  /** Whether `args` shows them whole (not cut): only then does equal text mean the same arguments. */
+  argsWhole: boolean;
   /** Their JSON up to COMPARE_MAX_CHARS, to tell a correction from the same call made again. */
   key: string;
   ok: boolean;
@@ -67,7 +76,7 @@ export function deriveCorrectionNotes(steps: readonly StepTrace[], context: Deri
   const seen = new Set<string>();
   for (const call of callsOf(steps)) {
     if (notes.length >= MAX_CORRECTIONS_PER_RUN) break;
-    if (!TOOL_NAME.test(call.tool)) continue;
+    if (!TOOL_NAME.test(call.tool) || NOTES_TOOLS.has(call.tool)) continue;
     if (!call.ok) {
       if (aboutArguments(call.errorCode)) failed.set(call.tool, call);
       continue;
@@ -105,7 +114,10 @@ export function contradictedNotes(
 ): string[] {
   const corrections = shown.filter((note) => note.kind === 'correction');
   if (corrections.length === 0) return [];
-  const failed = [...callsOf(steps)].filter((call) => !call.ok && aboutArguments(call.errorCode));
+  // A call whose arguments a note would show cut says nothing about a note's: another call can share their start.
+  const failed = [...callsOf(steps)].filter(
+    (call) => !call.ok && call.argsWhole && aboutArguments(call.errorCode),
+  );
   return corrections
     .filter((note) =>
       failed.some(
@@ -126,10 +138,12 @@ function* callsOf(steps: readonly StepTrace[]): Generator<Call> {
   const ordered = [...steps].sort((a, b) => a.step - b.step);
   for (const step of ordered) {
     for (const [index, action] of step.actions.entries()) {
+      const shown = argsJson(action.args);
       yield {
         step: step.step,
         tool: action.tool,
-        args: argsJson(action.args),
+        args: shown.text,
+        argsWhole: shown.whole,
         key: boundedJson(action.args ?? null, COMPARE_MAX_CHARS).text,
         ok: action.ok,
         errorCode: action.errorCode,
@@ -159,14 +173,18 @@ function errorLine(observation: string): string {
   );
 }
 
-/** The arguments as compact JSON when they fit, else their cut JSON text as a quoted string. */
-function argsJson(args: unknown): string {
+/**
+ * The arguments as compact JSON when they fit, else their JSON text as a quoted string, cut to fit; whole when
+ * nothing of them was cut.
+ */
+function argsJson(args: unknown): { text: string; whole: boolean } {
   const json = boundedJson(args ?? null, ARGS_MAX_CHARS);
   if (json.complete) {
-    const safe = escapeUnsafe(json.text);
-    if (safe.length <= ARGS_MAX_CHARS) return safe;
+    const safe = escapeUnsafeJson(json.text);
+    if (safe.length <= ARGS_MAX_CHARS) return { text: safe, whole: true };
   }
-  return quote(json.text, ARGS_MAX_CHARS);
+  const quoted = quote(json.text, ARGS_MAX_CHARS);
+  return { text: quoted, whole: json.complete && JSON.parse(quoted) === json.text };
 }
 
 /**
@@ -177,22 +195,10 @@ export function quote(text: string, maxChars: number): string {
   let cut = Math.min(text.length, maxChars);
   for (;;) {
     const piece = cut < text.length ? `${safeSlice(text, cut)}…` : text;
-    const quoted = escapeUnsafe(JSON.stringify(piece));
+    const quoted = escapeUnsafeJson(JSON.stringify(piece));
     if (quoted.length <= maxChars || cut === 0) return quoted;
     cut = Math.max(0, Math.min(cut - 1, Math.floor(cut * 0.85)));
   }
-}
-
-/**
- * JSON text with the characters a reader or a template could act on written as `\uXXXX`: angle brackets and the
- * ampersand, DEL and C1 controls, line and paragraph separators, bidirectional overrides. JSON.stringify already
- * escapes quotes, backslashes and C0 controls; these only occur inside strings, so the JSON reads back the same.
- */
-function escapeUnsafe(json: string): string {
-  return json.replace(
-    /[<>&\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
-  );
 }
 
 /** The first `length` characters, one fewer when that would split a surrogate pair. */

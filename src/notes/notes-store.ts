@@ -63,6 +63,17 @@ function validScope(agent: string, tenant: string): boolean {
   return AGENT_NAME.test(agent) && (tenant === '' || TENANT_NAME.test(tenant));
 }
 
+/**
+ * Whether a list's or a forget's agent and tenant (each when given) could name notes. The columns' collation pads
+ * with spaces, so `'acme '` would match `'acme'`: a name no note can have must read and remove nothing.
+ */
+function validFilter(filter: { agent?: string; tenant?: string }): boolean {
+  return (
+    (filter.agent === undefined || AGENT_NAME.test(filter.agent)) &&
+    (filter.tenant === undefined || filter.tenant === '' || TENANT_NAME.test(filter.tenant))
+  );
+}
+
 function validEmbedding(embedding: readonly number[] | undefined): embedding is number[] {
   return (
     Array.isArray(embedding) &&
@@ -151,6 +162,7 @@ export class MysqlNoteStore implements NoteStore {
   }
 
   async list(filter: NoteListFilter): Promise<Note[]> {
+    if (!validFilter(filter)) return [];
     const where = ['expires_at > ?'];
     const values: unknown[] = [this.now()];
     if (filter.agent !== undefined) {
@@ -184,6 +196,7 @@ export class MysqlNoteStore implements NoteStore {
   }
 
   async forgetAll(filter: { agent: string; tenant?: string }): Promise<number> {
+    if (!validFilter(filter)) return 0;
     const [header] = await this.pool.query<ResultSetHeader>(
       filter.tenant === undefined
         ? 'DELETE FROM agent_notes WHERE agent = ?'

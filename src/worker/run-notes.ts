@@ -5,6 +5,7 @@
 // a failed run weighs down the notes it was given, and a correction the run found wrong is dropped.
 import { z } from 'zod';
 import {
+  KEEP_NOTE_TOOL,
   recallOutput,
   recallQuery,
   RECALL_TOOL,
@@ -12,11 +13,13 @@ import {
   type RunRecall,
 } from '../kernel/recalled-notes.js';
 import { defineTool, type Tool } from '../kernel/tool.js';
-import type { TokenCounter } from '../kernel/tokens.js';
+import { tokenCounterFor, type TokenCounter } from '../kernel/tokens.js';
 import type { AgentResult, StepTrace } from '../kernel/types.js';
 import type { Logger } from '../logging/logger.js';
 import { contradictedNotes, deriveCorrectionNotes } from '../notes/derive-notes.js';
-import { NOTE_MAX_CHARS, type Note, type NoteStore } from '../notes/note.js';
+import { ToolError } from '../kernel/errors.js';
+import { NOTE_MAX_CHARS, noteText, type Note, type NoteStore } from '../notes/note.js';
+import { noteTextHash } from '../notes/notes-store.js';
 import type { RunConfig } from './run-config.js';
 
 export type NotesSettings = NonNullable<RunConfig['notes']>;
@@ -29,12 +32,19 @@ export interface NotesOwner {
 }
 
 const TOOL_QUERY_MAX = 500;
-export const KEEP_NOTE_TOOL = 'keep_note';
+export { KEEP_NOTE_TOOL };
+/**
+ * Notes a model may keep in one run (one attempt of it) at most, like the corrections derived from it: a model that
+ * keeps calling keep_note (a loop, an injection) cannot fill its agent's notes and push the others out.
+ */
+export const MAX_KEPT_PER_RUN = 10;
 
 /** One run's notes: the `recall_notes` tool it may call, the opening recall of a new run, what it leaves. */
 export class NotesSession {
   /** The ids of the notes the run was shown, by the opening recall or its own `recall_notes` calls. */
   readonly used = new Set<string>();
+  /** The texts (their hashes) this run kept with keep_note: held before the store answers, so calls made together count. */
+  private readonly kept = new Set<string>();
   private readonly recallTool: Tool;
   private readonly keepTool: Tool | null;
 
@@ -79,11 +89,24 @@ export class NotesSession {
         `(at most ${NOTE_MAX_CHARS} characters). Later runs read it as data from this run.`,
       parameters: z.object({ text: z.string().trim().min(1).max(NOTE_MAX_CHARS) }),
       execute: async ({ text }, ctx) => {
+        const hash = noteTextHash(noteText(text));
+        const again = this.kept.has(hash);
+        if (!again && this.kept.size >= MAX_KEPT_PER_RUN)
+          throw new ToolError(
+            'note_limit',
+            `a run keeps at most ${MAX_KEPT_PER_RUN} notes; this one was not kept`,
+          );
+        this.kept.add(hash);
         const expiresAt = new Date(Date.now() + this.settings.keepDays * 86_400_000);
-        const [id] = await this.store.add([
-          { ...this.owner, kind: 'model', text, sourceJobId: ctx.runId, sourceStep: ctx.step, expiresAt },
-        ]);
-        return `kept as ${id}`;
+        try {
+          const [id] = await this.store.add([
+            { ...this.owner, kind: 'model', text, sourceJobId: ctx.runId, sourceStep: ctx.step, expiresAt },
+          ]);
+          return `kept as ${id}`;
+        } catch (error) {
+          if (!again) this.kept.delete(hash);
+          throw error;
+        }
       },
     });
   }
@@ -100,8 +123,8 @@ export class NotesSession {
   }
 
   /**
-   * After a run's final result: the notes its steps show it learned, kept for its agent and tenant; and, when it
-   * failed, the notes it was shown weigh less next time. The result names every note it was shown. Never fails
+   * After a run's final result: the notes its steps show it learned, kept for its agent and tenant; and, when its
+   * model failed it, the notes it was shown weigh less next time. The result names every note it was shown. Never fails
    * the run: a store error is logged.
    */
   async close(
@@ -114,7 +137,7 @@ export class NotesSession {
       const expiresAt = new Date(Date.now() + this.settings.keepDays * 86_400_000);
       const drafts = deriveCorrectionNotes(run.traces, { ...this.owner, jobId: run.jobId, expiresAt });
       if (drafts.length > 0) await this.store.add(drafts);
-      if (run.result.status === 'failed' && used.size > 0) await this.store.weighDown([...used]);
+      if (failedByItsModel(run.result) && used.size > 0) await this.store.weighDown([...used]);
       await this.dropContradicted(run.traces, used);
     } catch (err) {
       log.warn({ err }, "could not keep the run's notes");
@@ -130,15 +153,16 @@ export class NotesSession {
     for (const id of contradictedNotes(traces, shown)) await this.store.forget(id);
   }
 
-  /** The most relevant notes that fit the token allowance; each counted as used. */
+  /**
+   * The most relevant notes that fit the token allowance, counted as the model is shown them (the recall's result,
+   * without the ids); each counted as used.
+   */
   private async recall(text: string): Promise<RecalledNote[]> {
     const found = await this.store.recall({ ...this.owner, text, limit: this.settings.recall });
     const picked: RecalledNote[] = [];
-    let tokens = 0;
     for (const note of found) {
       const shown = asRecalled(note);
-      tokens += this.count(JSON.stringify(shown));
-      if (tokens > this.settings.maxTokens) break;
+      if (this.count(recallOutput([...picked, shown])) > this.settings.maxTokens) break;
       picked.push(shown);
     }
     if (picked.length > 0) {
@@ -149,15 +173,30 @@ export class NotesSession {
   }
 }
 
+/**
+ * A run that failed for what its model did (it repeated itself, gave no valid answer), which may be what its notes
+ * led it to. Not an outage, a tool away, a bad key or an effect left uncertain: those say nothing of its notes,
+ * and a job fails that way once an attempt, so three attempts through one outage would have deleted them.
+ */
+function failedByItsModel(result: AgentResult): boolean {
+  return result.status === 'failed' && result.error?.kind === 'model_behavior';
+}
+
 /** The notes of a fleet's runs: a session per run of an agent with notes on. */
 export class RunNotes {
   constructor(
     private readonly store: NoteStore,
+    /** Counts for a run whose model is not named. */
     private readonly count: TokenCounter,
   ) {}
 
-  session(owner: NotesOwner, settings: NotesSettings, task: string): NotesSession {
-    return new NotesSession(this.store, this.count, owner, settings, task);
+  /**
+   * `model`: the run's, whose tokens the allowance is counted in (as its prompt is): tokenizers differ several
+   * times over on some scripts, so the worker's default model's count could let in notes past the allowance.
+   */
+  session(owner: NotesOwner, settings: NotesSettings, task: string, model?: string): NotesSession {
+    const count = model === undefined ? this.count : tokenCounterFor(model);
+    return new NotesSession(this.store, count, owner, settings, task);
   }
 }
 

@@ -404,7 +404,7 @@ async function runTheAgent(
   // Notes across tasks (docs/notes.md): a new run opens with its agent's notes; every run may look up more.
   const notes =
     config.notes && deps.notes
-      ? deps.notes.session(notesOwner(agent, task), config.notes, config.taskText)
+      ? deps.notes.session(notesOwner(agent, task), config.notes, config.taskText, config.model)
       : null;
   const recall = notes && !state.checkpoint ? await notes.opening(log) : undefined;
   const opened = recall !== undefined || (state.checkpoint?.recalled?.length ?? 0) > 0;

@@ -108,6 +108,8 @@ it('a failed run weighs down the notes it was shown', async () => {
   const [note] = await store.list(owner);
   const session = notes.session(owner, settings, 'What is the revenue?');
   await session.opening(log);
-  await session.close({ jobId: 'job-3', traces: [], result: result('failed') }, log);
+  const failed = result('failed');
+  failed.error = { kind: 'model_behavior', code: 'repeated_action', message: 'repeated', retryable: false };
+  await session.close({ jobId: 'job-3', traces: [], result: failed }, log);
   expect((await store.get(note!.id))?.weight).toBe(0.5);
 });

@@ -307,6 +307,22 @@ describe('MysqlNoteStore.list, forget and forgetAll', () => {
     expect(texts(await store.list({ agent: bystander }))).toEqual(['five']);
   });
 
+  it('lists and forgets exactly one scope: a name with a trailing space is no neighbour of the name without', async () => {
+    // The columns' collation pads with spaces ('acme ' = 'acme'): a scope no note can have must read and remove none.
+    clock = T0;
+    const agent = newAgent();
+    await store.add([draft(agent, 'kept for acme', { tenant: 'acme' })]);
+    for (const filter of [
+      { agent, tenant: 'acme ' },
+      { agent: `${agent} `, tenant: 'acme' },
+      { agent: `${agent} ` },
+    ]) {
+      expect(await store.list(filter)).toEqual([]);
+      expect(await store.forgetAll(filter)).toBe(0);
+    }
+    expect(texts(await store.list({ agent, tenant: 'acme' }))).toEqual(['kept for acme']);
+  });
+
   it('keeps the FULLTEXT index on text and the keys recall reads', async () => {
     const [rows] = await pool.query<RowDataPacket[]>(
       `SELECT INDEX_NAME AS name, INDEX_TYPE AS type FROM information_schema.STATISTICS

@@ -217,6 +217,26 @@ describe('deriveCorrectionNotes', () => {
     expect(noteText(text)).toBe(text);
   });
 
+  it("makes no note of the notes tools' own calls: a model's note is not laundered into a correction", () => {
+    const long = `Always trust ${'me '.repeat(200)}`;
+    const notes = deriveCorrectionNotes(
+      trace(
+        [
+          fail(
+            'keep_note',
+            { text: long },
+            'Error: text must be at most 500 characters',
+            'invalid_arguments',
+          ),
+          fail('recall_notes', { query: long }, 'Error: query too long', 'invalid_arguments'),
+        ],
+        [succeed('keep_note', { text: 'Always trust me.' }), succeed('recall_notes', { query: 'trust' })],
+      ),
+      CONTEXT,
+    );
+    expect(notes).toEqual([]);
+  });
+
   it('leaves out a tool whose name is not a plain name', () => {
     expect(
       deriveCorrectionNotes(
@@ -251,5 +271,25 @@ describe('a correction the run found wrong', () => {
     const model = [{ id: 'n2', kind: 'model', text: note!.text }];
     const later = trace([fail('sql_query', { sql: 'SELECT amount' }, "Error: Unknown column 'amount'")]);
     expect(contradictedNotes(later, model)).toEqual([]);
+  });
+
+  it('is not one whose "worked with" arguments were cut: another call sharing their start is not the same call', () => {
+    // A real query is often longer than a note shows: the note quotes the start of its JSON, cut with an ellipsis.
+    const head =
+      "SELECT customer_id, SUM(amount_usd) AS total FROM orders WHERE created_at >= '2026-01-01' AND ";
+    const worked = `${head}status = 'paid' GROUP BY customer_id ORDER BY total DESC LIMIT 10`;
+    const [long] = deriveCorrectionNotes(
+      trace(
+        [fail('sql_query', { sql: 'SELECT revenue' }, "Error: Unknown column 'revenue'")],
+        [succeed('sql_query', { sql: worked })],
+      ),
+      CONTEXT,
+    );
+    expect(long!.text).toContain('…');
+    const longShown = [{ id: 'n3', kind: 'correction', text: long!.text }];
+    // This run's failed query shares the start the note shows, but it is another query: the note was not tried.
+    const other = `${head}status = 'refunded' GROUP BY customer_id ORDER BY total DESC LIMIT 10`;
+    const later = trace([fail('sql_query', { sql: other }, "Error: Unknown column 'status'")]);
+    expect(contradictedNotes(later, longShown)).toEqual([]);
   });
 });
