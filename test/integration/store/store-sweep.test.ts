@@ -6,6 +6,10 @@ import { randomBytes } from 'node:crypto';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ConsoleStore } from '../../../src/console/console-store.js';
+import { runPage } from '../../../src/console/pages/run-page.js';
+import { buildTimeline } from '../../../src/console/timeline.js';
+import { runTraceCommand } from '../../../src/console/trace-command.js';
 import { migrate } from '../../../src/store/migrate.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
 import { sweepStore, type SweptTable } from '../../../src/store/retention/store-sweep.js';
@@ -206,5 +210,49 @@ describe('the store sweeper', () => {
       await redis.del(storeSweepLeaseKey(prefix));
       redis.disconnect();
     }
+  });
+});
+
+describe("a swept run's page and trace", () => {
+  async function pageOf(jobId: string): Promise<string> {
+    const loaded = await new ConsoleStore(pool).loadRun(jobId);
+    if (loaded === null) throw new Error(`no run ${jobId}`);
+    return runPage(buildTimeline(loaded.run, loaded.steps, loaded.children));
+  }
+
+  async function traceOf(jobId: string, json = false): Promise<string> {
+    let out = '';
+    const code = await runTraceCommand(
+      ['--job', jobId, ...(json ? ['--json'] : [])],
+      () => databaseUrl(DATABASE),
+      { stdout: (text) => (out += text), stderr: (text) => (out += text) },
+    );
+    expect(code).toBe(0);
+    return out;
+  }
+
+  it('say the steps were deleted, and after how many days, instead of an empty timeline', async () => {
+    await insertRun(pool, 'swept', 40);
+    await insertSteps(pool, 'swept', 3, 40);
+    await insertRun(pool, 'never-stepped', 40);
+    await insertRun(pool, 'fresh', 1);
+    await insertSteps(pool, 'fresh', 2, 1);
+    await sweepStore({ pool, keepStepsDays: 30, keepRunsDays: 0, logger: quiet, pauseMs: 1 });
+
+    const swept = await pageOf('swept');
+    expect(swept).toContain('steps deleted after 40 days (STORE_KEEP_STEPS_DAYS)');
+    expect(swept).not.toContain('no step recorded');
+    expect(await traceOf('swept')).toMatch(
+      /timeline:\n {2}steps deleted after 40 days \(STORE_KEEP_STEPS_DAYS\), on \d{4}-\d\d-\d\d\n/,
+    );
+    const json = JSON.parse(await traceOf('swept', true)) as { run: { stepsDeleted: unknown } };
+    expect(json.run.stepsDeleted).toMatchObject({ afterDays: 40 });
+
+    // A run that had no steps to delete is not said to have lost them; a fresh one shows its steps.
+    expect(await pageOf('never-stepped')).toContain('no step recorded');
+    expect(await traceOf('never-stepped')).not.toContain('steps deleted');
+    const fresh = await pageOf('fresh');
+    expect(fresh).not.toContain('steps deleted');
+    expect(fresh).toContain('step 2');
   });
 });
