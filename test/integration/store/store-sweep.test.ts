@@ -11,6 +11,7 @@ import { runPage } from '../../../src/console/pages/run-page.js';
 import { buildTimeline } from '../../../src/console/timeline.js';
 import { runTraceCommand } from '../../../src/console/trace-command.js';
 import { migrate } from '../../../src/store/migrate.js';
+import { RunsRepository } from '../../../src/store/runs-repository.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
 import { sweepStore, type SweptTable } from '../../../src/store/retention/store-sweep.js';
 import { startStoreSweeper, storeSweepLeaseKey } from '../../../src/worker/store-sweeper.js';
@@ -106,6 +107,11 @@ describe('the store sweeper', () => {
     expect(statements.reduce((a, b) => a + b, 0)).toBe(5_010);
     // The run rows themselves stay (runs are kept 400 days by default, forever with 0).
     expect(await count('SELECT COUNT(*) AS n FROM agent_runs')).toBe(3);
+    // Started again (a reused job id), the run writes steps anew: it is no longer marked.
+    await new RunsRepository(pool).startRuns([
+      { jobId: 'old', task: 'again', model: 'gpt-4o', protocol: 'tools', attempt: 1 },
+    ]);
+    expect(await stepsDeletedAt('old')).toBeNull();
   });
 
   it('deletes settled effects past the steps retention, never pending or uncertain ones', async () => {
