@@ -51,6 +51,7 @@ export function startStoreSweeper(options: StoreSweeperOptions): StoreSweeper {
       return false;
     }
     const started = Date.now();
+    let outcome: { fields: Record<string, unknown>; message: string };
     try {
       const deleted = await sweepStore({
         ...options.sweep,
@@ -61,15 +62,21 @@ export function startStoreSweeper(options: StoreSweeperOptions): StoreSweeper {
         onDeleted: options.onDeleted,
         keepGoing: async () => !closing && (await lease.renew().catch(() => false)),
       });
-      options.logger.info(
-        { ...deleted, ms: Date.now() - started },
-        deleted.stopped ? 'store sweep stopped; the next round goes on' : 'store sweep done',
-      );
+      outcome = {
+        fields: { ...deleted, ms: Date.now() - started },
+        message: deleted.stopped ? 'store sweep stopped; the next round goes on' : 'store sweep done',
+      };
     } catch (error) {
-      options.logger.warn({ err: messageOf(error) }, 'store sweep failed; the next round tries again');
+      outcome = {
+        fields: { err: messageOf(error) },
+        message: 'store sweep failed; the next round tries again',
+      };
     } finally {
       await lease.release().catch(() => undefined);
     }
+    // Logged once the lease is given back: whoever reads the line may take it.
+    if ('err' in outcome.fields) options.logger.warn(outcome.fields, outcome.message);
+    else options.logger.info(outcome.fields, outcome.message);
     return true;
   };
   const runOnce = () => (running = running.then(round));
