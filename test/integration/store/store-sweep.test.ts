@@ -10,6 +10,7 @@ import { ConsoleStore } from '../../../src/console/console-store.js';
 import { runPage } from '../../../src/console/pages/run-page.js';
 import { buildTimeline } from '../../../src/console/timeline.js';
 import { runTraceCommand } from '../../../src/console/trace-command.js';
+import { FleetMetrics } from '../../../src/metrics/fleet-metrics.js';
 import { migrate } from '../../../src/store/migrate.js';
 import { RunsRepository } from '../../../src/store/runs-repository.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
@@ -182,7 +183,7 @@ describe('the store sweeper', () => {
     expect(await stepsOf('old')).toBe(2_000);
   });
 
-  it('sweeps on one worker at a time: the one holding the lease', async () => {
+  it('sweeps on one worker at a time: the one holding the lease; the rows are counted', async () => {
     const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
     const prefix = `af-sweep-${RUN_ID}`;
     try {
@@ -191,6 +192,7 @@ describe('the store sweeper', () => {
       // Another worker holds the lease: this one skips its round.
       await redis.set(storeSweepLeaseKey(prefix), 'someone-else', 'PX', 60_000);
       const deleted: [SweptTable, number][] = [];
+      const metrics = new FleetMetrics({ defaultMetrics: false });
       const options = {
         pool,
         redis,
@@ -200,7 +202,10 @@ describe('the store sweeper', () => {
         logger: quiet,
         intervalMs: 3_600_000,
         sweep: { pauseMs: 1 },
-        onDeleted: (table: SweptTable, rows: number) => deleted.push([table, rows]),
+        onDeleted: (table: SweptTable, rows: number) => {
+          deleted.push([table, rows]);
+          metrics.observeStoreRowsDeleted(table, rows);
+        },
       };
       const sweeper = startStoreSweeper(options);
       expect(await sweeper.runOnce()).toBe(false);
@@ -211,6 +216,9 @@ describe('the store sweeper', () => {
       await sweeper.close();
       expect(await stepsOf('old')).toBe(0);
       expect(deleted).toEqual([['agent_steps', 10]]);
+      expect(await metrics.metrics()).toContain(
+        'agentfleet_store_rows_deleted_total{table="agent_steps"} 10',
+      );
       expect(await redis.exists(storeSweepLeaseKey(prefix))).toBe(0);
     } finally {
       await redis.del(storeSweepLeaseKey(prefix));
