@@ -1,10 +1,10 @@
 // Runs that finished before the cutoff, with what is theirs alone: their remaining steps and their approvals.
-// Runs are taken batchSize at a time through the finished_at key; their steps and approvals are deleted
-// batchSize rows per statement before the runs themselves, so a run row never outlives its pieces' deletion
-// half-done (a sweep stopped midway leaves the run and the rest for the next). Pending effects of the run stay
-// in the ledger: they are the at-most-once guarantee, whatever the age of the run.
+// Runs are taken batchSize at a time through the finished_at key; their steps and approvals go first, batchSize
+// rows per statement and by primary key, then the runs: a sweep stopped midway leaves each run row in place until
+// all of its pieces are gone. Pending effects of the run stay in the ledger: they are the at-most-once guarantee,
+// whatever the age of the run.
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
-import { deleteInBatches, type PruneBatches } from './prune-batches.js';
+import { deleteByKey, type PruneBatches } from './prune-batches.js';
 
 export interface PrunedRuns {
   runs: number;
@@ -29,20 +29,25 @@ export async function pruneRuns(batches: RunPruneBatches, cutoff: Date): Promise
     );
     if (rows.length === 0) return pruned;
     const jobIds = rows.map((row) => String(row['job_id']));
-    const steps = await deleteInBatches(
+    const steps = await deleteByKey(
       batches.steps,
-      'DELETE FROM agent_steps WHERE job_id IN (?) LIMIT ?',
+      'agent_steps',
+      'id',
+      'SELECT id FROM agent_steps WHERE job_id IN (?) LIMIT ?',
       [jobIds],
     );
     pruned.steps += steps.deleted;
     if (steps.stopped) return pruned;
-    const approvals = await deleteInBatches(
+    const approvals = await deleteByKey(
       batches.approvals,
-      'DELETE FROM agent_approvals WHERE job_id IN (?) LIMIT ?',
+      'agent_approvals',
+      'id',
+      'SELECT id FROM agent_approvals WHERE job_id IN (?) LIMIT ?',
       [jobIds],
     );
     pruned.approvals += approvals.deleted;
     if (approvals.stopped) return pruned;
+    // By primary key, the age checked again: a run started again meanwhile is kept.
     const [result] = await pool.query<ResultSetHeader>(
       'DELETE FROM agent_runs WHERE job_id IN (?) AND finished_at < ?',
       [jobIds, cutoff],

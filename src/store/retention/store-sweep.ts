@@ -6,7 +6,7 @@ import type { Pool } from 'mysql2/promise';
 import { pruneSteps } from './prune-steps.js';
 import { pruneSettledEffects } from './prune-effects.js';
 import { pruneRuns } from './prune-runs.js';
-import type { PruneBatches } from './prune-batches.js';
+import { SWEEPER_SESSION, type PruneBatches, type Queryable } from './prune-batches.js';
 
 export const DAY_MS = 86_400_000;
 export const DEFAULT_SWEEP_BATCH = 1_000;
@@ -45,34 +45,45 @@ export async function sweepStore(options: StoreSweepOptions): Promise<SweepDelet
   let stopped = false;
   let lastProgress = Date.now();
   let statementStarted = Date.now();
-  const batches = (table: SweptTable): PruneBatches => ({
-    pool: options.pool,
-    batchSize: options.batchSize ?? DEFAULT_SWEEP_BATCH,
-    async afterBatch(rows) {
-      deleted[table] += rows;
-      if (rows > 0) options.onDeleted?.(table, rows);
-      if (Date.now() - lastProgress >= PROGRESS_EVERY_MS) {
-        lastProgress = Date.now();
-        options.logger.info({ ...deleted }, 'store sweep: rows deleted so far');
-      }
-      const took = Date.now() - statementStarted;
-      if (rows > 0) await sleep(Math.max(pauseMs, took));
-      stopped = !(await (options.keepGoing?.() ?? true));
-      statementStarted = Date.now();
-      return !stopped;
-    },
-  });
-  const stepsCutoff = new Date(now.getTime() - options.keepStepsDays * DAY_MS);
-  await pruneSteps(batches('agent_steps'), stepsCutoff);
-  if (!stopped) await pruneSettledEffects(batches('effect_ledger'), stepsCutoff);
-  if (!stopped && options.keepRunsDays > 0) {
-    const runsCutoff = new Date(now.getTime() - options.keepRunsDays * DAY_MS);
-    await pruneRuns(
-      { runs: batches('agent_runs'), steps: batches('agent_steps'), approvals: batches('agent_approvals') },
-      runsCutoff,
-    );
+  // A connection of its own, in the sweeper's isolation level, dropped after: the pool's others keep theirs.
+  const connection = await options.pool.getConnection();
+  try {
+    await connection.query(SWEEPER_SESSION);
+    await sweepOn(connection);
+  } finally {
+    connection.destroy();
   }
   return { ...deleted, stopped };
+
+  async function sweepOn(session: Queryable): Promise<void> {
+    const batches = (table: SweptTable): PruneBatches => ({
+      pool: session,
+      batchSize: options.batchSize ?? DEFAULT_SWEEP_BATCH,
+      async afterBatch(rows) {
+        deleted[table] += rows;
+        if (rows > 0) options.onDeleted?.(table, rows);
+        if (Date.now() - lastProgress >= PROGRESS_EVERY_MS) {
+          lastProgress = Date.now();
+          options.logger.info({ ...deleted }, 'store sweep: rows deleted so far');
+        }
+        const took = Date.now() - statementStarted;
+        if (rows > 0) await sleep(Math.max(pauseMs, took));
+        stopped = !(await (options.keepGoing?.() ?? true));
+        statementStarted = Date.now();
+        return !stopped;
+      },
+    });
+    const stepsCutoff = new Date(now.getTime() - options.keepStepsDays * DAY_MS);
+    await pruneSteps(batches('agent_steps'), stepsCutoff);
+    if (!stopped) await pruneSettledEffects(batches('effect_ledger'), stepsCutoff);
+    if (!stopped && options.keepRunsDays > 0) {
+      const runsCutoff = new Date(now.getTime() - options.keepRunsDays * DAY_MS);
+      await pruneRuns(
+        { runs: batches('agent_runs'), steps: batches('agent_steps'), approvals: batches('agent_approvals') },
+        runsCutoff,
+      );
+    }
+  }
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

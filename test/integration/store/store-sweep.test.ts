@@ -14,7 +14,10 @@ import { FleetMetrics } from '../../../src/metrics/fleet-metrics.js';
 import { migrate } from '../../../src/store/migrate.js';
 import { RunsRepository } from '../../../src/store/runs-repository.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
-import { sweepStore, type SweptTable } from '../../../src/store/retention/store-sweep.js';
+import { SWEEPER_SESSION, type PruneBatches } from '../../../src/store/retention/prune-batches.js';
+import { pruneRuns } from '../../../src/store/retention/prune-runs.js';
+import { pruneSteps } from '../../../src/store/retention/prune-steps.js';
+import { DAY_MS, sweepStore, type SweptTable } from '../../../src/store/retention/store-sweep.js';
 import { startStoreSweeper, storeSweepLeaseKey } from '../../../src/worker/store-sweeper.js';
 import { insertApproval, insertEffect, insertRun, insertSteps } from '../../support/aged-rows.js';
 
@@ -165,6 +168,56 @@ describe('the store sweeper', () => {
     expect(await count("SELECT COUNT(*) AS n FROM effect_ledger WHERE effect_key = 'pending-ancient'")).toBe(
       1,
     );
+  });
+
+  it("locks only the rows it deletes: the fleet's writes next to them do not wait", async () => {
+    await insertRun(pool, 'j5', 500);
+    await insertSteps(pool, 'j5', 5, 500);
+    await insertApproval(pool, 'approval-j5', 'j5', 500);
+    await insertRun(pool, 'j7', 40);
+    await insertSteps(pool, 'j7', 5, 40);
+    await insertRun(pool, 'j9', 1);
+    // The sweeper's statements in one transaction left open: every lock they take is still held.
+    const sweeper = await pool.getConnection();
+    const writer = await pool.getConnection();
+    try {
+      await sweeper.query(SWEEPER_SESSION);
+      await sweeper.beginTransaction();
+      const held: PruneBatches = {
+        pool: sweeper,
+        batchSize: 1_000,
+        afterBatch: () => Promise.resolve(true),
+      };
+      await pruneSteps(held, new Date(Date.now() - 30 * DAY_MS));
+      await pruneRuns({ runs: held, steps: held, approvals: held }, new Date(Date.now() - 400 * DAY_MS));
+      await writer.query('SET SESSION innodb_lock_wait_timeout = 1');
+      // Job ids sorting between and after the swept ones, a new run and its steps, a recent run's end.
+      await writer.query(
+        `INSERT INTO agent_runs (job_id, task, model, protocol, status, started_at) VALUES
+         ('j6', 't', 'm', 'tools', 'running', NOW(3)), ('j8', 't', 'm', 'tools', 'running', NOW(3))`,
+      );
+      for (const jobId of ['j5a', 'j6', 'j7a', 'j8', 'j9']) {
+        await writer.query(
+          `INSERT INTO agent_steps (job_id, step, kind, action, observation) VALUES (?, 1, 'action', '[]', 'o')`,
+          [jobId],
+        );
+      }
+      await writer.query(
+        "UPDATE agent_runs SET finished_at = NOW(3), status = 'succeeded' WHERE job_id = 'j9'",
+      );
+      await writer.query(
+        `INSERT INTO agent_approvals (id, job_id, step, call_id, call_key, tool, arguments, requested_at, expires_at)
+         VALUES ('approval-j6', 'j6', 1, 'c', 'j6:1:0', 'send_email', '{}', NOW(3), NOW(3))`,
+      );
+      await sweeper.commit();
+    } finally {
+      await sweeper.query('ROLLBACK').catch(() => undefined);
+      sweeper.destroy();
+      writer.release();
+    }
+    expect(await stepsOf('j5')).toBe(0);
+    expect(await stepsOf('j7')).toBe(0);
+    expect(await count("SELECT COUNT(*) AS n FROM agent_runs WHERE job_id = 'j5'")).toBe(0);
   });
 
   it('stops between statements when told to', async () => {
