@@ -15,6 +15,7 @@ import { migrate } from '../../../src/store/migrate.js';
 import { RunsRepository } from '../../../src/store/runs-repository.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
 import { SWEEPER_SESSION, type PruneBatches } from '../../../src/store/retention/prune-batches.js';
+import { pruneSettledEffects } from '../../../src/store/retention/prune-effects.js';
 import { pruneRuns } from '../../../src/store/retention/prune-runs.js';
 import { pruneSteps } from '../../../src/store/retention/prune-steps.js';
 import { DAY_MS, sweepStore, type SweptTable } from '../../../src/store/retention/store-sweep.js';
@@ -177,6 +178,7 @@ describe('the store sweeper', () => {
     await insertRun(pool, 'j7', 40);
     await insertSteps(pool, 'j7', 5, 40);
     await insertRun(pool, 'j9', 1);
+    await insertEffect(pool, 'j7:1:0', 'j7', 'done', 40);
     // The sweeper's statements in one transaction left open: every lock they take is still held.
     const sweeper = await pool.getConnection();
     const writer = await pool.getConnection();
@@ -189,6 +191,7 @@ describe('the store sweeper', () => {
         afterBatch: () => Promise.resolve(true),
       };
       await pruneSteps(held, new Date(Date.now() - 30 * DAY_MS));
+      await pruneSettledEffects(held, new Date(Date.now() - 30 * DAY_MS));
       await pruneRuns({ runs: held, steps: held, approvals: held }, new Date(Date.now() - 400 * DAY_MS));
       await writer.query('SET SESSION innodb_lock_wait_timeout = 1');
       // Job ids sorting between and after the swept ones, a new run and its steps, a recent run's end.
@@ -209,6 +212,11 @@ describe('the store sweeper', () => {
         `INSERT INTO agent_approvals (id, job_id, step, call_id, call_key, tool, arguments, requested_at, expires_at)
          VALUES ('approval-j6', 'j6', 1, 'c', 'j6:1:0', 'send_email', '{}', NOW(3), NOW(3))`,
       );
+      // An effect claimed with a key sorting right after the deleted one, and one after every key.
+      await writer.query(
+        `INSERT INTO effect_ledger (effect_key, job_id, tool, status) VALUES
+         ('j7:1:0a', 'j7', 'send_email', 'pending'), ('j9:1:0', 'j9', 'send_email', 'pending')`,
+      );
       await sweeper.commit();
     } finally {
       await sweeper.query('ROLLBACK').catch(() => undefined);
@@ -218,6 +226,7 @@ describe('the store sweeper', () => {
     expect(await stepsOf('j5')).toBe(0);
     expect(await stepsOf('j7')).toBe(0);
     expect(await count("SELECT COUNT(*) AS n FROM agent_runs WHERE job_id = 'j5'")).toBe(0);
+    expect(await count("SELECT COUNT(*) AS n FROM effect_ledger WHERE effect_key = 'j7:1:0'")).toBe(0);
   });
 
   it('stops between statements when told to', async () => {
