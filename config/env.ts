@@ -187,6 +187,9 @@ export const envSchema = z.object({
   SMTP_MAX_CONNECTIONS: int(1, 100).default(5),
   SMTP_MAX_QUEUED: int(1, 100_000).default(1_000),
   EMAIL_PENDING_GRACE_MS: int(0).default(120_000),
+  // Retention in MySQL (src/store/retention): step traces and settled effects, and runs (0 keeps them forever).
+  STORE_KEEP_STEPS_DAYS: int(1, 36_500).default(30),
+  STORE_KEEP_RUNS_DAYS: int(0, 36_500).default(400),
   // The effect sweeper's interval (every tool's pending effects).
   EFFECT_SWEEP_INTERVAL_MS: int(0).default(60_000),
   EMAIL_DRY_RUN: z

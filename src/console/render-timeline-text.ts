@@ -2,7 +2,7 @@
 // Every line goes through terminalSafe's rules for control characters, so a hostile answer or observation
 // cannot move the cursor or recolour the terminal; multi-line texts keep their lines, indented.
 import { formatInt, formatTime, formatUsd } from '../reports/text.js';
-import type { Timeline, TimelineEntry, TimelineUsage } from './timeline.js';
+import { stepsDeletedText, type Timeline, type TimelineEntry, type TimelineUsage } from './timeline.js';
 
 // C0 and C1 controls but tab and newline, DEL, and the bidirectional overrides.
 // eslint-disable-next-line no-control-regex
@@ -71,6 +71,7 @@ export function renderTimelineText(timeline: Timeline, options: TimelineTextOpti
   if (run.error)
     lines.push(`error: ${clean(run.error.kind)}/${clean(run.error.code)}: ${clean(run.error.message)}`);
   lines.push('', 'timeline:');
+  if (run.stepsDeleted) lines.push(`  ${stepsDeletedText(run.stepsDeleted)}`);
   for (const entry of timeline.entries) lines.push(entryText(entry), ...(options.afterEntry?.(entry) ?? []));
   if (run.answer !== null) lines.push('', 'answer:', block(run.answer, '  '));
   if ('output' in run) lines.push('', 'output:', block(JSON.stringify(run.output, null, 2), '  '));

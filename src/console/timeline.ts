@@ -39,6 +39,8 @@ export interface TimelineRun {
   startedAt: Date;
   finishedAt: Date | null;
   durationMs: number | null;
+  /** The store sweeper deleted the run's steps (STORE_KEEP_STEPS_DAYS): when, and how long after the run ended. */
+  stepsDeleted: { at: Date; afterDays: number } | null;
   steps: number;
   toolCalls: number;
   attempts: number;
@@ -186,6 +188,7 @@ function timelineRun(run: ConsoleRun): TimelineRun {
     startedAt: run.startedAt,
     finishedAt: run.finishedAt,
     durationMs: run.finishedAt ? Math.max(0, run.finishedAt.getTime() - run.startedAt.getTime()) : null,
+    stepsDeleted: stepsDeletedOf(run),
     steps: run.steps,
     toolCalls: run.toolCalls,
     attempts: run.attempts,
@@ -203,6 +206,21 @@ function timelineRun(run: ConsoleRun): TimelineRun {
     ...('output' in run ? { output: redactValue(run.output) } : {}),
     metadata: redactValue(run.metadata),
   };
+}
+
+const DAY_MS = 86_400_000;
+
+function stepsDeletedOf(run: ConsoleRun): TimelineRun['stepsDeleted'] {
+  const at = run.stepsDeletedAt ?? null;
+  if (at === null) return null;
+  const ended = (run.finishedAt ?? run.startedAt).getTime();
+  return { at, afterDays: Math.max(0, Math.floor((at.getTime() - ended) / DAY_MS)) };
+}
+
+/** What the console and `npm run trace` say where a swept run's timeline was. */
+export function stepsDeletedText(deleted: NonNullable<TimelineRun['stepsDeleted']>): string {
+  const days = `${deleted.afterDays} day${deleted.afterDays === 1 ? '' : 's'}`;
+  return `steps deleted after ${days} (STORE_KEEP_STEPS_DAYS), on ${deleted.at.toISOString().slice(0, 10)}`;
 }
 
 function stepEntries(step: ConsoleStep): TimelineEntry[] {

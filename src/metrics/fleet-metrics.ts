@@ -22,6 +22,7 @@ import {
 import type { RateWaitReason } from '../fleet/rate-limiter.js';
 import { TOOL_NAMES } from '../queue/tool-names.js';
 import { withTimeout } from '../util/with-timeout.js';
+import type { SweptTable } from '../store/retention/store-sweep.js';
 import { DEFAULT_MAX_LABEL_VALUES, FirstSeenLabels } from './bounded-labels.js';
 import { ApprovalMetrics, type PendingApprovalsSource } from './approval-metrics.js';
 
@@ -141,6 +142,7 @@ export class FleetMetrics {
   private readonly queueJobs: Gauge<'queue' | 'state'>;
   private readonly scrapeErrors: Counter<'queue'>;
   private readonly emailSettlements: Counter<'outcome'>;
+  private readonly storeRowsDeleted: Counter<'table'>;
   private readonly uncertainEffects: Counter;
   private readonly catalogsServed: Gauge;
   private readonly tenantDelays: Counter<'tenant'>;
@@ -230,6 +232,12 @@ export class FleetMetrics {
       name: `${METRIC_PREFIX}email_settlements_total`,
       help: 'Emails left pending by a stopped attempt, settled later by the sweeper: sent, not_delivered or uncertain.',
       labelNames: ['outcome'] as const,
+      registers,
+    });
+    this.storeRowsDeleted = new Counter({
+      name: `${METRIC_PREFIX}store_rows_deleted_total`,
+      help: 'Rows the store sweeper deleted past STORE_KEEP_STEPS_DAYS and STORE_KEEP_RUNS_DAYS, by table.',
+      labelNames: ['table'] as const,
       registers,
     });
     this.uncertainEffects = new Counter({
@@ -322,6 +330,11 @@ export class FleetMetrics {
   /** Call for each pending email the effect sweeper settles (effect-sweeper.ts, send_email's onSwept). */
   observeEmailSettlement(outcome: 'sent' | 'not_delivered' | 'uncertain'): void {
     this.emailSettlements.inc({ outcome });
+  }
+
+  /** Call with the rows each statement of the store sweeper deleted (src/worker/store-sweeper.ts). */
+  observeStoreRowsDeleted(table: SweptTable, rows: number): void {
+    this.storeRowsDeleted.inc({ table }, rows);
   }
 
   /** Call when a job is put back in delayed because its tenant is at TENANT_CONCURRENCY. */

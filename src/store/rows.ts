@@ -51,6 +51,8 @@ export interface RunRow {
   startedAt: Date;
   finishedAt: Date | null;
   updatedAt: Date;
+  /** When the store sweeper deleted the run's steps (migration 020); null while they are kept. */
+  stepsDeletedAt?: Date | null;
 }
 
 export interface StepRow {
@@ -178,6 +180,8 @@ const runColumns = z.object({
   started_at: z.date(),
   finished_at: z.date().nullable(),
   updated_at: z.date(),
+  // Optional: rows read by a process whose store is older than migration 020.
+  steps_deleted_at: z.date().nullable().optional(),
 });
 
 // An event of a type (or shape) this code does not know, written by a newer worker, is left out, not an error.
@@ -281,6 +285,7 @@ export function toRunRow(raw: RowDataPacket): RunRow {
     startedAt: row.started_at,
     finishedAt: row.finished_at,
     updatedAt: row.updated_at,
+    stepsDeletedAt: row.steps_deleted_at ?? null,
   };
 }
 

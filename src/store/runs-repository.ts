@@ -163,7 +163,8 @@ function startRunsStatement(inputs: readonly StartRunInput[]): { sql: string; va
        VALUES ${inputs.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)").join(', ')}
        ON DUPLICATE KEY UPDATE
          status = 'running', stop_reason = NULL, stop_detail = NULL, answer = NULL, output = NULL, error = NULL,
-         finished_at = NULL,
+         -- a run started again (a retry, a reused job id) writes steps anew: none of them were deleted
+         finished_at = NULL, steps_deleted_at = NULL,
          model = VALUES(model), protocol = VALUES(protocol), agent = COALESCE(VALUES(agent), agent),
          tenant = COALESCE(VALUES(tenant), tenant),
          parent_job_id = COALESCE(VALUES(parent_job_id), parent_job_id),

@@ -40,6 +40,7 @@ import { RunHistory } from '../store/run-history.js';
 import { modelFactoryFrom } from './model-factory.js';
 import { ResultPublisher } from './result-publisher.js';
 import { ResultsRetention } from './results-retention.js';
+import { startStoreSweeper } from './store-sweeper.js';
 import { handleShutdownSignals } from './shutdown-signals.js';
 import type { Fleet } from '../kernel/define-fleet.js';
 import { loadFleetConfig } from './fleet-config.js';
@@ -185,12 +186,22 @@ export async function startWorkerProcess(
       // Firings are stored with their forecast, from this store's run history.
       forecast: { history: new RunHistory(stores.pool), defaults: forecastDefaultsOf(config) },
     });
+    // Deletes what is past STORE_KEEP_STEPS_DAYS and STORE_KEEP_RUNS_DAYS, one worker of the fleet at a time.
+    const storeSweeper = startStoreSweeper({
+      pool: stores.pool,
+      redis: connection,
+      prefix: config.QUEUE_PREFIX,
+      keepStepsDays: config.STORE_KEEP_STEPS_DAYS,
+      keepRunsDays: config.STORE_KEEP_RUNS_DAYS,
+      logger,
+      onDeleted: (table, rows) => metrics.observeStoreRowsDeleted(table, rows),
+    });
     worker.start();
 
     let stopping: Promise<void> | undefined;
     const stop = () =>
       (stopping ??= stopWorkerProcess(config, logger, {
-        running: [worker.close(), aggregator.close(), schedules.close()],
+        running: [worker.close(), aggregator.close(), schedules.close(), storeSweeper.close()],
         closeCatalog: () => catalog.close(),
         closeConnections: async () => {
           await queues.resultsRetention.close();

@@ -5,7 +5,7 @@ import { TASKS_QUEUE } from '../../queue/names.js';
 import { formatInt, formatTime, formatUsd } from '../../reports/text.js';
 import { clearedText, describeTokens, foldCost, formatDuration } from '../render-timeline-text.js';
 import { renderSafeMarkdown } from '../safe-markdown.js';
-import type { Timeline, TimelineEntry } from '../timeline.js';
+import { stepsDeletedText, type Timeline, type TimelineEntry } from '../timeline.js';
 import { badge, boardJobHref, cards, h, href, NONE, page, type Nav } from './layout.js';
 import { runApprovalsSection } from './run-approvals.js';
 
@@ -89,6 +89,12 @@ function treeSection(tree: Timeline['tree']): string {
 <table class="children"><thead><tr><th>run</th><th>agent</th><th>status</th><th>tokens</th><th>cost</th></tr></thead><tbody>${rows}</tbody></table>`;
 }
 
+/** Said first in a swept run's timeline: its steps were deleted, not never recorded. */
+function stepsDeletedItem(timeline: Timeline): string {
+  const deleted = timeline.run.stepsDeleted;
+  return deleted ? `<li class="steps-deleted">${NONE} ${h(stepsDeletedText(deleted))}</li>\n` : '';
+}
+
 export interface RunPageExtras {
   /** The run's approvals, when the console has an approval desk. */
   approvals?: readonly Approval[];
@@ -145,7 +151,7 @@ ${answer}
 ${output}
 <h2>Timeline</h2>
 <ol class="timeline">
-${timeline.entries.map(entryHtml).join('\n') || `<li>${NONE} no step recorded</li>`}
+${stepsDeletedItem(timeline)}${timeline.entries.map(entryHtml).join('\n') || (timeline.run.stepsDeleted ? '' : `<li>${NONE} no step recorded</li>`)}
 </ol>
 <h2>Metadata</h2>
 <pre>${json(run.metadata)}</pre>

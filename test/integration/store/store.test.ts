@@ -310,6 +310,7 @@ describe('store on a real server', () => {
         startedAt,
         finishedAt,
         updatedAt: expect.any(Date),
+        stepsDeletedAt: null,
       });
       expect(typeof run?.costUsd).toBe('number');
 

@@ -94,6 +94,14 @@ describe('parseEnv defaults', () => {
     expect(parseEnv({ EFFECT_SWEEP_INTERVAL_MS: '30000' }).EFFECT_SWEEP_INTERVAL_MS).toBe(30_000);
   });
 
+  it('keeps steps 30 days and runs 400 by default; runs may be kept forever (0), steps may not', () => {
+    expect(parseEnv({})).toMatchObject({ STORE_KEEP_STEPS_DAYS: 30, STORE_KEEP_RUNS_DAYS: 400 });
+    expect(parseEnv({ STORE_KEEP_RUNS_DAYS: '0' }).STORE_KEEP_RUNS_DAYS).toBe(0);
+    expect(parseEnv({ STORE_KEEP_STEPS_DAYS: '7' }).STORE_KEEP_STEPS_DAYS).toBe(7);
+    expect(() => parseEnv({ STORE_KEEP_STEPS_DAYS: '0' })).toThrow(/STORE_KEEP_STEPS_DAYS/);
+    expect(() => parseEnv({ STORE_KEEP_RUNS_DAYS: '-1' })).toThrow(/STORE_KEEP_RUNS_DAYS/);
+  });
+
   it('undefined values and unknown variables are ignored', () => {
     expect(parseEnv({ AGENT_MAX_STEPS: undefined, PATH: '/usr/bin', HOME: '/root' }).AGENT_MAX_STEPS).toBe(
       D.DEFAULT_MAX_STEPS,

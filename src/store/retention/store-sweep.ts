@@ -1,0 +1,89 @@
+// One pass of the store sweeper (docs/store.md#retention): step traces and settled effects older than
+// STORE_KEEP_STEPS_DAYS, then runs older than STORE_KEEP_RUNS_DAYS (0 keeps them). Each statement deletes at most
+// batchSize rows and is followed by a pause at least as long as it took, so the sweeper holds at most half of
+// one connection's time and its locks are short; the fleet's own writes go on between statements.
+import type { Pool } from 'mysql2/promise';
+import { pruneSteps } from './prune-steps.js';
+import { pruneSettledEffects } from './prune-effects.js';
+import { pruneRuns } from './prune-runs.js';
+import { SWEEPER_SESSION, type PruneBatches, type Queryable } from './prune-batches.js';
+
+export const DAY_MS = 86_400_000;
+export const DEFAULT_SWEEP_BATCH = 1_000;
+export const DEFAULT_SWEEP_PAUSE_MS = 50;
+/** A progress line at most this often during a long sweep. */
+const PROGRESS_EVERY_MS = 30_000;
+
+export type SweptTable = 'agent_steps' | 'effect_ledger' | 'agent_runs' | 'agent_approvals';
+export type SweepDeleted = Record<SweptTable, number>;
+
+export interface StoreSweepLogger {
+  info(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface StoreSweepOptions {
+  pool: Pool;
+  keepStepsDays: number;
+  /** 0: runs are kept forever. */
+  keepRunsDays: number;
+  logger: StoreSweepLogger;
+  /** Rows per statement; default 1,000. */
+  batchSize?: number;
+  /** The least pause between statements; default 50 ms (and never less than the statement took). */
+  pauseMs?: number;
+  now?: () => Date;
+  /** Called between statements; false stops the sweep (the lease is lost, the worker is stopping). */
+  keepGoing?: () => Promise<boolean> | boolean;
+  /** Rows deleted, as they go (the metrics). */
+  onDeleted?: (table: SweptTable, rows: number) => void;
+}
+
+export async function sweepStore(options: StoreSweepOptions): Promise<SweepDeleted & { stopped: boolean }> {
+  const now = (options.now ?? (() => new Date()))();
+  const pauseMs = options.pauseMs ?? DEFAULT_SWEEP_PAUSE_MS;
+  const deleted: SweepDeleted = { agent_steps: 0, effect_ledger: 0, agent_runs: 0, agent_approvals: 0 };
+  let stopped = false;
+  let lastProgress = Date.now();
+  let statementStarted = Date.now();
+  // A connection of its own, in the sweeper's isolation level, dropped after: the pool's others keep theirs.
+  const connection = await options.pool.getConnection();
+  try {
+    await connection.query(SWEEPER_SESSION);
+    await sweepOn(connection);
+  } finally {
+    connection.destroy();
+  }
+  return { ...deleted, stopped };
+
+  async function sweepOn(session: Queryable): Promise<void> {
+    const batches = (table: SweptTable): PruneBatches => ({
+      pool: session,
+      batchSize: options.batchSize ?? DEFAULT_SWEEP_BATCH,
+      async afterBatch(rows) {
+        deleted[table] += rows;
+        if (rows > 0) options.onDeleted?.(table, rows);
+        if (Date.now() - lastProgress >= PROGRESS_EVERY_MS) {
+          lastProgress = Date.now();
+          options.logger.info({ ...deleted }, 'store sweep: rows deleted so far');
+        }
+        const took = Date.now() - statementStarted;
+        if (rows > 0) await sleep(Math.max(pauseMs, took));
+        stopped = !(await (options.keepGoing?.() ?? true));
+        statementStarted = Date.now();
+        return !stopped;
+      },
+    });
+    const stepsCutoff = new Date(now.getTime() - options.keepStepsDays * DAY_MS);
+    await pruneSteps(batches('agent_steps'), stepsCutoff);
+    if (!stopped) await pruneSettledEffects(batches('effect_ledger'), stepsCutoff);
+    if (!stopped && options.keepRunsDays > 0) {
+      const runsCutoff = new Date(now.getTime() - options.keepRunsDays * DAY_MS);
+      await pruneRuns(
+        { runs: batches('agent_runs'), steps: batches('agent_steps'), approvals: batches('agent_approvals') },
+        runsCutoff,
+      );
+    }
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

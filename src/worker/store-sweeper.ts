@@ -1,0 +1,98 @@
+// The store sweeper on the workers: every worker tries at start and then every interval, and the one that takes
+// the fleet's lease (a Redis key under QUEUE_PREFIX) sweeps; the others skip that round. The lease is renewed
+// between statements, so a sweep whose worker loses it (Redis away past the lease, a long stall) stops, and a
+// worker that dies mid-sweep frees it when it expires. A failing store is logged; the next round tries again.
+import type { Pool } from 'mysql2/promise';
+import type { Redis } from 'ioredis';
+import { RedisLease } from '../queue/redis-lease.js';
+import { sweepStore, type StoreSweepOptions, type SweptTable } from '../store/retention/store-sweep.js';
+
+export const STORE_SWEEP_INTERVAL_MS = 3_600_000;
+const LEASE_MS = 120_000;
+
+export interface StoreSweeperLogger {
+  info(fields: Record<string, unknown>, message: string): void;
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+export interface StoreSweeperOptions {
+  pool: Pool;
+  redis: Redis;
+  prefix: string;
+  keepStepsDays: number;
+  keepRunsDays: number;
+  logger: StoreSweeperLogger;
+  onDeleted?: (table: SweptTable, rows: number) => void;
+  intervalMs?: number;
+  /** Passed on to each sweep (tests). */
+  sweep?: Partial<Pick<StoreSweepOptions, 'batchSize' | 'pauseMs' | 'now'>>;
+}
+
+export interface StoreSweeper {
+  /** One round now (the next after the one under way, if any): true when this worker swept. */
+  runOnce(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export function storeSweepLeaseKey(prefix: string): string {
+  return `${prefix}:store-sweeper:lease`;
+}
+
+export function startStoreSweeper(options: StoreSweeperOptions): StoreSweeper {
+  const lease = new RedisLease(options.redis, storeSweepLeaseKey(options.prefix), LEASE_MS);
+  let closing = false;
+  let running: Promise<boolean> = Promise.resolve(false);
+  const round = async (): Promise<boolean> => {
+    if (closing) return false;
+    try {
+      if (!(await lease.acquire())) return false;
+    } catch (error) {
+      options.logger.warn({ err: messageOf(error) }, 'store sweep: Redis unavailable, skipped');
+      return false;
+    }
+    const started = Date.now();
+    let outcome: { fields: Record<string, unknown>; message: string };
+    try {
+      const deleted = await sweepStore({
+        ...options.sweep,
+        pool: options.pool,
+        keepStepsDays: options.keepStepsDays,
+        keepRunsDays: options.keepRunsDays,
+        logger: options.logger,
+        onDeleted: options.onDeleted,
+        keepGoing: async () => !closing && (await lease.renew().catch(() => false)),
+      });
+      outcome = {
+        fields: { ...deleted, ms: Date.now() - started },
+        message: deleted.stopped ? 'store sweep stopped; the next round goes on' : 'store sweep done',
+      };
+    } catch (error) {
+      outcome = {
+        fields: { err: messageOf(error) },
+        message: 'store sweep failed; the next round tries again',
+      };
+    } finally {
+      await lease.release().catch(() => undefined);
+    }
+    // Logged once the lease is given back: whoever reads the line may take it.
+    if ('err' in outcome.fields) options.logger.warn(outcome.fields, outcome.message);
+    else options.logger.info(outcome.fields, outcome.message);
+    return true;
+  };
+  const runOnce = () => (running = running.then(round));
+  void runOnce();
+  const timer = setInterval(() => void runOnce(), options.intervalMs ?? STORE_SWEEP_INTERVAL_MS);
+  timer.unref();
+  return {
+    runOnce,
+    async close() {
+      closing = true;
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
