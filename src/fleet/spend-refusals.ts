@@ -56,6 +56,5 @@ function ownerOf(scope: string, reason: BudgetStopReason): string {
     const [date, ...tenant] = scope.slice('tenant-day:'.length).split(':');
     return `the daily ${what} cap of tenant ${tenant.join(':')} for ${date}`;
   }
-  if (scope.startsWith('hold:')) return `the ${what} budget its parent agent set aside for it`;
   return `the ${what} budget of batch ${scope.slice(6)}`;
 }
