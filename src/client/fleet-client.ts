@@ -257,8 +257,14 @@ export class FleetClient {
       return { state: result ? 'completed' : 'unknown', progress: null, result };
     }
     const state = await job.getState();
-    if (isAwaitingApproval(state, job.progress))
-      return { state: AWAITING_APPROVAL, progress: job.progress, result: published };
+    if (isAwaitingApproval(state, job.progress)) {
+      // The progress was read before the state: a job woken by a decision, taken (its progress cleared) and
+      // delayed again for another reason (its tenant's slot) in between would look parked. Read it again, after.
+      const progress = (await this.tasks.getJob(jobId))?.progress;
+      if (isAwaitingApproval(state, progress))
+        return { state: AWAITING_APPROVAL, progress, result: published };
+      return { state, progress: progress ?? null, result: published };
+    }
     if (published || !FINISHED.has(state))
       return { state, progress: job.progress ?? null, result: published };
     // Read again: the result may have been published after the first read, just before the job finished. If it is
