@@ -22,7 +22,10 @@ import {
 } from '../../../src/testing/scripted-model-server.js';
 import { modelCalls } from '../../../src/testing/transcript.js';
 import { runWith } from '../../support/kernel-harness.js';
-import { expectNativeTranscript } from '../../support/native-transcript.js';
+import { expectNativeTranscript, recordReplies } from '../../support/native-transcript.js';
+import { OpenAIChatModel } from '../../../src/llm/openai-chat-model.js';
+import { OpenAIResponsesModel } from '../../../src/llm/openai-responses-model.js';
+import { MODEL } from '../../support/kernel-harness.js';
 
 let server: ScriptedModelServer;
 beforeAll(async () => {
@@ -159,4 +162,39 @@ describe('recalled notes open the transcript as a tool call and its result', () 
     const resumed = server.requests[start]!.messages;
     expect(resumed.filter((m) => m.role === 'tool' && m.tool_call_id === RECALL_CALL_ID)).toHaveLength(1);
   });
+});
+
+describe('with a recall at its head, the transcript stays native on both APIs', () => {
+  /** Decides from its own turns only: its calls, written with odd spacing, until each has a result; then answers. */
+  function ownTurns(request: RecordedRequest): ScriptedReply {
+    const own = modelCalls(request.messages).filter((c) => c.tool !== RECALL_TOOL);
+    if (own.length === 0)
+      return { actions: [{ tool: 'lookup', args: { id: 7 }, argumentsText: '{ "id" : 7 }' }] };
+    if (own.length === 1)
+      return { actions: [{ tool: 'add', args: { a: 2, b: 3 }, argumentsText: '{"b":3,\n "a":2.0}' }] };
+    return { answer: own.map((c) => c.result).join(' | ') };
+  }
+
+  for (const api of ['chat', 'responses'] as const) {
+    it(`${api}: the fleet's call and result first, then the model's turns byte for byte, each answered by a tool message`, async () => {
+      server.reset({ rules: [ownTurns] });
+      const start = server.requests.length;
+      const base =
+        api === 'chat'
+          ? new OpenAIChatModel({ model: MODEL, apiKey: 'test', baseURL: server.baseURL })
+          : new OpenAIResponsesModel({ model: MODEL, apiKey: 'test', baseURL: server.baseURL });
+      const { model, exchanges } = recordReplies(base);
+      const run = await runWith(server, { model, recall });
+      const requests = server.requests.slice(start);
+      expect(run.result.stopReason).toBe('answer');
+      // Each of its calls once: the head did not make it lose or repeat a turn.
+      expect(requests).toHaveLength(3);
+      expectNativeTranscript(requests, { exchanges, toolOutputs: [recallOutput(recall.notes)] });
+      for (const request of requests) {
+        expect(request.messages.slice(2, 4)).toEqual(recallTurn(toolsProtocol, recall));
+        for (const m of request.messages)
+          if (m.role === 'system' || m.role === 'user') expect(m.content).not.toContain(INJECTED);
+      }
+    });
+  }
 });
