@@ -94,7 +94,9 @@ export class RunFinisher {
   async finish(run: FinishingRun): Promise<Finished> {
     const { result } = run;
     const log = this.deps.logger.child({ jobId: result.jobId });
-    if (run.recheck && (await this.deps.publisher.isPublished(result.jobId))) {
+    const published = run.recheck ? await this.deps.publisher.published(result.jobId) : null;
+    if (published) {
+      if (run.started) await this.restoreRecord(published, run.started, log);
       this.forget(result.jobId);
       return { kept: false, published: false };
     }
@@ -121,6 +123,20 @@ export class RunFinisher {
     this.deps.metrics?.observeResult(result);
     this.forget(result.jobId);
     return { kept: false, published: true };
+  }
+
+  /**
+   * Two attempts of one job overlapped (the first one's lock lapsed, say while Redis was away, and the job was
+   * delivered again): the first published, and this one's start set the record back to `running`. The published
+   * result goes back in, after that start. MySQL down now: the record stays `running`, said in the log.
+   */
+  private async restoreRecord(published: AgentResult, started: () => Promise<void>, log: Logger): Promise<void> {
+    try {
+      await started();
+      await withRetries(() => this.deps.journal.finish(published), STORE_RETRIES);
+    } catch (err) {
+      log.warn({ err }, 'result published by an earlier attempt; its record could not be written back');
+    }
   }
 
   /** Not waited for: with the result out nothing reads the job's state again, and one left behind expires. */

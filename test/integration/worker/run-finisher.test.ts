@@ -169,3 +169,45 @@ it('two workers sweeping at once: the kept outcome is published and counted once
   expect(counted[0]! + counted[1]!).toBe(1);
   expect(await outcomes.unrecorded(10)).toEqual([]);
 }, 60_000);
+
+it('two attempts overlapped: the later one, finding the result out, writes the published record back', async () => {
+  const env = parseEnv({ ...process.env, QUEUE_PREFIX: ns.prefix });
+  const journal = new RunJournal(new RunsRepository(pool));
+  const finisher = new RunFinisher({
+    env,
+    journal,
+    redis,
+    outcomes: new OutcomeStore(redis, ns.prefix),
+    publisher: new ResultPublisher(results),
+    logger: createLogger('test', 'silent'),
+  });
+  const jobId = `job-${randomBytes(3).toString('hex')}`;
+  const start = { jobId, task: 'a task', model: 'gpt-4.1-mini', protocol: 'json' as const, attempt: 1 };
+  const error = { kind: 'system' as const, code: 'unused', message: 'unused', retryable: false };
+  const first: AgentResult = {
+    ...failedResult(jobId, error),
+    status: 'succeeded',
+    stopReason: 'answer',
+    answer: 'first',
+    error: null,
+  };
+  await journal.start(start);
+  expect(await finisher.finish({ result: first, start, whileDown: 'redeliver' })).toEqual({
+    kept: false,
+    published: true,
+  });
+
+  // The second attempt started while the first was finishing: its start set the record back to `running`.
+  await journal.start({ ...start, attempt: 2 });
+  const started = () => Promise.resolve();
+  const second: AgentResult = { ...first, answer: 'second' };
+  expect(
+    await finisher.finish({ result: second, start, started, recheck: true, whileDown: 'redeliver' }),
+  ).toEqual({ kept: false, published: false });
+  const runs = await queryStore<{ status: string; answer: string }>(
+    ns,
+    'SELECT status, answer FROM agent_runs WHERE job_id = ?',
+    [jobId],
+  );
+  expect(runs).toEqual([{ status: 'succeeded', answer: 'first' }]);
+}, 60_000);
