@@ -2,13 +2,15 @@
 // use (DATA_MYSQL_URL). Idempotent and fast when nothing changed: the four tables carry a comment naming the
 // seed version and a fingerprint of the generated rows, written only after every row is in; when all four
 // comments and row counts match, the data is left alone. Otherwise the four tables are dropped and rebuilt
-// (a crashed seed leaves no marker, so the next run rebuilds). The account is (re)configured on every run:
-// password, then every privilege revoked, then SELECT on this one database only.
+// (a crashed seed leaves no marker, so the next run rebuilds); one process at a time, under a named lock. The
+// account is (re)configured on every run: password, then every privilege revoked, then SELECT on this one
+// database only.
 import { createHash } from 'node:crypto';
 import { createConnection } from 'mysql2/promise';
 import type { Connection, RowDataPacket } from 'mysql2/promise';
 import { ConfigError } from '../kernel/errors.js';
 import { parseMysqlUrl } from '../store/mysql-url.js';
+import { namedLockName, takeNamedLock } from '../store/named-lock.js';
 import { quoteIdentifier } from '../store/pool.js';
 import { generateSalesData, type SalesData } from './sales-data.js';
 
@@ -32,6 +34,8 @@ export interface SeedDemoResult {
 
 /** Bump when the table definitions change: the marker then no longer matches and the tables are rebuilt. */
 const SCHEMA_VERSION = 1;
+/** How long a process waits for another one's seeding of the same database (it takes seconds). */
+const SEED_LOCK_SECONDS = 120;
 /** Rows per INSERT: well under max_allowed_packet (~60 bytes a row), few round trips. */
 const INSERT_CHUNK = 1_000;
 
@@ -122,6 +126,14 @@ export async function seedDemoDatabase(options: SeedDemoOptions): Promise<SeedDe
       `CREATE DATABASE IF NOT EXISTS ${quoteIdentifier(database)} CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci`,
     );
     await connection.query(`USE ${quoteIdentifier(database)}`);
+    // Workers started together on a fresh machine (`--processes N`) would each rebuild the tables under the
+    // others' inserts: one seeds, the rest wait and find the data current. Freed when the connection ends.
+    if (!(await takeNamedLock(connection, namedLockName(database, 'seed'), SEED_LOCK_SECONDS))) {
+      throw new ConfigError(
+        'seed_lock_timeout',
+        `another process was seeding ${database} for ${SEED_LOCK_SECONDS}s; is it stuck?`,
+      );
+    }
     // Dates are written as text, but keep the session in UTC so nothing the server derives shifts them.
     await connection.query("SET SESSION time_zone = '+00:00'");
     const current = await isCurrent(connection, database, marker, data);

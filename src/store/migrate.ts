@@ -1,10 +1,10 @@
 // Brings the store's schema up to date. Several workers migrate on start at the same moment, so the whole
 // check-and-apply runs under a named server lock held by one connection; MySQL DDL commits on its own, so a
 // migration interrupted halfway is simply run again (its statements are written to allow that).
-import { createHash } from 'node:crypto';
 import type { Pool, PoolConnection, RowDataPacket } from 'mysql2/promise';
 import { StoreError } from '../kernel/errors.js';
 import { loadMigrations, type Migration } from './migration-files.js';
+import { namedLockName, takeNamedLock } from './named-lock.js';
 
 export interface MigrateLogger {
   info(fields: Record<string, unknown>, message: string): void;
@@ -53,11 +53,8 @@ export async function migrate(pool: Pool, options: MigrateOptions = {}): Promise
   }
 }
 
-/** GET_LOCK names are limited to 64 characters; a long database name is hashed to fit. */
 export function migrationLockName(database: string): string {
-  const name = `${database}.migrate`;
-  if (name.length <= 64) return name;
-  return `${createHash('sha256').update(database).digest('hex').slice(0, 48)}.migrate`;
+  return namedLockName(database, 'migrate');
 }
 
 async function currentDatabase(connection: PoolConnection): Promise<string> {
@@ -73,11 +70,7 @@ async function acquireLock(
   lockName: string,
   timeoutSeconds: number,
 ): Promise<void> {
-  const [rows] = await connection.query<RowDataPacket[]>('SELECT GET_LOCK(?, ?) AS got', [
-    lockName,
-    timeoutSeconds,
-  ]);
-  if (Number(rows[0]?.['got']) !== 1) {
+  if (!(await takeNamedLock(connection, lockName, timeoutSeconds))) {
     throw new StoreError(
       'migration_lock_timeout',
       `another process held the migration lock ${lockName} for ${timeoutSeconds}s`,

@@ -275,6 +275,23 @@ describe('seedDemoDatabase (real server)', () => {
     expect(Number(await scalar(`SELECT COUNT(*) FROM ${db}.order_items`))).toBe(data.orderItems.length);
   });
 
+  it('seeds once when several processes start together (a fresh machine, --processes N)', async () => {
+    const db = quoteIdentifier(DATABASE);
+    await root.query(`DELETE FROM ${db}.order_items WHERE id = 1`);
+    const seeds = await Promise.all(
+      [0, 1, 2].map(() =>
+        seedDemoDatabase({
+          adminUrl,
+          database: DATABASE,
+          readerUser: READER,
+          readerPassword: READER_PASSWORD,
+        }),
+      ),
+    );
+    expect(seeds.filter((seed) => seed.reseeded)).toHaveLength(1);
+    expect(Number(await scalar(`SELECT COUNT(*) FROM ${db}.order_items`))).toBe(data.orderItems.length);
+  });
+
   it('refuses to turn root or the admin account into the reader', async () => {
     await expect(seedDemoDatabase({ adminUrl, database: DATABASE, readerUser: 'root' })).rejects.toThrow(
       /own user/,
