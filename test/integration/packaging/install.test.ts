@@ -119,14 +119,17 @@ beforeAll(async () => {
   model = start(process.execPath, ['model.js'], app, {});
   running.push(model);
   const { baseURL } = JSON.parse((await model.waitFor(/\{"baseURL":.*\}/))[0]) as { baseURL: string };
-  worker = start(bin(), ['worker', '--config', './agent-fleet.config.js'], app, {
+  // Two worker processes under the supervisor: its fork of the compiled worker entry is what a user runs.
+  worker = start(bin(), ['worker', '--config', './agent-fleet.config.js', '--processes', '2'], app, {
     ...fleetEnv(),
     OPENAI_BASE_URL: baseURL,
     OPENAI_API_KEY: 'test-key',
     METRICS_PORT: '0',
   });
   running.push(worker);
-  await timed('worker start', () => worker.waitFor(/"msg":"worker started"/, 90_000));
+  await timed('worker start', () =>
+    worker.waitFor(/"msg":"worker started"[\s\S]*"msg":"worker started"/, 90_000),
+  );
   console.info(`package test set-up: ${phases.join(', ')}`);
 }, SETUP_MS);
 
