@@ -56,6 +56,15 @@ const config = {
   },
   // Scenario 8: one worker, then two, each with the same slots, latency-bound (the model at 500 ms).
   twoProcesses: { jobs: 1_000, warmupJobs: 200, steps: 6, concurrency: 200, latencyMs: 500, repetitions: 1 },
+  // Scenario 12 (BENCH_ONLY=12 or processes): `agent-worker --processes 2` against `--processes 1`, each process
+  // with 2,000 slots, the model at 1 s: what a machine's cores buy under the supervisor.
+  supervised: {
+    concurrency: envInt('BENCH_PROCESSES_CONCURRENCY', 2_000),
+    latencyMs: envInt('BENCH_PROCESSES_LATENCY_MS', 1_000),
+    waves: envInt('BENCH_PROCESSES_WAVES', 4),
+    steps: 6,
+    repetitions: 1,
+  },
   redisMemory: { jobs: envInt('BENCH_REDIS_JOBS', 10_000), steps: 2, concurrency: 200, settleMs: 2_000 },
   realTools: {
     tasks: envInt('BENCH_REAL_TASKS', 100),
@@ -124,6 +133,7 @@ let latencyResult: LatencyResult | undefined;
 let memoryResult: MemoryResult | undefined;
 let realToolsResult: RealToolsResult | undefined;
 let twoProcesses: { one: LatencyResult; two: LatencyResult } | undefined;
+let supervisedProcesses: { one: LatencyResult; two: LatencyResult } | undefined;
 let redisMemoryResult: RedisMemoryResult | undefined;
 let costResult: CostResult | undefined;
 let childrenResult: ChildrenResult | undefined;
@@ -180,6 +190,26 @@ try {
         workers: 2,
       });
       return { one, two };
+    });
+  }
+  if (only.has('12') || only.has('processes')) {
+    supervisedProcesses = await attempt('12 --processes', async () => {
+      const { waves, ...rest } = config.supervised;
+      const run = async (processes: number) => {
+        const slots = rest.concurrency * processes;
+        const result = await latency({
+          ...rest,
+          jobs: waves * slots,
+          warmupJobs: slots,
+          tool: config.tool,
+          workerNodeArgs,
+          supervised: processes,
+        });
+        await stopAllChildren();
+        return result;
+      };
+      const one = await run(1);
+      return { one, two: await run(2) };
     });
   }
   if (only.has('9')) {
@@ -414,6 +444,24 @@ if (twoProcesses) {
     info('8 two processes', 'two workers: sustained over ideal', two.sustained.overIdeal, 'ratio'),
   );
 }
+if (supervisedProcesses) {
+  const { one, two } = supervisedProcesses;
+  const label = (r: LatencyResult) =>
+    `--processes ${r.workers}, ${r.concurrency} slots, ${r.latencyMs} ms a call`;
+  rows.push(
+    info('12 --processes', `${label(one)}: sustained`, one.sustained.callsPerSecond, 'calls/s'),
+    {
+      ...info('12 --processes', `${label(two)}: sustained`, two.sustained.callsPerSecond, 'calls/s'),
+      baseline: { label: '--processes 1', value: one.sustained.callsPerSecond },
+      ratio: two.sustained.callsPerSecond / one.sustained.callsPerSecond,
+    },
+    info('12 --processes', '--processes 1: sustained over ideal', one.sustained.overIdeal, 'ratio'),
+    info('12 --processes', '--processes 2: sustained over ideal', two.sustained.overIdeal, 'ratio'),
+    info('12 --processes', '--processes 1: worker CPU per step', one.workerCpuMsPerStep, 'ms'),
+    info('12 --processes', '--processes 2: worker CPU per step', two.workerCpuMsPerStep, 'ms'),
+    info('12 --processes', '--processes 2: cores in use (machine)', two.cores.machine, 'cores'),
+  );
+}
 if (redisMemoryResult) {
   const m = redisMemoryResult;
   rows.push(
@@ -575,6 +623,7 @@ const report = {
     cost: costResult,
     realTools: realToolsResult,
     twoProcesses,
+    supervisedProcesses,
     redisMemory: redisMemoryResult,
     children: childrenResult,
     notesMemory: notesResult,
@@ -648,6 +697,24 @@ if (realToolsResult) {
       `7: profile of the worker's main thread (${r.profile.summary.totalMs.toFixed(0)} ms): ${parts.join(', ')}`,
     );
   }
+}
+if (supervisedProcesses) {
+  const { one, two } = supervisedProcesses;
+  const label = (r: LatencyResult) =>
+    `--processes ${r.workers}, ${r.concurrency} slots, ${r.latencyMs} ms a call`;
+  rows.push(
+    info('12 --processes', `${label(one)}: sustained`, one.sustained.callsPerSecond, 'calls/s'),
+    {
+      ...info('12 --processes', `${label(two)}: sustained`, two.sustained.callsPerSecond, 'calls/s'),
+      baseline: { label: '--processes 1', value: one.sustained.callsPerSecond },
+      ratio: two.sustained.callsPerSecond / one.sustained.callsPerSecond,
+    },
+    info('12 --processes', '--processes 1: sustained over ideal', one.sustained.overIdeal, 'ratio'),
+    info('12 --processes', '--processes 2: sustained over ideal', two.sustained.overIdeal, 'ratio'),
+    info('12 --processes', '--processes 1: worker CPU per step', one.workerCpuMsPerStep, 'ms'),
+    info('12 --processes', '--processes 2: worker CPU per step', two.workerCpuMsPerStep, 'ms'),
+    info('12 --processes', '--processes 2: cores in use (machine)', two.cores.machine, 'cores'),
+  );
 }
 if (redisMemoryResult) {
   const m = redisMemoryResult;

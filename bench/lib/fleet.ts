@@ -149,6 +149,8 @@ export interface AgentWorkerOptions {
   /** Extra node flags, e.g. --cpu-prof for an ad-hoc profile (BENCH_WORKER_NODE_ARGS). */
   nodeArgs?: string[];
   env?: Record<string, string>;
+  /** Arguments of the worker entry, e.g. `--processes 2`. */
+  args?: string[];
 }
 
 /** `node <the worker's V8 flags> --import tsx workers/agent-worker.ts`, as the tests start it, logging at warn. */
@@ -162,6 +164,7 @@ export function startAgentWorker(ns: Namespace, model: ModelServer, options: Age
     'tsx',
     ...(options.probeFile ? ['--import', probe] : []),
     'workers/agent-worker.ts',
+    ...(options.args ?? []),
   ];
   return spawnChild(`agent-worker(${ns.prefix})`, args, {
     REDIS_URL,

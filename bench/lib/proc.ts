@@ -48,6 +48,25 @@ export function pidsByComm(names: readonly string[]): number[] {
   return pids;
 }
 
+/** The process and every process below it (a supervisor and its workers), from each one's parent pid. */
+export function selfAndDescendants(pid: number): number[] {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const found = [pid];
+  for (let i = 0; i < found.length; i++) {
+    for (const [child, parent] of parents) if (parent === found[i]) found.push(child);
+  }
+  return found;
+}
+
 /** CPU ms of a set of processes; those that vanished count as 0. */
 export function cpuMsOfAll(pids: readonly number[]): number {
   let total = 0;

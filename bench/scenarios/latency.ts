@@ -26,7 +26,7 @@ import {
 } from '../lib/fleet.js';
 import { loopStats, readProbe, type LoopStats } from '../lib/probe.js';
 import mysql from 'mysql2/promise';
-import { cpuMsOf, cpuMsOfAll, machineBusyMs, pidsByComm } from '../lib/proc.js';
+import { cpuMsOf, cpuMsOfAll, machineBusyMs, pidsByComm, selfAndDescendants } from '../lib/proc.js';
 import { median, spread } from '../lib/stats.js';
 import { taskText } from '../lib/steps-model.js';
 import { checkResults, enqueueTasks, type BatchCheck } from '../lib/tasks.js';
@@ -226,6 +226,11 @@ export async function latency(options: {
   workerNodeArgs: string[];
   /** Worker processes, each with `concurrency` slots (default 1); the ideal counts all their slots. */
   workers?: number;
+  /**
+   * Instead: one `agent-worker --processes N` (the supervisor and its N workers, each with `concurrency` slots),
+   * its CPU summed over them; no event-loop probe.
+   */
+  supervised?: number;
 }): Promise<LatencyResult> {
   const ns = createNamespace('latency', true);
   const client = new FleetClient({ redisUrl: REDIS_URL, prefix: ns.prefix });
@@ -233,16 +238,29 @@ export async function latency(options: {
   const probeFile = join(tmpdir(), `${ns.prefix}-probe.jsonl`);
   const model = await startModelServer(options.latencyMs, options.tool);
   // The probe only reads (every 250 ms): memory and the event loop's utilization and delay (the first worker's).
-  const workers = Array.from({ length: options.workers ?? 1 }, (_, i) =>
-    startAgentWorker(ns, model, {
-      concurrency: options.concurrency,
-      ...(i === 0 ? { probeFile } : {}),
-      nodeArgs: options.workerNodeArgs,
-    }),
-  );
+  const supervised = options.supervised;
+  const workers = supervised
+    ? [
+        startAgentWorker(ns, model, {
+          concurrency: options.concurrency,
+          nodeArgs: options.workerNodeArgs,
+          args: ['--processes', String(supervised)],
+        }),
+      ]
+    : Array.from({ length: options.workers ?? 1 }, (_, i) =>
+        startAgentWorker(ns, model, {
+          concurrency: options.concurrency,
+          ...(i === 0 ? { probeFile } : {}),
+          nodeArgs: options.workerNodeArgs,
+        }),
+      );
   const worker = workers[0]!;
-  const slots = options.concurrency * workers.length;
-  const cpuOfWorkers = () => workers.reduce((sum, w) => sum + cpuMsOf(w.pid), 0);
+  const processes = supervised ?? workers.length;
+  const slots = options.concurrency * processes;
+  const cpuOfWorkers = () =>
+    supervised
+      ? cpuMsOfAll(selfAndDescendants(worker.pid))
+      : workers.reduce((sum, w) => sum + cpuMsOf(w.pid), 0);
   const admin = await mysql.createConnection(MYSQL_SERVER);
   try {
     log(`latency: warm-up ${options.warmupJobs} jobs at ${options.latencyMs} ms a call`);
@@ -255,7 +273,7 @@ export async function latency(options: {
     let done = options.warmupJobs;
     for (let rep = 1; rep <= options.repetitions; rep++) {
       log(
-        `latency: batch ${rep}, ${options.jobs} jobs, ${slots} in flight (${workers.length} worker(s)), ${options.latencyMs} ms a call`,
+        `latency: batch ${rep}, ${options.jobs} jobs, ${slots} in flight (${processes} worker process(es)), ${options.latencyMs} ms a call`,
       );
       const before = (await model.requests(Number.MAX_SAFE_INTEGER)).total;
       const questions0 = await mysqlQuestions(admin);
@@ -316,7 +334,7 @@ export async function latency(options: {
     return {
       jobs: options.jobs,
       concurrency: slots,
-      workers: workers.length,
+      workers: processes,
       stepsPerTask: options.steps,
       latencyMs: options.latencyMs,
       idealJobsPerSecond,
