@@ -93,18 +93,18 @@ export class ApprovalDesk {
 
   /** Expires what is due first: a caller never sees as pending a call that can no longer be decided. */
   async list(filter: ApprovalFilter = {}): Promise<Approval[]> {
-    await this.store.expireDue(this.date());
+    await this.expireDue();
     return this.store.list(filter);
   }
 
   async get(id: string): Promise<Approval | null> {
-    await this.store.expireDue(this.date());
+    await this.expireDue();
     return this.store.get(id);
   }
 
   /** A batch's calls by state (a batch with one pending is not complete). */
   async countsForBatch(batchId: string): Promise<Record<ApprovalState, number>> {
-    await this.store.expireDue(this.date());
+    await this.expireDue();
     return this.store.countsForBatch(batchId);
   }
 
@@ -129,7 +129,11 @@ export class ApprovalDesk {
     if (result === 'not_found') return { kind: 'not_found' };
     const approval = await this.store.get(id);
     if (!approval) return { kind: 'not_found' };
-    if (result === 'conflict') return { kind: 'conflict', approval };
+    if (result === 'conflict') {
+      // Expired just now, by this decision's look: told like every expiry (an event sent twice is kept once).
+      if (approval.state === 'expired') await this.publishDecided([approval]);
+      return { kind: 'conflict', approval };
+    }
     await this.afterDecision(approval, now);
     return { kind: 'decided', approval };
   }
@@ -144,7 +148,7 @@ export class ApprovalDesk {
     const checked = checkDecision({ decision: input.decision, reason: input.reason, by: input.by });
     if (!checked.ok) issues.push(...checked.issues);
     if (issues.length > 0) throw new InvalidDecisionError(issues);
-    await this.store.expireDue(this.date());
+    await this.expireDue();
     const waiting = (await this.store.forBatch(input.batchId)).filter(
       (approval) => approval.state === 'pending' && approval.tool === input.tool,
     );
@@ -174,7 +178,7 @@ export class ApprovalDesk {
   private async afterDecision(approval: Approval, now: Date): Promise<void> {
     try {
       // A call of the job past its expiry waits no more: expired, it does not hold the wake back.
-      await this.store.expireDue(now, approval.jobId);
+      await this.expireDue(approval.jobId, now);
       if ((await this.store.pendingCount(approval.jobId)) === 0)
         await withTimeout(this.wake(approval.jobId), this.followUpTimeoutMs);
     } catch (error) {
@@ -184,6 +188,22 @@ export class ApprovalDesk {
       if (this.events) await withTimeout(this.events.decided(approval), this.followUpTimeoutMs);
     } catch (error) {
       this.warn(error, approval, 'approval decided, but its approval.decided event was not published');
+    }
+  }
+
+  /** Expires what is due (of one job, or all), and tells agent-events: an expiry is a decision nobody made. */
+  private async expireDue(jobId?: string, now: Date = this.date()): Promise<void> {
+    await this.publishDecided(await this.store.expireDue(now, jobId));
+  }
+
+  private async publishDecided(approvals: readonly Approval[]): Promise<void> {
+    if (!this.events) return;
+    for (const approval of approvals) {
+      try {
+        await withTimeout(this.events.decided(approval), this.followUpTimeoutMs);
+      } catch (error) {
+        this.warn(error, approval, 'approval expired, but its approval.decided event was not published');
+      }
     }
   }
 

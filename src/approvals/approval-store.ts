@@ -42,9 +42,8 @@ const BY_MAX_CHARS = 128;
 const COLUMNS = `id, job_id, batch_id, tenant, agent, step, call_id, call_key, tool, arguments, state,
   requested_at, expires_at, decided_by, decision, reason, edited_arguments, decided_at`;
 
-const EXPIRE = `UPDATE agent_approvals
-  SET state = 'expired', decision = 'reject', reason = '${EXPIRED_REASON}', decided_by = NULL, decided_at = ?
-  WHERE state = 'pending' AND expires_at <= ?`;
+/** Rows one expiry changes and reads back at a time (a batch's calls may all expire together). */
+const EXPIRE_BATCH = 1_000;
 
 export class ApprovalStore {
   constructor(private readonly pool: Pool) {}
@@ -98,14 +97,11 @@ export class ApprovalStore {
 
   /**
    * Pending rows past their expiry become `expired` (a reject with the reason `expired`, by nobody), of one job
-   * or all. Answers how many.
+   * or all. Answers them, as they are now, for their `approval.decided` events.
    */
-  async expireDue(now: Date, jobId?: string): Promise<number> {
-    const [header] = await this.pool.query<ResultSetHeader>(
-      jobId === undefined ? EXPIRE : `${EXPIRE} AND job_id = ?`,
-      jobId === undefined ? [now, now] : [now, now, jobId],
-    );
-    return header.affectedRows;
+  async expireDue(now: Date, jobId?: string): Promise<Approval[]> {
+    const where = `state = 'pending' AND expires_at <= ?${jobId === undefined ? '' : ' AND job_id = ?'}`;
+    return this.expireWhere(where, jobId === undefined ? [now] : [now, jobId], EXPIRED_REASON, now);
   }
 
   async get(id: string): Promise<Approval | null> {
@@ -158,13 +154,39 @@ export class ApprovalStore {
     keep: readonly string[],
     now: Date,
     reason: 'superseded' | 'cancelled' = 'superseded',
-  ): Promise<number> {
-    const [header] = await this.pool.query<ResultSetHeader>(
-      `UPDATE agent_approvals SET state = 'expired', decision = 'reject', reason = ?, decided_at = ?
-       WHERE job_id = ? AND state = 'pending'${keep.length > 0 ? ' AND id NOT IN (?)' : ''}`,
-      keep.length > 0 ? [reason, now, jobId, keep] : [reason, now, jobId],
-    );
-    return header.affectedRows;
+  ): Promise<Approval[]> {
+    const where = `job_id = ? AND state = 'pending'${keep.length > 0 ? ' AND id NOT IN (?)' : ''}`;
+    return this.expireWhere(where, keep.length > 0 ? [jobId, keep] : [jobId], reason, now);
+  }
+
+  /**
+   * The pending rows `where` selects become `expired` with `reason`, a bounded set at a time. Answers those it
+   * expired, read back; a row decided meanwhile (the UPDATE asks for `pending` again) is not among them. Two
+   * expiring at once may both answer a row: its event's id is the same, so it is published once.
+   */
+  private async expireWhere(
+    where: string,
+    values: unknown[],
+    reason: string,
+    now: Date,
+  ): Promise<Approval[]> {
+    const expired: Approval[] = [];
+    for (;;) {
+      const [rows] = await this.pool.query<RowDataPacket[]>(
+        `SELECT id FROM agent_approvals WHERE ${where} LIMIT ${EXPIRE_BATCH}`,
+        values,
+      );
+      const ids = rows.map((row) => String(row['id']));
+      if (ids.length === 0) return expired;
+      await this.pool.query(
+        `UPDATE agent_approvals SET state = 'expired', decision = 'reject', reason = ?, decided_by = NULL,
+           decided_at = ?
+         WHERE id IN (?) AND state = 'pending'`,
+        [reason, now, ids],
+      );
+      expired.push(...(await this.select("WHERE id IN (?) AND state = 'expired'", [ids])));
+      if (ids.length < EXPIRE_BATCH) return expired;
+    }
   }
 
   /** How many of a batch's calls are in each state: one grouped read, whatever the batch's size. */
@@ -204,8 +226,8 @@ export class ApprovalStore {
       ],
     );
     if (header.affectedRows === 1) return 'decided';
-    const [expired] = await this.pool.query<ResultSetHeader>(`${EXPIRE} AND id = ?`, [now, now, id]);
-    if (expired.affectedRows === 1) return 'conflict';
+    const where = "id = ? AND state = 'pending' AND expires_at <= ?";
+    if ((await this.expireWhere(where, [id, now], EXPIRED_REASON, now)).length > 0) return 'conflict';
     const [rows] = await this.pool.query<RowDataPacket[]>('SELECT 1 FROM agent_approvals WHERE id = ?', [id]);
     return rows.length > 0 ? 'conflict' : 'not_found';
   }

@@ -58,7 +58,7 @@ export class ApprovalParking {
     const jobId = String(job.id);
     const keys = waitingKeys(checkpoint);
     if (keys.length === 0) return undefined;
-    await this.store.expireDue(new Date(this.now()), jobId);
+    await this.tellDecided(await this.store.expireDue(new Date(this.now()), jobId));
     const instance = String(job.timestamp);
     const decided = (await this.store.forCalls(jobId, instance, keys)).filter((a) => a.state !== 'pending');
     const decisions: Record<string, ApprovalDecision> = {};
@@ -105,7 +105,18 @@ export class ApprovalParking {
    * decide for a run that is over. Answers how many.
    */
   async withdraw(jobId: string): Promise<number> {
-    return this.store.supersede(jobId, [], new Date(this.now()), 'cancelled');
+    const withdrawn = await this.store.supersede(jobId, [], new Date(this.now()), 'cancelled');
+    await this.tellDecided(withdrawn);
+    return withdrawn.length;
+  }
+
+  /**
+   * Calls that expired, were superseded or withdrawn are decided by nobody: agent-events is told, as of a
+   * person's decision, so a service that asked someone can stop waiting for them. A lost event is not worth
+   * failing the run over: the approval itself is recorded.
+   */
+  private async tellDecided(approvals: readonly Approval[]): Promise<void> {
+    for (const approval of approvals) await this.events?.decided(approval).catch(() => undefined);
   }
 
   /** Records the calls (once each), and tells agent-events of those new now. */
@@ -131,8 +142,8 @@ export class ApprovalParking {
     const { inserted } = await this.store.request(rows);
     // Calls an earlier job of the same id left waiting (an id used again) are not this job's to wait on.
     const ids = rows.map((row) => approvalIdOf(row.callKey, row.instance));
-    await this.store.supersede(request.jobId, ids, new Date(this.now()));
-    await this.store.expireDue(new Date(this.now()), request.jobId);
+    await this.tellDecided(await this.store.supersede(request.jobId, ids, new Date(this.now())));
+    await this.tellDecided(await this.store.expireDue(new Date(this.now()), request.jobId));
     const approvals = await this.store.forCalls(request.jobId, request.instance, keysOf(request));
     const fresh = new Set(inserted);
     for (const approval of approvals.filter((a) => fresh.has(a.id))) {

@@ -130,7 +130,11 @@ export class RunFinisher {
    * delivered again): the first published, and this one's start set the record back to `running`. The published
    * result goes back in, after that start. MySQL down now: the record stays `running`, said in the log.
    */
-  private async restoreRecord(published: AgentResult, started: () => Promise<void>, log: Logger): Promise<void> {
+  private async restoreRecord(
+    published: AgentResult,
+    started: () => Promise<void>,
+    log: Logger,
+  ): Promise<void> {
     try {
       await started();
       await withRetries(() => this.deps.journal.finish(published), STORE_RETRIES);

@@ -301,6 +301,29 @@ describe('ApprovalDesk list, get and decideBatch', () => {
     } finally {
       clock = T0;
     }
+    // An expiry is a decision nobody made: a service that asked someone is told it is over.
+    const event = await events.getJob(approvalEventJobId('approval.decided', id!));
+    expect(event?.data).toMatchObject({
+      type: 'approval.decided',
+      approvalId: id,
+      state: 'expired',
+      reason: 'expired',
+    });
+  });
+
+  it('a decision that finds its call expired answers conflict, and agent-events is told of the expiry', async () => {
+    const [id] = await ask(asked(newJobId(), 0, { expiresAt: new Date(T0 + 60_000) }));
+    const { desk, wake } = deskWith();
+    clock = T0 + 60_000;
+    try {
+      const outcome = await desk.decide(id!, { decision: 'approve', by: 'ada' });
+      expect(outcome).toMatchObject({ kind: 'conflict', approval: { state: 'expired' } });
+    } finally {
+      clock = T0;
+    }
+    expect(wake).not.toHaveBeenCalled();
+    const event = await events.getJob(approvalEventJobId('approval.decided', id!));
+    expect(event?.data).toMatchObject({ approvalId: id, state: 'expired', decidedBy: null });
   });
 
   it("decides every waiting call of a batch's tool, waking each job once, leaving other tools waiting", async () => {

@@ -177,14 +177,23 @@ describe('ApprovalStore.expireDue', () => {
     ]);
     await store.decide(approvalIdOf(`${b}:2:1`, '1'), { decision: 'approve', by: 'ada' }, T0);
     const now = at(2 * HOUR);
-    expect(await store.expireDue(now, a)).toBe(1);
+    expect(await store.expireDue(now, a)).toMatchObject([
+      {
+        id: approvalIdOf(`${a}:2:0`, '1'),
+        state: 'expired',
+        reason: 'expired',
+        decidedAt: now.toISOString(),
+      },
+    ]);
     expect(await store.pendingCount(a)).toBe(1);
     expect(await store.pendingCount(b)).toBe(1);
-    expect(await store.expireDue(now)).toBeGreaterThanOrEqual(1);
+    expect((await store.expireDue(now)).map((approval) => approval.id)).toContain(
+      approvalIdOf(`${b}:2:0`, '1'),
+    );
     expect(await store.pendingCount(b)).toBe(0);
     expect((await store.get(approvalIdOf(`${b}:2:1`, '1')))?.state).toBe('approved');
     expect((await store.get(approvalIdOf(`${a}:2:1`, '1')))?.state).toBe('pending');
-    expect(await store.expireDue(now)).toBe(0);
+    expect(await store.expireDue(now)).toEqual([]);
   });
 });
 

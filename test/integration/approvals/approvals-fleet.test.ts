@@ -19,6 +19,7 @@ import {
   type FleetNamespace,
   type WorkerHandle,
 } from '../../support/fleet-harness.js';
+import { approvalEventJobId } from '../../../src/approvals/approval-events.js';
 import { openApprovals, type ApprovalsHarness } from '../../support/approvals-harness.js';
 import { expectNativeTranscript } from '../../support/native-transcript.js';
 import { SeededDataDatabase } from '../../support/seeded-data-database.js';
@@ -201,6 +202,9 @@ it('expired: the job wakes by itself at the expiry, the call is rejected as expi
   const result = await ns.client.waitForResult(jobId, { timeoutMs: 30_000 });
   expect(result.status).toBe('succeeded');
   expect(sentWith(emailSubject('ap4', 1))).toEqual([]);
+  // Told by the worker that expired it, before anyone looks at the call (a look expires it too).
+  const event = await approvals.events.getJob(approvalEventJobId('approval.decided', approval.id));
+  expect(event?.data).toMatchObject({ approvalId: approval.id, state: 'expired', reason: 'expired' });
   expect(await approvals.desk.get(approval.id)).toMatchObject({
     state: 'expired',
     decision: 'reject',

@@ -12,7 +12,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterAll, expect, it } from 'vitest';
 import { cancelMarkKey } from '../../../src/queue/cancel-marks.js';
-import { TASKS_QUEUE } from '../../../src/queue/names.js';
+import { EVENTS_QUEUE, TASKS_QUEUE } from '../../../src/queue/names.js';
 import type { AgentResult } from '../../../src/kernel/types.js';
 import {
   startScriptedModel,
@@ -197,8 +197,25 @@ it('a task parked for approval is woken and ends cancelled; its approval is with
     [jobId],
   );
   expect(approvals).toEqual([{ state: 'expired', reason: 'cancelled' }]);
+  // Whoever was asked to decide is told there is nothing left to decide.
+  expect(await decidedEventsOf(jobId)).toEqual([{ state: 'expired', reason: 'cancelled' }]);
   await expectNoMoreCalls(['ask parked'], 1);
 }, 60_000);
+
+/** The `approval.decided` events on agent-events of a job's calls: their state and reason. */
+async function decidedEventsOf(jobId: string): Promise<{ state: string; reason: string | null }[]> {
+  const redis = new Redis(REDIS_URL);
+  const events = new Queue(EVENTS_QUEUE, { connection: redis, prefix: ns.prefix });
+  try {
+    const jobs = await events.getJobs(['waiting']);
+    return jobs
+      .filter((job) => job.name === 'approval.decided' && job.data.jobId === jobId)
+      .map((job) => ({ state: String(job.data.state), reason: job.data.reason as string | null }));
+  } finally {
+    await events.close();
+    redis.disconnect();
+  }
+}
 
 it('a parent waiting for its children: each child is stopped, then the parent, its usage the tree’s', async () => {
   const first = model.requests.length;
