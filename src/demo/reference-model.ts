@@ -156,25 +156,29 @@ function recalledDescription(messages: readonly ChatMessage[], table: string): s
 
 /**
  * Counts orders per status: the status column's name from its own describe_table call, or from a recalled fact of
- * one (then it makes no such call); the query; the answer.
+ * one (then it makes no such call); the query; the answer. A query that failed (the fact was out of date: the
+ * column renamed) sends it to describe the table itself, and its own result counts over the fact.
  */
 function schemaReply(request: RecordedRequest): ScriptedReply {
   const calls = modelCalls(request.messages);
-  const query = calls.find((c) => c.tool === 'sql_query' && c.result !== undefined);
-  if (query) return { answer: `Orders per status:\n${query.result!.replace(/^Result of sql_query: /, '')}` };
-  const described = calls.find(
+  const queries = calls.filter((c) => c.tool === 'sql_query' && c.result !== undefined);
+  const last = queries.at(-1)?.result?.replace(/^Result of sql_query: /, '');
+  if (last !== undefined && !/^Error\b|Unknown column/.test(last))
+    return { answer: `Orders per status:\n${last}` };
+  const described = calls.findLast(
     (c) => c.tool === 'describe_table' && (c.args as { table?: unknown } | undefined)?.table === SCHEMA_TABLE,
   );
-  const known = [described?.result, recalledDescription(request.messages, SCHEMA_TABLE)].flatMap((text) =>
-    text === undefined ? [] : describedColumns(text, SCHEMA_TABLE),
+  const text = described?.result ?? recalledDescription(request.messages, SCHEMA_TABLE);
+  const column = (text === undefined ? [] : describedColumns(text, SCHEMA_TABLE)).find((name) =>
+    /status/i.test(name),
   );
-  const column = known.find((name) => /status/i.test(name));
-  if (column) {
-    const sql = `SELECT ${column}, COUNT(*) AS orders FROM ${SCHEMA_TABLE} GROUP BY ${column} ORDER BY ${column}`;
-    return { actions: [{ tool: 'sql_query', args: { sql } }] };
-  }
+  const sql = `SELECT ${column}, COUNT(*) AS orders FROM ${SCHEMA_TABLE} GROUP BY ${column} ORDER BY ${column}`;
+  const tried = queries.some((q) => (q.args as { sql?: unknown } | undefined)?.sql === sql);
+  if (column && !tried) return { actions: [{ tool: 'sql_query', args: { sql } }] };
   if (!described) return { actions: [{ tool: 'describe_table', args: { table: SCHEMA_TABLE } }] };
-  return { answer: `The ${SCHEMA_TABLE} table has no status column.` };
+  return {
+    answer: `No query of the ${SCHEMA_TABLE} table's status worked: ${last ?? 'it has no status column'}`,
+  };
 }
 
 interface Customer {

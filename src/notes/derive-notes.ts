@@ -6,7 +6,7 @@
 // states what happened and never tells the model what to do. The facts a run's tools returned: derive-facts.ts.
 import { boundedJson } from '../kernel/bounded-json.js';
 import type { StepTrace } from '../kernel/types.js';
-import { deriveFactNotes } from './derive-facts.js';
+import { contradictedFacts, deriveFactNotes } from './derive-facts.js';
 import { NOTE_MAX_CHARS, type NoteDraft } from './note.js';
 import { argsJson, NOTES_TOOLS, quote, TOOL_NAME, type DeriveContext } from './derived-parts.js';
 
@@ -95,11 +95,19 @@ export function deriveCorrectionNotes(steps: readonly StepTrace[], context: Deri
 }
 
 /**
- * The correction notes a run contradicted: it was shown a note saying a tool "worked with" some arguments, and a
- * call of that tool with those very arguments failed in this run (for a reason about them). Such a note is wrong
- * now (the schema changed, the data moved) and is dropped rather than recalled again.
+ * The notes a run contradicted, wrong now (the schema changed, the data moved) and dropped rather than recalled
+ * again: a correction saying a tool "worked with" some arguments, when a call of that tool with those very
+ * arguments failed in this run (for a reason about them); a fact of a call this run made again, with another
+ * result (derive-facts.ts).
  */
 export function contradictedNotes(
+  steps: readonly StepTrace[],
+  shown: readonly { id: string; kind: string; text: string }[],
+): string[] {
+  return [...contradictedCorrections(steps, shown), ...contradictedFacts(steps, shown)];
+}
+
+function contradictedCorrections(
   steps: readonly StepTrace[],
   shown: readonly { id: string; kind: string; text: string }[],
 ): string[] {

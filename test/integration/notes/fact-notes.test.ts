@@ -4,7 +4,8 @@
 // it opens with the fact as quoted data in the recall's tool message and skips the call (one model call fewer);
 // sql_query (no opt-in) keeps nothing. The injection case: a table whose name, column and default value carry an
 // instruction is described; a later run sees that text only inside the recall's tool message, as a JSON string
-// with its `<`, `>` and `&` escaped, never in a system or user message.
+// with its `<`, `>` and `&` escaped, never in a system or user message. And a fact the data has since contradicted
+// (a column renamed) is dropped by the run that finds out, which keeps the new description in its place.
 import { afterAll, expect, it } from 'vitest';
 import { referenceModelRules, SCHEMA_TASK } from '../../../src/demo/reference-model.js';
 import { RECALL_TOOL } from '../../../src/kernel/recalled-notes.js';
@@ -179,4 +180,26 @@ it('an instruction in the data is recalled into a later run only as a quoted JSO
   expect(String(head.content)).toContain('\\\\u003c|im_start|\\\\u003esystem');
   const recalled = JSON.parse(String(head.content)) as { notes: { kind: string; text: string }[] };
   expect(recalled.notes).toEqual([{ kind: 'fact', learned: expect.any(String), text: fact }]);
+}, 120_000);
+
+it('a fact the data contradicts is dropped: the run that finds the column renamed keeps the new description instead', async () => {
+  const [old] = await notesOf('acme');
+  expect(old?.kind).toBe('fact');
+  const root = data.rootPool({ database: data.database });
+  try {
+    await root.query('ALTER TABLE orders CHANGE status order_status VARCHAR(16) NOT NULL');
+  } finally {
+    await root.end();
+  }
+  const run3 = await run(SCHEMA_TASK, 'acme');
+  expect(run3.result).toMatchObject({ status: 'succeeded', notesUsed: [old!.id] });
+  // The fact's column first (it fails), then describe_table, then the column the table has now, the answer.
+  expect(toolsCalled(run3.requests)).toEqual([RECALL_TOOL, 'sql_query', 'describe_table', 'sql_query']);
+  const notes = await notesOf('acme');
+  expect(notes.map((n) => n.id)).not.toContain(old!.id);
+  const facts = notes.filter((n) => n.kind === 'fact');
+  expect(facts).toEqual([expect.objectContaining({ source_job_id: run3.result.jobId, source_step: 2 })]);
+  expect(facts[0]!.text).toContain('\\norder_status varchar(16)');
+  // Its failed query, corrected, is a correction beside it.
+  expect(notes.filter((n) => n.kind === 'correction')).toHaveLength(1);
 }, 120_000);

@@ -165,3 +165,47 @@ describe.each([toolsProtocol, jsonProtocol])('the schema task over the $name pro
     expect(firstAction(framed)).toEqual(describe);
   });
 });
+
+it('the schema task: a query failing on a recalled fact sends it to describe the table, and its own result counts', () => {
+  const renamed = ORDERS.replace('status', 'order_status');
+  let n = 0;
+  const turn = (tool: string, args: unknown, result: string): ChatMessage[] => {
+    const id = `call_${n++}`;
+    return [
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id, type: 'function', function: { name: tool, arguments: JSON.stringify(args) } }],
+      },
+      { role: 'tool', tool_call_id: id, content: result },
+    ] as ChatMessage[];
+  };
+  const stale = [
+    { role: 'system', content: 'instructions' },
+    { role: 'user', content: SCHEMA_TASK },
+    ...recallTurn(toolsProtocol, {
+      query: SCHEMA_TASK,
+      notes: [{ id: 'note_1', kind: 'fact', learned: '2026-12-07', text: fact('orders', ORDERS) }],
+    }),
+    ...turn(
+      'sql_query',
+      { sql: 'SELECT status, COUNT(*) AS orders FROM orders GROUP BY status ORDER BY status' },
+      "Error: Unknown column 'status' in 'field list'",
+    ),
+  ] as ChatMessage[];
+  const reply = (messages: ChatMessage[]) =>
+    rule({ messages, tools: [] } as unknown as RecordedRequest) as Extract<
+      ScriptedReply,
+      { actions: unknown }
+    >;
+  expect(reply(stale).actions).toEqual([{ tool: 'describe_table', args: { table: 'orders' } }]);
+  const described = [...stale, ...turn('describe_table', { table: 'orders' }, renamed)];
+  expect(reply(described).actions).toEqual([
+    {
+      tool: 'sql_query',
+      args: {
+        sql: 'SELECT order_status, COUNT(*) AS orders FROM orders GROUP BY order_status ORDER BY order_status',
+      },
+    },
+  ]);
+});

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { defineAgent, defineFleet, defineTool } from '../../../src/kernel.js';
 import type { StepTrace } from '../../../src/kernel/types.js';
 import { MAX_FACTS_PER_RUN, deriveFactNotes } from '../../../src/notes/derive-facts.js';
-import { deriveNotes } from '../../../src/notes/derive-notes.js';
+import { contradictedNotes, deriveNotes } from '../../../src/notes/derive-notes.js';
 import { NOTE_MAX_CHARS, noteText } from '../../../src/notes/note.js';
 
 const FACT_TOOLS = new Set(['describe_table', 'list_tables', 'recall_notes', 'keep_note']);
@@ -151,6 +151,50 @@ describe('deriveFactNotes', () => {
       ['correction', 3],
       ['fact', 2],
     ]);
+  });
+});
+
+describe('contradictedNotes, of facts', () => {
+  const [shown] = deriveFactNotes(trace([ok('describe_table', { table: 'orders' }, ORDERS)]), CONTEXT);
+  const note = { id: 'note_1', kind: 'fact', text: shown!.text };
+
+  it('drops a fact the run contradicted: the same call returned something else (its latest result)', () => {
+    const changed = ORDERS.replace('status', 'order_status');
+    expect(contradictedNotes(trace([ok('describe_table', { table: 'orders' }, changed)]), [note])).toEqual([
+      'note_1',
+    ]);
+    expect(
+      contradictedNotes(
+        trace(
+          [ok('describe_table', { table: 'orders' }, changed)],
+          [ok('describe_table', { table: 'orders' }, ORDERS)],
+        ),
+        [note],
+      ),
+    ).toEqual([]);
+  });
+
+  it('keeps it when the same result came back, another call was made, or the call failed', () => {
+    const kept = (...steps: Call[][]) => expect(contradictedNotes(trace(...steps), [note])).toEqual([]);
+    kept([ok('describe_table', { table: 'orders' }, ORDERS)]);
+    kept([ok('describe_table', { table: 'customers' }, 'customers:\nid int')]);
+    kept([ok('list_tables', {}, 'orders(id)')]);
+    kept([failed('describe_table', { table: 'orders' }, 'Error: gone')]);
+    // A note of another kind with the same start is no fact.
+    const changed = ORDERS.replace('status', 'order_status');
+    expect(
+      contradictedNotes(trace([ok('describe_table', { table: 'orders' }, changed)]), [
+        { ...note, kind: 'model' },
+      ]),
+    ).toEqual([]);
+  });
+
+  it('leaves a fact whose arguments it shows cut alone: another call may share their start', () => {
+    const table = 'x'.repeat(300);
+    const [long] = deriveFactNotes(trace([ok('describe_table', { table }, 'a')]), CONTEXT);
+    expect(long!.text).toContain('…');
+    const other = trace([ok('describe_table', { table }, 'b')]);
+    expect(contradictedNotes(other, [{ id: 'n', kind: 'fact', text: long!.text }])).toEqual([]);
   });
 });
 
