@@ -10,6 +10,9 @@
 // `recall_notes` call at the head of the transcript. The model reads them as a model would: when a correction
 // note says which query worked, or which column replaced the one its query named, it writes the right query
 // first (one model call fewer). It reads nothing but the request's messages.
+// The schema task (SCHEMA_TASK) needs a column of `orders` it does not know: it calls describe_table first and
+// queries with the column the result names; given a recalled fact of that describe_table call (a note the worker
+// keeps from a run's trace, docs/notes.md), it takes the columns from the fact and skips the call.
 import type { ChatMessage } from '../kernel/messages.js';
 import { isSummaryRequest } from '../kernel/memory.js';
 import { RECALL_TOOL } from '../kernel/recalled-notes.js';
@@ -26,6 +29,10 @@ const RIGHT_SQL =
 /** The column the first query sums, and the one the data has (the `orders` table's `total`). */
 const WRONG_COLUMN = 'o.amount';
 const RIGHT_COLUMN = 'o.total';
+
+/** A task whose query needs a column the model looks up first: `describe_table` of `orders`, or a recalled fact of it. */
+export const SCHEMA_TASK = 'Count the orders of each status';
+const SCHEMA_TABLE = 'orders';
 
 /** The demo's report tasks, each with the query the scripted model answers it with. */
 export const REPORT_TASKS: readonly { task: string; sql: string }[] = [
@@ -122,6 +129,58 @@ function firstQuery(messages: readonly ChatMessage[]): string {
   return WRONG_SQL;
 }
 
+/** The column names of a describe_table result for `table` (its first line `table:`, then one column a line). */
+function describedColumns(result: string, table: string): string[] {
+  const lines = result.split('\n');
+  const head = lines.findIndex((line) => new RegExp(`(^|\\s)${table}(?: \\(view\\))?:$`).test(line.trim()));
+  if (head < 0) return [];
+  // A result a note quotes cut ends with `…`: its last line may be a column's name cut short.
+  const body = lines.slice(head + 1).filter((line) => !line.endsWith('…'));
+  return body.flatMap((line) => /^(\w+) \S/.exec(line)?.[1] ?? []);
+}
+
+/** The describe_table result of `table` a recalled fact quotes (`describe_table returned, for {…}: "…"`). */
+function recalledDescription(messages: readonly ChatMessage[], table: string): string | undefined {
+  for (const note of recalledNoteTexts(messages)) {
+    const m = /^describe_table returned, for (.+): ("(?:[^"\\]|\\.)*")$/.exec(note);
+    if (!m) continue;
+    try {
+      const args = JSON.parse(m[1]!) as { table?: unknown } | null;
+      if (args?.table === table) return JSON.parse(m[2]!) as string;
+    } catch {
+      // Arguments quoted cut, or not JSON: not a fact about this table.
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Counts orders per status: the status column's name from its own describe_table call, or from a recalled fact of
+ * one (then it makes no such call); the query; the answer. A query that failed (the fact was out of date: the
+ * column renamed) sends it to describe the table itself, and its own result counts over the fact.
+ */
+function schemaReply(request: RecordedRequest): ScriptedReply {
+  const calls = modelCalls(request.messages);
+  const queries = calls.filter((c) => c.tool === 'sql_query' && c.result !== undefined);
+  const last = queries.at(-1)?.result?.replace(/^Result of sql_query: /, '');
+  if (last !== undefined && !/^Error\b|Unknown column/.test(last))
+    return { answer: `Orders per status:\n${last}` };
+  const described = calls.findLast(
+    (c) => c.tool === 'describe_table' && (c.args as { table?: unknown } | undefined)?.table === SCHEMA_TABLE,
+  );
+  const text = described?.result ?? recalledDescription(request.messages, SCHEMA_TABLE);
+  const column = (text === undefined ? [] : describedColumns(text, SCHEMA_TABLE)).find((name) =>
+    /status/i.test(name),
+  );
+  const sql = `SELECT ${column}, COUNT(*) AS orders FROM ${SCHEMA_TABLE} GROUP BY ${column} ORDER BY ${column}`;
+  const tried = queries.some((q) => (q.args as { sql?: unknown } | undefined)?.sql === sql);
+  if (column && !tried) return { actions: [{ tool: 'sql_query', args: { sql } }] };
+  if (!described) return { actions: [{ tool: 'describe_table', args: { table: SCHEMA_TABLE } }] };
+  return {
+    answer: `No query of the ${SCHEMA_TABLE} table's status worked: ${last ?? 'it has no status column'}`,
+  };
+}
+
 interface Customer {
   name: string;
   email: string;
@@ -188,11 +247,13 @@ export const referenceModelRules: ReplyRule[] = [
     const task = String(request.messages[1]?.content ?? '');
     const report = REPORT_TASKS.find((r) => r.task === task);
     // Never a canned answer: a task the demo does not know ends failed, saying why (a 400 is not retried).
-    if (task !== REFERENCE_TASK && !report) return { fault: 'bad_request', message: NO_MODEL_CONFIGURED };
+    if (task !== REFERENCE_TASK && task !== SCHEMA_TASK && !report)
+      return { fault: 'bad_request', message: NO_MODEL_CONFIGURED };
     if (request.tools === undefined && String(request.messages.at(-1)?.content).includes('No more tool')) {
       return { answer: 'Stopped at the limit; see the steps so far.' };
     }
     if (report) return reportReply(request, report.sql);
+    if (task === SCHEMA_TASK) return schemaReply(request);
     return referenceReply(request);
   },
 ];

@@ -73,6 +73,13 @@ export function defineFleet(definition: FleetDefinition): Fleet {
       fail(
         `tool "${tool.name}": needsApproval must be true, false or a function of the arguments (${where})`,
       );
+    const facts = tool.keepsFacts as unknown;
+    if (facts !== undefined && typeof facts !== 'boolean')
+      fail(`tool "${tool.name}": keepsFacts must be true or false (${where})`);
+    if (facts === true && tool.readOnly !== true)
+      fail(
+        `tool "${tool.name}": keepsFacts needs readOnly: true (a result with side effects is no fact) (${where})`,
+      );
     toolNames.set(tool.name, tool);
     tools.push(tool);
   };

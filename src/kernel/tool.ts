@@ -130,6 +130,12 @@ export interface Tool<Schema extends z.ZodType = z.ZodType> {
    * Absent means the call may have side effects.
    */
   readOnly?: boolean;
+  /**
+   * True when what a successful call returns is a fact worth keeping for the agent's later runs (the data's shape:
+   * `list_tables`, `describe_table`): with notes on, the run's end keeps it as a `fact` note, quoted data with its
+   * source (docs/notes.md). Only for a `readOnly` tool whose results change rarely. Absent means never.
+   */
+  keepsFacts?: boolean;
   /** Settling and capping the effects this tool makes with `ctx.once` (not for readOnly tools). */
   effects?: EffectHooks;
   /**

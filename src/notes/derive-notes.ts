@@ -3,35 +3,26 @@
 // remembering as "this failed with that error; it worked with those arguments". The error text comes from a tool
 // and the arguments from the model: both are hostile. Each is bounded and quoted as JSON (quotes, newlines,
 // control characters and angle brackets escaped), so a note is one line of fixed prose around quoted data; it
-// states what happened and never tells the model what to do.
+// states what happened and never tells the model what to do. The facts a run's tools returned: derive-facts.ts.
 import { boundedJson } from '../kernel/bounded-json.js';
-import { escapeUnsafeJson, NOTES_TOOL_NAMES } from '../kernel/recalled-notes.js';
 import type { StepTrace } from '../kernel/types.js';
+import { contradictedFacts, deriveFactNotes } from './derive-facts.js';
 import { NOTE_MAX_CHARS, type NoteDraft } from './note.js';
+import { argsJson, NOTES_TOOLS, quote, TOOL_NAME, type DeriveContext } from './derived-parts.js';
 
-export interface DeriveContext {
-  agent: string;
-  /** '' for a task without a tenant. */
-  tenant: string;
-  /** The run's job: each note's source. */
-  jobId: string;
-  expiresAt: Date;
+export type { DeriveContext };
+
+/** Every note a run's trace shows: its corrections, then the facts its opted-in tools returned. */
+export function deriveNotes(steps: readonly StepTrace[], context: DeriveContext): NoteDraft[] {
+  return [...deriveCorrectionNotes(steps, context), ...deriveFactNotes(steps, context)];
 }
 
 /** Notes derived from one run at most. */
 export const MAX_CORRECTIONS_PER_RUN = 3;
 /** Characters of each quoted part, quotes and escapes included: the note stays within NOTE_MAX_CHARS. */
 const ERROR_MAX_CHARS = 130;
-const ARGS_MAX_CHARS = 125;
 /** Characters of two calls' arguments compared (beyond, arguments that long are taken as equal). */
 const COMPARE_MAX_CHARS = 20_000;
-/** Tool names a note may name (anything else is left out rather than quoted). */
-const TOOL_NAME = /^[A-Za-z0-9_.:-]{1,64}$/;
-/**
- * The notes tools' own calls make no note: a correction of a keep_note call would carry a model's note as if the
- * trace had shown it, and one of a recall_notes call says nothing about the data or the tools.
- */
-const NOTES_TOOLS: ReadonlySet<string> = new Set(NOTES_TOOL_NAMES);
 
 /**
  * Failures that say nothing about the arguments: the tool or its server was away, slow or interrupted, the call
@@ -104,11 +95,19 @@ export function deriveCorrectionNotes(steps: readonly StepTrace[], context: Deri
 }
 
 /**
- * The correction notes a run contradicted: it was shown a note saying a tool "worked with" some arguments, and a
- * call of that tool with those very arguments failed in this run (for a reason about them). Such a note is wrong
- * now (the schema changed, the data moved) and is dropped rather than recalled again.
+ * The notes a run contradicted, wrong now (the schema changed, the data moved) and dropped rather than recalled
+ * again: a correction saying a tool "worked with" some arguments, when a call of that tool with those very
+ * arguments failed in this run (for a reason about them); a fact of a call this run made again, with another
+ * result (derive-facts.ts).
  */
 export function contradictedNotes(
+  steps: readonly StepTrace[],
+  shown: readonly { id: string; kind: string; text: string }[],
+): string[] {
+  return [...contradictedCorrections(steps, shown), ...contradictedFacts(steps, shown)];
+}
+
+function contradictedCorrections(
   steps: readonly StepTrace[],
   shown: readonly { id: string; kind: string; text: string }[],
 ): string[] {
@@ -171,38 +170,4 @@ function errorLine(observation: string): string {
       .map((line) => line.trim())
       .find((line) => line !== '') ?? '(no message)'
   );
-}
-
-/**
- * The arguments as compact JSON when they fit, else their JSON text as a quoted string, cut to fit; whole when
- * nothing of them was cut.
- */
-function argsJson(args: unknown): { text: string; whole: boolean } {
-  const json = boundedJson(args ?? null, ARGS_MAX_CHARS);
-  if (json.complete) {
-    const safe = escapeUnsafeJson(json.text);
-    if (safe.length <= ARGS_MAX_CHARS) return { text: safe, whole: true };
-  }
-  const quoted = quote(json.text, ARGS_MAX_CHARS);
-  return { text: quoted, whole: json.complete && JSON.parse(quoted) === json.text };
-}
-
-/**
- * Text as a JSON string literal of at most maxChars characters, quotes and escapes included, cut (with …) to fit.
- * Nothing inside can end the literal, start a line, or form a tag or special token (`<|im_start|>`, `</tool>`).
- */
-export function quote(text: string, maxChars: number): string {
-  let cut = Math.min(text.length, maxChars);
-  for (;;) {
-    const piece = cut < text.length ? `${safeSlice(text, cut)}…` : text;
-    const quoted = escapeUnsafeJson(JSON.stringify(piece));
-    if (quoted.length <= maxChars || cut === 0) return quoted;
-    cut = Math.max(0, Math.min(cut - 1, Math.floor(cut * 0.85)));
-  }
-}
-
-/** The first `length` characters, one fewer when that would split a surrogate pair. */
-function safeSlice(text: string, length: number): string {
-  const piece = text.slice(0, length);
-  return /[\uD800-\uDBFF]$/.test(piece) ? piece.slice(0, -1) : piece;
 }

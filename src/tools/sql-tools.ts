@@ -73,6 +73,8 @@ export function createSqlTools(db: DataDatabase, options: SqlToolsOptions = {}):
     description: 'List the tables of the data database with their columns.',
     parameters: z.object({}),
     readOnly: true,
+    // The data's shape changes rarely: a run with notes on keeps what it saw for the agent's next runs.
+    keepsFacts: true,
     async execute() {
       const tables = await visibleTables(LISTED_TABLES + 1);
       return tables.length === 0 ? '(no tables)' : renderSummaries(tables, LISTED_TABLES, maxChars);
@@ -85,6 +87,7 @@ export function createSqlTools(db: DataDatabase, options: SqlToolsOptions = {}):
     // No length limits in the schema: they would cost tokens on every request; a bad name is simply unknown.
     parameters: z.object({ table: z.string() }),
     readOnly: true,
+    keepsFacts: true,
     async execute({ table }) {
       const name = table.trim().replace(/^`(.*)`$/, '$1');
       const plausible = name !== '' && name.length <= 64 && visible(name);

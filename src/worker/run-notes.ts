@@ -16,7 +16,7 @@ import { defineTool, type Tool } from '../kernel/tool.js';
 import { tokenCounterFor, type TokenCounter } from '../kernel/tokens.js';
 import type { AgentResult, StepTrace } from '../kernel/types.js';
 import type { Logger } from '../logging/logger.js';
-import { contradictedNotes, deriveCorrectionNotes } from '../notes/derive-notes.js';
+import { contradictedNotes, deriveNotes } from '../notes/derive-notes.js';
 import { ToolError } from '../kernel/errors.js';
 import { NOTE_MAX_CHARS, noteText, type Note, type NoteStore } from '../notes/note.js';
 import { noteTextHash } from '../notes/notes-store.js';
@@ -128,14 +128,21 @@ export class NotesSession {
    * the run: a store error is logged.
    */
   async close(
-    run: { jobId: string; traces: readonly StepTrace[]; result: AgentResult },
+    run: {
+      jobId: string;
+      traces: readonly StepTrace[];
+      result: AgentResult;
+      /** Whether a tool's results are kept as facts (its `keepsFacts`). */
+      keepsFacts?: (tool: string) => boolean;
+    },
     log: Logger,
   ): Promise<void> {
     const used = new Set([...(run.result.notesUsed ?? []), ...this.used]);
     if (used.size > 0) run.result.notesUsed = [...used];
     try {
       const expiresAt = new Date(Date.now() + this.settings.keepDays * 86_400_000);
-      const drafts = deriveCorrectionNotes(run.traces, { ...this.owner, jobId: run.jobId, expiresAt });
+      const { jobId, keepsFacts } = run;
+      const drafts = deriveNotes(run.traces, { ...this.owner, jobId, expiresAt, keepsFacts });
       if (drafts.length > 0) await this.store.add(drafts);
       if (failedByItsModel(run.result) && used.size > 0) await this.store.weighDown([...used]);
       await this.dropContradicted(run.traces, used);

@@ -454,7 +454,10 @@ async function runTheAgent(
       traceContinues(job),
     );
   await steps.settled();
-  if (notes && !parked(result, signal)) await notes.close({ jobId, traces: stepTraces, result }, log);
+  if (notes && !parked(result, signal)) {
+    const keepsFacts = (tool: string) => registry.get(tool)?.keepsFacts === true;
+    await notes.close({ jobId, traces: stepTraces, result, keepsFacts }, log);
+  }
   return result;
 }
 
