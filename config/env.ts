@@ -117,6 +117,8 @@ export const envSchema = z.object({
     .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'letters, digits and _.:- only')
     .default('agentfleet'),
   MYSQL_URL: url(['mysql']).default('mysql://root@127.0.0.1:3306/agent_fleet'),
+  // A replica of MYSQL_URL for reads that may lag (console, reports, forecasts, trace): src/store/read-pool.ts.
+  MYSQL_READ_URL: url(['mysql']).optional(),
   DATA_MYSQL_URL: url(['mysql']).default('mysql://agent_reader:agent_reader@127.0.0.1:3306/agent_fleet_demo'),
   OPENAI_API_KEY: z.string().min(1).optional(),
   OPENAI_BASE_URL: url(['http', 'https']).optional(),
