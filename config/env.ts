@@ -192,6 +192,8 @@ export const envSchema = z.object({
   // Retention in MySQL (src/store/retention): step traces and settled effects, and runs (0 keeps them forever).
   STORE_KEEP_STEPS_DAYS: int(1, 36_500).default(30),
   STORE_KEEP_RUNS_DAYS: int(0, 36_500).default(400),
+  // How often each worker tries to sweep the store (one of them sweeps): 1 s to a week.
+  STORE_SWEEP_INTERVAL_MS: int(1_000, 604_800_000).default(3_600_000),
   // The effect sweeper's interval (every tool's pending effects).
   EFFECT_SWEEP_INTERVAL_MS: int(0).default(60_000),
   EMAIL_DRY_RUN: z
