@@ -61,20 +61,31 @@ export async function settleAbandonedRuns(
     const jobIds = rows.map((row) => String(row['job_id']));
     const states = await Promise.all(jobIds.map(async (jobId) => ({ jobId, job: await lookup(jobId) })));
     const gone: string[] = [];
+    const unrecorded: string[] = [];
     const failed = new Map<string, string[]>();
     for (const { jobId, job } of states) {
       if (job.state === 'gone') gone.push(jobId);
       else if (job.state === 'failed') failed.set(job.reason, [...(failed.get(job.reason) ?? []), jobId]);
       else if (job.state === 'completed') {
-        if (isResultOf(job.result, jobId)) {
-          await new RunsRepository(pool as unknown as Pool).finishRun(job.result, job.finishedAt ?? now);
+        // A result the store refuses (a row changed meanwhile, a value it cannot hold) must not stop every
+        // later sweep: the run is failed as abandoned instead, saying so.
+        const recorded =
+          isResultOf(job.result, jobId) &&
+          (await new RunsRepository(pool as unknown as Pool)
+            .finishRun(job.result, job.finishedAt ?? now)
+            .then(
+              () => true,
+              () => false,
+            ));
+        if (recorded) {
           settled.recorded += 1;
           if (!(await options.afterBatch(1))) return settled;
-        } else gone.push(jobId);
+        } else unrecorded.push(jobId);
       }
     }
     const marks: [string[], string][] = [
       [gone, 'its job is no longer in Redis: the worker running it stopped without recording its end'],
+      [unrecorded, 'its job completed, but its result could not be recorded'],
       ...[...failed].map(([reason, ids]): [string[], string] => [
         ids,
         `its job failed without recording its end: ${reason}`,

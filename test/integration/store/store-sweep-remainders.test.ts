@@ -166,13 +166,17 @@ describe('runs left running by a crash', () => {
   }
 
   it('are failed as `abandoned` when their job is gone or failed; live jobs and recent rows are left', async () => {
-    for (const jobId of ['gone', 'failed-job', 'live', 'recent-gone']) await insertRun(pool, jobId, null, 2);
+    for (const jobId of ['gone', 'failed-job', 'live', 'recent-gone', 'odd'])
+      await insertRun(pool, jobId, null, 2);
     await insertRun(pool, 'done-long-ago', 5);
     await touch('recent-gone', quietFor(ABANDONED_AFTER_MS / 2));
-    for (const jobId of ['gone', 'failed-job', 'live']) await touch(jobId, quietFor(2 * ABANDONED_AFTER_MS));
+    for (const jobId of ['gone', 'failed-job', 'live', 'odd'])
+      await touch(jobId, quietFor(2 * ABANDONED_AFTER_MS));
     const states: Record<string, RunJobState> = {
       'failed-job': { state: 'failed', reason: 'worker lost' },
       live: { state: 'live' },
+      // Completed, with something that is not its result: nothing to record, so it cannot end otherwise.
+      odd: { state: 'completed', result: { not: 'a result' }, finishedAt: null },
     };
     const asked: string[] = [];
     const { done } = sweep({
@@ -181,13 +185,14 @@ describe('runs left running by a crash', () => {
         return Promise.resolve(states[jobId] ?? { state: 'gone' });
       },
     });
-    expect(await done).toMatchObject({ runs_abandoned: 2, runs_recorded: 0, agent_runs: 0 });
+    expect(await done).toMatchObject({ runs_abandoned: 3, runs_recorded: 0, agent_runs: 0 });
     // Only quiet running rows are looked up.
-    expect(asked.sort()).toEqual(['failed-job', 'gone', 'live']);
+    expect(asked.sort()).toEqual(['failed-job', 'gone', 'live', 'odd']);
     expect(await runsByStatus()).toEqual({
       gone: 'failed',
       'failed-job': 'failed',
       live: 'running',
+      odd: 'failed',
       'recent-gone': 'running',
       'done-long-ago': 'succeeded',
     });
@@ -206,6 +211,14 @@ describe('runs left running by a crash', () => {
         }),
       ],
       ['gone', 'error', expect.objectContaining({ code: 'abandoned', retryable: false })],
+      [
+        'odd',
+        'error',
+        expect.objectContaining({
+          code: 'abandoned',
+          message: expect.stringContaining('could not be recorded'),
+        }),
+      ],
     ]);
     for (const row of rows)
       expect((row['finished_at'] as Date).getTime()).toBeGreaterThan(Date.now() - 60_000);
