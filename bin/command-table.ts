@@ -64,7 +64,8 @@ export const COMMANDS = {
     synopsis: "trace --job ID [--json]  a run's timeline, from MYSQL_URL",
     help:
       'usage: agent-fleet trace --job ID [--json]\n\n' +
-      "A run's timeline (model calls, tool calls and observations, the answer) from MYSQL_URL; --json: as JSON.\n",
+      "A run's timeline (model calls, tool calls and observations, the answer) from MYSQL_URL (MYSQL_READ_URL when\n" +
+      'set); --json: as JSON.\n',
   },
   report: {
     module: '../scripts/report.js',

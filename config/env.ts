@@ -117,6 +117,8 @@ export const envSchema = z.object({
     .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'letters, digits and _.:- only')
     .default('agentfleet'),
   MYSQL_URL: url(['mysql']).default('mysql://root@127.0.0.1:3306/agent_fleet'),
+  // A replica of MYSQL_URL for reads that may lag (console, reports, forecasts, trace): src/store/read-pool.ts.
+  MYSQL_READ_URL: url(['mysql']).optional(),
   DATA_MYSQL_URL: url(['mysql']).default('mysql://agent_reader:agent_reader@127.0.0.1:3306/agent_fleet_demo'),
   OPENAI_API_KEY: z.string().min(1).optional(),
   OPENAI_BASE_URL: url(['http', 'https']).optional(),
@@ -190,6 +192,8 @@ export const envSchema = z.object({
   // Retention in MySQL (src/store/retention): step traces and settled effects, and runs (0 keeps them forever).
   STORE_KEEP_STEPS_DAYS: int(1, 36_500).default(30),
   STORE_KEEP_RUNS_DAYS: int(0, 36_500).default(400),
+  // How often each worker tries to sweep the store (one of them sweeps): 1 s to a week.
+  STORE_SWEEP_INTERVAL_MS: int(1_000, 604_800_000).default(3_600_000),
   // The effect sweeper's interval (every tool's pending effects).
   EFFECT_SWEEP_INTERVAL_MS: int(0).default(60_000),
   EMAIL_DRY_RUN: z

@@ -52,7 +52,8 @@ function tokensOrDemo(): ApiToken[] {
 const tokens = tokensOrDemo();
 
 // Tasks and batches past the Redis retention are answered from the store.
-const archive = new StoreResultArchive(config.MYSQL_URL);
+// Tasks and batches past the Redis retention, and the forecasts' history: MYSQL_READ_URL when set.
+const archive = new StoreResultArchive(config);
 // One warning per Redis outage and one line when it ends, for every connection and queue of the process.
 const outages = new RedisOutageLog(logger);
 // Each enqueue is a span when an OTLP endpoint is configured; the worker's run continues its trace.

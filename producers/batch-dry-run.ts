@@ -31,7 +31,9 @@ export function batchDryRun(client: FleetClient, logger: Logger): RequestHandler
       const message = error instanceof Error ? error.message : String(error);
       logger.warn({ reason: message }, 'batch forecast unavailable');
       const shown =
-        error instanceof ForecastError ? message : 'the run history (MYSQL_URL) could not be read';
+        error instanceof ForecastError
+          ? message
+          : 'the run history (MYSQL_READ_URL when set, else MYSQL_URL) could not be read';
       res.status(503).json({ error: 'forecast_unavailable', message: shown });
     }
   };

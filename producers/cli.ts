@@ -102,7 +102,7 @@ async function run(argv: readonly string[]): Promise<number> {
     batchTasks = parsed.tasks;
   }
   // A batch reads the run history for its forecast (docs/batches.md); a lone task never touches the store.
-  const history = command.mode === 'batch' ? new StoreResultArchive(config.MYSQL_URL) : undefined;
+  const history = command.mode === 'batch' ? new StoreResultArchive(config) : undefined;
   // Each enqueue is a span when an OTLP endpoint is configured; the worker's run continues its trace.
   const telemetry = await startTelemetry({ serviceName: 'agent-fleet-enqueue' });
   const client = new FleetClient({

@@ -6,7 +6,7 @@ import { scrubText } from '../src/logging/redact.js';
 import { runReportCommand } from '../src/reports/report-command.js';
 
 async function main(): Promise<void> {
-  process.exitCode = await runReportCommand(process.argv.slice(2), () => env().MYSQL_URL, {
+  process.exitCode = await runReportCommand(process.argv.slice(2), () => env(), {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
   });

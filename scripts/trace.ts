@@ -6,7 +6,7 @@ import { runTraceCommand } from '../src/console/trace-command.js';
 import { scrubText } from '../src/logging/redact.js';
 
 async function main(): Promise<void> {
-  process.exitCode = await runTraceCommand(process.argv.slice(2), () => env().MYSQL_URL, {
+  process.exitCode = await runTraceCommand(process.argv.slice(2), () => env(), {
     stdout: (text) => process.stdout.write(text),
     stderr: (text) => process.stderr.write(text),
   });

@@ -1,9 +1,9 @@
 // `npm run trace -- --job ID [--json]`: a run's timeline in the terminal, the same model the run console's page
 // shows (src/console/timeline.ts), with the runs its agent called nested under the calls that started them
-// (trace-tree.ts), read from the store at MYSQL_URL. It only reads: no migration, no write.
+// (trace-tree.ts), read from the store at MYSQL_URL (MYSQL_READ_URL when set). It only reads: no migration, no write.
 import { parseArgs } from 'node:util';
 import { parseMysqlUrl } from '../store/mysql-url.js';
-import { createStorePool } from '../store/pool.js';
+import { createReadPool, readStoreOf, type ReadStoreConfig } from '../store/read-pool.js';
 import { terminalSafe } from '../reports/text.js';
 import { ConsoleStore } from './console-store.js';
 import { renderTraceTree } from './render-trace-tree.js';
@@ -44,7 +44,8 @@ export interface TraceCommandIo {
 /** Resolves to the exit code: 0 printed, 1 no such run, 2 bad arguments. Only the store failing throws. */
 export async function runTraceCommand(
   argv: readonly string[],
-  mysqlUrl: () => string,
+  /** MYSQL_URL, or the environment: MYSQL_READ_URL is read when set. */
+  mysqlUrl: () => string | ReadStoreConfig,
   io: TraceCommandIo,
 ): Promise<number> {
   const args = parseTraceArgs(argv);
@@ -56,8 +57,9 @@ export async function runTraceCommand(
     io.stderr(`trace: ${args.message} (${TRACE_USAGE})\n`);
     return 2;
   }
-  const url = mysqlUrl();
-  const pool = await createStorePool(url, { connectionLimit: 1 });
+  const config = mysqlUrl();
+  const { url, variable } = readStoreOf(config);
+  const pool = await createReadPool(config, { connectionLimit: 1 });
   try {
     const store = new ConsoleStore(pool);
     const loaded = await loadTraceTree((id) => store.loadRun(id), args.jobId).catch((error: unknown) => {
@@ -68,14 +70,14 @@ export async function runTraceCommand(
     if (loaded === 'no_tables') {
       const { database, redacted } = parseMysqlUrl(url);
       io.stderr(
-        `trace: ${database} has no agent_runs table (MYSQL_URL=${redacted}): is it the fleet's store? (npm run migrate creates it)\n`,
+        `trace: ${database} has no agent_runs table (${variable}=${redacted}): is it the fleet's store? (npm run migrate creates it)\n`,
       );
       return 1;
     }
     if (loaded === null) {
       const { database, redacted } = parseMysqlUrl(url);
       io.stderr(
-        `trace: no run ${JSON.stringify(terminalSafe(args.jobId))} in agent_runs of ${database} (MYSQL_URL=${redacted})\n`,
+        `trace: no run ${JSON.stringify(terminalSafe(args.jobId))} in agent_runs of ${database} (${variable}=${redacted})\n`,
       );
       return 1;
     }

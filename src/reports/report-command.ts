@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { migrate } from '../store/migrate.js';
 import { parseMysqlUrl } from '../store/mysql-url.js';
 import { createStorePool } from '../store/pool.js';
+import { createReadPool, readStoreOf, type ReadStoreConfig } from '../store/read-pool.js';
 import { buildBatchReport, type BatchReport } from './batch-summary.js';
 import { renderBatchChart } from './render-chart.js';
 import { renderHtml } from './render-html.js';
@@ -118,7 +119,8 @@ export interface ReportCommandIo {
 /** Runs the command; resolves to its exit code. Only an unexpected error (a bug, the store failing) throws. */
 export async function runReportCommand(
   argv: readonly string[],
-  mysqlUrl: () => string,
+  /** MYSQL_URL, or the environment: the batch is read from MYSQL_READ_URL when set, the report written to MYSQL_URL. */
+  mysqlUrl: () => string | ReadStoreConfig,
   io: ReportCommandIo,
 ): Promise<number> {
   const args = parseReportArgs(argv);
@@ -130,16 +132,25 @@ export async function runReportCommand(
     io.stderr(`report: ${args.message} (${USAGE})\n`);
     return 2;
   }
-  const url = mysqlUrl();
-  const pool = await createStorePool(url, { connectionLimit: 2 });
+  const config = mysqlUrl();
+  const primaryUrl = typeof config === 'string' ? config : config.MYSQL_URL;
+  const read = readStoreOf(config);
+  const pool = await createStorePool(primaryUrl, { connectionLimit: 2 });
+  // The batch, its runs and effects read from the replica when there is one; the report is written to MYSQL_URL.
+  const readPool = read.replica
+    ? await createReadPool(config, { connectionLimit: 2 }).catch(async (error: unknown) => {
+        await pool.end().catch(() => undefined);
+        throw error;
+      })
+    : pool;
   try {
     await migrate(pool);
     const store = new BatchReportStore(pool);
-    const loaded = await store.loadBatch(args.batchId);
+    const loaded = await new BatchReportStore(readPool).loadBatch(args.batchId);
     if (loaded === null) {
-      const { database, redacted } = parseMysqlUrl(url);
+      const { database, redacted } = parseMysqlUrl(read.url);
       io.stderr(
-        `report: no batch ${JSON.stringify(terminalSafe(args.batchId))} in agent_batches of ${database} (MYSQL_URL=${redacted})\n`,
+        `report: no batch ${JSON.stringify(terminalSafe(args.batchId))} in agent_batches of ${database} (${read.variable}=${redacted})\n`,
       );
       return 1;
     }
@@ -164,5 +175,6 @@ export async function runReportCommand(
     return 0;
   } finally {
     await pool.end().catch(() => undefined);
+    if (readPool !== pool) await readPool.end().catch(() => undefined);
   }
 }

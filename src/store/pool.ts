@@ -17,6 +17,13 @@ export interface StorePoolOptions {
    * with placeholders: never on a pool that runs text from elsewhere. Default false.
    */
   multipleStatements?: boolean;
+  /** The variable the URL came from, named in error messages. Default `MYSQL_URL`. */
+  variable?: string;
+  /**
+   * Create the database when it is missing. Default true; false for a replica, which is read-only and gets the
+   * database from its primary.
+   */
+  createDatabase?: boolean;
 }
 
 /** Quotes a schema, table or column name for SQL text, where placeholders cannot be used. */
@@ -29,7 +36,8 @@ export const SESSION_SETUP =
   "SET time_zone = '+00:00', sql_mode = REPLACE(@@SESSION.sql_mode, 'NO_BACKSLASH_ESCAPES', '')";
 
 export async function createStorePool(url: string, options: StorePoolOptions = {}): Promise<Pool> {
-  const target = parseMysqlUrl(url);
+  const variable = options.variable ?? 'MYSQL_URL';
+  const target = parsedAs(url, variable);
   const server: ConnectionOptions = {
     host: target.host,
     port: target.port,
@@ -38,7 +46,7 @@ export async function createStorePool(url: string, options: StorePoolOptions = {
     connectTimeout: options.connectTimeout ?? 10_000,
     charset: 'UTF8MB4_UNICODE_CI',
   };
-  await ensureDatabase(server, target);
+  if (options.createDatabase ?? true) await ensureDatabase(server, target, variable);
   const pool = createPool({
     ...server,
     database: target.database,
@@ -73,9 +81,21 @@ export async function createStorePool(url: string, options: StorePoolOptions = {
     await pool.query('SELECT 1');
   } catch (error) {
     await pool.end().catch(() => undefined);
-    throw connectError(target, error);
+    throw connectError(target, error, variable);
   }
   return pool;
+}
+
+/** The URL parsed, its messages naming the variable it came from. */
+function parsedAs(url: string, variable: string): MysqlTarget {
+  try {
+    return parseMysqlUrl(url);
+  } catch (error) {
+    if (error instanceof ConfigError && variable !== 'MYSQL_URL') {
+      throw new ConfigError(error.code, error.message.replace(/^MYSQL_URL/, variable));
+    }
+    throw error;
+  }
 }
 
 interface CoreConnection {
@@ -83,12 +103,16 @@ interface CoreConnection {
   destroy(): void;
 }
 
-async function ensureDatabase(server: ConnectionOptions, target: MysqlTarget): Promise<void> {
+async function ensureDatabase(
+  server: ConnectionOptions,
+  target: MysqlTarget,
+  variable: string,
+): Promise<void> {
   let connection;
   try {
     connection = await createConnection(server);
   } catch (error) {
-    throw connectError(target, error);
+    throw connectError(target, error, variable);
   }
   try {
     await connection.query(
@@ -97,19 +121,19 @@ async function ensureDatabase(server: ConnectionOptions, target: MysqlTarget): P
   } catch (error) {
     // An account limited to an existing database may not create one; the pool's own check says whether the
     // database is really missing.
-    if (!isAccessDenied(error)) throw connectError(target, error);
+    if (!isAccessDenied(error)) throw connectError(target, error, variable);
   } finally {
     await connection.end().catch(() => undefined);
   }
 }
 
-function connectError(target: MysqlTarget, error: unknown): Error {
+function connectError(target: MysqlTarget, error: unknown, variable: string): Error {
   const code = mysqlErrorCode(error);
   const detail = error instanceof Error ? error.message : String(error);
   let reason = [code, detail].filter(Boolean).join(': ');
   // Driver messages do not carry the password today; make sure they never do.
   if (target.password !== '') reason = reason.replaceAll(target.password, '***');
-  const message = `MYSQL_URL=${target.redacted}: cannot use the store (${reason})`;
+  const message = `${variable}=${target.redacted}: cannot use the store (${reason})`;
   if (isAccountRefusal(error)) return new ConfigError('mysql_access', message);
   const retryable = isConnectionFailure(error);
   return new StoreError(retryable ? 'store_unreachable' : 'store_connect_failed', message, { retryable });

@@ -2,11 +2,16 @@
 // the fleet's lease (a Redis key under QUEUE_PREFIX) sweeps; the others skip that round. The lease is renewed
 // between statements, so a sweep whose worker loses it (Redis away past the lease, a long stall) stops, and a
 // worker that dies mid-sweep frees it when it expires. A failing store is logged; the next round tries again.
+// Runs left `running` are looked up on the fleet's tasks queue (abandoned-runs.ts): the store is one fleet's.
+import { Queue } from 'bullmq';
 import type { Pool } from 'mysql2/promise';
 import type { Redis } from 'ioredis';
+import { TASKS_QUEUE } from '../queue/names.js';
 import { RedisLease } from '../queue/redis-lease.js';
+import type { RunJobLookup } from '../store/retention/abandoned-runs.js';
 import { sweepStore, type StoreSweepOptions, type SweptTable } from '../store/retention/store-sweep.js';
 
+/** The default of STORE_SWEEP_INTERVAL_MS. */
 export const STORE_SWEEP_INTERVAL_MS = 3_600_000;
 const LEASE_MS = 120_000;
 
@@ -40,6 +45,7 @@ export function storeSweepLeaseKey(prefix: string): string {
 
 export function startStoreSweeper(options: StoreSweeperOptions): StoreSweeper {
   const lease = new RedisLease(options.redis, storeSweepLeaseKey(options.prefix), LEASE_MS);
+  const tasks = new Queue(TASKS_QUEUE, { connection: options.redis, prefix: options.prefix });
   let closing = false;
   let running: Promise<boolean> = Promise.resolve(false);
   const round = async (): Promise<boolean> => {
@@ -60,6 +66,7 @@ export function startStoreSweeper(options: StoreSweeperOptions): StoreSweeper {
         keepRunsDays: options.keepRunsDays,
         logger: options.logger,
         onDeleted: options.onDeleted,
+        jobState: jobStateOn(tasks),
         keepGoing: async () => !closing && (await lease.renew().catch(() => false)),
       });
       outcome = {
@@ -89,7 +96,28 @@ export function startStoreSweeper(options: StoreSweeperOptions): StoreSweeper {
       closing = true;
       clearInterval(timer);
       await running;
+      // The connection is the worker's: closing the queue leaves it open.
+      await tasks.close().catch(() => undefined);
     },
+  };
+}
+
+/** What the tasks queue says of a run's job; a Redis error fails the sweep (the next round asks again). */
+export function jobStateOn(tasks: Queue): RunJobLookup {
+  return async (jobId) => {
+    const job = await tasks.getJob(jobId);
+    if (!job) return { state: 'gone' };
+    const state = await job.getState();
+    if (state === 'unknown') return { state: 'gone' };
+    if (state === 'failed') return { state: 'failed', reason: job.failedReason ?? 'no reason recorded' };
+    if (state === 'completed') {
+      return {
+        state: 'completed',
+        result: job.returnvalue as unknown,
+        finishedAt: job.finishedOn ? new Date(job.finishedOn) : null,
+      };
+    }
+    return { state: 'live' };
   };
 }
 

@@ -186,13 +186,15 @@ export async function startWorkerProcess(
       // Firings are stored with their forecast, from this store's run history.
       forecast: { history: new RunHistory(stores.pool), defaults: forecastDefaultsOf(config) },
     });
-    // Deletes what is past STORE_KEEP_STEPS_DAYS and STORE_KEEP_RUNS_DAYS, one worker of the fleet at a time.
+    // Deletes what is past STORE_KEEP_STEPS_DAYS and STORE_KEEP_RUNS_DAYS, one worker of the fleet at a time, at
+    // start and every STORE_SWEEP_INTERVAL_MS; fails runs left running by a crash (`abandoned`).
     const storeSweeper = startStoreSweeper({
       pool: stores.pool,
       redis: connection,
       prefix: config.QUEUE_PREFIX,
       keepStepsDays: config.STORE_KEEP_STEPS_DAYS,
       keepRunsDays: config.STORE_KEEP_RUNS_DAYS,
+      intervalMs: config.STORE_SWEEP_INTERVAL_MS,
       logger,
       onDeleted: (table, rows) => metrics.observeStoreRowsDeleted(table, rows),
     });

@@ -66,3 +66,47 @@ export async function insertApproval(pool: Pool, id: string, jobId: string, days
     [id, jobId, `${jobId}:1:0`, at, at],
   );
 }
+
+/** A batch created `createdDaysAgo` days ago, completed `completedDaysAgo` days ago (null: still running). */
+export async function insertBatch(
+  pool: Pool,
+  batchId: string,
+  completedDaysAgo: number | null,
+  createdDaysAgo = (completedDaysAgo ?? 0) + 0.01,
+): Promise<void> {
+  await pool.query(
+    `INSERT INTO agent_batches (batch_id, name, tasks, job_ids, state, summary, created_at, completed_at)
+     VALUES (?, 'a batch', 1, '[]', ?, ?, ?, ?)`,
+    [
+      batchId,
+      completedDaysAgo === null ? 'running' : 'completed',
+      completedDaysAgo === null ? null : '{}',
+      daysAgo(createdDaysAgo),
+      completedDaysAgo === null ? null : daysAgo(completedDaysAgo),
+    ],
+  );
+}
+
+export async function insertBatchReport(pool: Pool, batchId: string, writtenDaysAgo: number): Promise<void> {
+  const at = daysAgo(writtenDaysAgo);
+  await pool.query(
+    `INSERT INTO batch_reports (batch_id, state, summary, markdown, html, created_at, updated_at)
+     VALUES (?, 'completed', '{}', '# report', '<p>report</p>', ?, ?)`,
+    [batchId, at, at],
+  );
+}
+
+/** A row of send_email's ledger before migration 011. */
+export async function insertEmailLedgerRow(
+  pool: Pool,
+  callKey: string,
+  status: 'pending' | 'sent' | 'dry_run' | 'failed' | 'uncertain',
+  updatedDaysAgo: number,
+): Promise<void> {
+  const at = daysAgo(updatedDaysAgo);
+  await pool.query(
+    `INSERT INTO email_ledger (call_key, job_id, recipient, subject, message_id, status, created_at, updated_at)
+     VALUES (?, 'a-job', 'a@example.com', 'a subject', ?, ?, ?, ?)`,
+    [callKey, `<${callKey}@agent-fleet.local>`, status, at, at],
+  );
+}

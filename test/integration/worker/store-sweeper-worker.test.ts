@@ -1,5 +1,6 @@
 // The store sweeper in a real worker process: started with the worker, it reads STORE_KEEP_STEPS_DAYS and
-// STORE_KEEP_RUNS_DAYS and, holding the fleet's lease, sweeps once at start: old steps and runs go, recent stay.
+// STORE_KEEP_RUNS_DAYS and, holding the fleet's lease, sweeps once at start (old steps and runs go, recent stay),
+// then every STORE_SWEEP_INTERVAL_MS.
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../../src/store/migrate.js';
@@ -42,7 +43,11 @@ afterAll(async () => {
 
 describe('a worker', () => {
   it('sweeps the store at start with the configured retention, and gives the lease back', async () => {
-    worker = startWorker(ns, { STORE_KEEP_STEPS_DAYS: '7', STORE_KEEP_RUNS_DAYS: '30' });
+    worker = startWorker(ns, {
+      STORE_KEEP_STEPS_DAYS: '7',
+      STORE_KEEP_RUNS_DAYS: '30',
+      STORE_SWEEP_INTERVAL_MS: '1000',
+    });
     await worker.waitForOutput(/store sweep done/, 30_000);
     const runs = await queryStore<{ job_id: string; steps: number; deleted: Date | null }>(
       ns,
@@ -54,6 +59,8 @@ describe('a worker', () => {
       ['recent', 3, false],
       ['steps-old', 0, true],
     ]);
+    // And again every STORE_SWEEP_INTERVAL_MS.
+    await worker.waitForOutput(/store sweep done[\s\S]*store sweep done/, 15_000);
     const redis = new Redis(REDIS_URL);
     try {
       expect(await redis.exists(storeSweepLeaseKey(ns.prefix))).toBe(0);

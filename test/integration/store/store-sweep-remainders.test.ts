@@ -1,0 +1,327 @@
+// What the store sweeper sweeps besides steps, effects and runs (docs/store.md#retention), against the real
+// MariaDB/MySQL and Redis: batches and their reports past STORE_KEEP_RUNS_DAYS, settled rows of send_email's old
+// email_ledger (never pending or uncertain ones), runs left `running` by a crash, and the sweeper's interval.
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { Pool, RowDataPacket } from 'mysql2/promise';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { parseEnv } from '../../../config/env.js';
+import { FleetMetrics } from '../../../src/metrics/fleet-metrics.js';
+import { deleteKeysWithPrefix } from '../../../src/queue/delete-prefix.js';
+import { TASKS_QUEUE } from '../../../src/queue/names.js';
+import { migrate } from '../../../src/store/migrate.js';
+import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
+import { ABANDONED_AFTER_MS, type RunJobState } from '../../../src/store/retention/abandoned-runs.js';
+import { sweepStore, type SweptTable } from '../../../src/store/retention/store-sweep.js';
+import { startStoreSweeper } from '../../../src/worker/store-sweeper.js';
+import {
+  insertBatch,
+  insertBatchReport,
+  insertEmailLedgerRow,
+  insertRun,
+  insertSteps,
+} from '../../support/aged-rows.js';
+
+const SERVER = process.env['MYSQL_URL'] || 'mysql://root@127.0.0.1:3306/agent_fleet';
+const REDIS_URL = process.env['REDIS_URL'] || 'redis://127.0.0.1:6379';
+const RUN_ID = randomBytes(4).toString('hex');
+const DATABASE = `af_test_sweep_more_${RUN_ID}`;
+const PREFIX = `af-sweep-more-${RUN_ID}`;
+const quiet = { info: () => undefined, warn: () => undefined };
+
+let pool: Pool;
+let redis: Redis;
+let setupError: unknown;
+
+beforeAll(async () => {
+  try {
+    const url = new URL(SERVER);
+    url.pathname = `/${DATABASE}`;
+    pool = await createStorePool(url.href, { connectionLimit: 3, connectTimeout: 5_000 });
+    await migrate(pool);
+    redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  } catch (error) {
+    setupError = error;
+  }
+});
+
+beforeEach(async () => {
+  if (setupError !== undefined) throw setupError;
+  for (const table of ['agent_steps', 'agent_runs', 'agent_batches', 'batch_reports', 'email_ledger']) {
+    await pool.query(`DELETE FROM ${table}`);
+  }
+  await deleteKeysWithPrefix(redis, PREFIX);
+});
+
+afterAll(async () => {
+  if (redis) {
+    await deleteKeysWithPrefix(redis, PREFIX);
+    redis.disconnect();
+  }
+  if (pool) {
+    await pool.query(`DROP DATABASE IF EXISTS ${quoteIdentifier(DATABASE)}`);
+    await pool.end();
+  }
+});
+
+async function ids(sql: string): Promise<string[]> {
+  const [rows] = await pool.query<RowDataPacket[]>(sql);
+  return rows.map((row) => String(Object.values(row)[0]));
+}
+
+function sweep(extra: Partial<Parameters<typeof sweepStore>[0]> = {}) {
+  const statements: [SweptTable, number][] = [];
+  const done = sweepStore({
+    pool,
+    keepStepsDays: 30,
+    keepRunsDays: 400,
+    logger: quiet,
+    batchSize: 1_000,
+    pauseMs: 1,
+    onDeleted: (table, rows) => statements.push([table, rows]),
+    ...extra,
+  });
+  return { done, statements };
+}
+
+describe('batches and their reports', () => {
+  it('go once completed past the runs retention; running ones and recent ones stay; 0 keeps them', async () => {
+    await insertBatch(pool, 'old', 500);
+    await insertBatchReport(pool, 'old', 499);
+    await insertBatch(pool, 'recent', 10);
+    await insertBatchReport(pool, 'recent', 10);
+    // Created long ago and never completed: kept, whatever its age.
+    await insertBatch(pool, 'stuck', null, 600);
+    // A report whose batch row is gone goes once it is as old; a recent one stays.
+    await insertBatchReport(pool, 'orphan-old', 450);
+    await insertBatchReport(pool, 'orphan-new', 3);
+    // 0 keeps them all.
+    expect(await sweep({ keepRunsDays: 0 }).done).toMatchObject({ agent_batches: 0, batch_reports: 0 });
+    expect(await ids('SELECT batch_id FROM agent_batches ORDER BY batch_id')).toEqual([
+      'old',
+      'recent',
+      'stuck',
+    ]);
+    const { done, statements } = sweep();
+    expect(await done).toMatchObject({ agent_batches: 1, batch_reports: 2, stopped: false });
+    expect(await ids('SELECT batch_id FROM agent_batches ORDER BY batch_id')).toEqual(['recent', 'stuck']);
+    expect(await ids('SELECT batch_id FROM batch_reports ORDER BY batch_id')).toEqual([
+      'orphan-new',
+      'recent',
+    ]);
+    expect(statements).toEqual([
+      ['batch_reports', 1],
+      ['agent_batches', 1],
+      ['batch_reports', 1],
+    ]);
+  });
+
+  it('go at most the batch size a statement', async () => {
+    for (let i = 0; i < 25; i++) {
+      await insertBatch(pool, `b-${String(i).padStart(2, '0')}`, 500);
+      await insertBatchReport(pool, `b-${String(i).padStart(2, '0')}`, 500);
+    }
+    const { done, statements } = sweep({ batchSize: 10 });
+    expect(await done).toMatchObject({ agent_batches: 25, batch_reports: 25 });
+    expect(Math.max(...statements.map(([, rows]) => rows))).toBe(10);
+    expect(statements.filter(([table]) => table === 'agent_batches').map(([, rows]) => rows)).toEqual([
+      10, 10, 5,
+    ]);
+  });
+});
+
+describe("send_email's old email_ledger", () => {
+  it('loses its settled rows past the steps retention, never pending or uncertain ones', async () => {
+    for (const status of ['pending', 'sent', 'dry_run', 'failed', 'uncertain'] as const) {
+      await insertEmailLedgerRow(pool, `old-${status}`, status, 40);
+      await insertEmailLedgerRow(pool, `new-${status}`, status, 2);
+    }
+    const metrics = new FleetMetrics({ defaultMetrics: false });
+    const { done } = sweep({ onDeleted: (table, rows) => metrics.observeStoreRowsDeleted(table, rows) });
+    expect(await done).toMatchObject({ email_ledger: 3 });
+    expect(await ids('SELECT call_key FROM email_ledger ORDER BY call_key')).toEqual([
+      'new-dry_run',
+      'new-failed',
+      'new-pending',
+      'new-sent',
+      'new-uncertain',
+      'old-pending',
+      'old-uncertain',
+    ]);
+    expect(await metrics.metrics()).toContain('agentfleet_store_rows_deleted_total{table="email_ledger"} 3');
+  });
+});
+
+describe('runs left running by a crash', () => {
+  const quietFor = (ms: number) => new Date(Date.now() - ms);
+
+  async function touch(jobId: string, updatedAt: Date): Promise<void> {
+    await pool.query('UPDATE agent_runs SET updated_at = ? WHERE job_id = ?', [updatedAt, jobId]);
+  }
+
+  async function runsByStatus(): Promise<Record<string, string>> {
+    const [rows] = await pool.query<RowDataPacket[]>('SELECT job_id, status FROM agent_runs');
+    return Object.fromEntries(rows.map((row) => [String(row['job_id']), String(row['status'])]));
+  }
+
+  it('are failed as `abandoned` when their job is gone or failed; live jobs and recent rows are left', async () => {
+    for (const jobId of ['gone', 'failed-job', 'live', 'recent-gone', 'odd'])
+      await insertRun(pool, jobId, null, 2);
+    await insertRun(pool, 'done-long-ago', 5);
+    await touch('recent-gone', quietFor(ABANDONED_AFTER_MS / 2));
+    for (const jobId of ['gone', 'failed-job', 'live', 'odd'])
+      await touch(jobId, quietFor(2 * ABANDONED_AFTER_MS));
+    const states: Record<string, RunJobState> = {
+      'failed-job': { state: 'failed', reason: 'worker lost' },
+      live: { state: 'live' },
+      // Completed, with something that is not its result: nothing to record, so it cannot end otherwise.
+      odd: { state: 'completed', result: { not: 'a result' }, finishedAt: null },
+    };
+    const asked: string[] = [];
+    const { done } = sweep({
+      jobState: (jobId) => {
+        asked.push(jobId);
+        return Promise.resolve(states[jobId] ?? { state: 'gone' });
+      },
+    });
+    expect(await done).toMatchObject({ runs_abandoned: 3, runs_recorded: 0, agent_runs: 0 });
+    // Only quiet running rows are looked up.
+    expect(asked.sort()).toEqual(['failed-job', 'gone', 'live', 'odd']);
+    expect(await runsByStatus()).toEqual({
+      gone: 'failed',
+      'failed-job': 'failed',
+      live: 'running',
+      odd: 'failed',
+      'recent-gone': 'running',
+      'done-long-ago': 'succeeded',
+    });
+    const [rows] = await pool.query<RowDataPacket[]>(
+      "SELECT job_id, stop_reason, error, finished_at FROM agent_runs WHERE status = 'failed' ORDER BY job_id",
+    );
+    const errors = rows.map((row) => [row['job_id'], row['stop_reason'], JSON.parse(String(row['error']))]);
+    expect(errors).toEqual([
+      [
+        'failed-job',
+        'error',
+        expect.objectContaining({
+          kind: 'system',
+          code: 'abandoned',
+          message: expect.stringContaining('worker lost'),
+        }),
+      ],
+      ['gone', 'error', expect.objectContaining({ code: 'abandoned', retryable: false })],
+      [
+        'odd',
+        'error',
+        expect.objectContaining({
+          code: 'abandoned',
+          message: expect.stringContaining('could not be recorded'),
+        }),
+      ],
+    ]);
+    for (const row of rows)
+      expect((row['finished_at'] as Date).getTime()).toBeGreaterThan(Date.now() - 60_000);
+  });
+
+  it("through the worker's sweeper: asks the fleet's tasks queue, records a completed job's result", async () => {
+    const tasks = new Queue(TASKS_QUEUE, { connection: redis, prefix: PREFIX });
+    try {
+      // A job still waiting, a job completed with its result (its end's record lost), and a job Redis lost.
+      await tasks.add('agent-task', { task: 'waits' }, { jobId: 'waiting' });
+      const result = {
+        jobId: 'finished',
+        status: 'succeeded',
+        stopReason: 'answer',
+        answer: 'the answer',
+        steps: 1,
+        toolCalls: 0,
+        usage: { promptTokens: 10, completionTokens: 5, totalTokens: 15, costUsd: 0.001 },
+        error: null,
+      };
+      await redis.eval(
+        // A completed job as BullMQ keeps it, written directly: no worker is needed to finish it.
+        `redis.call('hset', KEYS[1], 'name', 'agent-task', 'data', '{}', 'opts', '{}', 'timestamp', ARGV[2],
+           'returnvalue', ARGV[1], 'finishedOn', ARGV[2], 'processedOn', ARGV[2])
+         redis.call('zadd', KEYS[2], ARGV[2], 'finished')`,
+        2,
+        `${PREFIX}:${TASKS_QUEUE}:finished`,
+        `${PREFIX}:${TASKS_QUEUE}:completed`,
+        JSON.stringify(result),
+        String(Date.now() - 3_000_000),
+      );
+      for (const jobId of ['waiting', 'finished', 'lost']) {
+        await insertRun(pool, jobId, null, 1);
+        await touch(jobId, quietFor(2 * ABANDONED_AFTER_MS));
+      }
+      const sweeper = startStoreSweeper({
+        pool,
+        redis,
+        prefix: PREFIX,
+        keepStepsDays: 30,
+        keepRunsDays: 400,
+        logger: quiet,
+        sweep: { pauseMs: 1 },
+      });
+      await sweeper.runOnce();
+      await sweeper.close();
+      expect(await runsByStatus()).toEqual({ waiting: 'running', finished: 'succeeded', lost: 'failed' });
+      const [rows] = await pool.query<RowDataPacket[]>(
+        "SELECT answer, total_tokens FROM agent_runs WHERE job_id = 'finished'",
+      );
+      expect(rows[0]).toMatchObject({ answer: 'the answer', total_tokens: 15 });
+    } finally {
+      await tasks.close();
+    }
+  });
+
+  it('are settled before the steps are swept, and their steps kept for the steps retention', async () => {
+    await insertRun(pool, 'crashed', null, 40);
+    await insertSteps(pool, 'crashed', 3, 40);
+    await touch('crashed', quietFor(2 * ABANDONED_AFTER_MS));
+    const { done } = sweep({ jobState: () => Promise.resolve({ state: 'gone' }) });
+    expect(await done).toMatchObject({ runs_abandoned: 1, agent_steps: 0 });
+    const [rows] = await pool.query<RowDataPacket[]>(
+      "SELECT COUNT(*) AS n FROM agent_steps WHERE job_id = 'crashed'",
+    );
+    expect(Number(rows[0]?.['n'])).toBe(3);
+  });
+});
+
+describe('STORE_SWEEP_INTERVAL_MS', () => {
+  it('defaults to an hour, and is checked', () => {
+    expect(parseEnv({}).STORE_SWEEP_INTERVAL_MS).toBe(3_600_000);
+    expect(parseEnv({ STORE_SWEEP_INTERVAL_MS: '60000' }).STORE_SWEEP_INTERVAL_MS).toBe(60_000);
+    for (const bad of ['0', '999', '1e6', '604800001']) {
+      expect(() => parseEnv({ STORE_SWEEP_INTERVAL_MS: bad })).toThrow(/^STORE_SWEEP_INTERVAL_MS="/);
+    }
+  });
+
+  it('is how often a worker sweeps', async () => {
+    await insertRun(pool, 'old', 40);
+    await insertSteps(pool, 'old', 2, 40);
+    let sweeps = 0;
+    const sweeper = startStoreSweeper({
+      pool,
+      redis,
+      prefix: PREFIX,
+      keepStepsDays: 30,
+      keepRunsDays: 0,
+      intervalMs: 300,
+      sweep: { pauseMs: 1 },
+      logger: {
+        info: (_fields, message) => {
+          if (message === 'store sweep done') sweeps += 1;
+        },
+        warn: () => undefined,
+      },
+    });
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+    } finally {
+      await sweeper.close();
+    }
+    // At start and about every 300 ms since.
+    expect(sweeps).toBeGreaterThanOrEqual(3);
+  });
+});
