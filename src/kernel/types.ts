@@ -151,6 +151,8 @@ export interface RunState {
   childUsage?: Usage;
   /** The notes of earlier runs the run was opened with (recalled-notes.ts); absent without. */
   recalled?: string[];
+  /** What the run paid for embeddings outside its model turns (side-spend.ts): part of its budget; absent without. */
+  embeddings?: SideSpend;
 }
 
 /**
@@ -274,6 +276,18 @@ export interface ChildRequest {
  */
 export interface RunUsage extends Usage {
   self?: Usage;
+  /**
+   * The part of the usage above spent on embeddings (notes looked up and kept by similarity, docs/notes.md): their
+   * input tokens are in promptTokens and totalTokens, their dollars in costUsd. Present only when there were some.
+   */
+  embeddings?: SideSpend;
+}
+
+/** Calls a run paid outside its own model turns, at another model's price (embeddings): how many, tokens, dollars. */
+export interface SideSpend {
+  calls: number;
+  tokens: number;
+  costUsd: number;
 }
 
 /** A child of the tree, as the parent's result lists it. */
