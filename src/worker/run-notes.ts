@@ -170,6 +170,8 @@ export class NotesSession {
           )
         : undefined;
     try {
+      // An agent with no notes yet pays nothing for them: no embedding of a task there is nothing to compare with.
+      if (purse && (await this.store.list({ ...this.owner, limit: 1 })).length === 0) return undefined;
       const notes = await this.recall(this.task, purse, pay?.signal ?? NEVER);
       return notes.length > 0 ? { query: recallQuery(this.task), notes } : undefined;
     } catch (err) {
