@@ -65,7 +65,10 @@ export class NoteEmbedder {
 
   /** The text as it is sent: cut to EMBED_MAX_CHARS, never empty (undefined then: nothing to embed). */
   inputOf(text: string): string | undefined {
-    const input = truncateChars(text.trim(), EMBED_MAX_CHARS);
+    const trimmed = text.trim();
+    // Cut plainly (no marker: it would be embedded), never through a surrogate pair.
+    let input = trimmed.slice(0, EMBED_MAX_CHARS);
+    if (input.length < trimmed.length && /[\uD800-\uDBFF]$/.test(input)) input = input.slice(0, -1);
     return input.length > 0 ? input : undefined;
   }
 
