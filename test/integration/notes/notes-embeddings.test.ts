@@ -57,6 +57,25 @@ function salesModel(request: RecordedRequest): ScriptedReply | undefined {
   return { actions: [{ tool: 'sales_query', args: { column: 'revenue' } }] };
 }
 
+/**
+ * `ask:` tasks: looks notes up with its own query (the task's words after `ask:`), then answers with what that
+ * found; `keep:` tasks: keeps a note (the words after `keep:`), then answers.
+ */
+function askModel(request: RecordedRequest): ScriptedReply | undefined {
+  const task = String(request.messages[1]?.content ?? '');
+  const calls = modelCalls(request.messages);
+  if (task.startsWith('ask:')) {
+    const asked = calls.find((c) => c.tool === 'recall_notes' && c.id !== 'call_recall_notes_0');
+    if (asked) return { answer: asked.result ?? 'none' };
+    return { actions: [{ tool: 'recall_notes', args: { query: task.slice(4).trim() } }] };
+  }
+  if (task.startsWith('keep:')) {
+    if (calls.some((c) => c.tool === 'keep_note')) return { answer: 'kept' };
+    return { actions: [{ tool: 'keep_note', args: { text: task.slice(5).trim() } }] };
+  }
+  return undefined;
+}
+
 /** `sim:` tasks: answers with what the opening recall gave it (the notes in their order), or `none`. */
 function echoModel(request: RecordedRequest): ScriptedReply | undefined {
   if (!String(request.messages[1]?.content ?? '').startsWith('sim:')) return undefined;
@@ -66,7 +85,7 @@ function echoModel(request: RecordedRequest): ScriptedReply | undefined {
 
 setupOrFail(async () => {
   ns = createNamespace('notesemb');
-  model = await startScriptedModel({ rules: [salesModel, echoModel] });
+  model = await startScriptedModel({ rules: [salesModel, echoModel, askModel] });
   worker = startWorker(ns, {
     OPENAI_BASE_URL: model.baseURL,
     FLEET_CONFIG: 'test/fixtures/fleets/notes.config.ts',
@@ -226,4 +245,30 @@ it('the spend ledger books embeddings like any model call: the batch counts them
   await expect
     .poll(() => ledger.getSpend(batchScope(batchId)), { timeout: 10_000 })
     .toMatchObject({ usedTokens: result.usage.totalTokens, liveReservations: 0 });
+}, 120_000);
+
+it('a recall_notes query and a kept note are embedded, paid through the kernel, and billed like the rest', async () => {
+  // The model asks with words only the near note has: cosine ranks it first.
+  const asked = await run({ agent: 'analyst', tenant: 'sim', task: `ask: ${NEAR}` });
+  expect(asked.result.status).toBe('succeeded');
+  expect(asked.embeddings.map((e) => e.input[0])).toEqual([`ask: ${NEAR}`, NEAR]);
+  const found = asked.result.answer!;
+  expect(found.indexOf(NEAR)).toBeGreaterThanOrEqual(0);
+  expect(found.indexOf(NEAR)).toBeLessThan(found.indexOf(FAR));
+  const count = served(asked.chat, asked.embeddings);
+  expect(asked.result.usage.promptTokens).toBe(count.promptTokens);
+  expect(asked.result.usage.costUsd).toBeCloseTo(count.costUsd, 12);
+  expect(asked.result.usage.embeddings).toMatchObject({ calls: 2, tokens: count.embedded });
+
+  const text = 'Refunds are booked as negative amounts.';
+  const kept = await run({ agent: 'scribe', tenant: 'sim', task: `keep: ${text}` });
+  expect(kept.result).toMatchObject({ status: 'succeeded', answer: 'kept' });
+  expect(kept.embeddings.map((e) => e.input[0])).toEqual([text]);
+  expect(kept.result.usage.promptTokens).toBe(served(kept.chat, kept.embeddings).promptTokens);
+  const rows = await queryStore<{ embedding: unknown }>(
+    ns,
+    "SELECT embedding FROM agent_notes WHERE agent = 'scribe' AND tenant = 'sim'",
+  );
+  expect(rows).toHaveLength(1);
+  expect(rows[0]!.embedding).not.toBeNull();
 }, 120_000);
