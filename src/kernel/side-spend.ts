@@ -3,9 +3,15 @@
 // result's usage, booked against the fleet's shared limits. The kernel carries what they cost in its state
 // (`RunState.embeddings`, checkpointed), takes it off the run's budget, adds it to the result's usage, and gives
 // tools a purse (`ToolContext.purse`) that reserves a call's worst case before it is made and settles the actual.
-import { addUsage } from './budget.js';
+import { addUsage, type Usage } from './budget.js';
 import type { CallCost } from './call-gate.js';
-import type { RunUsage, SideSpend } from './types.js';
+
+/** Calls a run paid outside its own model turns, at another model's price (embeddings): how many, tokens, dollars. */
+export interface SideSpend {
+  calls: number;
+  tokens: number;
+  costUsd: number;
+}
 
 /** A worst case reserved for one call: settle it with what the call cost (zero for a call that failed). */
 export interface SidePayment {
@@ -33,7 +39,10 @@ export function addSideSpend(spent: SideSpend | undefined, more: SideSpend): Sid
  * A usage with the side spend in it: its tokens as prompt tokens (an embedding's input is one), its dollars in
  * costUsd, and the breakdown as `embeddings`. The usage unchanged when nothing was spent.
  */
-export function withSideSpend<U extends RunUsage>(usage: U, side: SideSpend | undefined): U {
+export function withSideSpend<U extends Usage & { embeddings?: SideSpend }>(
+  usage: U,
+  side: SideSpend | undefined,
+): U {
   if (!side || side.calls === 0) return usage;
   return {
     ...usage,

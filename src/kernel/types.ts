@@ -7,9 +7,11 @@ import type { AssistantMessage, ChatMessage } from './messages.js';
 import type { ModelPrice } from './pricing.js';
 import type { PromptCalibrationState } from './prompt-calibration.js';
 import type { PlannedCall, ProtocolName } from './protocol.js';
+import type { SideSpend } from './side-spend.js';
 import type { UncertainEffect } from './uncertain-effect.js';
 
 export type { UncertainEffect } from './uncertain-effect.js';
+export type { SideSpend } from './side-spend.js';
 
 export type RunStatus = 'succeeded' | 'stopped' | 'failed';
 /**
@@ -281,13 +283,6 @@ export interface RunUsage extends Usage {
    * input tokens are in promptTokens and totalTokens, their dollars in costUsd. Present only when there were some.
    */
   embeddings?: SideSpend;
-}
-
-/** Calls a run paid outside its own model turns, at another model's price (embeddings): how many, tokens, dollars. */
-export interface SideSpend {
-  calls: number;
-  tokens: number;
-  costUsd: number;
 }
 
 /** A child of the tree, as the parent's result lists it. */
