@@ -217,6 +217,9 @@ export class NotesSession {
     pay: NotesPayment | undefined,
   ): Promise<D[]> {
     if (!this.embedder || !pay) return drafts;
+    // An attempt that ends to be retried publishes no result: what it paid here would be in no run's usage. Its
+    // notes are kept without an embedding (a later run that learns them again adds one).
+    if (result.status === 'failed' && result.error?.retryable) return drafts;
     const left = {
       tokens: Math.max(0, pay.budget.maxTokens - result.usage.totalTokens),
       costUsd: Math.max(0, pay.budget.maxCostUsd - result.usage.costUsd),
