@@ -154,6 +154,14 @@ export const envSchema = z.object({
   AGENT_MAX_DEPTH: int(0, 10).default(3),
   /** Notes across tasks for the built-in `default` agent (docs/notes.md); an agent of one's own: its `notes`. */
   AGENT_NOTES: z.enum(['on', 'off']).default('off'),
+  /**
+   * Notes looked up and kept by embedding similarity through the model endpoint's `/v1/embeddings`, billed to the run
+   * (docs/notes.md); unset, FULLTEXT search. Priced in config/prices.json's `embeddingModels` (or LLM_PRICES_FILE's).
+   */
+  NOTES_EMBEDDING_MODEL: z
+    .string()
+    .regex(/^[A-Za-z0-9._:/-]{1,200}$/, 'must be a model name')
+    .optional(),
   AGENT_MAX_TOKENS: int(100, 10_000_000).default(D.DEFAULT_MAX_TOKENS),
   AGENT_MAX_COST_USD: decimal(z.number().positive().max(1000)).default(D.DEFAULT_MAX_COST_USD),
   AGENT_DEADLINE_MS: int(1000, 86_400_000).default(D.DEFAULT_DEADLINE_MS),

@@ -69,12 +69,23 @@ agree<Same<z.infer<typeof modelPriceSchema>, ModelPrice>>();
 
 export const priceMapSchema = z.record(z.string().min(1).max(200), modelPriceSchema);
 
+/**
+ * An embedding model's price: input tokens only (an embedding has no completion). Runs pay their embeddings
+ * (notes looked up and kept by similarity, docs/notes.md) at it.
+ */
+export const embeddingPriceSchema = z.object({ inputPerMillion: perMillion }).strict();
+export type EmbeddingPrice = z.infer<typeof embeddingPriceSchema>;
+
+export const embeddingPriceMapSchema = z.record(z.string().min(1).max(200), embeddingPriceSchema);
+
 /** The shape of prices.json and of a file named by LLM_PRICES_FILE. */
 export const priceFileSchema = z
   .object({
     asOf: z.string().optional(),
     source: z.string().optional(),
     models: priceMapSchema,
+    /** Embedding models, by name: a separate table, as they are not models a run can be given. */
+    embeddingModels: embeddingPriceMapSchema.optional(),
   })
   .strict();
 
@@ -87,3 +98,5 @@ export const PRICES_AS_OF: string | undefined = builtIn.asOf;
 export const PRICES_SOURCE: string | undefined = builtIn.source;
 
 export const MODEL_PRICES: Readonly<Record<string, ModelPrice>> = builtIn.models;
+
+export const EMBEDDING_PRICES: Readonly<Record<string, EmbeddingPrice>> = builtIn.embeddingModels ?? {};

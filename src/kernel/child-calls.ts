@@ -25,6 +25,7 @@ import type {
 export type { ChildBudget, ChildRecord, ChildRequest, PendingChild } from './types.js';
 import { callKeyOf } from './turn-approvals.js';
 import { truncateChars } from './truncate.js';
+import { withSideSpend } from './side-spend.js';
 
 /** Children one turn may start (a call past it is refused to the model). */
 export const DEFAULT_MAX_CHILDREN_PER_TURN = 8;
@@ -207,8 +208,16 @@ function childObservation(outcome: ChildOutcome): string {
  * What a run's state has spent, its children's spend included: the usage its result reports, with its own part
  * as `self` when it called children.
  */
-export function treeUsageOf(state: Pick<RunState, 'usage' | 'childUsage'>, price: ModelPrice): RunUsage {
-  const own = usageOf(state.usage, price);
+export function treeUsageOf(
+  state: Pick<RunState, 'usage' | 'childUsage' | 'embeddings'>,
+  price: ModelPrice,
+): RunUsage {
+  const own = withSideSpend<RunUsage>(usageOf(state.usage, price), state.embeddings);
+  if (state.childUsage && own.embeddings) {
+    // The breakdown is the run's own: its children's embeddings are in their usage (and so in the tree's).
+    const { embeddings, ...self } = own;
+    return { ...addTreeUsage(self, state.childUsage), self, embeddings };
+  }
   return state.childUsage ? { ...addTreeUsage(own, state.childUsage), self: own } : own;
 }
 

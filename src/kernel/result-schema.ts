@@ -32,6 +32,12 @@ export const runUsageSchema = usageSchema
     self: usageSchema
       .describe("the run's own calls, without its child agents' (present only when it called some)")
       .optional(),
+    embeddings: z
+      .object({ calls: count, tokens: count, costUsd: z.number().min(0) })
+      .describe(
+        "the run's own embedding calls (notes looked up and kept by similarity): part of promptTokens, totalTokens and costUsd above (present only when there were some)",
+      )
+      .optional(),
   })
   .describe(
     "Every model call of the job's tree (its child agents' included), summaries and retries included.",

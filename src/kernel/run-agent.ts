@@ -33,10 +33,12 @@ import {
 } from './stop-conditions.js';
 import { truncateChars, truncateToTokens } from './truncate.js';
 import { recallTurn, type RunRecall } from './recalled-notes.js';
+import { addSideSpend, NO_SIDE_SPEND, type SidePayment, type SidePurse } from './side-spend.js';
 import type {
   AgentResult,
   Checkpoint,
   PendingTurn,
+  SideSpend,
   RunState,
   RunStatus,
   StepTrace,
@@ -160,6 +162,11 @@ export interface AgentRunInput {
    * never a system or user message; recalled-notes.ts). Ignored on a resume, whose transcript has them already.
    */
   recall?: RunRecall;
+  /**
+   * What a new run paid before it started, outside its turns (the embedding of its opening recall's query): the
+   * run counts it from the start, in its budget and its result's usage. Ignored on a resume (its state has it).
+   */
+  embeddings?: SideSpend;
   /** Aborting it cancels the run: stopReason `cancelled`, unfinished tool calls left to a resume. */
   signal?: AbortSignal;
   /** After every step. Awaited; a throw is logged and ignored. */
@@ -234,6 +241,8 @@ class AgentRun {
   private readonly checkpoints: CheckpointQueue | null;
   /** Settlements of the fleet gate still in flight: not awaited between steps, but before the run ends. */
   private readonly settles = new Set<Promise<void>>();
+  /** Worst cases reserved by side calls in flight (ToolContext.purse): off the budget until settled. */
+  private sideHeld: SideSpend = NO_SIDE_SPEND;
 
   constructor(private readonly input: AgentRunInput) {
     this.now = input.now ?? Date.now;
@@ -266,6 +275,8 @@ class AgentRun {
     this.state = input.checkpoint ? structuredClone(input.checkpoint) : this.initialState();
     this.protocol = PROTOCOLS[this.state.protocol];
     if (!input.checkpoint && input.recall && input.recall.notes.length > 0) this.openWithRecall(input.recall);
+    if (!input.checkpoint && input.embeddings && input.embeddings.calls > 0)
+      this.state.embeddings = { ...input.embeddings };
     if (input.checkpoint) migrateLegacyState(this.state, input.tools.names);
     this.calibration = new PromptCalibration(this.state.promptCalibration);
     if (this.state.suspendedAt !== undefined) {
@@ -348,14 +359,94 @@ class AgentRun {
    */
   private get budget(): Budget {
     const spent = this.state.childUsage;
-    if (!spent) return this.state.budget;
+    const side = this.state.embeddings;
+    const held = this.sideHeld;
+    if (!spent && !side && held.calls === 0) return this.state.budget;
     const given = this.state.budget;
+    const tokens = (spent?.totalTokens ?? 0) + (side?.tokens ?? 0) + held.tokens;
+    const dollars = (spent?.costUsd ?? 0) + (side?.costUsd ?? 0) + held.costUsd;
     return {
       ...given,
-      maxTokens: Math.max(0, given.maxTokens - spent.totalTokens),
-      maxCostUsd: Math.max(0, given.maxCostUsd - spent.costUsd),
+      maxTokens: Math.max(0, given.maxTokens - tokens),
+      maxCostUsd: Math.max(0, given.maxCostUsd - dollars),
     };
   }
+
+  /**
+   * The tools' purse for calls outside the run's turns (embeddings, side-spend.ts): a worst case is paid when what
+   * is left of the budget, after the final answer's reserve, covers it and the fleet's gate books it; held off the
+   * budget until settled, so calls made together cannot pay twice with the same money.
+   */
+  private readonly purse: SidePurse = {
+    reserve: async (worst, signal) => {
+      if (!(worst.tokens >= 0 && worst.costUsd >= 0)) return null;
+      const reserve = this.finalTurnReserve();
+      const used = usageOf(this.state.usage, this.price);
+      const budget = this.budget;
+      const tokensLeft =
+        budget.maxTokens - used.totalTokens - reserve.promptTokens - reserve.completionTokens;
+      const dollarsLeft = budget.maxCostUsd - used.costUsd - costUsd(this.price, reserve);
+      if (worst.tokens > tokensLeft || worst.costUsd > dollarsLeft) return null;
+      const hold: SideSpend = { calls: 1, tokens: worst.tokens, costUsd: worst.costUsd };
+      this.sideHeld = addSideSpend(this.sideHeld, hold);
+      const unhold = () => {
+        this.sideHeld = addSideSpend(this.sideHeld, {
+          calls: -1,
+          tokens: -hold.tokens,
+          costUsd: -hold.costUsd,
+        });
+      };
+      let ticket: string | undefined;
+      if (this.input.gate) {
+        try {
+          const decision = await this.input.gate.acquire(worst, signal, {
+            timeLeftMs: Math.max(0, this.softDeadline() - this.now()),
+          });
+          if (!decision.ok) {
+            unhold();
+            return null;
+          }
+          ticket = decision.ticket;
+        } catch (error) {
+          unhold();
+          this.input.logger?.warn(
+            { err: error, runId: this.state.runId },
+            'the fleet gate failed a side call',
+          );
+          return null;
+        }
+      }
+      let settled = false;
+      const payment: SidePayment = {
+        settle: async (actual) => {
+          if (settled) return;
+          settled = true;
+          unhold();
+          // Never more than was reserved: the reservation is what the budget and the gate agreed to.
+          const tokens = Math.max(0, Math.min(actual.tokens, worst.tokens));
+          const dollars = Math.max(0, Math.min(actual.costUsd, worst.costUsd));
+          if (tokens > 0 || dollars > 0)
+            this.state.embeddings = addSideSpend(this.state.embeddings, {
+              calls: 1,
+              tokens,
+              costUsd: dollars,
+            });
+          if (this.input.gate && ticket !== undefined) {
+            const release = this.input.gate
+              .release(ticket, { tokens, costUsd: dollars })
+              .catch((error: unknown) => {
+                this.input.logger?.warn(
+                  { err: error, runId: this.state.runId },
+                  'could not settle a side call',
+                );
+              });
+            this.deferSettle(release);
+          }
+        },
+      };
+      return payment;
+    },
+  };
 
   /** The prices the run started at: a resume after the table changed bills the whole run at them, as it began. */
   private get price(): ModelPrice {
@@ -563,6 +654,7 @@ class AgentRun {
             runId: this.state.runId,
             callKey: callKeyOf(this.state.runId, step, i),
             step,
+            purse: this.purse,
           },
           {
             defaultTimeoutMs: this.opts.toolTimeoutMs,

@@ -2,6 +2,7 @@
 // arguments, and an async execute that honours an AbortSignal.
 import type { z } from 'zod';
 import type { NeedsApproval } from './approval.js';
+import type { SidePurse } from './side-spend.js';
 import type { UncertainEffect } from './uncertain-effect.js';
 
 export interface ToolContext {
@@ -15,6 +16,13 @@ export interface ToolContext {
    */
   callKey: string;
   step: number;
+  /**
+   * Pays a call the tool makes to a model endpoint outside the run's turns (an embedding): reserves its worst case
+   * against what is left of the run's budget (after the final answer's reserve) and the fleet's shared limits,
+   * then settles what it cost, which the run's usage and budget count from then on. Null when it cannot be paid:
+   * the tool does without the call. Absent outside a kernel run (a test's context).
+   */
+  purse?: SidePurse;
   /**
    * Runs `effect` at most once per job and call (and `key`, for a call with several effects), across retries and
    * resumes: a later attempt gets the recorded value back instead of running it again. In a worker it is backed

@@ -7,9 +7,11 @@ import type { AssistantMessage, ChatMessage } from './messages.js';
 import type { ModelPrice } from './pricing.js';
 import type { PromptCalibrationState } from './prompt-calibration.js';
 import type { PlannedCall, ProtocolName } from './protocol.js';
+import type { SideSpend } from './side-spend.js';
 import type { UncertainEffect } from './uncertain-effect.js';
 
 export type { UncertainEffect } from './uncertain-effect.js';
+export type { SideSpend } from './side-spend.js';
 
 export type RunStatus = 'succeeded' | 'stopped' | 'failed';
 /**
@@ -151,6 +153,8 @@ export interface RunState {
   childUsage?: Usage;
   /** The notes of earlier runs the run was opened with (recalled-notes.ts); absent without. */
   recalled?: string[];
+  /** What the run paid for embeddings outside its model turns (side-spend.ts): part of its budget; absent without. */
+  embeddings?: SideSpend;
 }
 
 /**
@@ -274,6 +278,11 @@ export interface ChildRequest {
  */
 export interface RunUsage extends Usage {
   self?: Usage;
+  /**
+   * The part of the usage above spent on embeddings (notes looked up and kept by similarity, docs/notes.md): their
+   * input tokens are in promptTokens and totalTokens, their dollars in costUsd. Present only when there were some.
+   */
+  embeddings?: SideSpend;
 }
 
 /** A child of the tree, as the parent's result lists it. */

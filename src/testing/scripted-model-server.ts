@@ -21,10 +21,12 @@ import {
   type Refusal,
 } from './scripted-responses.js';
 import { ProviderRateLimits, type ScriptedRateLimits } from './scripted-rate-limits.js';
+import { ScriptedEmbeddings, type ScriptedEmbeddingOptions } from './scripted-embeddings.js';
 import type { Protocol, ScriptedFault, ScriptedReply } from './scripted-reply.js';
 
 export type { Protocol, ScriptedAction, ScriptedReply } from './scripted-reply.js';
 export type { EndpointPromptCounting } from './endpoint-prompt-count.js';
+export type { EmbeddingFault, RecordedEmbedding } from './scripted-embeddings.js';
 
 export interface RecordedRequest {
   index: number;
@@ -95,9 +97,16 @@ export interface ScriptedModelOptions {
    * and the key (when `apiKey` is set) in the `api-key` header.
    */
   azure?: { deployments: readonly string[] };
+  /** `POST /v1/embeddings`: its vectors' dimensions and the longest input it takes (scripted-embeddings.ts). */
+  embeddings?: ScriptedEmbeddingOptions;
 }
 
 export interface ScriptedModelServer {
+  /**
+   * `POST /v1/embeddings`, always served: its recorded requests (`requests`, each with the tokens it billed), and
+   * `fault`, which makes it fail until set back to null.
+   */
+  readonly embeddings: ScriptedEmbeddings;
   readonly baseURL: string;
   readonly requests: RecordedRequest[];
   readonly failures: string[];
@@ -113,6 +122,7 @@ export interface ScriptedModelServer {
 const HOST = '127.0.0.1';
 const COMPLETION_PATHS = new Set(['/v1/chat/completions', '/chat/completions']);
 const RESPONSES_PATHS = new Set(['/v1/responses', '/responses']);
+const EMBEDDINGS_PATHS = new Set(['/v1/embeddings', '/embeddings']);
 const AZURE_RESPONSES_PATH = '/openai/v1/responses';
 
 class BadRequest extends Error {}
@@ -296,6 +306,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
   const requests: RecordedRequest[] = [];
   const failures: string[] = [];
   const issuedReasoning = new IssuedReasoning();
+  const embeddings = new ScriptedEmbeddings(options.embeddings);
 
   // What a Chat Completions request is refused with, in the provider's words, beyond an unreadable body.
   function chatRefusal(body: Record<string, unknown>): Refusal | undefined {
@@ -427,9 +438,34 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     }
   }
 
+  async function serveEmbeddings(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
+      req.resume();
+      sendJson(
+        res,
+        401,
+        errorBody('scripted model: invalid api key', 'invalid_request_error', 'invalid_api_key'),
+      );
+      return;
+    }
+    let body: Record<string, unknown>;
+    try {
+      body = parseJsonObject(await readBody(req));
+    } catch (error) {
+      if (error instanceof BadRequest)
+        return sendJson(res, 400, errorBody(error.message, 'invalid_request_error'));
+      throw error;
+    }
+    if (!(await wait(res, options.latencyMs ?? 0))) return;
+    const answer = embeddings.answer(body);
+    sendJson(res, answer.status, answer.body);
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '').split('?')[0] ?? '';
     const api = RESPONSES_PATHS.has(path) || path === AZURE_RESPONSES_PATH ? 'responses' : 'chat';
+    if (!options.azure && req.method === 'POST' && EMBEDDINGS_PATHS.has(path))
+      return serveEmbeddings(req, res);
     if (options.azure) {
       const refused = azureRefusal(req, options.azure.deployments, options.apiKey);
       if (refused) {
@@ -663,6 +699,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
   return {
     baseURL: `http://${HOST}:${port}/v1`,
     requests,
+    embeddings,
     failures,
     rateLimits: limits,
     promptCache,

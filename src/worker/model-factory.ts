@@ -7,6 +7,9 @@ import type { ChatModel, ModelApi } from '../kernel/chat-model.js';
 import type { OpenAIClientOptions } from '../llm/openai-client.js';
 import { OpenAIChatModel } from '../llm/openai-chat-model.js';
 import { OpenAIResponsesModel } from '../llm/openai-responses-model.js';
+import { OpenAIEmbeddings } from '../llm/openai-embeddings.js';
+import { embeddingPriceOf } from '../llm/price-table.js';
+import { NoteEmbedder } from '../notes/note-embedder.js';
 
 /** Throws at start when no endpoint can be reached: OpenAI and Azure need a key; a custom endpoint may not. */
 export function modelFactoryFrom(env: Env): (model: string, api: ModelApi) => ChatModel {
@@ -51,5 +54,33 @@ function azureEndpoint(env: Env, endpoint: string): (model: string) => OpenAICli
   return (model) => ({
     apiKey,
     azure: { endpoint, apiVersion, deployment: env.AZURE_OPENAI_DEPLOYMENT ?? model },
+  });
+}
+
+/**
+ * The embedder of notes NOTES_EMBEDDING_MODEL names (docs/notes.md#embeddings): the endpoint's `/v1/embeddings`
+ * through the same client, base URL and key as the model calls (on Azure, the deployment named like the model), at
+ * its price (refused at start when it has none). Null when unset: notes are found by FULLTEXT.
+ */
+export function noteEmbedderFrom(env: Env): NoteEmbedder | null {
+  const model = env.NOTES_EMBEDDING_MODEL;
+  if (!model) return null;
+  const price = embeddingPriceOf(model, env.LLM_PRICES_FILE);
+  // On Azure, the embedding model's own deployment (named like it), not the chat deployment.
+  const options: OpenAIClientOptions = env.AZURE_OPENAI_ENDPOINT
+    ? {
+        ...azureEndpoint(env, env.AZURE_OPENAI_ENDPOINT)(model),
+        azure: {
+          endpoint: env.AZURE_OPENAI_ENDPOINT,
+          apiVersion: env.AZURE_OPENAI_API_VERSION,
+          deployment: model,
+        },
+      }
+    : openAIEndpoint(env)(model);
+  const client = new OpenAIEmbeddings(model, options);
+  return new NoteEmbedder(client, {
+    model,
+    inputPerMillion: price.inputPerMillion,
+    ...(options.apiKey ? { secret: options.apiKey } : {}),
   });
 }

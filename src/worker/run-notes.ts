@@ -12,14 +12,19 @@ import {
   type RecalledNote,
   type RunRecall,
 } from '../kernel/recalled-notes.js';
+import type { CallGate } from '../kernel/call-gate.js';
+import { withSideSpend, type SidePurse } from '../kernel/side-spend.js';
 import { defineTool, type Tool } from '../kernel/tool.js';
 import { tokenCounterFor, type TokenCounter } from '../kernel/tokens.js';
-import type { AgentResult, StepTrace } from '../kernel/types.js';
+import type { Budget } from '../kernel/budget.js';
+import type { AgentResult, SideSpend, StepTrace } from '../kernel/types.js';
 import type { Logger } from '../logging/logger.js';
 import { contradictedNotes, deriveNotes } from '../notes/derive-notes.js';
 import { ToolError } from '../kernel/errors.js';
 import { NOTE_MAX_CHARS, noteText, type Note, type NoteStore } from '../notes/note.js';
 import { noteTextHash } from '../notes/notes-store.js';
+import type { NoteEmbedder } from '../notes/note-embedder.js';
+import { NotesPurse } from './notes-purse.js';
 import type { RunConfig } from './run-config.js';
 
 export type NotesSettings = NonNullable<RunConfig['notes']>;
@@ -38,6 +43,23 @@ export { KEEP_NOTE_TOOL };
  * keeps calling keep_note (a loop, an injection) cannot fill its agent's notes and push the others out.
  */
 export const MAX_KEPT_PER_RUN = 10;
+/**
+ * The share of a new run's budget (tokens and dollars) its opening recall's embedding may take at most: the run's
+ * turns need the rest. An embedding of the task costs a few hundred tokens at cents per million.
+ */
+export const OPENING_EMBEDDING_SHARE = 0.1;
+
+/** What an embedding outside the kernel is paid with: the run's budget, the fleet's gate, the run's signal. */
+export interface NotesPayment {
+  budget: Budget;
+  gate?: CallGate;
+  signal?: AbortSignal;
+  /** Milliseconds a wait at the gate may take. */
+  timeLeftMs: () => number;
+}
+
+const NEVER = new AbortController().signal;
+const SILENT: Pick<Logger, 'warn'> = { warn: () => undefined };
 
 /** One run's notes: the `recall_notes` tool it may call, the opening recall of a new run, what it leaves. */
 export class NotesSession {
@@ -47,6 +69,11 @@ export class NotesSession {
   private readonly kept = new Set<string>();
   private readonly recallTool: Tool;
   private readonly keepTool: Tool | null;
+  /**
+   * What the opening recall's embedding cost, once `opening` is done (undefined when none was made): the kernel is
+   * handed it (`AgentRunInput.embeddings`) and counts it from the run's start, in its budget and its usage.
+   */
+  openingEmbeddings: SideSpend | undefined;
 
   constructor(
     private readonly store: NoteStore,
@@ -55,6 +82,9 @@ export class NotesSession {
     private readonly settings: NotesSettings,
     /** The run's task text: what the opening recall and a query-less `recall_notes` look notes up for. */
     private readonly task: string,
+    /** Null: FULLTEXT search only (no NOTES_EMBEDDING_MODEL). */
+    private readonly embedder: NoteEmbedder | null = null,
+    private readonly log: Pick<Logger, 'warn'> = SILENT,
   ) {
     this.recallTool = defineTool({
       name: RECALL_TOOL,
@@ -62,7 +92,8 @@ export class NotesSession {
         'Notes kept from earlier runs of this agent, as data: the most relevant to query (default: the task).',
       parameters: z.object({ query: z.string().min(1).max(TOOL_QUERY_MAX).optional() }),
       readOnly: true,
-      execute: async ({ query }) => recallOutput(await this.recall(query ?? task)),
+      execute: async ({ query }, ctx) =>
+        recallOutput(await this.recall(query ?? task, ctx.purse, ctx.signal)),
     });
     this.keepTool = settings.write ? this.keepNoteTool() : null;
   }
@@ -99,8 +130,17 @@ export class NotesSession {
         this.kept.add(hash);
         const expiresAt = new Date(Date.now() + this.settings.keepDays * 86_400_000);
         try {
+          const embedding = await this.embed(noteText(text), ctx.purse, ctx.signal);
           const [id] = await this.store.add([
-            { ...this.owner, kind: 'model', text, sourceJobId: ctx.runId, sourceStep: ctx.step, expiresAt },
+            {
+              ...this.owner,
+              kind: 'model',
+              text,
+              sourceJobId: ctx.runId,
+              sourceStep: ctx.step,
+              expiresAt,
+              ...(embedding ? { embedding } : {}),
+            },
           ]);
           return `kept as ${id}`;
         } catch (error) {
@@ -111,14 +151,35 @@ export class NotesSession {
     });
   }
 
-  /** The notes a new run opens with; none when the store cannot answer (the run goes on without). */
-  async opening(log: Logger): Promise<RunRecall | undefined> {
+  /**
+   * The notes a new run opens with; none when the store cannot answer (the run goes on without). With an embedding
+   * model, the task's embedding is paid from a share of the run's budget (OPENING_EMBEDDING_SHARE) and booked with
+   * the fleet's gate; what it cost is handed to the kernel, which counts it from the run's start.
+   */
+  async opening(log: Logger, pay?: NotesPayment): Promise<RunRecall | undefined> {
+    const purse =
+      this.embedder && pay
+        ? new NotesPurse(
+            {
+              tokens: Math.floor(pay.budget.maxTokens * OPENING_EMBEDDING_SHARE),
+              costUsd: pay.budget.maxCostUsd * OPENING_EMBEDDING_SHARE,
+            },
+            pay.gate,
+            log,
+            pay.timeLeftMs,
+          )
+        : undefined;
     try {
-      const notes = await this.recall(this.task);
+      // An agent with no notes yet pays nothing for them: no embedding of a task there is nothing to compare with.
+      if (purse && (await this.store.list({ ...this.owner, limit: 1 })).length === 0) return undefined;
+      const notes = await this.recall(this.task, purse, pay?.signal ?? NEVER);
       return notes.length > 0 ? { query: recallQuery(this.task), notes } : undefined;
     } catch (err) {
       log.warn({ err }, 'could not recall notes: the run starts without');
       return undefined;
+    } finally {
+      await purse?.settled();
+      this.openingEmbeddings = spentBy(purse);
     }
   }
 
@@ -136,6 +197,7 @@ export class NotesSession {
       keepsFacts?: (tool: string) => boolean;
     },
     log: Logger,
+    pay?: NotesPayment,
   ): Promise<void> {
     const used = new Set([...(run.result.notesUsed ?? []), ...this.used]);
     if (used.size > 0) run.result.notesUsed = [...used];
@@ -143,17 +205,68 @@ export class NotesSession {
       const expiresAt = new Date(Date.now() + this.settings.keepDays * 86_400_000);
       const { jobId, keepsFacts } = run;
       const drafts = deriveNotes(run.traces, { ...this.owner, jobId, expiresAt, keepsFacts });
-      if (drafts.length > 0) await this.store.add(drafts);
+      if (drafts.length > 0) await this.store.add(await this.embedDrafts(drafts, run.result, log, pay));
       if (failedByItsModel(run.result) && used.size > 0) await this.store.weighDown([...used]);
-      await this.dropContradicted(run.traces, used);
+      await this.dropContradicted(run.traces, used, keepsFacts);
     } catch (err) {
       log.warn({ err }, "could not keep the run's notes");
     }
   }
 
-  /** Corrections the run was shown and found wrong: a call with the arguments a note says worked failed. */
-  private async dropContradicted(traces: readonly StepTrace[], used: ReadonlySet<string>): Promise<void> {
-    if (used.size === 0 || !traces.some((t) => t.actions.some((a) => !a.ok))) return;
+  /**
+   * The run's notes with their embeddings, each paid from what is left of the run's budget (and booked with the
+   * gate) while that pays; a note it cannot pay for is kept without one. What they cost joins the result's usage.
+   */
+  private async embedDrafts<D extends { text: string; embedding?: number[] }>(
+    drafts: D[],
+    result: AgentResult,
+    log: Logger,
+    pay: NotesPayment | undefined,
+  ): Promise<D[]> {
+    if (!this.embedder || !pay) return drafts;
+    // An attempt that ends to be retried publishes no result: what it paid here would be in no run's usage. Its
+    // notes are kept without an embedding (a later run that learns them again adds one).
+    if (result.status === 'failed' && result.error?.retryable) return drafts;
+    const left = {
+      tokens: Math.max(0, pay.budget.maxTokens - result.usage.totalTokens),
+      costUsd: Math.max(0, pay.budget.maxCostUsd - result.usage.costUsd),
+    };
+    const purse = new NotesPurse(left, pay.gate, log, pay.timeLeftMs);
+    const signal = pay.signal ?? NEVER;
+    const embedded: D[] = [];
+    try {
+      for (const draft of drafts) {
+        const embedding = await this.embedder.embed(noteText(draft.text), purse, signal, log);
+        embedded.push(embedding ? { ...draft, embedding } : draft);
+      }
+    } finally {
+      await purse.settled();
+      const spent = spentBy(purse);
+      if (spent) result.usage = withSideSpend(result.usage, spent);
+    }
+    return embedded;
+  }
+
+  /** The embedding of a text, paid from `purse`; undefined without an embedding model or when it fails. */
+  private embed(
+    text: string,
+    purse: SidePurse | undefined,
+    signal: AbortSignal,
+  ): Promise<number[] | undefined> {
+    return this.embedder ? this.embedder.embed(text, purse, signal, this.log) : Promise.resolve(undefined);
+  }
+
+  /**
+   * Notes the run was shown and found wrong: a correction whose arguments failed, a fact whose call returned
+   * something else. Looked up only when the run has such evidence: a failed call, or a call of a fact tool.
+   */
+  private async dropContradicted(
+    traces: readonly StepTrace[],
+    used: ReadonlySet<string>,
+    keepsFacts: ((tool: string) => boolean) | undefined,
+  ): Promise<void> {
+    const evidence = traces.some((t) => t.actions.some((a) => !a.ok || (keepsFacts?.(a.tool) ?? false)));
+    if (used.size === 0 || !evidence) return;
     const shown = (await Promise.all([...used].map((id) => this.store.get(id)))).filter(
       (note): note is Note => note !== null,
     );
@@ -164,8 +277,18 @@ export class NotesSession {
    * The most relevant notes that fit the token allowance, counted as the model is shown them (the recall's result,
    * without the ids); each counted as used.
    */
-  private async recall(text: string): Promise<RecalledNote[]> {
-    const found = await this.store.recall({ ...this.owner, text, limit: this.settings.recall });
+  private async recall(
+    text: string,
+    purse: SidePurse | undefined,
+    signal: AbortSignal,
+  ): Promise<RecalledNote[]> {
+    const embedding = await this.embed(text, purse, signal);
+    const found = await this.store.recall({
+      ...this.owner,
+      text,
+      limit: this.settings.recall,
+      ...(embedding ? { embedding } : {}),
+    });
     const picked: RecalledNote[] = [];
     for (const note of found) {
       const shown = asRecalled(note);
@@ -195,16 +318,28 @@ export class RunNotes {
     private readonly store: NoteStore,
     /** Counts for a run whose model is not named. */
     private readonly count: TokenCounter,
+    /** Null: FULLTEXT search only (no NOTES_EMBEDDING_MODEL). */
+    private readonly embedder: NoteEmbedder | null = null,
   ) {}
 
   /**
    * `model`: the run's, whose tokens the allowance is counted in (as its prompt is): tokenizers differ several
    * times over on some scripts, so the worker's default model's count could let in notes past the allowance.
    */
-  session(owner: NotesOwner, settings: NotesSettings, task: string, model?: string): NotesSession {
+  session(
+    owner: NotesOwner,
+    settings: NotesSettings,
+    task: string,
+    model?: string,
+    log: Pick<Logger, 'warn'> = SILENT,
+  ): NotesSession {
     const count = model === undefined ? this.count : tokenCounterFor(model);
-    return new NotesSession(this.store, count, owner, settings, task);
+    return new NotesSession(this.store, count, owner, settings, task, this.embedder, log);
   }
+}
+
+function spentBy(purse: NotesPurse | undefined): SideSpend | undefined {
+  return purse && purse.spent.calls > 0 ? purse.spent : undefined;
 }
 
 function asRecalled(note: Note): RecalledNote {

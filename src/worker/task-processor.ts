@@ -404,9 +404,21 @@ async function runTheAgent(
   // Notes across tasks (docs/notes.md): a new run opens with its agent's notes; every run may look up more.
   const notes =
     config.notes && deps.notes
-      ? deps.notes.session(notesOwner(agent, task), config.notes, config.taskText, config.model)
+      ? deps.notes.session(notesOwner(agent, task), config.notes, config.taskText, config.model, log)
       : null;
-  const recall = notes && !state.checkpoint ? await notes.opening(log) : undefined;
+  const gate = deps.gateFor?.({ batchId, tenant: task.tenant, model: config.model, hold: task.parent?.hold });
+  const budget = withinParentTime(config.budget, task.parent?.deadlineAt);
+  const openedAt = Date.now();
+  // The opening recall's embedding (with NOTES_EMBEDDING_MODEL) is the run's first paid call: the kernel is handed it.
+  const recall =
+    notes && !state.checkpoint
+      ? await notes.opening(log, {
+          budget,
+          gate,
+          signal,
+          timeLeftMs: () => budget.deadlineMs - (Date.now() - openedAt),
+        })
+      : undefined;
   const opened = recall !== undefined || (state.checkpoint?.recalled?.length ?? 0) > 0;
   const own = notes?.tools(opened) ?? [];
   const stepTraces: StepTrace[] = [];
@@ -420,12 +432,13 @@ async function runTheAgent(
     price: config.price,
     tools: own.length > 0 ? registry.with(...own) : registry,
     ...(recall ? { recall } : {}),
-    budget: withinParentTime(config.budget, task.parent?.deadlineAt),
+    ...(notes?.openingEmbeddings ? { embeddings: notes.openingEmbeddings } : {}),
+    budget,
     protocol: config.protocol,
     options: config.options,
     checkpoint: state.checkpoint ?? undefined,
     signal,
-    gate: deps.gateFor?.({ batchId, tenant: task.tenant, model: config.model, hold: task.parent?.hold }),
+    gate,
     approvals: { policy: config.approval.policy, ...(decided ? { decisions: decided.decisions } : {}) },
     children: {
       allowed: deps.children !== undefined && (task.parent?.depth ?? 0) < deps.env.AGENT_MAX_DEPTH,
@@ -456,10 +469,20 @@ async function runTheAgent(
   await steps.settled();
   if (notes && !parked(result, signal)) {
     const keepsFacts = (tool: string) => registry.get(tool)?.keepsFacts === true;
-    await notes.close({ jobId, traces: stepTraces, result, keepsFacts }, log);
+    // The notes it leaves are embedded while what is left of its budget pays (their cost joins its usage).
+    const given = state.checkpoint?.budget ?? budget;
+    await notes.close({ jobId, traces: stepTraces, result, keepsFacts }, log, {
+      budget: given,
+      gate,
+      signal,
+      timeLeftMs: () => CLOSE_EMBEDDING_WAIT_MS,
+    });
   }
   return result;
 }
+
+/** How long the embeddings of a run's notes may wait at the fleet's gate (a rate limit) after it ended. */
+const CLOSE_EMBEDDING_WAIT_MS = 5_000;
 
 /** A run that stops to resume later (a decision, its children, a shutdown): not its end. */
 function parked(result: AgentResult, signal: AbortSignal | undefined): boolean {

@@ -37,7 +37,7 @@ import { RunJournal } from './run-journal.js';
 import { startSchedules } from '../schedules/schedules-runtime.js';
 import { forecastDefaultsOf } from '../batch/forecast.js';
 import { RunHistory } from '../store/run-history.js';
-import { modelFactoryFrom } from './model-factory.js';
+import { modelFactoryFrom, noteEmbedderFrom } from './model-factory.js';
 import { ResultPublisher } from './result-publisher.js';
 import { ResultsRetention } from './results-retention.js';
 import { startStoreSweeper } from './store-sweeper.js';
@@ -157,7 +157,11 @@ export async function startWorkerProcess(
         ),
         approvals: new ApprovalParking(approvalStore, new ApprovalEvents(queues.events)),
         supersedeEffects: (jobId, createdAt) => supersedeEarlierEffects(stores.pool, jobId, createdAt),
-        notes: new RunNotes(new MysqlNoteStore(stores.pool), tokenCounterFor(config.LLM_MODEL)),
+        notes: new RunNotes(
+          new MysqlNoteStore(stores.pool),
+          tokenCounterFor(config.LLM_MODEL),
+          noteEmbedderFrom(config),
+        ),
         logger,
         results: queues.results,
       },

@@ -4,11 +4,12 @@ import { describe, expect, it } from 'vitest';
 import { recallOutput } from '../../../src/kernel/recalled-notes.js';
 import type { RunError } from '../../../src/kernel/errors.js';
 import type { Tool, ToolContext } from '../../../src/kernel/tool.js';
-import type { AgentResult } from '../../../src/kernel/types.js';
+import type { AgentResult, StepTrace } from '../../../src/kernel/types.js';
 import { tokenCounterFor } from '../../../src/kernel/tokens.js';
 import { createLogger } from '../../../src/logging/logger.js';
 import { noteText, type Note, type NoteDraft, type NoteStore } from '../../../src/notes/note.js';
 import { noteIdOf, noteTextHash } from '../../../src/notes/notes-store.js';
+import { NoteEmbedder } from '../../../src/notes/note-embedder.js';
 import { KEEP_NOTE_TOOL, MAX_KEPT_PER_RUN, RunNotes } from '../../../src/worker/run-notes.js';
 
 const log = createLogger('test', 'silent');
@@ -243,5 +244,225 @@ describe('a failed run and the notes it was shown', () => {
     ] satisfies RunError[]) {
       expect(await closeWith(error), error.code).toEqual([]);
     }
+  });
+});
+
+describe('embeddings of a run’s notes', () => {
+  const settings = { recall: 5, maxTokens: 400, keepDays: 30, write: false };
+  const budget = { maxSteps: 8, maxTokens: 10_000, maxCostUsd: 0.05, deadlineMs: 60_000 };
+  /** An endpoint in memory: every text is [1, 0], billed 7 tokens. */
+  function embedderOf(calls: string[]) {
+    return new NoteEmbedder(
+      {
+        embed: async (input) => {
+          calls.push(input);
+          return { vector: [1, 0], promptTokens: 7 };
+        },
+      },
+      { model: 'text-embedding-3-small', inputPerMillion: 0.02 },
+    );
+  }
+  const step = (n: number, column: string, ok: boolean): StepTrace => ({
+    runId: 'job-1',
+    step: n,
+    kind: 'action',
+    actions: [
+      {
+        id: `c${n}`,
+        tool: 'sales_query',
+        args: { column },
+        ok,
+        errorCode: ok ? null : 'invalid_query',
+        latencyMs: 1,
+      },
+    ],
+    observations: [ok ? '{"total":1}' : "Unknown column 'revenue' in 'field list'"],
+    promptTokens: 0,
+    completionTokens: 0,
+    costUsd: 0,
+    latencyMs: 1,
+    modelLatencyMs: 1,
+    modelCalls: 1,
+    error: null,
+    totals: {
+      promptTokens: 0,
+      completionTokens: 0,
+      totalTokens: 0,
+      costUsd: 0,
+      steps: n,
+      maxSteps: 8,
+      toolCalls: n,
+    },
+  });
+  const traces = [step(1, 'revenue', false), step(2, 'amount', true)];
+  const ended = (result: Partial<AgentResult>): AgentResult => ({
+    jobId: 'job-1',
+    status: 'succeeded',
+    stopReason: 'answer',
+    answer: 'x',
+    steps: 2,
+    toolCalls: 2,
+    usage: { promptTokens: 100, completionTokens: 10, totalTokens: 110, costUsd: 0.001 },
+    error: null,
+    ...result,
+  });
+  const pay = { budget, timeLeftMs: () => 1_000 };
+
+  it('embeds the notes a run leaves while its budget pays, adding what they cost to its usage', async () => {
+    const store = memoryStore();
+    const calls: string[] = [];
+    const session = new RunNotes(store, count, embedderOf(calls)).session(
+      owner,
+      settings,
+      'x',
+      undefined,
+      log,
+    );
+    const result = ended({});
+    await session.close({ jobId: 'job-1', traces, result }, log, pay);
+    expect(calls).toHaveLength(1);
+    expect([...store.notes.values()][0]?.embedding).toEqual([1, 0]);
+    expect(result.usage).toMatchObject({
+      promptTokens: 107,
+      totalTokens: 117,
+      embeddings: { calls: 1, tokens: 7 },
+    });
+    expect(result.usage.costUsd).toBeCloseTo(0.001 + (7 * 0.02) / 1e6, 15);
+  });
+
+  it('keeps them without an embedding when the budget left cannot pay, or the attempt will be retried', async () => {
+    for (const result of [
+      ended({ usage: { promptTokens: 9_990, completionTokens: 5, totalTokens: 9_995, costUsd: 0.01 } }),
+      ended({
+        status: 'failed',
+        stopReason: 'error',
+        error: { kind: 'model_api', code: 'http_503', message: 'x', retryable: true },
+      }),
+    ]) {
+      const store = memoryStore();
+      const calls: string[] = [];
+      const session = new RunNotes(store, count, embedderOf(calls)).session(
+        owner,
+        settings,
+        'x',
+        undefined,
+        log,
+      );
+      const before = { ...result.usage };
+      await session.close({ jobId: 'job-1', traces, result }, log, pay);
+      expect(calls).toEqual([]);
+      expect(store.notes.size).toBe(1);
+      expect([...store.notes.values()][0]?.embedding).toBeUndefined();
+      expect(result.usage).toEqual(before);
+    }
+  });
+
+  it('embeds the task for the opening recall within a tenth of the budget, and says what it cost', async () => {
+    const store = memoryStore();
+    await store.add([
+      {
+        ...owner,
+        kind: 'fact',
+        text: 'a note',
+        sourceJobId: 'j',
+        sourceStep: 1,
+        expiresAt: new Date('2027-01-01'),
+      },
+    ]);
+    const calls: string[] = [];
+    const session = new RunNotes(store, count, embedderOf(calls)).session(
+      owner,
+      settings,
+      'the task',
+      undefined,
+      log,
+    );
+    expect((await session.opening(log, pay))?.notes).toHaveLength(1);
+    expect(calls).toEqual(['the task']);
+    expect(session.openingEmbeddings).toMatchObject({ calls: 1, tokens: 7 });
+    // A budget whose tenth cannot pay for the task's worst case (its bytes): FULLTEXT, nothing spent.
+    const poor = new RunNotes(store, count, embedderOf(calls)).session(
+      owner,
+      settings,
+      'the task',
+      undefined,
+      log,
+    );
+    expect((await poor.opening(log, { ...pay, budget: { ...budget, maxTokens: 50 } }))?.notes).toHaveLength(
+      1,
+    );
+    expect(calls).toHaveLength(1);
+    expect(poor.openingEmbeddings).toBeUndefined();
+  });
+});
+
+describe('a fact the run contradicts', () => {
+  const describeStep = (observation: string): StepTrace =>
+    ({
+      runId: 'job-1',
+      step: 1,
+      kind: 'action',
+      actions: [
+        {
+          id: 'c1',
+          tool: 'describe_table',
+          args: { table: 'orders' },
+          ok: true,
+          errorCode: null,
+          latencyMs: 1,
+        },
+      ],
+      observations: [observation],
+      promptTokens: 0,
+      completionTokens: 0,
+      costUsd: 0,
+      latencyMs: 1,
+      modelLatencyMs: 1,
+      modelCalls: 1,
+      error: null,
+    }) as StepTrace;
+
+  it('is dropped by a run with no failed call that made the same call and got another result', async () => {
+    const store = memoryStore();
+    const [old] = await store.add([
+      {
+        ...owner,
+        kind: 'fact',
+        text: 'describe_table returned, for {"table":"orders"}: "orders:\\nstatus varchar(16)"',
+        sourceJobId: 'job-0',
+        sourceStep: 1,
+        expiresAt: new Date('2027-01-01'),
+      },
+    ]);
+    const session = new RunNotes(store, count).session(
+      owner,
+      { recall: 5, maxTokens: 400, keepDays: 30, write: false },
+      'x',
+    );
+    expect((await session.opening(log))?.notes).toHaveLength(1);
+    const result = {
+      jobId: 'job-1',
+      status: 'succeeded',
+      stopReason: 'answer',
+      answer: 'x',
+      steps: 2,
+      toolCalls: 1,
+    };
+    await session.close(
+      {
+        jobId: 'job-1',
+        traces: [describeStep('orders:\norder_status varchar(16)')],
+        result: {
+          ...result,
+          usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2, costUsd: 0 },
+          error: null,
+        } as AgentResult,
+        keepsFacts: (tool) => tool === 'describe_table',
+      },
+      log,
+    );
+    const texts = [...store.notes.values()].map((n) => n.text);
+    expect(store.notes.has(old!)).toBe(false);
+    expect(texts).toEqual([expect.stringContaining('order_status')]);
   });
 });
