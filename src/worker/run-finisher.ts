@@ -5,7 +5,7 @@
 // the job's own Redis state forgotten. While MySQL is unreachable the outcome is kept in Redis instead and nothing
 // is published: the job is redelivered later, or, when it failed for good, the sweeper records it.
 import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import type { AgentResult } from '../kernel/types.js';
 import type { Env } from '../../config/env.js';
 import type { Logger } from '../logging/logger.js';
@@ -30,7 +30,7 @@ const SWEEP_BATCH = 50;
 export interface RunFinisherDeps {
   env: Env;
   journal: RunJournal;
-  redis: Redis;
+  redis: RedisClient;
   outcomes: OutcomeStore;
   publisher: ResultPublisher;
   metrics?: FleetMetrics;
@@ -130,7 +130,11 @@ export class RunFinisher {
    * delivered again): the first published, and this one's start set the record back to `running`. The published
    * result goes back in, after that start. MySQL down now: the record stays `running`, said in the log.
    */
-  private async restoreRecord(published: AgentResult, started: () => Promise<void>, log: Logger): Promise<void> {
+  private async restoreRecord(
+    published: AgentResult,
+    started: () => Promise<void>,
+    log: Logger,
+  ): Promise<void> {
     try {
       await started();
       await withRetries(() => this.deps.journal.finish(published), STORE_RETRIES);

@@ -3,7 +3,7 @@
 // between statements, so a sweep whose worker loses it (Redis away past the lease, a long stall) stops, and a
 // worker that dies mid-sweep frees it when it expires. A failing store is logged; the next round tries again.
 import type { Pool } from 'mysql2/promise';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import { RedisLease } from '../queue/redis-lease.js';
 import { sweepStore, type StoreSweepOptions, type SweptTable } from '../store/retention/store-sweep.js';
 
@@ -17,7 +17,7 @@ export interface StoreSweeperLogger {
 
 export interface StoreSweeperOptions {
   pool: Pool;
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   keepStepsDays: number;
   keepRunsDays: number;
