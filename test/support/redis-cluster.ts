@@ -1,0 +1,139 @@
+// A Redis Cluster of the test's own: three masters from this machine's redis-server (`--cluster-enabled yes`),
+// each on a free port with its own directory, joined by `redis-cli --cluster create`, torn down with their
+// directories. Missing redis-server or redis-cli fails the test: a cluster test is never skipped.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { freePort } from '../../src/demo/free-port.js';
+
+export interface LocalCluster {
+  /** `127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3`: REDIS_CLUSTER_NODES. */
+  nodes: string;
+  ports: number[];
+  /** A plain connection to the first master: CLUSTER KEYSLOT and other server-wide questions. */
+  probe(): Redis;
+  close(): Promise<void>;
+}
+
+/** A port whose cluster bus port (port + 10000) is free as well. */
+async function clusterPort(taken: Set<number>): Promise<number> {
+  for (let i = 0; i < 50; i++) {
+    const port = await freePort(0);
+    if (port + 10_000 > 65_535 || taken.has(port) || taken.has(port + 10_000)) continue;
+    if ((await freePort(port + 10_000)) !== port + 10_000) continue;
+    taken.add(port).add(port + 10_000);
+    return port;
+  }
+  throw new Error('no free port pair (port, port + 10000) for a cluster node');
+}
+
+function run(command: string, args: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('error', (error) => reject(new Error(`${command} could not start: ${error.message}`)));
+    child.once('exit', (code) =>
+      code === 0
+        ? resolve(output)
+        : reject(new Error(`${command} ${args.join(' ')} exited ${code}: ${output}`)),
+    );
+  });
+}
+
+async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function connect(port: number): Redis {
+  const redis = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+  redis.on('error', () => undefined);
+  return redis;
+}
+
+export async function startLocalCluster(masters = 3): Promise<LocalCluster> {
+  const taken = new Set<number>();
+  const ports: number[] = [];
+  const dirs: string[] = [];
+  const children: ChildProcess[] = [];
+  const close = async () => {
+    await Promise.all(
+      children.map(
+        (child) =>
+          new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
+            child.once('exit', () => resolve());
+            child.kill('SIGKILL');
+          }),
+      ),
+    );
+    await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
+  };
+  try {
+    for (let i = 0; i < masters; i++) {
+      const port = await clusterPort(taken);
+      const dir = await mkdtemp(join(tmpdir(), 'af-cluster-'));
+      ports.push(port);
+      dirs.push(dir);
+      const args = [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+      ];
+      args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'));
+      args.push('--cluster-node-timeout', '2000', '--daemonize', 'no', '--logfile', '');
+      const child = spawn('redis-server', args, { stdio: 'ignore' });
+      children.push(child);
+      const failed = new Promise<never>((_, reject) =>
+        child.once('error', (error) => reject(new Error(`redis-server could not start: ${error.message}`))),
+      );
+      const probe = connect(port);
+      try {
+        await Promise.race([
+          waitFor(async () => (await probe.ping()) === 'PONG', `redis-server :${port}`),
+          failed,
+        ]);
+      } finally {
+        probe.disconnect();
+      }
+    }
+    const addresses = ports.map((port) => `127.0.0.1:${port}`);
+    await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes']);
+    // Every node must see the whole cluster (all slots, every node known) before a client is let in.
+    for (const port of ports) {
+      const probe = connect(port);
+      try {
+        await waitFor(async () => {
+          const info = await probe.cluster('INFO');
+          return info.includes('cluster_state:ok') && info.includes(`cluster_known_nodes:${masters}`);
+        }, `cluster_state:ok on :${port}`);
+      } finally {
+        probe.disconnect();
+      }
+    }
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return {
+    nodes: ports.map((port) => `127.0.0.1:${port}`).join(','),
+    ports,
+    probe: () => connect(ports[0]!),
+    close,
+  };
+}
