@@ -14,6 +14,7 @@ import { RateLimiter } from '../../../src/fleet/rate-limiter.js';
 import { SpendLedger } from '../../../src/fleet/spend-ledger.js';
 import { TenantSlots } from '../../../src/fleet/tenant-slots.js';
 import { TokenRateLimiter } from '../../../src/fleet/token-rate-limiter.js';
+import { deleteKeysWithPrefix } from '../../../src/queue/delete-prefix.js';
 import { createRedis } from '../../../src/queue/redis.js';
 import { redisTarget } from '../../../src/queue/redis-target.js';
 import { forgetJobState } from '../../../src/worker/job-state.js';
@@ -146,4 +147,18 @@ describe('the scripts, run on a cluster', () => {
       probe.disconnect();
     }
   }, 60_000);
+
+  it('deleteKeysWithPrefix clears a prefix from every master, its keys spread over several', async () => {
+    const keys = Array.from({ length: 50 }, (_, i) => `spread-${i}:k`).map((key) => `plain:${key}`);
+    for (const key of keys) await redis.set(key, '1');
+    await redis.set('other:k', '1');
+    const holders = async () => {
+      const counts = await Promise.all(redis.nodes('master').map((node) => node.keys('plain:*')));
+      return counts.map((found) => found.length);
+    };
+    expect((await holders()).filter((n) => n > 0).length).toBeGreaterThan(1);
+    await deleteKeysWithPrefix(redis, 'plain');
+    expect(await holders()).toEqual([0, 0, 0]);
+    expect(await redis.get('other:k')).toBe('1');
+  });
 });
