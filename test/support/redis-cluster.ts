@@ -1,12 +1,13 @@
 // A Redis Cluster of the test's own: three masters from this machine's redis-server (`--cluster-enabled yes`),
 // each on a free port with its own directory, joined by `redis-cli --cluster create`, torn down with their
 // directories. Missing redis-server or redis-cli fails the test: a cluster test is never skipped.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { freePort } from '../../src/demo/free-port.js';
+import { connect, RedisProcesses, waitFor } from './redis-processes.js';
 
 export interface LocalCluster {
   /** `127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3`: REDIS_CLUSTER_NODES. */
@@ -44,37 +45,13 @@ function run(command: string, args: string[]): Promise<string> {
   });
 }
 
-async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-function connect(port: number): Redis {
-  const redis = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 100 });
-  redis.on('error', () => undefined);
-  return redis;
-}
-
 export async function startLocalCluster(masters = 3): Promise<LocalCluster> {
   const taken = new Set<number>();
   const ports: number[] = [];
   const dirs: string[] = [];
-  const children: ChildProcess[] = [];
+  const servers = new RedisProcesses();
   const close = async () => {
-    await Promise.all(
-      children.map(
-        (child) =>
-          new Promise<void>((resolve) => {
-            if (child.exitCode !== null || child.signalCode !== null) return resolve();
-            child.once('exit', () => resolve());
-            child.kill('SIGKILL');
-          }),
-      ),
-    );
+    await servers.killAll();
     await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
   };
   try {
@@ -83,34 +60,10 @@ export async function startLocalCluster(masters = 3): Promise<LocalCluster> {
       const dir = await mkdtemp(join(tmpdir(), 'af-cluster-'));
       ports.push(port);
       dirs.push(dir);
-      const args = [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--dir',
-        dir,
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-      ];
+      const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', ''];
       args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'));
-      args.push('--cluster-node-timeout', '2000', '--daemonize', 'no', '--logfile', '');
-      const child = spawn('redis-server', args, { stdio: 'ignore' });
-      children.push(child);
-      const failed = new Promise<never>((_, reject) =>
-        child.once('error', (error) => reject(new Error(`redis-server could not start: ${error.message}`))),
-      );
-      const probe = connect(port);
-      try {
-        await Promise.race([
-          waitFor(async () => (await probe.ping()) === 'PONG', `redis-server :${port}`),
-          failed,
-        ]);
-      } finally {
-        probe.disconnect();
-      }
+      args.push('--cluster-node-timeout', '2000', '--appendonly', 'no', '--daemonize', 'no', '--logfile', '');
+      await servers.start(port, args);
     }
     const addresses = ports.map((port) => `127.0.0.1:${port}`);
     await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes']);
