@@ -1,6 +1,7 @@
 // `npm run approvals`: list, show and decide approvals from a shell, through the same desk as the API and the
 // console, as `shell:<user>`. Reads and writes the store at MYSQL_URL; a decision also wakes the parked job on
-// the tasks queue and publishes `approval.decided` (REDIS_URL or a cluster's or Sentinel's settings, QUEUE_PREFIX): Redis is opened only to decide.
+// the tasks queue and publishes `approval.decided` (the fleet's Redis: REDIS_URL, REDIS_CLUSTER_NODES or
+// REDIS_SENTINELS; QUEUE_PREFIX): Redis is opened only to decide.
 // Exit 0 done; 1 no such approval, decided before (the first decision is printed), a decision refused, or the
 // store failing; 2 bad arguments.
 import { Queue } from 'bullmq';

@@ -89,7 +89,7 @@ export interface FleetClientOptions {
   /**
    * Where a Redis outage is reported: one warning when it starts and one line when it ends (give the
    * process's own, so an outage is one pair of lines however many clients and queues it has). Default: nowhere
-   * (a call made meanwhile still rejects with an error that names REDIS_URL).
+   * (a call made meanwhile still rejects with an error that names the Redis setting used, e.g. REDIS_URL).
    */
   outages?: OutageWatch;
   /**

@@ -18,6 +18,11 @@ export interface LocalSentinel {
   replicaPort: number;
   /** A plain connection to a sentinel: SENTINEL commands. */
   sentinel(): Redis;
+  /**
+   * SENTINEL FAILOVER: the replica becomes the master and the master its replica. Resolves once the sentinels
+   * name the new master and the old one has turned replica; gives the new master's port.
+   */
+  failover(): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -82,6 +87,30 @@ export async function startLocalSentinel(): Promise<LocalSentinel> {
       masterPort,
       replicaPort,
       sentinel: () => connect(sentinelPorts[0]!),
+      async failover() {
+        const probe = connect(sentinelPorts[0]!);
+        try {
+          const masterPortNow = async () =>
+            Number(
+              (
+                (await probe.call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', SENTINEL_MASTER_NAME)) as string[]
+              )[1],
+            );
+          const before = await masterPortNow();
+          const after = before === masterPort ? replicaPort : masterPort;
+          await probe.call('SENTINEL', 'FAILOVER', SENTINEL_MASTER_NAME);
+          await waitFor(async () => (await masterPortNow()) === after, 'the sentinels name the new master');
+          const old = connect(before);
+          try {
+            await waitFor(async () => (await old.role())[0] === 'slave', 'the old master turned replica');
+          } finally {
+            old.disconnect();
+          }
+          return after;
+        } finally {
+          probe.disconnect();
+        }
+      },
       close,
     };
   } catch (error) {
