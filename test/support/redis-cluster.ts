@@ -15,6 +15,12 @@ export interface LocalCluster {
   ports: number[];
   /** A plain connection to the first master: CLUSTER KEYSLOT and other server-wide questions. */
   probe(): Redis;
+  /**
+   * CLUSTER FAILOVER on a replica of the master that holds `key`'s slot (needs replicas): the replica and its
+   * master swap roles, the writes the master took handed over first. Resolves once the replica is master and
+   * the cluster is whole again; gives the ports before and after.
+   */
+  failoverSlotOf(key: string): Promise<{ from: number; to: number }>;
   close(): Promise<void>;
 }
 
@@ -45,7 +51,8 @@ function run(command: string, args: string[]): Promise<string> {
   });
 }
 
-export async function startLocalCluster(masters = 3): Promise<LocalCluster> {
+export async function startLocalCluster(masters = 3, replicasPerMaster = 0): Promise<LocalCluster> {
+  const size = masters * (1 + replicasPerMaster);
   const taken = new Set<number>();
   const ports: number[] = [];
   const dirs: string[] = [];
@@ -55,7 +62,7 @@ export async function startLocalCluster(masters = 3): Promise<LocalCluster> {
     await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
   };
   try {
-    for (let i = 0; i < masters; i++) {
+    for (let i = 0; i < size; i++) {
       const port = await clusterPort(taken);
       const dir = await mkdtemp(join(tmpdir(), 'af-cluster-'));
       ports.push(port);
@@ -66,14 +73,19 @@ export async function startLocalCluster(masters = 3): Promise<LocalCluster> {
       await servers.start(port, args);
     }
     const addresses = ports.map((port) => `127.0.0.1:${port}`);
-    await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', '0', '--cluster-yes']);
+    const replicas = ['--cluster-replicas', String(replicasPerMaster)];
+    await run('redis-cli', ['--cluster', 'create', ...addresses, ...replicas, '--cluster-yes']);
     // Every node must see the whole cluster (all slots, every node known) before a client is let in.
     for (const port of ports) {
       const probe = connect(port);
       try {
         await waitFor(async () => {
           const info = await probe.cluster('INFO');
-          return info.includes('cluster_state:ok') && info.includes(`cluster_known_nodes:${masters}`);
+          if (!info.includes('cluster_state:ok') || !info.includes(`cluster_known_nodes:${size}`))
+            return false;
+          // A replica counts once it has synced with its master: a failover needs it.
+          const role = (await probe.role()) as unknown[];
+          return role[0] === 'master' || role[3] === 'connected';
         }, `cluster_state:ok on :${port}`);
       } finally {
         probe.disconnect();
@@ -87,6 +99,63 @@ export async function startLocalCluster(masters = 3): Promise<LocalCluster> {
     nodes: ports.map((port) => `127.0.0.1:${port}`).join(','),
     ports,
     probe: () => connect(ports[0]!),
+    failoverSlotOf: async (key) => {
+      const probe = connect(ports[0]!);
+      try {
+        const slot = await probe.cluster('KEYSLOT', key);
+        const nodes = parseNodes(String(await probe.cluster('NODES')));
+        const master = nodes.find(
+          (node) => node.master && node.slots.some(([a, b]) => a <= slot && slot <= b),
+        );
+        const replica = nodes.find((node) => node.replicaOf === master?.id);
+        if (!master || !replica)
+          throw new Error(`no replica of the master of slot ${slot}: start with replicas`);
+        const promoted = connect(replica.port);
+        try {
+          await promoted.cluster('FAILOVER');
+          await waitFor(async () => (await promoted.role())[0] === 'master', `:${replica.port} promoted`);
+          await waitFor(
+            async () => String(await promoted.cluster('INFO')).includes('cluster_state:ok'),
+            'cluster_state:ok after the failover',
+          );
+        } finally {
+          promoted.disconnect();
+        }
+        return { from: master.port, to: replica.port };
+      } finally {
+        probe.disconnect();
+      }
+    },
     close,
   };
+}
+
+interface ClusterNodeLine {
+  id: string;
+  port: number;
+  master: boolean;
+  replicaOf: string | null;
+  slots: [number, number][];
+}
+
+/** CLUSTER NODES: `<id> <ip:port@bus> <flags> <master id or -> … <slot ranges>`. */
+function parseNodes(text: string): ClusterNodeLine[] {
+  return text
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const [id, address, flags, masterId, , , , , ...slots] = line.split(' ');
+      return {
+        id: id!,
+        port: Number(/:(\d+)@/.exec(address!)?.[1]),
+        master: flags!.includes('master'),
+        replicaOf: masterId === '-' ? null : masterId!,
+        slots: slots
+          .filter((range) => /^\d/.test(range))
+          .map((range) => {
+            const [a, b] = range.split('-').map(Number);
+            return [a!, b ?? a!] as [number, number];
+          }),
+      };
+    });
 }
