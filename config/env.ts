@@ -15,6 +15,12 @@ import {
 import { isSecretKey, redactUrl } from '../src/logging/redact.js';
 import { DEFAULT_RETENTION as R } from '../src/queue/retention.js';
 import { apiTokensSchema } from './api-tokens.js';
+import {
+  assertPrefixFits,
+  hostPortsProblem,
+  redisTarget,
+  type RedisTarget,
+} from '../src/queue/redis-target.js';
 import { boardApproversSchema } from './board-approvers.js';
 
 /** Plain decimal numbers only: no hex, no exponent, no whitespace read as 0 (as z.coerce would). */
@@ -110,11 +116,29 @@ const listenHost = z
     'must be an address such as 127.0.0.1, 0.0.0.0 or ::',
   );
 
+const hostPorts = (value: string, ctx: z.RefinementCtx) => {
+  const problem = hostPortsProblem(value);
+  if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
+};
+const QUEUE_PREFIX = /^(?=.)[A-Za-z0-9_.:-]*(?:\{[A-Za-z0-9_.:-]+\}[A-Za-z0-9_.:-]*)?$/;
+
 export const envSchema = z.object({
   REDIS_URL: url(['redis', 'rediss']).default('redis://127.0.0.1:6379'),
+  // A Redis Cluster (host:port of some of its nodes) or Sentinel (its sentinels and the master's name) instead of
+  // REDIS_URL: src/queue/redis-target.ts.
+  REDIS_CLUSTER_NODES: z.string().superRefine(hostPorts).optional(),
+  REDIS_SENTINELS: z.string().superRefine(hostPorts).optional(),
+  REDIS_SENTINEL_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'letters, digits and _.:- only')
+    .optional(),
+  // One braced hash tag at most ({agentfleet}, {af}:x): on a cluster it keeps every key of the fleet in one slot.
   QUEUE_PREFIX: z
     .string()
-    .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'letters, digits and _.:- only')
+    .refine(
+      (value) => value.length <= 64 && QUEUE_PREFIX.test(value),
+      'letters, digits and _.:- only (64 at most), with at most one {hash tag} (e.g. {agentfleet})',
+    )
     .default('agentfleet'),
   MYSQL_URL: url(['mysql']).default('mysql://root@127.0.0.1:3306/agent_fleet'),
   // A replica of MYSQL_URL for reads that may lag (console, reports, forecasts, trace): src/store/read-pool.ts.
@@ -280,7 +304,11 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
     }
   }
   const parsed = envSchema.safeParse(present);
-  if (parsed.success) return parsed.data;
+  if (parsed.success) {
+    // The settings that only make sense together: a cluster or Sentinel, and a prefix a cluster can take.
+    assertPrefixFits(redisTargetOf(parsed.data), parsed.data.QUEUE_PREFIX);
+    return parsed.data;
+  }
   const issue = parsed.error.issues[0];
   const name = String(issue?.path[0] ?? 'environment');
   // API_TOKEN, BOARD_PASSWORD, OPENAI_API_KEY…; not AGENT_MAX_TOKENS, whose value is worth showing. API_TOKENS
@@ -293,6 +321,31 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
 // One owner for what counts as a secret and how a URL's password is hidden: src/logging/redact.ts. A bad
 // MYSQL_URL whose password holds an unencoded `/` is the case `new URL` cannot take apart, and still hidden.
 export { redactUrl };
+
+/** The Redis every process of the fleet uses: REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINELS. */
+export function redisTargetOf(env: Env): RedisTarget {
+  return redisTarget({
+    url: env.REDIS_URL,
+    clusterNodes: env.REDIS_CLUSTER_NODES,
+    sentinels: env.REDIS_SENTINELS,
+    sentinelName: env.REDIS_SENTINEL_NAME,
+  });
+}
+
+/** The same, as FleetClient's options: what a process hands the client library it opens. */
+export function redisClientOptionsOf(env: Env): {
+  redisUrl: string;
+  redisClusterNodes?: string;
+  redisSentinels?: string;
+  redisSentinelName?: string;
+} {
+  return {
+    redisUrl: env.REDIS_URL,
+    redisClusterNodes: env.REDIS_CLUSTER_NODES,
+    redisSentinels: env.REDIS_SENTINELS,
+    redisSentinelName: env.REDIS_SENTINEL_NAME,
+  };
+}
 
 let cached: Env | undefined;
 

@@ -18,6 +18,7 @@ import { createApiServer } from './http-api.js';
 import { forecastDefaultsOf } from '../src/batch/forecast.js';
 import { startTelemetry } from '../src/telemetry/fleet-telemetry.js';
 import { apiTokensOf, DEFAULT_TOKEN_NAME, type ApiToken } from '../config/api-tokens.js';
+import { redisClientOptionsOf, redisTargetOf } from '../config/env.js';
 import { StoreApprovalDesk } from './store-approval-desk.js';
 import { StoreNotes } from './store-notes.js';
 
@@ -61,7 +62,7 @@ const telemetry = await startTelemetry({ serviceName: 'agent-fleet-api', logger 
   fail(logger, error instanceof Error ? error.message : String(error)),
 );
 const client = new FleetClient({
-  redisUrl: config.REDIS_URL,
+  ...redisClientOptionsOf(config),
   prefix: config.QUEUE_PREFIX,
   outages,
   archive,
@@ -70,7 +71,7 @@ const client = new FleetClient({
   ...(telemetry ? { telemetry: telemetry.bullmq } : {}),
 });
 // The API reports the depth of every queue of the fleet on /metrics.
-const metricsRedis = createRedis(config.REDIS_URL, 'producer');
+const metricsRedis = createRedis(redisTargetOf(config), 'producer');
 outages.watchConnection(metricsRedis, 'metrics redis');
 const watched = FLEET_QUEUES.map(
   (name) => new Queue(name, { connection: metricsRedis, prefix: config.QUEUE_PREFIX }),

@@ -11,6 +11,7 @@ import { createLogger } from '../src/logging/logger.js';
 import { fail, loadConfig, runHttpProcess } from './http-process.js';
 import { EVENTS_QUEUE, FLEET_QUEUES, TASKS_QUEUE } from '../src/queue/names.js';
 import { createRedis } from '../src/queue/redis.js';
+import { redisTargetOf } from '../config/env.js';
 import { RedisOutageLog } from '../src/queue/redis-outage-log.js';
 import { ConsoleStore } from '../src/console/console-store.js';
 import { createReadPool } from '../src/store/read-pool.js';
@@ -87,7 +88,7 @@ const approvers = approverLogins();
 
 // The board is long-lived: its connection keeps reconnecting through a Redis restart (the producer role gives
 // up after a few tries), and its pages wait for Redis instead of failing while it is away.
-const redis = createRedis(config.REDIS_URL, 'worker');
+const redis = createRedis(redisTargetOf(config), 'worker');
 const outages = new RedisOutageLog(logger).watchConnection(redis);
 const queues = FLEET_QUEUES.map((name) => {
   const queue = new Queue(name, { connection: redis, prefix: config.QUEUE_PREFIX });

@@ -6,7 +6,7 @@
 // Exit codes: 0 enqueued (with --wait: the job succeeded) · 1 failure (Redis down, bad environment, job
 // stopped or failed) · 2 bad arguments or bad task, nothing enqueued · 124 --timeout elapsed.
 // `--cancel ID` cancels a task (docs/cancelling.md): 0 recorded · 1 it had finished · 2 no such task.
-import { env } from '../config/env.js';
+import { env, redisClientOptionsOf } from '../config/env.js';
 import { AgentFleetError } from '../src/kernel/errors.js';
 import { scrubText } from '../src/logging/redact.js';
 import type { AgentResult } from '../src/kernel/types.js';
@@ -106,7 +106,7 @@ async function run(argv: readonly string[]): Promise<number> {
   // Each enqueue is a span when an OTLP endpoint is configured; the worker's run continues its trace.
   const telemetry = await startTelemetry({ serviceName: 'agent-fleet-enqueue' });
   const client = new FleetClient({
-    redisUrl: config.REDIS_URL,
+    ...redisClientOptionsOf(config),
     prefix: config.QUEUE_PREFIX,
     ...(history ? { forecast: { history, defaults: forecastDefaultsOf(config) } } : {}),
     ...(telemetry ? { telemetry: telemetry.bullmq } : {}),

@@ -2,7 +2,7 @@
 // waiting for a person's decision, and deciding them from a shell as `shell:<user>` (docs/approvals.md). Exit 0
 // when done, 1 when there is no such approval, it was decided before (the first decision is printed), the
 // decision is refused or the store fails (one line on stderr), 2 on bad arguments.
-import { env } from '../config/env.js';
+import { env, redisTargetOf } from '../config/env.js';
 import { runApprovalsCommand } from '../src/approvals/approvals-command.js';
 import { scrubText } from '../src/logging/redact.js';
 
@@ -11,7 +11,7 @@ async function main(): Promise<void> {
     process.argv.slice(2),
     () => {
       const config = env();
-      return { mysqlUrl: config.MYSQL_URL, redisUrl: config.REDIS_URL, queuePrefix: config.QUEUE_PREFIX };
+      return { mysqlUrl: config.MYSQL_URL, redis: redisTargetOf(config), queuePrefix: config.QUEUE_PREFIX };
     },
     {
       stdout: (text) => process.stdout.write(text),

@@ -3,7 +3,7 @@
 //   sync    register SCHEDULES_FILE's schedules now (workers do it at start), remove the ones gone from it
 //   remove  unregister one schedule now (it comes back at the next sync if the file still has it)
 import { Queue } from 'bullmq';
-import { env } from '../config/env.js';
+import { env, redisTargetOf } from '../config/env.js';
 import { scrubText } from '../src/logging/redact.js';
 import { assertRedisReachable, createRedis } from '../src/queue/redis.js';
 import { SCHEDULES_QUEUE } from '../src/queue/names.js';
@@ -19,12 +19,12 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const config = env();
-  const connection = createRedis(config.REDIS_URL, 'producer');
+  const connection = createRedis(redisTargetOf(config), 'producer');
   connection.on('error', () => undefined);
   const queue = new Queue(SCHEDULES_QUEUE, { connection, prefix: config.QUEUE_PREFIX });
   queue.on('error', () => undefined);
   try {
-    await assertRedisReachable(connection, config.REDIS_URL);
+    await assertRedisReachable(connection, redisTargetOf(config));
     if (command === 'sync') {
       process.stdout.write(
         `${JSON.stringify(await syncSchedules(queue, await loadSchedules(config.SCHEDULES_FILE)))}\n`,

@@ -1,6 +1,6 @@
 // `npm run scheduler`: registers the schedules of SCHEDULES_FILE and fires them when due, without running
 // agent tasks (every worker process does this too; a dedicated scheduler is for fleets that want one).
-import { env } from '../config/env.js';
+import { env, redisTargetOf } from '../config/env.js';
 import { fleetLimitsFromEnv } from '../src/fleet/fleet-gate.js';
 import { logCrashes } from '../src/logging/log-crashes.js';
 import { createLogger } from '../src/logging/logger.js';
@@ -14,8 +14,8 @@ const logger = createLogger('scheduler');
 logCrashes(logger, 'scheduler');
 try {
   const config = env();
-  const connection = createRedis(config.REDIS_URL, 'worker');
-  await assertRedisReachable(connection, config.REDIS_URL);
+  const connection = createRedis(redisTargetOf(config), 'worker');
+  await assertRedisReachable(connection, redisTargetOf(config));
   const { ledger } = fleetLimitsFromEnv(connection, config);
   const runtime = await startSchedules({
     connection,

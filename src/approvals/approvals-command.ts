@@ -1,11 +1,13 @@
 // `npm run approvals`: list, show and decide approvals from a shell, through the same desk as the API and the
 // console, as `shell:<user>`. Reads and writes the store at MYSQL_URL; a decision also wakes the parked job on
-// the tasks queue and publishes `approval.decided` (REDIS_URL, QUEUE_PREFIX): Redis is opened only to decide.
+// the tasks queue and publishes `approval.decided` (the fleet's Redis: REDIS_URL, REDIS_CLUSTER_NODES or
+// REDIS_SENTINELS; QUEUE_PREFIX): Redis is opened only to decide.
 // Exit 0 done; 1 no such approval, decided before (the first decision is printed), a decision refused, or the
 // store failing; 2 bad arguments.
 import { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import { createRedis } from '../queue/redis.js';
+import type { RedisTarget } from '../queue/redis-target.js';
 import { EVENTS_QUEUE, TASKS_QUEUE } from '../queue/names.js';
 import { parseMysqlUrl } from '../store/mysql-url.js';
 import { createStorePool } from '../store/pool.js';
@@ -21,7 +23,7 @@ import { shellCaller } from '../util/shell-caller.js';
 
 export interface ApprovalsConfig {
   mysqlUrl: string;
-  redisUrl: string;
+  redis: RedisTarget;
   queuePrefix: string;
 }
 
@@ -148,7 +150,7 @@ function notFound(io: ApprovalsIo, id: string): number {
 
 /** The tasks and events queues, connected on first use only: listing needs no Redis. */
 class LazyQueues {
-  private redis: Redis | undefined;
+  private redis: RedisClient | undefined;
   private readonly queues = new Map<string, Queue>();
   private publisher: ApprovalEvents | undefined;
 
@@ -158,7 +160,7 @@ class LazyQueues {
     let queue = this.queues.get(name);
     if (!queue) {
       if (!this.redis) {
-        this.redis = createRedis(this.settings.redisUrl, 'producer');
+        this.redis = createRedis(this.settings.redis, 'producer');
         // Failures reach the caller through the commands; the desk logs a failed wake or event.
         this.redis.on('error', () => undefined);
       }

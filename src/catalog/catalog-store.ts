@@ -3,7 +3,7 @@
 // The catalog itself lives only while a worker serving it does: its key expires three refresh periods after the
 // last refresh by such a worker, and a live worker republishes its own when the latest one's workers are all
 // gone, so producers never check tasks against the catalog of a fleet that no longer runs.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import { catalogSchema, type Catalog } from './catalog.js';
 
 /** A worker refreshes its hash this often; one not refreshed for three periods has gone. */
@@ -15,7 +15,7 @@ export class CatalogStore {
   private readonly liveForMs: number;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
     options: { refreshMs?: number } = {},
   ) {

@@ -1,13 +1,13 @@
 // The typed client library: the same validated enqueue the CLI and the HTTP API use, for other TypeScript
 // services to import. It never talks to a worker, only to Redis.
 import { FlowProducer, Queue, type Job, type JobState, type Telemetry } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { InputError } from '../kernel/errors.js';
 import type { AgentResult } from '../kernel/types.js';
 import { jobIdForKey, TASK_JOB_OPTIONS } from '../queue/job-options.js';
 import { BATCHES_QUEUE, RESULTS_QUEUE, resultJobId, TASKS_QUEUE } from '../queue/names.js';
 import { taskJobName } from '../queue/task-job-name.js';
-import { assertRedisReachable, createRedis } from '../queue/redis.js';
+import { assertRedisReachable, createRedis, type RedisClient } from '../queue/redis.js';
+import { assertPrefixFits, OPTION_NAMES, redisTarget, type RedisTarget } from '../queue/redis-target.js';
 import type { ResultArchive } from './result-archive-port.js';
 import {
   formatFieldIssues,
@@ -72,18 +72,24 @@ interface ErrorEmitter {
  */
 export interface OutageWatch {
   watch(emitter: ErrorEmitter, source: string): unknown;
-  watchConnection(redis: Redis, source: string): unknown;
+  watchConnection(redis: RedisClient, source: string): unknown;
 }
 
 export interface FleetClientOptions {
   /** Default: REDIS_URL's default, redis://127.0.0.1:6379. */
   redisUrl?: string;
+  /** A Redis Cluster instead (as REDIS_CLUSTER_NODES): `host:port,…`; `prefix` must then hold a {hash tag}. */
+  redisClusterNodes?: string | undefined;
+  /** Redis behind Sentinel instead (as REDIS_SENTINELS): `host:port,…` of the sentinels, with redisSentinelName. */
+  redisSentinels?: string | undefined;
+  /** The master's name the sentinels know (as REDIS_SENTINEL_NAME). */
+  redisSentinelName?: string | undefined;
   /** Default: agentfleet. */
   prefix?: string;
   /**
    * Where a Redis outage is reported: one warning when it starts and one line when it ends (give the
    * process's own, so an outage is one pair of lines however many clients and queues it has). Default: nowhere
-   * (a call made meanwhile still rejects with an error that names REDIS_URL).
+   * (a call made meanwhile still rejects with an error that names the Redis setting used, e.g. REDIS_URL).
    */
   outages?: OutageWatch;
   /**
@@ -158,13 +164,13 @@ export interface WaitOptions {
 }
 
 export class FleetClient {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly tasks: Queue;
   private readonly results: Queue;
   private readonly batches: Queue;
   private readonly flow: FlowProducer;
   private readonly ledger: SpendLedger;
-  private readonly redisUrl: string;
+  private readonly target: RedisTarget;
   private readonly prefix: string;
   private readonly archive: ResultArchive | undefined;
   private readonly catalogs: CatalogStore;
@@ -174,11 +180,20 @@ export class FleetClient {
   private ready: Promise<void> | undefined;
 
   constructor(options: FleetClientOptions = {}) {
-    this.redisUrl = options.redisUrl ?? 'redis://127.0.0.1:6379';
+    const prefix = options.prefix ?? 'agentfleet';
+    this.target = redisTarget(
+      {
+        url: options.redisUrl,
+        clusterNodes: options.redisClusterNodes,
+        sentinels: options.redisSentinels,
+        sentinelName: options.redisSentinelName,
+      },
+      OPTION_NAMES,
+    );
+    assertPrefixFits(this.target, prefix, 'prefix');
     this.archive = options.archive;
     this.forecasts = options.forecast;
-    this.redis = createRedis(this.redisUrl, 'producer');
-    const prefix = options.prefix ?? 'agentfleet';
+    this.redis = createRedis(this.target, 'producer');
     this.prefix = prefix;
     const traced = options.telemetry ? { telemetry: options.telemetry } : {};
     this.tasks = new Queue(TASKS_QUEUE, { connection: this.redis, prefix, ...traced });
@@ -519,7 +534,7 @@ export class FleetClient {
 
   /** Checks Redis once; a failed check is forgotten, so the next call tries again. */
   private connected(): Promise<void> {
-    this.ready ??= assertRedisReachable(this.redis, this.redisUrl).catch((error: unknown) => {
+    this.ready ??= assertRedisReachable(this.redis, this.target).catch((error: unknown) => {
       this.ready = undefined;
       throw error;
     });

@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseEnv, redactUrl } from '../../config/env.js';
+import { parseEnv, redactUrl, redisClientOptionsOf } from '../../config/env.js';
 import { FleetClient } from '../client/fleet-client.js';
 import type { AgentResult } from '../kernel/types.js';
 import { scrubText } from '../logging/redact.js';
@@ -139,7 +139,7 @@ export async function runDemo(argv: readonly string[] = process.argv.slice(2)): 
     // With OTEL_EXPORTER_OTLP_ENDPOINT set, the batch's enqueue starts its tasks' traces (docs/telemetry.md).
     telemetry = await startTelemetry({ serviceName: 'agent-fleet-demo' });
     client = new FleetClient({
-      redisUrl: config.REDIS_URL,
+      ...redisClientOptionsOf(config),
       prefix: config.QUEUE_PREFIX,
       ...(telemetry ? { telemetry: telemetry.bullmq } : {}),
     });

@@ -2,7 +2,7 @@
 // ledger before each model call, a settle after, a fleet-wide pause on a 429; one round trip per step, and no
 // waiting for bookings no cap can refuse. The trade-offs: docs/limits.md (one round trip per step, one script per
 // turn).
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import type { Env } from '../../config/env.js';
 import type { CallCost, CallGate, GateDecision, GateWaitLimits } from '../kernel/call-gate.js';
 import { RateLimiter, WaitPastDeadline, type RateWaitReason } from './rate-limiter.js';
@@ -386,7 +386,7 @@ export type FleetLimitsEnv = Pick<
  * is set.
  */
 export function fleetLimitsFromEnv(
-  redis: Redis,
+  redis: RedisClient,
   env: FleetLimitsEnv,
 ): { ledger: SpendLedger; limiter: RateLimiter; limitRequests: boolean; tokens: TokenRateLimiters } {
   const ledger = new SpendLedger({

@@ -4,7 +4,7 @@
 // files into dist/ beside the compiled code).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 
 export class LuaScript {
   readonly sha: string;
@@ -23,7 +23,11 @@ export class LuaScript {
     return new LuaScript([...files.map((file) => readFileSync(file, 'utf8')), main].join('\n'));
   }
 
-  async run(redis: Redis, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+  async run(
+    redis: RedisClient,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+  ): Promise<unknown> {
     try {
       return await redis.evalsha(this.sha, keys.length, ...keys, ...args);
     } catch (error) {

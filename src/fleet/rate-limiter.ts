@@ -7,14 +7,14 @@
 // until it expires. A pause only ever lengthens a running one.
 // Times are the Redis server's clock, one clock for the whole fleet.
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import { sleep as abortableSleep } from '../kernel/sleep.js';
 import { LuaScript } from './lua-script.js';
 
 export const DEFAULT_RATE_WINDOW_MS = 60_000;
 
 export interface RateLimiterOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** QUEUE_PREFIX. */
   prefix?: string;
   /** Requests granted per window (MODEL_RPM). */
@@ -64,7 +64,7 @@ const PAUSE_NAME = "the fleet's pause after a 429";
 export class RateLimiter {
   readonly limit: number;
   readonly windowMs: number;
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly logKey: string;
   /** While this key lives the fleet is paused; the spend ledger's booking checks it in the same script. */
   readonly pauseKey: string;

@@ -3,7 +3,7 @@
 // begin in the same turns, and each step's booking and settle would otherwise cost a command apiece. Each
 // operation keeps its own answer and its own failure, as if sent alone. Why the turn, and what it costs:
 // docs/limits.md (one script per turn).
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import { BATCH } from './spend-scripts.js';
 
 export type LedgerOperation = 'reserve' | 'settle';
@@ -25,7 +25,7 @@ export class LedgerOperationError extends Error {}
 export class LedgerBatcher {
   private queued: Queued[] = [];
 
-  constructor(private readonly redis: Redis) {}
+  constructor(private readonly redis: RedisClient) {}
 
   /** Runs the operation with the others asked for in this turn; resolves to its own reply. */
   run(kind: LedgerOperation, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {

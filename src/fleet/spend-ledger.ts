@@ -2,7 +2,7 @@
 // worst case is reserved in all its scopes in one Lua script, in integer micro-dollars, and settled after; a
 // crashed worker's reservation expires as spent. Why each choice: docs/limits.md (the spend ledger).
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import type { BudgetStopReason } from '../kernel/budget.js';
 import type { CallCost } from '../kernel/call-gate.js';
 import { capTokens, MICRO_USD_PER_USD, microUsdDown, microUsdUp, tokensUp } from './spend-money.js';
@@ -82,7 +82,7 @@ export interface ScopeSpend {
 }
 
 export interface SpendLedgerOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** QUEUE_PREFIX: several fleets may share one Redis. */
   prefix?: string;
   /** FLEET_DAILY_MAX_COST_USD / FLEET_DAILY_MAX_TOKENS, applied to every `day:` scope. */
@@ -100,7 +100,7 @@ export interface SpendLedgerOptions {
 }
 
 export class SpendLedger {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly prefix: string;
   private readonly dailyCapMicroUsd: number | undefined;
   private readonly dailyCapTokens: number | undefined;

@@ -8,7 +8,7 @@
 // A job that finds its tenant at the limit does not wait in the worker: the processor moves it back to
 // `delayed` with a short backoff, so it holds no worker slot and other tenants' jobs run meanwhile.
 // Times are the Redis server's clock.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import { TENANT_NAME } from '../queue/tenant-name.js';
 import { LuaScript } from './lua-script.js';
 
@@ -30,7 +30,7 @@ const RENEW = LuaScript.fromFiles(
 );
 
 export interface TenantSlotsOptions {
-  redis: Redis;
+  redis: RedisClient;
   prefix?: string;
   /** Jobs of one tenant running at once (TENANT_CONCURRENCY). */
   limit: number;
@@ -46,7 +46,7 @@ export interface HeldSlot {
 export class TenantSlots {
   readonly limit: number;
   readonly leaseMs: number;
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly prefix: string;
 
   constructor(options: TenantSlotsOptions) {

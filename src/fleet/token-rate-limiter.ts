@@ -10,13 +10,13 @@
 // A worker that dies between grant and settle leaves its worst case counting for `maxCallMs` plus a window.
 // Times are the Redis server's clock, one clock for the whole fleet.
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import { sleep as abortableSleep } from '../kernel/sleep.js';
 import { LuaScript } from './lua-script.js';
 import { DEFAULT_RATE_WINDOW_MS, WaitPastDeadline, type RateWaitReason } from './rate-limiter.js';
 
 export interface TokenRateLimiterOptions {
-  redis: Redis;
+  redis: RedisClient;
   /** QUEUE_PREFIX. */
   prefix?: string;
   /** The model whose tokens are limited (the window is per model). */
@@ -60,7 +60,7 @@ export class TokenRateLimiter {
   readonly model: string;
   readonly limit: number;
   readonly windowMs: number;
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly logKey: string;
   private readonly amountsKey: string;
   private readonly pauseKey: string;

@@ -1,7 +1,7 @@
 // A task's cancel mark (docs/cancelling.md): one Redis key per cancelled job, written by whoever cancels it and
 // read by whichever worker takes the job next, so a cancel survives the job waiting, being parked or its worker
 // restarting. A job running right now is told through the channel every worker subscribes to.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 
 /**
  * Kept as long as a job can still start again: a week, as its checkpoint (a run parked for approval waits at most
@@ -48,7 +48,7 @@ export function parseCancelMark(text: string | null): CancelMark | null {
 
 /** The mark of this instance of the job, or null (none, or one left for an earlier job of the same id). */
 export async function readCancelMark(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   jobId: string,
   instance: string,
@@ -78,7 +78,7 @@ export function honouredMark(
  * earlier job of the same id is replaced.
  */
 export async function writeCancelMark(
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   jobId: string,
   mark: CancelMark,

@@ -3,7 +3,7 @@
 // worker parking it sees the mark (and wakes it itself, task-cancel.ts). Used by the client (a producer's cancel)
 // and by a worker (a job that parked just as it was cancelled).
 import type { Job, JobState } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import { TASKS_QUEUE } from './names.js';
 import { writeCancelMark, type CancelMark } from './cancel-marks.js';
 
@@ -11,7 +11,7 @@ import { writeCancelMark, type CancelMark } from './cancel-marks.js';
 const MOVED_ON: ReadonlySet<unknown> = new Set([-1, -3]);
 
 export interface CancelPorts {
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   getJob(jobId: string): Promise<Job | undefined>;
 }

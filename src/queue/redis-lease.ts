@@ -2,7 +2,7 @@
 // works and given back when done. A holder that dies loses it when it expires. Renewing and giving back check
 // the holder's token, so a lease that expired and was taken by another is never extended or freed by the first.
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 
 const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
 return 0`;
@@ -13,7 +13,7 @@ export class RedisLease {
   private readonly token = randomBytes(12).toString('hex');
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly key: string,
     private readonly ttlMs: number,
   ) {}

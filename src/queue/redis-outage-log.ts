@@ -1,7 +1,7 @@
 // During a Redis outage every queue, worker and connection of a process reports every failed reconnection:
 // dozens of errors a second. This turns them into one warning when the outage starts and one line when it
 // ends; errors that are not about the connection are still logged one by one, as errors.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './redis.js';
 import type { Logger } from '../logging/logger.js';
 import { SOCKET_FAILURE_CODES } from '../util/socket-errors.js';
 
@@ -30,7 +30,7 @@ export class RedisOutageLog {
   private downSince: number | undefined;
   private errorsInOutage = 0;
   private settling: NodeJS.Timeout | undefined;
-  private readonly connections: Redis[] = [];
+  private readonly connections: RedisClient[] = [];
 
   /**
    * @param settleMs the outage is over once a watched connection is ready and this long has passed without
@@ -48,7 +48,7 @@ export class RedisOutageLog {
   }
 
   /** Like watch, and this connection being ready again is what ends an outage. */
-  watchConnection(redis: Redis, source = 'redis'): this {
+  watchConnection(redis: RedisClient, source = 'redis'): this {
     this.connections.push(redis);
     this.watch(redis, source);
     redis.on('ready', () => {

@@ -1,7 +1,7 @@
 // The schedules side of a process: register the configured schedules, then fire them (enqueue their batch)
 // when they come due. Every worker process runs it; so can a dedicated `npm run scheduler`.
 import { FlowProducer, Queue, Worker, type KeepJobs } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import type { SpendLedger } from '../fleet/spend-ledger.js';
 import type { Logger } from '../logging/logger.js';
 import { RedisOutageLog } from '../queue/redis-outage-log.js';
@@ -18,7 +18,7 @@ export interface SchedulesRuntime {
 }
 
 export async function startSchedules(options: {
-  connection: Redis;
+  connection: RedisClient;
   prefix: string;
   file: string;
   ledger: SpendLedger;

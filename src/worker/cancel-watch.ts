@@ -2,7 +2,7 @@
 // any) aborts that run with CANCEL_REASON, which the processor ends as a final `cancelled` result, unlike a
 // shutdown's abort, which releases the job. A process not running the job ignores the message; a job not yet taken
 // meets its cancel mark when it is.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import { cancelChannel } from '../queue/cancel-marks.js';
 import type { Logger } from '../logging/logger.js';
 
@@ -18,7 +18,7 @@ export interface CancelWatch {
  * jobs through `abort` (BullMQ's worker.cancelJob). Messages lost while Redis is away are covered by the marks.
  */
 export async function watchCancels(
-  connection: Redis,
+  connection: RedisClient,
   prefix: string,
   abort: (jobId: string, reason: string) => boolean,
   logger: Logger,

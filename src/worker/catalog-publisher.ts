@@ -1,7 +1,7 @@
 // Publishes the catalog this worker serves at start, then keeps its hash (and, while it is the latest, the
 // catalog) alive: when live workers serve more than one catalog, each says so in its log (once per change) and
 // in the catalogs_served gauge. A catalog whose workers are all gone expires (catalog-store.ts).
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import { buildCatalog, type Catalog } from '../catalog/catalog.js';
 import { CATALOG_REFRESH_MS, CatalogStore } from '../catalog/catalog-store.js';
 import type { Logger } from '../logging/logger.js';
@@ -15,7 +15,7 @@ export interface CatalogPublisher {
 
 export async function publishCatalog(
   runtime: FleetRuntime,
-  redis: Redis,
+  redis: RedisClient,
   prefix: string,
   logger: Logger,
   metrics: FleetMetrics,

@@ -1,7 +1,7 @@
 // Where a job's kernel state lives between attempts: one Redis key per job, next to its queue. A job
 // delivered again (after a crash, a stall or a shutdown) resumes from it. Kept for a week, so a long
 // backoff never outlives it; deleted once the result is published.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import type { RunState } from '../kernel/types.js';
 
 export const CHECKPOINT_TTL_SECONDS = 7 * 24 * 3600;
@@ -11,7 +11,7 @@ export const checkpointKey = (prefix: string, jobId: string): string => `${prefi
 
 export class CheckpointStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {}
 

@@ -3,7 +3,7 @@
 // publishes a result, and a graceful close that is safe to call twice.
 import type { KeepJobs, Queue, Telemetry } from 'bullmq';
 import { UnrecoverableError, Worker, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import type { AgentResult } from '../kernel/types.js';
 import { treeUsageOf } from '../kernel/child-calls.js';
 import { configuredPrices, priceOf } from '../llm/price-table.js';
@@ -21,7 +21,7 @@ import {
 } from './task-processor.js';
 
 export interface FleetWorkerOptions {
-  connection: Redis;
+  connection: RedisClient;
   prefix: string;
   concurrency: number;
   /**

@@ -3,7 +3,7 @@
 // the first time (an earlier job of the same id may have left some) and once its result is out: one round trip
 // a job instead of one per store, and one per trace written (parked traces stay until the result is out; a
 // retry that finds them writes them again, an upsert).
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import { LuaScript } from '../fleet/lua-script.js';
 import { checkpointKey } from './checkpoint-store.js';
 import { outcomeKey, unrecordedKey } from './outcome-store.js';
@@ -12,7 +12,7 @@ import { parkedTracesKey } from './trace-writer.js';
 // KEYS: checkpoint, parked traces, kept outcome, the unrecorded set. ARGV: the job id.
 const FORGET = LuaScript.fromFiles(new URL('./job-forget.lua', import.meta.url));
 
-export async function forgetJobState(redis: Redis, prefix: string, jobId: string): Promise<void> {
+export async function forgetJobState(redis: RedisClient, prefix: string, jobId: string): Promise<void> {
   const keys = [
     checkpointKey(prefix, jobId),
     parkedTracesKey(prefix, jobId),

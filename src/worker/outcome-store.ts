@@ -2,7 +2,7 @@
 // job's parked traces, until the record lands. The job is redelivered later (task-processor.ts) and writes it
 // then; a job that failed for good is listed as unrecorded and written by any worker's sweeper (fleet-worker.ts).
 // Its result is published only once its record is in: a published result always has its row.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import type { AgentResult } from '../kernel/types.js';
 import type { StartRunInput } from '../store/runs-repository.js';
 
@@ -29,7 +29,7 @@ export interface KeptOutcome {
 
 export class OutcomeStore {
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly prefix: string,
   ) {}
 

@@ -5,7 +5,7 @@
 // the job's own Redis state forgotten. While MySQL is unreachable the outcome is kept in Redis instead and nothing
 // is published: the job is redelivered later, or, when it failed for good, the sweeper records it.
 import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import type { AgentResult } from '../kernel/types.js';
 import type { Env } from '../../config/env.js';
 import type { Logger } from '../logging/logger.js';
@@ -30,7 +30,7 @@ const SWEEP_BATCH = 50;
 export interface RunFinisherDeps {
   env: Env;
   journal: RunJournal;
-  redis: Redis;
+  redis: RedisClient;
   outcomes: OutcomeStore;
   publisher: ResultPublisher;
   metrics?: FleetMetrics;

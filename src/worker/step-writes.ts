@@ -4,7 +4,7 @@
 // over leaves at its end, in one script, instead of four commands a step. A checkpoint's promise resolves once
 // its script ran: the kernel awaits it where a checkpoint must be durable (before side effects, at the end).
 import type { Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import type { StepTrace } from '../kernel/types.js';
 import { LuaScript } from '../fleet/lua-script.js';
 import type { Logger } from '../logging/logger.js';
@@ -30,7 +30,7 @@ export class StepWrites {
   private readonly keys: string[];
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     private readonly job: Pick<Job, 'id' | 'queueQualifiedName' | 'opts'>,
     prefix: string,
     private readonly logger: Logger,

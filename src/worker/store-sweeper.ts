@@ -5,7 +5,7 @@
 // Runs left `running` are looked up on the fleet's tasks queue (abandoned-runs.ts): the store is one fleet's.
 import { Queue } from 'bullmq';
 import type { Pool } from 'mysql2/promise';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import { TASKS_QUEUE } from '../queue/names.js';
 import { RedisLease } from '../queue/redis-lease.js';
 import type { RunJobLookup } from '../store/retention/abandoned-runs.js';
@@ -22,7 +22,7 @@ export interface StoreSweeperLogger {
 
 export interface StoreSweeperOptions {
   pool: Pool;
-  redis: Redis;
+  redis: RedisClient;
   prefix: string;
   keepStepsDays: number;
   keepRunsDays: number;

@@ -4,7 +4,7 @@
 // is recorded and published like any other, says who cancelled in `stopDetail`, and the job's calls still waiting
 // for a person are withdrawn.
 import { Queue, type Job } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import type { AgentResult } from '../kernel/types.js';
 import type { Logger } from '../logging/logger.js';
 import {
@@ -20,7 +20,7 @@ import type { ApprovalParking } from './approval-parking.js';
 import { CANCEL_REASON } from './cancel-watch.js';
 
 export interface CancelDeps {
-  redis: Redis;
+  redis: RedisClient;
   env: { QUEUE_PREFIX: string };
   approvals?: Pick<ApprovalParking, 'withdraw'>;
 }

@@ -20,7 +20,7 @@ import {
   type Job,
   type Processor,
 } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import { DEFAULT_AGENT, type AgentDefinition } from '../kernel/define-agent.js';
 import { ConfigError, InputError, type RunError, StoreError } from '../kernel/errors.js';
 import { usageOf, type Budget } from '../kernel/budget.js';
@@ -74,7 +74,7 @@ export interface TaskProcessorDeps {
   /** Outcomes of finished jobs whose record waits for MySQL. */
   outcomes: OutcomeStore;
   /** Parks traces until MySQL has them. */
-  redis: Redis;
+  redis: RedisClient;
   repository: RunsRepository;
   /** The process's shared MySQL writes: run starts, traces, finishes (run-journal.ts). */
   journal: RunJournal;

@@ -3,7 +3,7 @@
 // step ends (with the step's other writes: step-writes.ts), until the job's result is out (job-state.ts): a trace
 // that could not be written (the store down, the worker killed) is written by the job's next attempt, even when
 // that attempt only replays a finished run. MySQL upserts on (job, step), so writing a step twice is harmless.
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import type { StepTrace } from '../kernel/types.js';
 import type { Logger } from '../logging/logger.js';
 import { withRetries } from './retry.js';
@@ -22,7 +22,7 @@ export class TraceWriter {
 
   constructor(
     private readonly sink: RunJournal,
-    private readonly redis: Redis,
+    private readonly redis: RedisClient,
     prefix: string,
     private readonly jobId: string,
     private readonly logger: Logger,

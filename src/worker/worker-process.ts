@@ -1,7 +1,7 @@
 // Wiring of a worker process: configuration, logger, store, Redis, tools, model, the BullMQ worker and
 // its signals. Kept apart from the entry file so the demo can start workers in-process.
 import { Queue, Worker } from 'bullmq';
-import { env as readEnv, type Env } from '../../config/env.js';
+import { env as readEnv, redisTargetOf, type Env } from '../../config/env.js';
 import { configuredPrices, priceOf } from '../llm/price-table.js';
 import { createLogger, type Logger } from '../logging/logger.js';
 import { scrubText } from '../logging/redact.js';
@@ -49,7 +49,7 @@ import { publishCatalog } from './catalog-publisher.js';
 import { effectsInFlight } from '../kernel/effects-in-flight.js';
 import { settlesWithin } from '../util/with-timeout.js';
 import { startTelemetry, type FleetTelemetry } from '../telemetry/fleet-telemetry.js';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queue/redis.js';
 import { limitedModels } from './limited-models.js';
 
 export interface WorkerProcess {
@@ -95,10 +95,10 @@ export async function startWorkerProcess(
         });
     logger.info({ source: loaded.source ?? 'built-in configuration' }, 'fleet configuration loaded');
     const stores = await openStores(config, logger);
-    const connection = createRedis(config.REDIS_URL, 'worker');
+    const connection = createRedis(redisTargetOf(config), 'worker');
     // One line when Redis goes away and one when it is back, from every queue and connection of the process.
     const outages = new RedisOutageLog(logger).watchConnection(connection);
-    await assertRedisReachable(connection, config.REDIS_URL);
+    await assertRedisReachable(connection, redisTargetOf(config));
     const retention = retentionFrom(config);
     const queues = openQueues(config, connection, outages, retention, telemetry, logger);
     const { metrics, metricsServer } = await startMetrics(config, queues, logger);
@@ -259,7 +259,7 @@ type Stores = Awaited<ReturnType<typeof openStores>>;
 /** The queues the worker writes to, watched for outages; the results queue trimmed to its retention. */
 function openQueues(
   config: Env,
-  connection: Redis,
+  connection: RedisClient,
   outages: RedisOutageLog,
   retention: ReturnType<typeof retentionFrom>,
   telemetry: FleetTelemetry | undefined,
@@ -341,7 +341,7 @@ function jobGates(
 /** Sums each batch's results into its summary as they finish, records its row and stores its report. */
 function startBatchAggregator(
   config: Env,
-  connection: Redis,
+  connection: RedisClient,
   stores: Stores,
   queues: Queues,
   retention: ReturnType<typeof retentionFrom>,
@@ -380,7 +380,7 @@ async function stopWorkerProcess(
     closeCatalog(): void;
     closeConnections(): Promise<void>;
     telemetry: FleetTelemetry | undefined;
-    connection: Redis;
+    connection: RedisClient;
   },
 ): Promise<void> {
   if (!(await settlesWithin(Promise.all(parts.running), config.WORKER_SHUTDOWN_GRACE_MS + STOP_MARGIN_MS))) {

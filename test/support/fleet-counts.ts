@@ -4,11 +4,15 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { AgentResult } from '../../src/kernel/types.js';
 import { RESULTS_QUEUE, TASKS_QUEUE } from '../../src/queue/names.js';
+import type { RedisClient } from '../../src/queue/redis.js';
 import { queryStore, type FleetNamespace } from './fleet-harness.js';
 
-/** Result jobs on agent-results per task job id, in every state. */
-export async function resultsPerJob(redisUrl: string, prefix: string): Promise<Map<string, number>> {
-  const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
+/** Result jobs on agent-results per task job id, in every state: on one server's URL, or a connection given. */
+export async function resultsPerJob(
+  redis: string | RedisClient,
+  prefix: string,
+): Promise<Map<string, number>> {
+  const connection = typeof redis === 'string' ? new Redis(redis, { maxRetriesPerRequest: null }) : redis;
   const results = new Queue(RESULTS_QUEUE, { connection, prefix });
   try {
     const jobs = await results.getJobs([
@@ -27,7 +31,7 @@ export async function resultsPerJob(redisUrl: string, prefix: string): Promise<M
     return counts;
   } finally {
     await results.close();
-    connection.disconnect();
+    if (typeof redis === 'string') connection.disconnect();
   }
 }
 
