@@ -2,7 +2,7 @@
 // thousand vectors (docs/notes.md), which a plain loop does in milliseconds.
 
 /** The cosine of the angle between a and b, in [-1, 1]; null when their lengths differ or either is all zeros. */
-export function cosine(a: readonly number[], b: readonly number[]): number | null {
+export function cosine(a: ArrayLike<number>, b: ArrayLike<number>): number | null {
   if (a.length !== b.length || a.length === 0) return null;
   let dot = 0;
   let normA = 0;

@@ -1,8 +1,9 @@
 // An agent_notes row as the store reads it: every column checked (a row that does not match is a StoreError,
-// never a wrong type), the embedding's JSON parsed (the pool reads JSON as text).
+// never a wrong type), the embedding read from its float32 bytes (embedding-bytes.ts).
 import type { RowDataPacket } from 'mysql2/promise';
 import { z } from 'zod';
-import { jsonColumn, parseRow } from '../store/rows.js';
+import { parseRow } from '../store/rows.js';
+import { embeddingOf } from './embedding-bytes.js';
 import { NOTE_KINDS, type Note, type NoteKind } from './note.js';
 
 const TABLE = 'agent_notes';
@@ -17,7 +18,7 @@ const noteColumns = z.object({
   tenant: z.string(),
   kind: z.enum(NOTE_KINDS as [NoteKind, ...NoteKind[]]),
   text: z.string(),
-  embedding: jsonColumn(z.array(z.number())).nullable(),
+  embedding: z.instanceof(Uint8Array).nullable(),
   source_job_id: z.string(),
   source_step: z.number().int(),
   created_at: z.date(),
@@ -37,7 +38,7 @@ export function toNote(raw: RowDataPacket): Note {
     text: row.text,
     sourceJobId: row.source_job_id,
     sourceStep: row.source_step,
-    ...(row.embedding === null ? {} : { embedding: row.embedding }),
+    ...embeddingField(row.embedding),
     expiresAt: row.expires_at,
     createdAt: row.created_at,
     lastUsedAt: row.last_used_at,
@@ -46,13 +47,24 @@ export function toNote(raw: RowDataPacket): Note {
   };
 }
 
+/** A stored embedding as a note's field; none when its bytes cannot be one. */
+function embeddingField(bytes: Uint8Array | null): { embedding?: number[] } {
+  const embedding = bytes === null ? null : embeddingOf(bytes);
+  return embedding === null ? {} : { embedding: Array.from(embedding) };
+}
+
 const embeddingColumns = z.object({
   id: z.string(),
-  embedding: jsonColumn(z.array(z.number())),
+  embedding: z.instanceof(Uint8Array),
   weight: z.number(),
 });
 
-/** The columns the similarity scan reads: the note's id, embedding and weight. */
-export function toScanned(raw: RowDataPacket): { id: string; embedding: number[]; weight: number } {
-  return parseRow(embeddingColumns, raw, TABLE);
+/** The columns the similarity scan reads: the note's id, embedding (null when its bytes cannot be one) and weight. */
+export function toScanned(raw: RowDataPacket): {
+  id: string;
+  embedding: Float32Array | null;
+  weight: number;
+} {
+  const row = parseRow(embeddingColumns, raw, TABLE);
+  return { id: row.id, embedding: embeddingOf(row.embedding), weight: row.weight };
 }

@@ -10,8 +10,8 @@ import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { AGENT_NAME } from '../kernel/define-agent.js';
 import { InputError } from '../kernel/errors.js';
 import { TENANT_NAME } from '../queue/tenant-name.js';
-import { toJson } from '../store/runs-repository.js';
 import { cosine } from './cosine.js';
+import { embeddingBytes } from './embedding-bytes.js';
 import {
   NOTE_KINDS,
   noteText,
@@ -31,9 +31,8 @@ export interface MysqlNoteStoreOptions {
 }
 
 /**
- * Notes scanned by a similarity recall at most, by default. Reading their embeddings' JSON costs far more than the
- * cosine: measured here, 1,000 notes of 1,536 dimensions take ~3 ms of cosine and ~260 ms of JSON.parse
- * (docs/notes.md#the-store).
+ * Notes scanned by a similarity recall at most, by default: the scope's most recent 1,000 (their embeddings are
+ * read as float32 bytes; the recall's figures at this bound are in docs/notes.md#the-store).
  */
 export const DEFAULT_MAX_SCAN = 1_000;
 export const MAX_RECALL_LIMIT = 100;
@@ -46,6 +45,7 @@ export const MIN_WEIGHT = 0.2;
 const QUERY_MAX_CHARS = 2_000;
 const JOB_ID = /^[\x20-\x7e]{1,64}$/;
 const MAX_EMBEDDING_DIMENSIONS = 16_384;
+const FLOAT32_MAX = 3.4028234663852886e38;
 
 /** The hash notes are de-duplicated by: of the text with its runs of whitespace made one space. */
 export function noteTextHash(text: string): string {
@@ -79,7 +79,8 @@ function validEmbedding(embedding: readonly number[] | undefined): embedding is 
     Array.isArray(embedding) &&
     embedding.length > 0 &&
     embedding.length <= MAX_EMBEDDING_DIMENSIONS &&
-    embedding.every((x) => typeof x === 'number' && Number.isFinite(x))
+    // Finite as float32 too, as the store keeps it (embedding-bytes.ts).
+    embedding.every((x) => typeof x === 'number' && Number.isFinite(x) && Math.abs(x) <= FLOAT32_MAX)
   );
 }
 
@@ -235,7 +236,7 @@ export class MysqlNoteStore implements NoteStore {
         draft.kind,
         text,
         hash,
-        draft.embedding === undefined ? null : toJson(draft.embedding),
+        draft.embedding === undefined ? null : embeddingBytes(draft.embedding),
         draft.sourceJobId,
         draft.sourceStep,
         now,
@@ -258,7 +259,7 @@ export class MysqlNoteStore implements NoteStore {
     const scored: { id: string; score: number; order: number }[] = [];
     rows.forEach((raw, order) => {
       const note = toScanned(raw);
-      const similarity = cosine(embedding, note.embedding);
+      const similarity = note.embedding === null ? null : cosine(embedding, note.embedding);
       if (similarity !== null) scored.push({ id: note.id, score: similarity * note.weight, order });
     });
     scored.sort((a, b) => b.score - a.score || a.order - b.order);

@@ -9,6 +9,7 @@ import { batchScope } from '../../../src/fleet/spend-scopes.js';
 import { SpendLedger } from '../../../src/fleet/spend-ledger.js';
 import { MysqlNoteStore } from '../../../src/notes/notes-store.js';
 import { createStorePool } from '../../../src/store/pool.js';
+import { embeddingOf } from '../../../src/notes/embedding-bytes.js';
 import { scriptedEmbedding } from '../../../src/testing/scripted-embeddings.js';
 import {
   startScriptedModel,
@@ -152,8 +153,9 @@ it('embeddings are billed to the run: its usage is the server’s own count of c
     "SELECT embedding FROM agent_notes WHERE agent = 'analyst' AND tenant = 'bill'",
   );
   expect(rows).toHaveLength(1);
-  const stored = typeof rows[0]!.embedding === 'string' ? JSON.parse(rows[0]!.embedding) : rows[0]!.embedding;
-  expect(stored).toHaveLength(64);
+  // Kept as float32 bytes: 64 dimensions, 4 bytes each.
+  expect(rows[0]!.embedding).toBeInstanceOf(Buffer);
+  expect(embeddingOf(rows[0]!.embedding as Buffer)).toHaveLength(64);
 
   // The second run embeds its task for the opening recall (paid before its kernel starts, counted by it).
   const second = await run({ agent: 'analyst', tenant: 'bill', task: TASK });
