@@ -173,7 +173,8 @@ const LINE_CHARS_KEPT = 1_000_000;
 /**
  * An estimate of a multi-line text's tokens, for budget checks: the tokens of each line (each distinct line
  * counted once per process) plus one per line break. Tokens do not span a line break, but for punctuation merging
- * with it, so this is the exact count or slightly above it.
+ * with it (and, in o200k, with the next line's leading slashes: one more token there), so this is the exact count
+ * or slightly above it.
  */
 export function estimateTokensByLine(text: string, count: TokenCounter): number {
   return linesEstimate(text, count, cachesOf(count));
@@ -182,9 +183,17 @@ export function estimateTokensByLine(text: string, count: TokenCounter): number 
 function linesEstimate(text: string, count: TokenCounter, caches: CounterCaches): number {
   const lines = text.split('\n');
   let tokens = lines.length - 1;
-  for (const line of lines) tokens += caches.lines.count(line, count);
+  for (const [i, line] of lines.entries()) {
+    tokens += caches.lines.count(line, count);
+    // A punctuation piece takes the line break and the next line's leading carriage returns (and, in o200k,
+    // slashes) with it, splitting that line's first piece in two: `&#\n/:` is 4 tokens where `&#`, the break and
+    // `/:` count 3.
+    if (i > 0 && /^[\r/]/.test(line) && PUNCTUATION_END.test(lines[i - 1]!)) tokens += 1;
+  }
   return tokens;
 }
+
+const PUNCTUATION_END = /[^\s\p{L}\p{N}]$/u;
 
 /**
  * Gives a message the estimate of `estimateTokensByLine` as its count (for this counter), so that prompts holding

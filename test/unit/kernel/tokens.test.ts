@@ -316,6 +316,17 @@ describe('estimateTokensByLine', () => {
     }
   });
 
+  it('is not below where a punctuation piece takes the break and the next line’s leading / or CR (found by the property)', () => {
+    for (const lines of [
+      ['&#', '/:'],
+      ['/:', '\r/:'],
+    ]) {
+      const text = lines.join('\n');
+      for (const count of [cl100k, o200k])
+        expect(estimateTokensByLine(text, count)).toBeGreaterThanOrEqual(count(text));
+    }
+  });
+
   it('counts each distinct line once, and gives a message its estimate as its count', () => {
     const { count, calls } = spyCounter();
     const summary = (n: number) =>
