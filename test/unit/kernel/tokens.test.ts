@@ -309,7 +309,8 @@ describe('estimateTokensByLine', () => {
           const exact = count(text);
           const estimate = estimateTokensByLine(text, count);
           expect(estimate, name).toBeGreaterThanOrEqual(exact);
-          expect(estimate, name).toBeLessThanOrEqual(exact + lines.length);
+          // At most a token a line over, and one more where a break may split the next line's first piece.
+          expect(estimate, name).toBeLessThanOrEqual(exact + 2 * lines.length);
         }),
         { numRuns: 300 },
       );
