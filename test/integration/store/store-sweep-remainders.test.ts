@@ -2,7 +2,7 @@
 // MariaDB/MySQL and Redis: batches and their reports past STORE_KEEP_RUNS_DAYS, settled rows of send_email's old
 // email_ledger (never pending or uncertain ones), runs left `running` by a crash, and the sweeper's interval.
 import { randomBytes } from 'node:crypto';
-import { Queue } from 'bullmq';
+import { FlowProducer, Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -15,6 +15,8 @@ import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
 import { ABANDONED_AFTER_MS, type RunJobState } from '../../../src/store/retention/abandoned-runs.js';
 import { sweepStore, type SweptTable } from '../../../src/store/retention/store-sweep.js';
 import { startStoreSweeper } from '../../../src/worker/store-sweeper.js';
+import { OutcomeStore } from '../../../src/worker/outcome-store.js';
+import type { AgentResult } from '../../../src/kernel/types.js';
 import {
   insertBatch,
   insertBatchReport,
@@ -271,6 +273,85 @@ describe('runs left running by a crash', () => {
       );
       expect(rows[0]).toMatchObject({ answer: 'the answer', total_tokens: 15 });
     } finally {
+      await tasks.close();
+    }
+  });
+
+  it('leave runs the fleet still ends: parked, waiting for children, between retries, or with a kept outcome', async () => {
+    const tasks = new Queue(TASKS_QUEUE, { connection: redis, prefix: PREFIX });
+    const flow = new FlowProducer({ connection: redis, prefix: PREFIX });
+    const workerRedis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const worker = new Worker(TASKS_QUEUE, () => Promise.reject(new Error('the model endpoint is down')), {
+      connection: workerRedis,
+      prefix: PREFIX,
+      autorun: false,
+    });
+    try {
+      // An attempt failed with attempts left (delayed for its retry), and a job failed for good while MySQL was
+      // down: its outcome is kept in Redis for the RunFinisher's sweep, which records it once MySQL is back.
+      const failed = new Promise<void>((resolve) => {
+        let count = 0;
+        worker.on('failed', () => {
+          if (++count === 2) resolve();
+        });
+      });
+      await tasks.add(
+        'agent-task',
+        { task: 'retried' },
+        { jobId: 'retrying', attempts: 3, backoff: 3_600_000 },
+      );
+      await tasks.add('agent-task', { task: 'kept' }, { jobId: 'kept', attempts: 1 });
+      void worker.run();
+      await failed;
+      await worker.close();
+      const outcome = {
+        result: { jobId: 'kept', status: 'failed', usage: { costUsd: 0.02 } } as unknown as AgentResult,
+        started: true,
+        recordTries: 3,
+      };
+      await new OutcomeStore(redis, PREFIX).keepUnrecorded('kept', outcome);
+      // Parked on an approval (delayed), and a parent waiting for its child (itself still waiting).
+      await tasks.add('agent-task', { task: 'parked' }, { jobId: 'parked', delay: 86_400_000 });
+      await flow.add({
+        name: 'agent-task',
+        queueName: TASKS_QUEUE,
+        data: { task: 'parent' },
+        opts: { jobId: 'parent' },
+        children: [
+          { name: 'agent-task', queueName: TASKS_QUEUE, data: { task: 'child' }, opts: { jobId: 'child' } },
+        ],
+      });
+      expect(
+        await Promise.all(
+          ['retrying', 'kept', 'parked', 'parent', 'child'].map((id) => tasks.getJobState(id)),
+        ),
+      ).toEqual(['delayed', 'failed', 'delayed', 'waiting-children', 'waiting']);
+      for (const jobId of ['retrying', 'kept', 'parked', 'parent', 'child']) {
+        await insertRun(pool, jobId, null, 2);
+        await touch(jobId, quietFor(2 * ABANDONED_AFTER_MS));
+      }
+      const sweeper = startStoreSweeper({
+        pool,
+        redis,
+        prefix: PREFIX,
+        keepStepsDays: 30,
+        keepRunsDays: 400,
+        logger: quiet,
+        sweep: { pauseMs: 1 },
+      });
+      await sweeper.runOnce();
+      await sweeper.close();
+      expect(await runsByStatus()).toEqual({
+        retrying: 'running',
+        kept: 'running',
+        parked: 'running',
+        parent: 'running',
+        child: 'running',
+      });
+    } finally {
+      await worker.close();
+      workerRedis.disconnect();
+      await flow.close();
       await tasks.close();
     }
   });
