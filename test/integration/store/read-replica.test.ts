@@ -194,6 +194,40 @@ describe('MYSQL_READ_URL', () => {
     expect(await count(replica)).toBe(0);
   });
 
+  it('makes `npm run report` read the primary when the replica is behind it, never recording a stale report', async () => {
+    if (setupError !== undefined) throw setupError;
+    const batchId = `lagging-${ID}`;
+    // Completed on the primary, its report recorded by the aggregator; the replica has not caught up yet.
+    await primary.query(
+      `INSERT INTO agent_batches (batch_id, name, tasks, job_ids, state, summary, created_at, completed_at)
+       VALUES (?, 'completed on the primary', 0, '[]', 'completed', '{}', NOW(3), NOW(3))`,
+      [batchId],
+    );
+    await primary.query(
+      `INSERT INTO batch_reports (batch_id, state, summary, markdown, html) VALUES (?, 'completed', '{}', '# done', '<p>done</p>')`,
+      [batchId],
+    );
+    await replica.query(
+      `INSERT INTO agent_batches (batch_id, name, tasks, job_ids, state, created_at)
+       VALUES (?, 'still running on the replica', 0, '[]', 'running', NOW(3))`,
+      [batchId],
+    );
+    const out = output();
+    const dir = await mkdtemp(join(tmpdir(), 'af-read-replica-'));
+    try {
+      expect(await runReportCommand(['--batch', batchId, '--out', dir], both, out.io)).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    expect(out.text()).toContain('completed on the primary');
+    expect(out.text()).toContain('MYSQL_READ_URL');
+    const [rows] = await primary.query<RowDataPacket[]>(
+      'SELECT state FROM batch_reports WHERE batch_id = ?',
+      [batchId],
+    );
+    expect(rows.map((row) => row['state'])).toEqual(['completed']);
+  });
+
   it('makes `npm run trace` read the replica, and names MYSQL_READ_URL when a run is not there', async () => {
     if (setupError !== undefined) throw setupError;
     const fromReplica = output();
