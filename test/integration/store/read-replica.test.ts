@@ -25,6 +25,8 @@ import {
   type WorkerHandle,
 } from '../../support/fleet-harness.js';
 import { startHttpProcess } from '../../support/http-process.js';
+import { startTcpProxy } from '../../support/tcp-proxy.js';
+import { StoreError } from '../../../src/kernel/errors.js';
 import { stepsModel } from '../../support/steps-model.js';
 
 const ID = randomBytes(4).toString('hex');
@@ -258,6 +260,32 @@ describe('MYSQL_READ_URL', () => {
       /^MYSQL_READ_URL=mysql:\/\/reader:\*+@127\.0\.0\.1:1\/x: cannot use the store/,
     );
     expect(failed?.message).not.toContain('s3cret-pw');
+  });
+
+  it('names MYSQL_READ_URL, as a store unreachable, when the replica goes away after its pool was made', async () => {
+    if (setupError !== undefined) throw setupError;
+    const target = new URL(replicaUrl);
+    const proxy = await startTcpProxy(Number(target.port || 3306), target.hostname);
+    target.host = `127.0.0.1:${proxy.port}`;
+    const archive = new StoreResultArchive({ MYSQL_URL: ns.mysqlUrl, MYSQL_READ_URL: target.href });
+    try {
+      // The pool is made, and answers.
+      expect(await archive.getBatch(`batch-${ID}`)).toMatchObject({ state: 'running' });
+      await proxy.cut();
+      const failed = await archive.getResult('run-1').then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      // The API answers 503 for a retryable StoreError (a plain driver error was a 500 and an error line).
+      expect(failed).toBeInstanceOf(StoreError);
+      expect((failed as StoreError).retryable).toBe(true);
+      expect((failed as Error).message).toMatch(
+        /^MYSQL_READ_URL=mysql:\/\/\S+@127\.0\.0\.1:\d+\/\S+: cannot use the store/,
+      );
+    } finally {
+      await archive.close();
+      await proxy.close();
+    }
   });
 
   it('leaves the worker on MYSQL_URL: its runs are written there, never to the replica', async () => {
