@@ -6,9 +6,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreResultArchive } from '../../../producers/result-archive.js';
+import { createApiServer } from '../../../producers/http-api.js';
+import { FleetClient } from '../../../src/client/fleet-client.js';
 import { runTraceCommand } from '../../../src/console/trace-command.js';
 import { runReportCommand } from '../../../src/reports/report-command.js';
 import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
@@ -285,6 +290,33 @@ describe('MYSQL_READ_URL', () => {
     } finally {
       await archive.close();
       await proxy.close();
+    }
+  });
+
+  it("keeps the API's health check on Redis alone: a replica down is no reason to take the API out", async () => {
+    if (setupError !== undefined) throw setupError;
+    const archive = new StoreResultArchive({
+      MYSQL_URL: ns.mysqlUrl,
+      MYSQL_READ_URL: 'mysql://reader:s3cret-pw@127.0.0.1:1/x',
+    });
+    const client = new FleetClient({ redisUrl: REDIS_URL, prefix: ns.prefix, archive });
+    const server = createServer(createApiServer({ client, token: TOKEN, logger: pino({ level: 'silent' }) }));
+    try {
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const health = await fetch(`${base}/healthz`);
+      expect(await health.json()).toEqual({ status: 'ok' });
+      expect(health.status).toBe(200);
+      // What needs the replica says it is unavailable, and the API goes on answering.
+      const unknown = await fetch(`${base}/v1/tasks/gone-from-redis`, {
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect(unknown.status).toBe(503);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await client.close();
+      await archive.close();
     }
   });
 
