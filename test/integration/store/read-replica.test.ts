@@ -140,6 +140,12 @@ describe('MYSQL_READ_URL', () => {
       expect(await batch.text()).toContain('replica batch');
       // A run only the replica has is found there.
       expect((await fetch(`${base}/console/runs/run-2`, { headers })).status).toBe(200);
+      // One it does not have (yet: a replica may be behind) is not found there, and the page says where it looked.
+      for (const path of ['runs/not-replicated-yet', 'batches/not-replicated-yet']) {
+        const missing = await fetch(`${base}/console/${path}`, { headers });
+        expect(missing.status).toBe(404);
+        expect(await missing.text()).toContain('MYSQL_READ_URL');
+      }
     } finally {
       await board.stop();
     }
