@@ -68,12 +68,13 @@ export async function settleAbandonedRuns(
       if (job.state === 'gone') gone.push(jobId);
       else if (job.state === 'failed') failed.set(job.reason, [...(failed.get(job.reason) ?? []), jobId]);
       else if (job.state === 'completed') {
-        // A result the store refuses (a row changed meanwhile, a value it cannot hold) must not stop every
-        // later sweep: the run is failed as abandoned instead, saying so.
+        // A result the store refuses (a value it cannot hold) must not stop every later sweep: the run is failed
+        // as abandoned instead, saying so. A row written since it was read (the job's id reused, a new start) is
+        // neither: both writes check it is still as read.
         const recorded =
           isResultOf(job.result, jobId) &&
           (await new RunsRepository(pool as unknown as Pool)
-            .finishRun(job.result, job.finishedAt ?? now)
+            .finishRun(job.result, job.finishedAt ?? now, { unwrittenSince: quiet })
             .then(
               () => true,
               () => false,

@@ -356,6 +356,33 @@ describe('runs left running by a crash', () => {
     }
   });
 
+  it('leave a run started again between its lookup and its write, whatever its job said', async () => {
+    // The job's id reused: the completed job Redis held was trimmed and a job of the same id (its idempotency key
+    // enqueued again) started meanwhile, its start writing the row again. The old job's result must not end it.
+    const old = {
+      jobId: 'reused',
+      status: 'succeeded',
+      stopReason: 'answer',
+      answer: 'the old job answered',
+      steps: 1,
+      toolCalls: 0,
+      usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2, costUsd: 0 },
+      error: null,
+    };
+    for (const jobId of ['reused', 'reused-gone']) {
+      await insertRun(pool, jobId, null, 2);
+      await touch(jobId, quietFor(2 * ABANDONED_AFTER_MS));
+    }
+    const { done } = sweep({
+      jobState: async (jobId) => {
+        await pool.query('UPDATE agent_runs SET attempts = attempts + 1 WHERE job_id = ?', [jobId]);
+        return jobId === 'reused' ? { state: 'completed', result: old, finishedAt: null } : { state: 'gone' };
+      },
+    });
+    expect(await done).toMatchObject({ runs_abandoned: 0, runs_recorded: 0 });
+    expect(await runsByStatus()).toEqual({ reused: 'running', 'reused-gone': 'running' });
+  });
+
   it('are settled before the steps are swept, and their steps kept for the steps retention', async () => {
     await insertRun(pool, 'crashed', null, 40);
     await insertSteps(pool, 'crashed', 3, 40);
