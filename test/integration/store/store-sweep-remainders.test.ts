@@ -20,6 +20,7 @@ import type { AgentResult } from '../../../src/kernel/types.js';
 import {
   insertBatch,
   insertBatchReport,
+  insertApproval,
   insertEmailLedgerRow,
   insertRun,
   insertSteps,
@@ -50,7 +51,14 @@ beforeAll(async () => {
 
 beforeEach(async () => {
   if (setupError !== undefined) throw setupError;
-  for (const table of ['agent_steps', 'agent_runs', 'agent_batches', 'batch_reports', 'email_ledger']) {
+  for (const table of [
+    'agent_steps',
+    'agent_approvals',
+    'agent_runs',
+    'agent_batches',
+    'batch_reports',
+    'email_ledger',
+  ]) {
     await pool.query(`DELETE FROM ${table}`);
   }
   await deleteKeysWithPrefix(redis, PREFIX);
@@ -393,6 +401,34 @@ describe('runs left running by a crash', () => {
       "SELECT COUNT(*) AS n FROM agent_steps WHERE job_id = 'crashed'",
     );
     expect(Number(rows[0]?.['n'])).toBe(3);
+  });
+});
+
+describe('runs past the runs retention', () => {
+  it('leave a run started again while its pieces are deleted (its job id reused): its approvals stay', async () => {
+    await insertRun(pool, 'reused', 500);
+    await insertSteps(pool, 'reused', 2, 500);
+    await insertApproval(pool, 'old-approval', 'reused', 500);
+    let restarted = false;
+    const { done } = sweep({
+      keepStepsDays: 1_000,
+      // Between the runs' read and the deletes of their pieces, a job of the same id starts and parks on an
+      // approval, as a reused idempotency key's job would.
+      onDeleted: (table) => {
+        if (table !== 'agent_steps' || restarted) return;
+        restarted = true;
+        void pool
+          .query("UPDATE agent_runs SET status = 'running', finished_at = NULL WHERE job_id = 'reused'")
+          .then(() => insertApproval(pool, 'new-approval', 'reused', 0));
+      },
+      pauseMs: 200,
+    });
+    await done;
+    expect(restarted).toBe(true);
+    expect(await ids("SELECT job_id FROM agent_runs WHERE job_id = 'reused'")).toEqual(['reused']);
+    expect(await ids("SELECT id FROM agent_approvals WHERE job_id = 'reused' ORDER BY id")).toContain(
+      'new-approval',
+    );
   });
 });
 
