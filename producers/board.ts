@@ -14,7 +14,7 @@ import { createRedis } from '../src/queue/redis.js';
 import { redisTargetOf } from '../config/env.js';
 import { RedisOutageLog } from '../src/queue/redis-outage-log.js';
 import { ConsoleStore } from '../src/console/console-store.js';
-import { createReadPool } from '../src/store/read-pool.js';
+import { createReadPool, readStoreOf } from '../src/store/read-pool.js';
 import { ADMIN_PATH, createBoardApp, type BoardLogin } from './board-app.js';
 import { StoreApprovalDesk } from './store-approval-desk.js';
 
@@ -99,7 +99,9 @@ const queueNamed = (name: string): Queue => queues.find((queue) => queue.name ==
 
 // The run console reads the fleet's store through a pool of its own, made on its first page: MYSQL_READ_URL's
 // replica when set, else MYSQL_URL (src/store/read-pool.ts). Approvals are decided on MYSQL_URL, below.
-const consoleStore = new ConsoleStore(() => createReadPool(config, { connectionLimit: 2 }));
+const consoleStore = new ConsoleStore(() => createReadPool(config, { connectionLimit: 2 }), {
+  replica: readStoreOf(config).replica,
+});
 // Approvals are read and decided through the desk the API uses: a decision wakes its parked job on agent-tasks and
 // publishes approval.decided on agent-events, whoever made it. Its pool, too, is made on first use.
 const approvals = new StoreApprovalDesk({

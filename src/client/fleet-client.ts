@@ -321,6 +321,12 @@ export class FleetClient {
     return this.archive.getResult(jobId);
   }
 
+  /** Resolves once Redis answers (the API's health check). Reads nothing else: the archive's store least of all. */
+  async ping(): Promise<void> {
+    await this.connected();
+    await this.redis.ping();
+  }
+
   private async publishedResult(jobId: string): Promise<AgentResult | null> {
     const job: Job | undefined = await this.results.getJob(resultJobId(jobId));
     return (job?.data as AgentResult | undefined) ?? null;

@@ -50,7 +50,8 @@ export function consoleRouter(store: ConsoleStore, options: ConsoleOptions = {})
     if (jobId.length > ID_MAX) return problem(res, 404, 'No such run', `no run has an id that long`);
     try {
       const loaded = await store.loadRun(jobId);
-      if (loaded === null) return problem(res, 404, 'No such run', `no run ${jobId} in agent_runs`);
+      if (loaded === null)
+        return problem(res, 404, 'No such run', `no run ${jobId} in agent_runs${store.notFoundNote}`);
       const shown = await nav();
       // No count means no approvals table to read (an older store): the page shows the run without them.
       const runApprovals =
@@ -74,7 +75,13 @@ export function consoleRouter(store: ConsoleStore, options: ConsoleOptions = {})
     const { batchId } = req.params;
     try {
       const loaded = batchId.length > ID_MAX ? null : await store.loadBatch(batchId);
-      if (loaded === null) return problem(res, 404, 'No such batch', `no batch ${batchId} in agent_batches`);
+      if (loaded === null)
+        return problem(
+          res,
+          404,
+          'No such batch',
+          `no batch ${batchId} in agent_batches${store.notFoundNote}`,
+        );
       const { emails, approvals: asked } = loaded;
       const report = buildBatchReport(loaded.batch, loaded.runs, { emails, approvals: asked });
       send(res, 200, batchPage(report, await nav()));

@@ -35,8 +35,20 @@ export type PoolSource = Pool | (() => Promise<Pool>);
 
 export class ConsoleStore {
   private pending: Promise<Pool> | null = null;
+  /**
+   * Said with a run or a batch not found: read from MYSQL_READ_URL's replica, one just started may not be there
+   * yet. Empty for MYSQL_URL.
+   */
+  readonly notFoundNote: string;
 
-  constructor(private readonly source: PoolSource) {}
+  constructor(
+    private readonly source: PoolSource,
+    options: { replica?: boolean } = {},
+  ) {
+    this.notFoundNote = options.replica
+      ? ' (read from MYSQL_READ_URL, a replica: one written in the last moments may not be there yet)'
+      : '';
+  }
 
   private pool(): Promise<Pool> {
     if (typeof this.source !== 'function') return Promise.resolve(this.source);

@@ -5,6 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import type { RowDataPacket } from 'mysql2/promise';
 import { migrate } from '../store/migrate.js';
 import { parseMysqlUrl } from '../store/mysql-url.js';
 import { createStorePool } from '../store/pool.js';
@@ -146,7 +147,23 @@ export async function runReportCommand(
   try {
     await migrate(pool);
     const store = new BatchReportStore(pool);
-    const loaded = await new BatchReportStore(readPool).loadBatch(args.batchId);
+    let loaded = await new BatchReportStore(readPool).loadBatch(args.batchId);
+    // The report is recorded on the primary: a replica behind it (the batch not there yet, or still running there
+    // when the primary has it completed) would replace the aggregator's report of the completed batch with a stale
+    // one. Its state on the primary, one row by key, says; when they differ the batch is read from the primary.
+    if (readPool !== pool && loaded?.batch.state !== 'completed') {
+      const [rows] = await pool.query<RowDataPacket[]>('SELECT state FROM agent_batches WHERE batch_id = ?', [
+        args.batchId,
+      ]);
+      const primaryState = rows[0]?.['state'] as string | undefined;
+      if (primaryState !== undefined && primaryState !== loaded?.batch.state) {
+        io.stderr(
+          `report: MYSQL_READ_URL is behind MYSQL_URL for batch ${JSON.stringify(terminalSafe(args.batchId))} ` +
+            `(${loaded ? loaded.batch.state : 'missing'} there, ${primaryState} on MYSQL_URL): read from MYSQL_URL\n`,
+        );
+        loaded = await store.loadBatch(args.batchId);
+      }
+    }
     if (loaded === null) {
       const { database, redacted } = parseMysqlUrl(read.url);
       io.stderr(

@@ -127,7 +127,8 @@ async function ensureDatabase(
   }
 }
 
-function connectError(target: MysqlTarget, error: unknown, variable: string): Error {
+/** An error of the store at `variable` as the fleet reports it: the variable named, its password hidden. */
+export function connectError(target: MysqlTarget, error: unknown, variable: string): Error {
   const code = mysqlErrorCode(error);
   const detail = error instanceof Error ? error.message : String(error);
   let reason = [code, detail].filter(Boolean).join(': ');

@@ -4,7 +4,9 @@
 // Everything a run needs to see its own writes (the worker, the effect ledger, approvals, notes recall, the store
 // sweeper) never comes here: it stays on MYSQL_URL. The one place that decides (docs/store.md#replicas).
 import type { Pool } from 'mysql2/promise';
-import { createStorePool, type StorePoolOptions } from './pool.js';
+import { isConnectionFailure } from './mysql-errors.js';
+import { parseMysqlUrl, type MysqlTarget } from './mysql-url.js';
+import { connectError, createStorePool, type StorePoolOptions } from './pool.js';
 
 /** The variables that say where reads go: the environment (config/env.ts) fits. */
 export interface ReadStoreConfig {
@@ -33,13 +35,38 @@ export function readStoreOf(config: ReadStoreConfig | string): ReadStore {
  * A pool for reads that may lag. On a replica the database is never created (a replica is read-only and has its
  * primary's), and messages name MYSQL_READ_URL; without one it is MYSQL_URL's pool, exactly as before.
  */
-export function createReadPool(
+export async function createReadPool(
   config: ReadStoreConfig | string,
   options: Omit<StorePoolOptions, 'variable' | 'createDatabase' | 'multipleStatements'> = {},
 ): Promise<Pool> {
   const store = readStoreOf(config);
-  return createStorePool(
-    store.url,
-    store.replica ? { ...options, variable: store.variable, createDatabase: false } : options,
-  );
+  if (!store.replica) return createStorePool(store.url, options);
+  const pool = await createStorePool(store.url, {
+    ...options,
+    variable: store.variable,
+    createDatabase: false,
+  });
+  return namingLostConnections(pool, parseMysqlUrl(store.url), store.variable);
+}
+
+/**
+ * The replica lost after its pool was made (stopped, unreachable): its statements fail as a store unreachable
+ * naming MYSQL_READ_URL, its password hidden, as at connect: the API answers 503 and the console says which store.
+ * The driver's own error would name nothing, and the API would answer it as an internal error.
+ */
+function namingLostConnections(pool: Pool, target: MysqlTarget, variable: string): Pool {
+  const named = (error: unknown): never => {
+    throw isConnectionFailure(error) ? connectError(target, error, variable) : error;
+  };
+  return new Proxy(pool, {
+    get(real, property) {
+      const value: unknown = Reflect.get(real, property, real);
+      if (typeof value !== 'function') return value;
+      const method = value as (...args: unknown[]) => unknown;
+      if (property === 'query' || property === 'execute' || property === 'getConnection') {
+        return (...args: unknown[]) => (method.apply(real, args) as Promise<unknown>).catch(named);
+      }
+      return method.bind(real);
+    },
+  });
 }

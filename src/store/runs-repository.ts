@@ -82,9 +82,23 @@ export class RunsRepository {
     await this.pool.query(sql, values);
   }
 
-  /** Stores the result of a started run. */
-  async finishRun(result: AgentResult, finishedAt: Date = new Date()): Promise<void> {
-    const { sql, values } = finishRunStatement({ result, finishedAt });
+  /**
+   * Stores the result of a started run. With `unwrittenSince` (the store sweeper's, for a run left running), only
+   * a row still `running` and not written since then: a run started again meanwhile is not ended with it.
+   */
+  async finishRun(
+    result: AgentResult,
+    finishedAt: Date = new Date(),
+    options: { unwrittenSince?: Date } = {},
+  ): Promise<void> {
+    const statement = finishRunStatement({ result, finishedAt });
+    const { sql, values } =
+      options.unwrittenSince === undefined
+        ? statement
+        : {
+            sql: `${statement.sql} AND status = 'running' AND updated_at < ?`,
+            values: [...statement.values, options.unwrittenSince],
+          };
     const [header] = await this.pool.query<ResultSetHeader>(sql, values);
     if (header.affectedRows === 0) throw runNotFound(result.jobId);
   }

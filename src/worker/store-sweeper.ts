@@ -8,6 +8,7 @@ import type { Pool } from 'mysql2/promise';
 import type { RedisClient } from '../queue/redis.js';
 import { TASKS_QUEUE } from '../queue/names.js';
 import { RedisLease } from '../queue/redis-lease.js';
+import { OutcomeStore } from './outcome-store.js';
 import type { RunJobLookup } from '../store/retention/abandoned-runs.js';
 import { sweepStore, type StoreSweepOptions, type SweptTable } from '../store/retention/store-sweep.js';
 
@@ -66,7 +67,7 @@ export function startStoreSweeper(options: StoreSweeperOptions): StoreSweeper {
         keepRunsDays: options.keepRunsDays,
         logger: options.logger,
         onDeleted: options.onDeleted,
-        jobState: jobStateOn(tasks),
+        jobState: jobStateOn(tasks, new OutcomeStore(options.redis, options.prefix)),
         keepGoing: async () => !closing && (await lease.renew().catch(() => false)),
       });
       outcome = {
@@ -102,9 +103,14 @@ export function startStoreSweeper(options: StoreSweeperOptions): StoreSweeper {
   };
 }
 
-/** What the tasks queue says of a run's job; a Redis error fails the sweep (the next round asks again). */
-export function jobStateOn(tasks: Queue): RunJobLookup {
+/**
+ * What the tasks queue says of a run's job; a Redis error fails the sweep (the next round asks again). A job whose
+ * outcome is kept for MySQL (outcome-store.ts) is live whatever its state: failed for good while MySQL was down,
+ * the RunFinisher's sweep records its real result.
+ */
+export function jobStateOn(tasks: Queue, outcomes: Pick<OutcomeStore, 'load'>): RunJobLookup {
   return async (jobId) => {
+    if (await outcomes.load(jobId)) return { state: 'live' };
     const job = await tasks.getJob(jobId);
     if (!job) return { state: 'gone' };
     const state = await job.getState();

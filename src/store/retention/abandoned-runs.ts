@@ -3,9 +3,10 @@
 // still `running` and not written for ABANDONED_AFTER_MS is looked up in the fleet's queue; when Redis no longer
 // has its job, or has it failed, the run can never end, and is marked `failed` with the error code `abandoned`.
 // When Redis has it completed with its result (the record of its end was lost), that result is recorded. A job
-// Redis still holds (waiting, delayed, active, parked on an approval or on its children) is left to its worker,
-// however old: only the worker knows how it ends. Rows are taken batchSize at a time through the (status,
-// started_at) key and written by primary key, with the state and age checked again.
+// Redis still holds (waiting, delayed, active, parked on an approval or on its children, or failed with its
+// outcome kept for MySQL: the lookup says `live`) is left to its worker, however old: only the worker knows how
+// it ends. Rows are taken batchSize at a time through the (status, started_at) key and written by primary key,
+// with the state and age checked again.
 import type { Pool, ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import type { AgentResult } from '../../kernel/types.js';
 import type { RunError } from '../../kernel/errors.js';
@@ -67,12 +68,13 @@ export async function settleAbandonedRuns(
       if (job.state === 'gone') gone.push(jobId);
       else if (job.state === 'failed') failed.set(job.reason, [...(failed.get(job.reason) ?? []), jobId]);
       else if (job.state === 'completed') {
-        // A result the store refuses (a row changed meanwhile, a value it cannot hold) must not stop every
-        // later sweep: the run is failed as abandoned instead, saying so.
+        // A result the store refuses (a value it cannot hold) must not stop every later sweep: the run is failed
+        // as abandoned instead, saying so. A row written since it was read (the job's id reused, a new start) is
+        // neither: both writes check it is still as read.
         const recorded =
           isResultOf(job.result, jobId) &&
           (await new RunsRepository(pool as unknown as Pool)
-            .finishRun(job.result, job.finishedAt ?? now)
+            .finishRun(job.result, job.finishedAt ?? now, { unwrittenSince: quiet })
             .then(
               () => true,
               () => false,

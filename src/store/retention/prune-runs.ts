@@ -1,7 +1,8 @@
 // Runs that finished before the cutoff, with what is theirs alone: their remaining steps and their approvals.
 // Runs are taken batchSize at a time through the finished_at key; their steps and approvals go first, batchSize
 // rows per statement and by primary key, then the runs: a sweep stopped midway leaves each run row in place until
-// all of its pieces are gone. Pending effects of the run stay in the ledger: they are the at-most-once guarantee,
+// all of its pieces are gone. Each read of pieces checks their run's age again: a run started again meanwhile (its
+// job id reused) keeps its steps and approvals, pending ones included. Pending effects of the run stay in the ledger: they are the at-most-once guarantee,
 // whatever the age of the run.
 import type { ResultSetHeader, RowDataPacket } from 'mysql2/promise';
 import { deleteByKey, type PruneBatches } from './prune-batches.js';
@@ -33,8 +34,9 @@ export async function pruneRuns(batches: RunPruneBatches, cutoff: Date): Promise
       batches.steps,
       'agent_steps',
       'id',
-      'SELECT id FROM agent_steps WHERE job_id IN (?) LIMIT ?',
-      [jobIds],
+      `SELECT s.id FROM agent_steps s JOIN agent_runs r ON r.job_id = s.job_id
+       WHERE s.job_id IN (?) AND r.finished_at < ? LIMIT ?`,
+      [jobIds, cutoff],
     );
     pruned.steps += steps.deleted;
     if (steps.stopped) return pruned;
@@ -42,8 +44,9 @@ export async function pruneRuns(batches: RunPruneBatches, cutoff: Date): Promise
       batches.approvals,
       'agent_approvals',
       'id',
-      'SELECT id FROM agent_approvals WHERE job_id IN (?) LIMIT ?',
-      [jobIds],
+      `SELECT a.id FROM agent_approvals a JOIN agent_runs r ON r.job_id = a.job_id
+       WHERE a.job_id IN (?) AND r.finished_at < ? LIMIT ?`,
+      [jobIds, cutoff],
     );
     pruned.approvals += approvals.deleted;
     if (approvals.stopped) return pruned;

@@ -6,9 +6,14 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { StoreResultArchive } from '../../../producers/result-archive.js';
+import { createApiServer } from '../../../producers/http-api.js';
+import { FleetClient } from '../../../src/client/fleet-client.js';
 import { runTraceCommand } from '../../../src/console/trace-command.js';
 import { runReportCommand } from '../../../src/reports/report-command.js';
 import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
@@ -25,6 +30,8 @@ import {
   type WorkerHandle,
 } from '../../support/fleet-harness.js';
 import { startHttpProcess } from '../../support/http-process.js';
+import { startTcpProxy } from '../../support/tcp-proxy.js';
+import { StoreError } from '../../../src/kernel/errors.js';
 import { stepsModel } from '../../support/steps-model.js';
 
 const ID = randomBytes(4).toString('hex');
@@ -133,6 +140,12 @@ describe('MYSQL_READ_URL', () => {
       expect(await batch.text()).toContain('replica batch');
       // A run only the replica has is found there.
       expect((await fetch(`${base}/console/runs/run-2`, { headers })).status).toBe(200);
+      // One it does not have (yet: a replica may be behind) is not found there, and the page says where it looked.
+      for (const path of ['runs/not-replicated-yet', 'batches/not-replicated-yet']) {
+        const missing = await fetch(`${base}/console/${path}`, { headers });
+        expect(missing.status).toBe(404);
+        expect(await missing.text()).toContain('MYSQL_READ_URL');
+      }
     } finally {
       await board.stop();
     }
@@ -194,6 +207,40 @@ describe('MYSQL_READ_URL', () => {
     expect(await count(replica)).toBe(0);
   });
 
+  it('makes `npm run report` read the primary when the replica is behind it, never recording a stale report', async () => {
+    if (setupError !== undefined) throw setupError;
+    const batchId = `lagging-${ID}`;
+    // Completed on the primary, its report recorded by the aggregator; the replica has not caught up yet.
+    await primary.query(
+      `INSERT INTO agent_batches (batch_id, name, tasks, job_ids, state, summary, created_at, completed_at)
+       VALUES (?, 'completed on the primary', 0, '[]', 'completed', '{}', NOW(3), NOW(3))`,
+      [batchId],
+    );
+    await primary.query(
+      `INSERT INTO batch_reports (batch_id, state, summary, markdown, html) VALUES (?, 'completed', '{}', '# done', '<p>done</p>')`,
+      [batchId],
+    );
+    await replica.query(
+      `INSERT INTO agent_batches (batch_id, name, tasks, job_ids, state, created_at)
+       VALUES (?, 'still running on the replica', 0, '[]', 'running', NOW(3))`,
+      [batchId],
+    );
+    const out = output();
+    const dir = await mkdtemp(join(tmpdir(), 'af-read-replica-'));
+    try {
+      expect(await runReportCommand(['--batch', batchId, '--out', dir], both, out.io)).toBe(0);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    expect(out.text()).toContain('completed on the primary');
+    expect(out.text()).toContain('MYSQL_READ_URL');
+    const [rows] = await primary.query<RowDataPacket[]>(
+      'SELECT state FROM batch_reports WHERE batch_id = ?',
+      [batchId],
+    );
+    expect(rows.map((row) => row['state'])).toEqual(['completed']);
+  });
+
   it('makes `npm run trace` read the replica, and names MYSQL_READ_URL when a run is not there', async () => {
     if (setupError !== undefined) throw setupError;
     const fromReplica = output();
@@ -224,6 +271,59 @@ describe('MYSQL_READ_URL', () => {
       /^MYSQL_READ_URL=mysql:\/\/reader:\*+@127\.0\.0\.1:1\/x: cannot use the store/,
     );
     expect(failed?.message).not.toContain('s3cret-pw');
+  });
+
+  it('names MYSQL_READ_URL, as a store unreachable, when the replica goes away after its pool was made', async () => {
+    if (setupError !== undefined) throw setupError;
+    const target = new URL(replicaUrl);
+    const proxy = await startTcpProxy(Number(target.port || 3306), target.hostname);
+    target.host = `127.0.0.1:${proxy.port}`;
+    const archive = new StoreResultArchive({ MYSQL_URL: ns.mysqlUrl, MYSQL_READ_URL: target.href });
+    try {
+      // The pool is made, and answers.
+      expect(await archive.getBatch(`batch-${ID}`)).toMatchObject({ state: 'running' });
+      await proxy.cut();
+      const failed = await archive.getResult('run-1').then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      // The API answers 503 for a retryable StoreError (a plain driver error was a 500 and an error line).
+      expect(failed).toBeInstanceOf(StoreError);
+      expect((failed as StoreError).retryable).toBe(true);
+      expect((failed as Error).message).toMatch(
+        /^MYSQL_READ_URL=mysql:\/\/\S+@127\.0\.0\.1:\d+\/\S+: cannot use the store/,
+      );
+    } finally {
+      await archive.close();
+      await proxy.close();
+    }
+  });
+
+  it("keeps the API's health check on Redis alone: a replica down is no reason to take the API out", async () => {
+    if (setupError !== undefined) throw setupError;
+    const archive = new StoreResultArchive({
+      MYSQL_URL: ns.mysqlUrl,
+      MYSQL_READ_URL: 'mysql://reader:s3cret-pw@127.0.0.1:1/x',
+    });
+    const client = new FleetClient({ redisUrl: REDIS_URL, prefix: ns.prefix, archive });
+    const server = createServer(createApiServer({ client, token: TOKEN, logger: pino({ level: 'silent' }) }));
+    try {
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const health = await fetch(`${base}/healthz`);
+      expect(await health.json()).toEqual({ status: 'ok' });
+      expect(health.status).toBe(200);
+      // What needs the replica says it is unavailable, and the API goes on answering.
+      const unknown = await fetch(`${base}/v1/tasks/gone-from-redis`, {
+        headers: { authorization: `Bearer ${TOKEN}` },
+      });
+      expect(unknown.status).toBe(503);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await client.close();
+      await archive.close();
+    }
   });
 
   it('leaves the worker on MYSQL_URL: its runs are written there, never to the replica', async () => {

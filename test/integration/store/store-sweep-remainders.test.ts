@@ -2,7 +2,7 @@
 // MariaDB/MySQL and Redis: batches and their reports past STORE_KEEP_RUNS_DAYS, settled rows of send_email's old
 // email_ledger (never pending or uncertain ones), runs left `running` by a crash, and the sweeper's interval.
 import { randomBytes } from 'node:crypto';
-import { Queue } from 'bullmq';
+import { FlowProducer, Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Pool, RowDataPacket } from 'mysql2/promise';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -15,9 +15,12 @@ import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
 import { ABANDONED_AFTER_MS, type RunJobState } from '../../../src/store/retention/abandoned-runs.js';
 import { sweepStore, type SweptTable } from '../../../src/store/retention/store-sweep.js';
 import { startStoreSweeper } from '../../../src/worker/store-sweeper.js';
+import { OutcomeStore } from '../../../src/worker/outcome-store.js';
+import type { AgentResult } from '../../../src/kernel/types.js';
 import {
   insertBatch,
   insertBatchReport,
+  insertApproval,
   insertEmailLedgerRow,
   insertRun,
   insertSteps,
@@ -48,7 +51,14 @@ beforeAll(async () => {
 
 beforeEach(async () => {
   if (setupError !== undefined) throw setupError;
-  for (const table of ['agent_steps', 'agent_runs', 'agent_batches', 'batch_reports', 'email_ledger']) {
+  for (const table of [
+    'agent_steps',
+    'agent_approvals',
+    'agent_runs',
+    'agent_batches',
+    'batch_reports',
+    'email_ledger',
+  ]) {
     await pool.query(`DELETE FROM ${table}`);
   }
   await deleteKeysWithPrefix(redis, PREFIX);
@@ -275,6 +285,112 @@ describe('runs left running by a crash', () => {
     }
   });
 
+  it('leave runs the fleet still ends: parked, waiting for children, between retries, or with a kept outcome', async () => {
+    const tasks = new Queue(TASKS_QUEUE, { connection: redis, prefix: PREFIX });
+    const flow = new FlowProducer({ connection: redis, prefix: PREFIX });
+    const workerRedis = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const worker = new Worker(TASKS_QUEUE, () => Promise.reject(new Error('the model endpoint is down')), {
+      connection: workerRedis,
+      prefix: PREFIX,
+      autorun: false,
+    });
+    try {
+      // An attempt failed with attempts left (delayed for its retry), and a job failed for good while MySQL was
+      // down: its outcome is kept in Redis for the RunFinisher's sweep, which records it once MySQL is back.
+      const failed = new Promise<void>((resolve) => {
+        let count = 0;
+        worker.on('failed', () => {
+          if (++count === 2) resolve();
+        });
+      });
+      await tasks.add(
+        'agent-task',
+        { task: 'retried' },
+        { jobId: 'retrying', attempts: 3, backoff: 3_600_000 },
+      );
+      await tasks.add('agent-task', { task: 'kept' }, { jobId: 'kept', attempts: 1 });
+      void worker.run();
+      await failed;
+      await worker.close();
+      const outcome = {
+        result: { jobId: 'kept', status: 'failed', usage: { costUsd: 0.02 } } as unknown as AgentResult,
+        started: true,
+        recordTries: 3,
+      };
+      await new OutcomeStore(redis, PREFIX).keepUnrecorded('kept', outcome);
+      // Parked on an approval (delayed), and a parent waiting for its child (itself still waiting).
+      await tasks.add('agent-task', { task: 'parked' }, { jobId: 'parked', delay: 86_400_000 });
+      await flow.add({
+        name: 'agent-task',
+        queueName: TASKS_QUEUE,
+        data: { task: 'parent' },
+        opts: { jobId: 'parent' },
+        children: [
+          { name: 'agent-task', queueName: TASKS_QUEUE, data: { task: 'child' }, opts: { jobId: 'child' } },
+        ],
+      });
+      expect(
+        await Promise.all(
+          ['retrying', 'kept', 'parked', 'parent', 'child'].map((id) => tasks.getJobState(id)),
+        ),
+      ).toEqual(['delayed', 'failed', 'delayed', 'waiting-children', 'waiting']);
+      for (const jobId of ['retrying', 'kept', 'parked', 'parent', 'child']) {
+        await insertRun(pool, jobId, null, 2);
+        await touch(jobId, quietFor(2 * ABANDONED_AFTER_MS));
+      }
+      const sweeper = startStoreSweeper({
+        pool,
+        redis,
+        prefix: PREFIX,
+        keepStepsDays: 30,
+        keepRunsDays: 400,
+        logger: quiet,
+        sweep: { pauseMs: 1 },
+      });
+      await sweeper.runOnce();
+      await sweeper.close();
+      expect(await runsByStatus()).toEqual({
+        retrying: 'running',
+        kept: 'running',
+        parked: 'running',
+        parent: 'running',
+        child: 'running',
+      });
+    } finally {
+      await worker.close();
+      workerRedis.disconnect();
+      await flow.close();
+      await tasks.close();
+    }
+  });
+
+  it('leave a run started again between its lookup and its write, whatever its job said', async () => {
+    // The job's id reused: the completed job Redis held was trimmed and a job of the same id (its idempotency key
+    // enqueued again) started meanwhile, its start writing the row again. The old job's result must not end it.
+    const old = {
+      jobId: 'reused',
+      status: 'succeeded',
+      stopReason: 'answer',
+      answer: 'the old job answered',
+      steps: 1,
+      toolCalls: 0,
+      usage: { promptTokens: 1, completionTokens: 1, totalTokens: 2, costUsd: 0 },
+      error: null,
+    };
+    for (const jobId of ['reused', 'reused-gone']) {
+      await insertRun(pool, jobId, null, 2);
+      await touch(jobId, quietFor(2 * ABANDONED_AFTER_MS));
+    }
+    const { done } = sweep({
+      jobState: async (jobId) => {
+        await pool.query('UPDATE agent_runs SET attempts = attempts + 1 WHERE job_id = ?', [jobId]);
+        return jobId === 'reused' ? { state: 'completed', result: old, finishedAt: null } : { state: 'gone' };
+      },
+    });
+    expect(await done).toMatchObject({ runs_abandoned: 0, runs_recorded: 0 });
+    expect(await runsByStatus()).toEqual({ reused: 'running', 'reused-gone': 'running' });
+  });
+
   it('are settled before the steps are swept, and their steps kept for the steps retention', async () => {
     await insertRun(pool, 'crashed', null, 40);
     await insertSteps(pool, 'crashed', 3, 40);
@@ -285,6 +401,34 @@ describe('runs left running by a crash', () => {
       "SELECT COUNT(*) AS n FROM agent_steps WHERE job_id = 'crashed'",
     );
     expect(Number(rows[0]?.['n'])).toBe(3);
+  });
+});
+
+describe('runs past the runs retention', () => {
+  it('leave a run started again while its pieces are deleted (its job id reused): its approvals stay', async () => {
+    await insertRun(pool, 'reused', 500);
+    await insertSteps(pool, 'reused', 2, 500);
+    await insertApproval(pool, 'old-approval', 'reused', 500);
+    let restarted = false;
+    const { done } = sweep({
+      keepStepsDays: 1_000,
+      // Between the runs' read and the deletes of their pieces, a job of the same id starts and parks on an
+      // approval, as a reused idempotency key's job would.
+      onDeleted: (table) => {
+        if (table !== 'agent_steps' || restarted) return;
+        restarted = true;
+        void pool
+          .query("UPDATE agent_runs SET status = 'running', finished_at = NULL WHERE job_id = 'reused'")
+          .then(() => insertApproval(pool, 'new-approval', 'reused', 0));
+      },
+      pauseMs: 200,
+    });
+    await done;
+    expect(restarted).toBe(true);
+    expect(await ids("SELECT job_id FROM agent_runs WHERE job_id = 'reused'")).toEqual(['reused']);
+    expect(await ids("SELECT id FROM agent_approvals WHERE job_id = 'reused' ORDER BY id")).toContain(
+      'new-approval',
+    );
   });
 });
 
