@@ -48,13 +48,16 @@ export function recallOutput(notes: readonly RecalledNote[]): string {
 /**
  * JSON text with the characters a reader or a template could act on written as `\uXXXX`: angle brackets and the
  * ampersand (no tag, no special token such as `<|im_start|>`), DEL and C1 controls, line and paragraph separators,
- * bidirectional overrides. JSON.stringify already escapes quotes, backslashes and C0 controls; these only occur
+ * bidirectional overrides, and invisible characters (zero-width, Unicode tags). JSON.stringify already escapes quotes, backslashes and C0 controls; these only occur
  * inside strings, so the JSON reads back the same.
  */
 export function escapeUnsafeJson(json: string): string {
   return json.replace(
-    /[<>&\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+    // Invisible ones too, which a reader never sees and a model reads: zero-width characters, joiners, the BOM, and
+    // Unicode tags (U+E0000-E007F, a surrogate pair each), which mirror ASCII and can spell a hidden instruction.
+    /[<>&\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|\udb40[\udc00-\udc7f]/g,
+    (c) =>
+      [...Array(c.length).keys()].map((i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''),
   );
 }
 

@@ -162,6 +162,15 @@ export interface Tool<Schema extends z.ZodType = z.ZodType> {
   execute(args: z.output<Schema>, ctx: ToolContext): Promise<unknown>;
 }
 
+/**
+ * Whether a tool's successful results are kept as facts: it declares `keepsFacts` and is `readOnly`. Asked where the
+ * facts are derived, not only where a definition is checked (defineFleet): a tool source's tools are opened later,
+ * and a result with side effects is no fact, whatever its tool declares.
+ */
+export function keptAsFacts(tool: Pick<Tool, 'keepsFacts' | 'readOnly'> | undefined): boolean {
+  return tool?.keepsFacts === true && tool.readOnly === true;
+}
+
 /** Identity, for type inference of `execute`'s arguments from the schema. */
 export function defineTool<Schema extends z.ZodType>(tool: Tool<Schema>): Tool<Schema> {
   return tool;

@@ -25,6 +25,7 @@ import { DEFAULT_AGENT, type AgentDefinition } from '../kernel/define-agent.js';
 import { ConfigError, InputError, type RunError, StoreError } from '../kernel/errors.js';
 import { usageOf, type Budget } from '../kernel/budget.js';
 import { runAgent } from '../kernel/run-agent.js';
+import { keptAsFacts } from '../kernel/tool.js';
 import type { AgentResult, StepTrace } from '../kernel/types.js';
 import { notesOwner, type RunNotes } from './run-notes.js';
 import { reusableJobId } from '../effects/reused-job-effects.js';
@@ -468,7 +469,7 @@ async function runTheAgent(
     );
   await steps.settled();
   if (notes && !parked(result, signal)) {
-    const keepsFacts = (tool: string) => registry.get(tool)?.keepsFacts === true;
+    const keepsFacts = (tool: string) => keptAsFacts(registry.get(tool));
     // The notes it leaves are embedded while what is left of its budget pays (their cost joins its usage).
     const given = state.checkpoint?.budget ?? budget;
     await notes.close({ jobId, traces: stepTraces, result, keepsFacts }, log, {
