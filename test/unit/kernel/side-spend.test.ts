@@ -119,3 +119,53 @@ it('a worst case that fits is paid, and the budget left for the turns shrinks by
   expect(result.usage.embeddings).toMatchObject({ calls: 1, tokens: 9_000 });
   expect(result.usage.totalTokens).toBeLessThanOrEqual(10_000);
 });
+
+/** A tool that reserves `worst`, then ignores its signal and settles `worst` (what it may have cost) after `lateMs`. */
+function lateSettlingTools(worst: CallCost, lateMs: number, afterReserve = () => {}) {
+  const settledAt: number[] = [];
+  const registry = new ToolRegistry([
+    defineTool({
+      name: 'embed',
+      description: 'Embeds a text.',
+      parameters: z.object({ text: z.string() }),
+      readOnly: true,
+      timeoutMs: 50,
+      async execute(_args, ctx) {
+        const payment = await ctx.purse?.reserve(worst, ctx.signal);
+        if (!payment) return 'not paid';
+        afterReserve();
+        // An embedding sent, its answer (or its abort) landing after the kernel stopped waiting for the call.
+        await new Promise((resolve) => setTimeout(resolve, lateMs));
+        await payment.settle(worst);
+        settledAt.push(Date.now());
+        return 'paid';
+      },
+    }),
+  ]);
+  return { registry, settledAt };
+}
+
+it('a side call still in flight when the run ends (timed out, cancelled) is in its usage and checkpoint at its worst case', async () => {
+  for (const how of ['timed out', 'cancelled'] as const) {
+    server.reset({ script: script() });
+    const gate = new RecordingGate();
+    const worst = { tokens: 40, costUsd: 0.0000008 };
+    const controller = new AbortController();
+    // Cancelled once the side call is paid for and on its way.
+    const cancel = () => how === 'cancelled' && controller.abort(new Error('cancelled'));
+    const { registry, settledAt } = lateSettlingTools(worst, 300, cancel);
+    const { result, checkpoints } = await runWith(server, {
+      tools: registry,
+      gate,
+      signal: controller.signal,
+    });
+    expect(result.stopReason, how).toBe(how === 'cancelled' ? 'cancelled' : 'answer');
+    expect(result.usage.embeddings, how).toEqual({ calls: 1, ...worst });
+    expect(checkpoints.at(-1)?.embeddings, how).toEqual({ calls: 1, ...worst });
+    // The late settlement neither counts it twice nor books less with the gate than the run counted.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(settledAt).toHaveLength(1);
+    expect(gate.released, how).toContainEqual(worst);
+    expect(checkpoints.at(-1)?.embeddings, how).toEqual({ calls: 1, ...worst });
+  }
+});
