@@ -330,6 +330,28 @@ describe('embeddings of a run’s notes', () => {
     expect(result.usage.costUsd).toBeCloseTo(0.001 + (7 * 0.02) / 1e6, 15);
   });
 
+  it("a parent's notes embedded at its end are its own: in usage.self too, so usage minus self stays its children's", async () => {
+    const store = memoryStore();
+    const session = new RunNotes(store, count, embedderOf([])).session(owner, settings, 'x', undefined, log);
+    const self = { promptTokens: 100, completionTokens: 10, totalTokens: 110, costUsd: 0.001 };
+    const children = { promptTokens: 50, completionTokens: 5, totalTokens: 55, costUsd: 0.0005 };
+    const result = ended({
+      usage: {
+        promptTokens: 150,
+        completionTokens: 15,
+        totalTokens: 165,
+        costUsd: 0.0015,
+        self,
+      },
+    });
+    await session.close({ jobId: 'job-1', traces, result }, log, pay);
+    const usage = result.usage;
+    expect(usage.embeddings).toMatchObject({ calls: 1, tokens: 7 });
+    expect(usage.totalTokens - usage.self!.totalTokens).toBe(children.totalTokens);
+    expect(usage.promptTokens - usage.self!.promptTokens).toBe(children.promptTokens);
+    expect(usage.costUsd - usage.self!.costUsd).toBeCloseTo(children.costUsd, 15);
+  });
+
   it('keeps them without an embedding when the budget left cannot pay, or the attempt will be retried', async () => {
     for (const result of [
       ended({ usage: { promptTokens: 9_990, completionTokens: 5, totalTokens: 9_995, costUsd: 0.01 } }),
