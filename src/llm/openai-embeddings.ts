@@ -37,9 +37,13 @@ export class OpenAIEmbeddings implements EmbeddingClient {
         { model: this.model, input, encoding_format: 'float' },
         { signal: call.signal, timeout: timeoutMs, maxRetries: 0 },
       );
-      const usage = response.usage as { prompt_tokens?: unknown } | undefined;
+      // The body is the endpoint's: any JSON at all (null, a string), read without trusting its shape.
+      const answer = response as Partial<typeof response> | null;
+      const usage = answer?.usage as { prompt_tokens?: unknown } | undefined;
       return {
-        vector: response.data?.[0]?.embedding,
+        vector: Array.isArray(answer?.data)
+          ? (answer.data[0] as { embedding?: unknown } | undefined)?.embedding
+          : undefined,
         promptTokens: typeof usage?.prompt_tokens === 'number' ? usage.prompt_tokens : undefined,
       };
     } catch (error) {

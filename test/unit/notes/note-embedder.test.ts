@@ -138,7 +138,7 @@ it('falls back on any failure, settling nothing for a failed call, logging no ke
 it('a call the endpoint may have billed but never answered readably is charged its worst case, as a model call is', async () => {
   // A hostile or overloaded endpoint: it takes the request (and may bill it), then answers too late, answers a body
   // that is no JSON, or the run is cancelled while it works. None of that is a refusal: the bill must not be lower.
-  let mode: 'slow' | 'garbled' = 'slow';
+  let mode: 'slow' | 'garbled' | 'null' = 'slow';
   const sockets = new Set<Socket>();
   const hostile = createServer((req, res) => {
     req.resume();
@@ -146,6 +146,11 @@ it('a call the endpoint may have billed but never answered readably is charged i
       if (mode === 'garbled') {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end('{"object":"list","data":[{"embedding":[0.1,0.2');
+      }
+      if (mode === 'null') {
+        // JSON, but no answer at all: nothing says what it billed.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('null');
       }
       // slow: never answers within the call's time limit
     });
@@ -166,8 +171,8 @@ it('a call the endpoint may have billed but never answered readably is charged i
         }),
         { model: MODEL, inputPerMillion: 0.02, secret: KEY, timeoutMs: 200 },
       );
-    for (const how of ['slow', 'garbled', 'cancelled'] as const) {
-      mode = how === 'garbled' ? 'garbled' : 'slow';
+    for (const how of ['slow', 'garbled', 'null', 'cancelled'] as const) {
+      mode = how === 'cancelled' ? 'slow' : how;
       const { p, reserved, settled } = purse();
       const controller = new AbortController();
       if (how === 'cancelled') setTimeout(() => controller.abort(new Error('cancelled')), 50);
