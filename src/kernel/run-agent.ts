@@ -248,6 +248,8 @@ class AgentRun {
    * or was cancelled, its answer not in) is counted at its worst case (finish), which its late settlement books.
    */
   private readonly sideOpen = new Set<{ worst: CallCost; counted: boolean }>();
+  /** Set as the run ends: a tool still going then (it ignored its signal) can pay for nothing more. */
+  private sideClosed = false;
 
   constructor(private readonly input: AgentRunInput) {
     this.now = input.now ?? Date.now;
@@ -385,6 +387,8 @@ class AgentRun {
   private readonly purse: SidePurse = {
     reserve: async (worst, signal) => {
       if (!(worst.tokens >= 0 && worst.costUsd >= 0)) return null;
+      // A call that ended (timed out, cancelled) or a run that did: what it paid would be in no usage.
+      if (signal.aborted || this.sideClosed) return null;
       const reserve = this.finalTurnReserve();
       const used = usageOf(this.state.usage, this.price);
       const budget = this.budget;
@@ -1146,6 +1150,7 @@ class AgentRun {
    * flight): counted at their worst case, in its usage and checkpoint, since their cost may land after them.
    */
   private countOpenSideCalls(): void {
+    this.sideClosed = true;
     for (const open of this.sideOpen) {
       this.sideOpen.delete(open);
       open.counted = true;

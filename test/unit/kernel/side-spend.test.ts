@@ -169,3 +169,34 @@ it('a side call still in flight when the run ends (timed out, cancelled) is in i
     expect(checkpoints.at(-1)?.embeddings, how).toEqual({ calls: 1, ...worst });
   }
 });
+
+it('a tool that goes on after its call ended (ignoring its signal) cannot pay a side call outside the run’s usage', async () => {
+  server.reset({ script: script() });
+  const gate = new RecordingGate();
+  const late: (SidePayment | null)[] = [];
+  let done: () => void = () => {};
+  const reservedLate = new Promise<void>((resolve) => (done = resolve));
+  const registry = new ToolRegistry([
+    defineTool({
+      name: 'embed',
+      description: 'Embeds a text.',
+      parameters: z.object({ text: z.string() }),
+      readOnly: true,
+      timeoutMs: 30,
+      async execute(_args, ctx) {
+        // Past its time limit, and then past the run's end, it still tries to pay.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const payment = (await ctx.purse?.reserve({ tokens: 40, costUsd: 0.0000008 }, ctx.signal)) ?? null;
+        late.push(payment);
+        await payment?.settle({ tokens: 40, costUsd: 0.0000008 });
+        done();
+        return 'paid';
+      },
+    }),
+  ]);
+  const { result } = await runWith(server, { tools: registry, gate });
+  await reservedLate;
+  expect(result.stopReason).toBe('answer');
+  expect(late).toEqual([null]);
+  expect(gate.acquired).not.toContainEqual({ tokens: 40, costUsd: 0.0000008 });
+});
