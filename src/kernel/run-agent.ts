@@ -167,6 +167,11 @@ export interface AgentRunInput {
    * run counts it from the start, in its budget and its result's usage. Ignored on a resume (its state has it).
    */
   embeddings?: SideSpend;
+  /**
+   * When a new run began, if before the kernel (ms since epoch; the worker's opening recall): its deadline counts
+   * from then, so time spent before it started is the run's too. Default: now. Ignored on a resume.
+   */
+  startedAt?: number;
   /** Aborting it cancels the run: stopReason `cancelled`, unfinished tool calls left to a resume. */
   signal?: AbortSignal;
   /** After every step. Awaited; a throw is logged and ignored. */
@@ -347,7 +352,7 @@ class AgentRun {
       protocol: this.input.protocol ?? 'tools',
       budget: this.input.budget,
       price: this.input.price,
-      startedAt: this.now(),
+      startedAt: Math.min(this.input.startedAt ?? Infinity, this.now()),
       history: [],
       summary: null,
       usage: { promptTokens: 0, completionTokens: 0 },

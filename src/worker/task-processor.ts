@@ -434,6 +434,8 @@ async function runTheAgent(
     tools: own.length > 0 ? registry.with(...own) : registry,
     ...(recall ? { recall } : {}),
     ...(notes?.openingEmbeddings ? { embeddings: notes.openingEmbeddings } : {}),
+    // The opening recall's time is the run's: a new run's deadline counts from before it.
+    startedAt: openedAt,
     budget,
     protocol: config.protocol,
     options: config.options,

@@ -200,3 +200,14 @@ it('a tool that goes on after its call ended (ignoring its signal) cannot pay a 
   expect(late).toEqual([null]);
   expect(gate.acquired).not.toContainEqual({ tokens: 40, costUsd: 0.0000008 });
 });
+
+it('time spent before the run (its opening recall) counts against its deadline when it says when it began', async () => {
+  server.reset({ script: [{ answer: 'done' }] });
+  const deadlineMs = 5_000;
+  // It began (its opening recall's embedding) nearly its whole deadline ago.
+  const { result } = await runWith(server, {
+    budget: { deadlineMs },
+    startedAt: Date.now() - deadlineMs + 100,
+  });
+  expect(result.stopReason).toBe('deadline');
+});

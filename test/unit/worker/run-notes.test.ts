@@ -416,6 +416,35 @@ describe('embeddings of a run’s notes', () => {
     expect(calls).toHaveLength(1);
     expect(poor.openingEmbeddings).toBeUndefined();
   });
+
+  it('gives the opening recall’s embedding a tenth of the run’s time at most: a slow endpoint cannot eat its deadline', async () => {
+    const store = memoryStore();
+    await store.add([
+      {
+        ...owner,
+        kind: 'fact',
+        text: 'a note',
+        sourceJobId: 'j',
+        sourceStep: 1,
+        expiresAt: new Date('2027-01-01'),
+      },
+    ]);
+    // An endpoint that answers only when the call is aborted (its own 10 s limit, or the signal).
+    const slow = new NoteEmbedder(
+      {
+        embed: (_input, signal) =>
+          new Promise((_resolve, reject) => {
+            signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+          }),
+      },
+      { model: 'text-embedding-3-small', inputPerMillion: 0.02 },
+    );
+    const session = new RunNotes(store, count, slow).session(owner, settings, 'the task', undefined, log);
+    const started = Date.now();
+    const recall = await session.opening(log, { ...pay, budget: { ...budget, deadlineMs: 2_000 } });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(recall?.notes).toHaveLength(1); // FULLTEXT's
+  });
 });
 
 describe('a fact the run contradicts', () => {
