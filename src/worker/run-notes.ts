@@ -239,7 +239,9 @@ export class NotesSession {
       costUsd: Math.max(0, pay.budget.maxCostUsd - result.usage.costUsd),
     };
     const purse = new NotesPurse(left, pay.gate, log, pay.timeLeftMs);
-    const signal = pay.signal ?? NEVER;
+    // All of them within the time given (a slow endpoint holds the run's result back no longer); the rest are kept
+    // without an embedding.
+    const signal = AbortSignal.any([pay.signal ?? NEVER, AbortSignal.timeout(Math.max(1, pay.timeLeftMs()))]);
     const embedded: D[] = [];
     try {
       for (const draft of drafts) {

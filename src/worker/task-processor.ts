@@ -484,7 +484,7 @@ async function runTheAgent(
   return result;
 }
 
-/** How long the embeddings of a run's notes may wait at the fleet's gate (a rate limit) after it ended. */
+/** How long the embeddings of a run's notes may take after it ended, all told (waits at the fleet's gate included). */
 const CLOSE_EMBEDDING_WAIT_MS = 5_000;
 
 /** A run that stops to resume later (a decision, its children, a shutdown): not its end. */

@@ -352,6 +352,28 @@ describe('embeddings of a run’s notes', () => {
     expect(usage.costUsd - usage.self!.costUsd).toBeCloseTo(children.costUsd, 15);
   });
 
+  it('embeds them within the time the run’s end allows, all told: a slow endpoint delays its result no longer', async () => {
+    const store = memoryStore();
+    const slow = new NoteEmbedder(
+      {
+        embed: (_input, signal) =>
+          new Promise((_resolve, reject) => {
+            signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+          }),
+      },
+      { model: 'text-embedding-3-small', inputPerMillion: 0.02 },
+    );
+    const session = new RunNotes(store, count, slow).session(owner, settings, 'x', undefined, log);
+    const started = Date.now();
+    await session.close({ jobId: 'job-1', traces, result: ended({}) }, log, {
+      budget,
+      timeLeftMs: () => 300,
+    });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(store.notes.size).toBe(1);
+    expect([...store.notes.values()][0]?.embedding).toBeUndefined();
+  });
+
   it('keeps them without an embedding when the budget left cannot pay, or the attempt will be retried', async () => {
     for (const result of [
       ended({ usage: { promptTokens: 9_990, completionTokens: 5, totalTokens: 9_995, costUsd: 0.01 } }),
