@@ -76,7 +76,12 @@ export interface ModelCallRequest {
 
 // An attempt that may have been processed but reported nothing (timed out, aborted in flight, garbled body)
 // is charged its whole reservation: the bill must never come out lower than what the provider charges.
-const CHARGED_WHEN_UNANSWERED = new Set(['timeout', 'aborted', 'malformed_response', 'empty_response']);
+export const CHARGED_WHEN_UNANSWERED: ReadonlySet<string> = new Set([
+  'timeout',
+  'aborted',
+  'malformed_response',
+  'empty_response',
+]);
 
 export async function callModel(env: ModelCallEnv, request: ModelCallRequest): Promise<ModelCallResult> {
   const started = env.now();

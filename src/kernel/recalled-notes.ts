@@ -48,13 +48,18 @@ export function recallOutput(notes: readonly RecalledNote[]): string {
 /**
  * JSON text with the characters a reader or a template could act on written as `\uXXXX`: angle brackets and the
  * ampersand (no tag, no special token such as `<|im_start|>`), DEL and C1 controls, line and paragraph separators,
- * bidirectional overrides. JSON.stringify already escapes quotes, backslashes and C0 controls; these only occur
+ * bidirectional overrides, and invisible characters (zero-width, variation selectors, Unicode tags). JSON.stringify already escapes quotes, backslashes and C0 controls; these only occur
  * inside strings, so the JSON reads back the same.
  */
 export function escapeUnsafeJson(json: string): string {
   return json.replace(
-    /[<>&\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+    // Invisible ones too, which a reader never sees and a model reads: zero-width characters, joiners, the BOM,
+    // variation selectors, and Unicode tags (U+E0000-E007F) and the supplementary selectors (U+E0100-E01EF), a
+    // surrogate pair each: tags mirror ASCII, and any of them can carry a hidden instruction letter by letter.
+    // eslint-disable-next-line no-misleading-character-class -- each selector is matched alone, on purpose
+    /[<>&\u007f-\u009f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufe00-\ufe0f\ufeff]|\udb40[\udc00-\uddef]/g,
+    (c) =>
+      [...Array(c.length).keys()].map((i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join(''),
   );
 }
 

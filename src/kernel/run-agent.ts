@@ -8,7 +8,7 @@ import { ModelApiError, toRunError, type RunError } from './errors.js';
 import { addUsage, planCall, usageOf, type Budget, type TokenUsage } from './budget.js';
 import * as D from './defaults.js';
 import { parseJsonReply } from './json-action-parser.js';
-import type { CallGate } from './call-gate.js';
+import type { CallCost, CallGate } from './call-gate.js';
 import { CheckpointQueue } from './checkpoint-queue.js';
 import { deadlineSignal, type DeadlineSignal } from './deadline-signal.js';
 import type { AssistantMessage, ChatMessage, ResponseFormat, ToolSpec } from './messages.js';
@@ -167,6 +167,11 @@ export interface AgentRunInput {
    * run counts it from the start, in its budget and its result's usage. Ignored on a resume (its state has it).
    */
   embeddings?: SideSpend;
+  /**
+   * When a new run began, if before the kernel (ms since epoch; the worker's opening recall): its deadline counts
+   * from then, so time spent before it started is the run's too. Default: now. Ignored on a resume.
+   */
+  startedAt?: number;
   /** Aborting it cancels the run: stopReason `cancelled`, unfinished tool calls left to a resume. */
   signal?: AbortSignal;
   /** After every step. Awaited; a throw is logged and ignored. */
@@ -243,6 +248,13 @@ class AgentRun {
   private readonly settles = new Set<Promise<void>>();
   /** Worst cases reserved by side calls in flight (ToolContext.purse): off the budget until settled. */
   private sideHeld: SideSpend = NO_SIDE_SPEND;
+  /**
+   * Those reservations, each until it is settled or the run ends: a call still in flight then (its tool timed out
+   * or was cancelled, its answer not in) is counted at its worst case (finish), which its late settlement books.
+   */
+  private readonly sideOpen = new Set<{ worst: CallCost; counted: boolean }>();
+  /** Set as the run ends: a tool still going then (it ignored its signal) can pay for nothing more. */
+  private sideClosed = false;
 
   constructor(private readonly input: AgentRunInput) {
     this.now = input.now ?? Date.now;
@@ -340,7 +352,7 @@ class AgentRun {
       protocol: this.input.protocol ?? 'tools',
       budget: this.input.budget,
       price: this.input.price,
-      startedAt: this.now(),
+      startedAt: Math.min(this.input.startedAt ?? Infinity, this.now()),
       history: [],
       summary: null,
       usage: { promptTokens: 0, completionTokens: 0 },
@@ -380,6 +392,8 @@ class AgentRun {
   private readonly purse: SidePurse = {
     reserve: async (worst, signal) => {
       if (!(worst.tokens >= 0 && worst.costUsd >= 0)) return null;
+      // A call that ended (timed out, cancelled) or a run that did: what it paid would be in no usage.
+      if (signal.aborted || this.sideClosed) return null;
       const reserve = this.finalTurnReserve();
       const used = usageOf(this.state.usage, this.price);
       const budget = this.budget;
@@ -389,7 +403,10 @@ class AgentRun {
       if (worst.tokens > tokensLeft || worst.costUsd > dollarsLeft) return null;
       const hold: SideSpend = { calls: 1, tokens: worst.tokens, costUsd: worst.costUsd };
       this.sideHeld = addSideSpend(this.sideHeld, hold);
+      const open = { worst: { tokens: worst.tokens, costUsd: worst.costUsd }, counted: false };
+      this.sideOpen.add(open);
       const unhold = () => {
+        this.sideOpen.delete(open);
         this.sideHeld = addSideSpend(this.sideHeld, {
           calls: -1,
           tokens: -hold.tokens,
@@ -421,11 +438,13 @@ class AgentRun {
         settle: async (actual) => {
           if (settled) return;
           settled = true;
-          unhold();
+          // Counted at its worst case when the run ended before it settled: that is what the gate keeps too.
+          const late = open.counted;
+          if (!late) unhold();
           // Never more than was reserved: the reservation is what the budget and the gate agreed to.
-          const tokens = Math.max(0, Math.min(actual.tokens, worst.tokens));
-          const dollars = Math.max(0, Math.min(actual.costUsd, worst.costUsd));
-          if (tokens > 0 || dollars > 0)
+          const tokens = late ? worst.tokens : Math.max(0, Math.min(actual.tokens, worst.tokens));
+          const dollars = late ? worst.costUsd : Math.max(0, Math.min(actual.costUsd, worst.costUsd));
+          if (!late && (tokens > 0 || dollars > 0))
             this.state.embeddings = addSideSpend(this.state.embeddings, {
               calls: 1,
               tokens,
@@ -1131,6 +1150,24 @@ class AgentRun {
     }
   }
 
+  /**
+   * Side calls still unsettled as the run ends (a tool that timed out or was cancelled while its embedding was in
+   * flight): counted at their worst case, in its usage and checkpoint, since their cost may land after them.
+   */
+  private countOpenSideCalls(): void {
+    this.sideClosed = true;
+    for (const open of this.sideOpen) {
+      this.sideOpen.delete(open);
+      open.counted = true;
+      this.sideHeld = addSideSpend(this.sideHeld, {
+        calls: -1,
+        tokens: -open.worst.tokens,
+        costUsd: -open.worst.costUsd,
+      });
+      this.state.embeddings = addSideSpend(this.state.embeddings, { calls: 1, ...open.worst });
+    }
+  }
+
   private finish(
     status: RunStatus,
     stopReason: StopReason,
@@ -1139,6 +1176,7 @@ class AgentRun {
     lastCall?: ModelCallResult,
   ): AgentResult {
     if (lastCall) this.trace.carryOver(lastCall);
+    this.countOpenSideCalls();
     const parked =
       stopReason === 'cancelled' || stopReason === 'awaiting_approval' || stopReason === 'awaiting_children';
     if (this.structured && !this.validOutput && !error && !parked) {

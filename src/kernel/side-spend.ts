@@ -37,18 +37,28 @@ export function addSideSpend(spent: SideSpend | undefined, more: SideSpend): Sid
 
 /**
  * A usage with the side spend in it: its tokens as prompt tokens (an embedding's input is one), its dollars in
- * costUsd, and the breakdown as `embeddings`. The usage unchanged when nothing was spent.
+ * costUsd, and the breakdown as `embeddings`. The spend is the run's own: a tree's usage has it in `self` too (its
+ * tokens and dollars; the breakdown stays on the usage), so usage minus self is still the children's. The usage
+ * unchanged when nothing was spent.
  */
-export function withSideSpend<U extends Usage & { embeddings?: SideSpend }>(
+export function withSideSpend<U extends Usage & { embeddings?: SideSpend; self?: Usage }>(
   usage: U,
   side: SideSpend | undefined,
 ): U {
   if (!side || side.calls === 0) return usage;
   return {
+    ...plus(usage, side),
+    embeddings: addSideSpend(usage.embeddings, side),
+    ...(usage.self ? { self: plus(usage.self, side) } : {}),
+  };
+}
+
+/** The side spend's tokens and dollars added to a usage. */
+function plus<U extends Usage>(usage: U, side: SideSpend): U {
+  return {
     ...usage,
     ...addUsage(usage, { promptTokens: side.tokens, completionTokens: 0 }),
     totalTokens: usage.totalTokens + side.tokens,
     costUsd: usage.costUsd + side.costUsd,
-    embeddings: addSideSpend(usage.embeddings, side),
   };
 }

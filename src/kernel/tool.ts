@@ -19,8 +19,9 @@ export interface ToolContext {
   /**
    * Pays a call the tool makes to a model endpoint outside the run's turns (an embedding): reserves its worst case
    * against what is left of the run's budget (after the final answer's reserve) and the fleet's shared limits,
-   * then settles what it cost, which the run's usage and budget count from then on. Null when it cannot be paid:
-   * the tool does without the call. Absent outside a kernel run (a test's context).
+   * then settles what it cost, which the run's usage and budget count from then on. Null when it cannot be paid, or
+   * once this call or the run has ended: the tool does without the call. A payment still unsettled when the run
+   * ends is counted at its worst case. Absent outside a kernel run (a test's context).
    */
   purse?: SidePurse;
   /**
@@ -160,6 +161,15 @@ export interface Tool<Schema extends z.ZodType = z.ZodType> {
   childAgent?: string;
   /** Returns what the model observes: a string, or a value rendered as compact JSON. */
   execute(args: z.output<Schema>, ctx: ToolContext): Promise<unknown>;
+}
+
+/**
+ * Whether a tool's successful results are kept as facts: it declares `keepsFacts` and is `readOnly`. Asked where the
+ * facts are derived, not only where a definition is checked (defineFleet): a tool source's tools are opened later,
+ * and a result with side effects is no fact, whatever its tool declares.
+ */
+export function keptAsFacts(tool: Pick<Tool, 'keepsFacts' | 'readOnly'> | undefined): boolean {
+  return tool?.keepsFacts === true && tool.readOnly === true;
 }
 
 /** Identity, for type inference of `execute`'s arguments from the schema. */

@@ -23,6 +23,11 @@ export interface NodeHttpFetchOptions {
   maxFreeSockets?: number;
   /** Certificate authorities to trust for https instead of Node's (an endpoint behind a private CA). */
   ca?: string | Buffer;
+  /**
+   * Bytes a reply's body may have, as received and as decoded: past it the call fails as a body that could not be
+   * read (ResponseBodyError), without reading the rest. Default: no bound.
+   */
+  maxBodyBytes?: number;
 }
 
 /** Statuses whose Response must have a null body (the Response constructor throws otherwise). */
@@ -54,7 +59,8 @@ export function createNodeHttpFetch(options: NodeHttpFetchOptions = {}): Fetch {
     if (!simpleBody || input instanceof Request) return globalThis.fetch(input, init);
     const url = input instanceof URL ? input : new URL(String(input));
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return globalThis.fetch(input, init);
-    const response = await send(url, init, url.protocol === 'https:' ? httpsAgent : httpAgent);
+    const agent = url.protocol === 'https:' ? httpsAgent : httpAgent;
+    const response = await send(url, init, agent, options.maxBodyBytes ?? Infinity);
     // A redirect means the request was not served: the built-in fetch sends it again and follows the redirects
     // as the Fetch standard says (methods, bodies and credentials across origins). Rare for a model endpoint.
     if (REDIRECT_STATUS.has(response.status) && response.headers.has('location')) {
@@ -64,7 +70,7 @@ export function createNodeHttpFetch(options: NodeHttpFetchOptions = {}): Fetch {
   };
 }
 
-function send(url: URL, init: RequestInit, agent: http.Agent): Promise<Response> {
+function send(url: URL, init: RequestInit, agent: http.Agent, maxBodyBytes: number): Promise<Response> {
   return new Promise<Response>((resolve, reject) => {
     const signal = init.signal ?? undefined;
     if (signal?.aborted) {
@@ -109,16 +115,21 @@ function send(url: URL, init: RequestInit, agent: http.Agent): Promise<Response>
     request.on('response', (incoming) => {
       headArrived = true;
       const chunks: Buffer[] = [];
+      let received = 0;
       incoming.on('error', fail);
       incoming.on('aborted', () => fail(new Error('the connection closed before the body was complete')));
-      incoming.on('data', (chunk: Buffer) => chunks.push(chunk));
+      incoming.on('data', (chunk: Buffer) => {
+        received += chunk.length;
+        if (received > maxBodyBytes) fail(new Error(`the body is larger than ${maxBodyBytes} bytes`));
+        else chunks.push(chunk);
+      });
       incoming.on('end', () => {
         const status = incoming.statusCode ?? 0;
         const noBody = NULL_BODY_STATUS.has(status) || method === 'HEAD';
         let content: Buffer | null = null;
         if (!noBody) {
           try {
-            content = decoded(Buffer.concat(chunks), incoming.headers['content-encoding']);
+            content = decoded(Buffer.concat(chunks), incoming.headers['content-encoding'], maxBodyBytes);
           } catch (error) {
             // An error reply whose body cannot be read still tells its status and headers (a 429's retry-after).
             if (status >= 200 && status < 300) {
@@ -176,21 +187,23 @@ function responseHeaders(raw: string[]): Headers {
 }
 
 /** The body as sent before content-encoding, as fetch gives it. The request asks for none, but proxies may. */
-function decoded(raw: Buffer, encoding: string | undefined): Buffer {
+function decoded(raw: Buffer, encoding: string | undefined, maxBytes: number): Buffer {
   if (raw.length === 0) return raw;
+  // A small body may decode to a huge one: decoding stops (throws) past the bound.
+  const bound = Number.isFinite(maxBytes) ? { maxOutputLength: maxBytes } : {};
   switch ((encoding ?? '').trim().toLowerCase()) {
     case 'gzip':
     case 'x-gzip':
-      return zlib.gunzipSync(raw);
+      return zlib.gunzipSync(raw, bound);
     case 'deflate':
       // Meant to be zlib-wrapped; some servers send it raw.
       try {
-        return zlib.inflateSync(raw);
+        return zlib.inflateSync(raw, bound);
       } catch {
-        return zlib.inflateRawSync(raw);
+        return zlib.inflateRawSync(raw, bound);
       }
     case 'br':
-      return zlib.brotliDecompressSync(raw);
+      return zlib.brotliDecompressSync(raw, bound);
     default:
       return raw;
   }

@@ -3,6 +3,8 @@
 // the endpoint reports it cost is settled after. Any failure (the endpoint down, a 4xx, a vector that is not one, no
 // money left) answers undefined: the lookup falls back to FULLTEXT, the note is kept without an embedding.
 import type { CallCost } from '../kernel/call-gate.js';
+import { ModelApiError } from '../kernel/errors.js';
+import { CHARGED_WHEN_UNANSWERED } from '../kernel/model-call.js';
 import type { SidePurse } from '../kernel/side-spend.js';
 import { truncateChars } from '../kernel/truncate.js';
 
@@ -74,8 +76,9 @@ export class NoteEmbedder {
 
   /**
    * The embedding of `text`, paid from `purse`; undefined when it cannot be paid or the endpoint fails (logged).
-   * The purse is settled with the endpoint's reported tokens (the worst case when it reports none, nothing when the
-   * call failed), never above the worst case reserved.
+   * The purse is settled with the endpoint's reported tokens (the worst case when it reports none or the call may
+   * have been processed unanswered: timed out, cancelled, a garbled body; nothing when the endpoint refused it),
+   * never above the worst case reserved.
    */
   async embed(
     text: string,
@@ -97,6 +100,11 @@ export class NoteEmbedder {
       return undefined;
     }
     if (!payment) return undefined;
+    if (signal.aborted) {
+      // Ended while it waited for the money: nothing was sent.
+      await payment.settle({ tokens: 0, costUsd: 0 });
+      return undefined;
+    }
     let charged: CallCost = { tokens: 0, costUsd: 0 };
     try {
       const answer = await this.client.embed(input, signal, this.timeoutMs);
@@ -112,6 +120,10 @@ export class NoteEmbedder {
       }
       return vector;
     } catch (err) {
+      // A call the endpoint may have processed without a readable answer (timed out, cancelled in flight, a body
+      // that is no JSON) is charged its worst case, as a model call is: the bill is never lower than the provider's.
+      // A refusal (an HTTP error, no connection) cost nothing.
+      if (err instanceof ModelApiError && CHARGED_WHEN_UNANSWERED.has(err.code)) charged = worst;
       log.warn({ model: this.model, error: this.scrub(err) }, 'an embedding failed: FULLTEXT instead');
       return undefined;
     } finally {

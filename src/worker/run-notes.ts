@@ -44,8 +44,8 @@ export { KEEP_NOTE_TOOL };
  */
 export const MAX_KEPT_PER_RUN = 10;
 /**
- * The share of a new run's budget (tokens and dollars) its opening recall's embedding may take at most: the run's
- * turns need the rest. An embedding of the task costs a few hundred tokens at cents per million.
+ * The share of a new run's budget (tokens, dollars and time) its opening recall's embedding may take at most: the
+ * run's turns need the rest. An embedding of the task costs a few hundred tokens at cents per million.
  */
 export const OPENING_EMBEDDING_SHARE = 0.1;
 
@@ -172,7 +172,14 @@ export class NotesSession {
     try {
       // An agent with no notes yet pays nothing for them: no embedding of a task there is nothing to compare with.
       if (purse && (await this.store.list({ ...this.owner, limit: 1 })).length === 0) return undefined;
-      const notes = await this.recall(this.task, purse, pay?.signal ?? NEVER);
+      // Its time too is a share of the run's: a slow endpoint falls back to FULLTEXT, the run keeps the rest.
+      const signal = pay
+        ? AbortSignal.any([
+            pay.signal ?? NEVER,
+            AbortSignal.timeout(Math.max(1, Math.floor(pay.budget.deadlineMs * OPENING_EMBEDDING_SHARE))),
+          ])
+        : NEVER;
+      const notes = await this.recall(this.task, purse, signal);
       return notes.length > 0 ? { query: recallQuery(this.task), notes } : undefined;
     } catch (err) {
       log.warn({ err }, 'could not recall notes: the run starts without');
@@ -232,7 +239,9 @@ export class NotesSession {
       costUsd: Math.max(0, pay.budget.maxCostUsd - result.usage.costUsd),
     };
     const purse = new NotesPurse(left, pay.gate, log, pay.timeLeftMs);
-    const signal = pay.signal ?? NEVER;
+    // All of them within the time given (a slow endpoint holds the run's result back no longer); the rest are kept
+    // without an embedding.
+    const signal = AbortSignal.any([pay.signal ?? NEVER, AbortSignal.timeout(Math.max(1, pay.timeLeftMs()))]);
     const embedded: D[] = [];
     try {
       for (const draft of drafts) {

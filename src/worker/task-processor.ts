@@ -25,6 +25,7 @@ import { DEFAULT_AGENT, type AgentDefinition } from '../kernel/define-agent.js';
 import { ConfigError, InputError, type RunError, StoreError } from '../kernel/errors.js';
 import { usageOf, type Budget } from '../kernel/budget.js';
 import { runAgent } from '../kernel/run-agent.js';
+import { keptAsFacts } from '../kernel/tool.js';
 import type { AgentResult, StepTrace } from '../kernel/types.js';
 import { notesOwner, type RunNotes } from './run-notes.js';
 import { reusableJobId } from '../effects/reused-job-effects.js';
@@ -433,6 +434,8 @@ async function runTheAgent(
     tools: own.length > 0 ? registry.with(...own) : registry,
     ...(recall ? { recall } : {}),
     ...(notes?.openingEmbeddings ? { embeddings: notes.openingEmbeddings } : {}),
+    // The opening recall's time is the run's: a new run's deadline counts from before it.
+    startedAt: openedAt,
     budget,
     protocol: config.protocol,
     options: config.options,
@@ -468,7 +471,7 @@ async function runTheAgent(
     );
   await steps.settled();
   if (notes && !parked(result, signal)) {
-    const keepsFacts = (tool: string) => registry.get(tool)?.keepsFacts === true;
+    const keepsFacts = (tool: string) => keptAsFacts(registry.get(tool));
     // The notes it leaves are embedded while what is left of its budget pays (their cost joins its usage).
     const given = state.checkpoint?.budget ?? budget;
     await notes.close({ jobId, traces: stepTraces, result, keepsFacts }, log, {
@@ -481,7 +484,7 @@ async function runTheAgent(
   return result;
 }
 
-/** How long the embeddings of a run's notes may wait at the fleet's gate (a rate limit) after it ended. */
+/** How long the embeddings of a run's notes may take after it ended, all told (waits at the fleet's gate included). */
 const CLOSE_EMBEDDING_WAIT_MS = 5_000;
 
 /** A run that stops to resume later (a decision, its children, a shutdown): not its end. */

@@ -119,3 +119,95 @@ it('a worst case that fits is paid, and the budget left for the turns shrinks by
   expect(result.usage.embeddings).toMatchObject({ calls: 1, tokens: 9_000 });
   expect(result.usage.totalTokens).toBeLessThanOrEqual(10_000);
 });
+
+/** A tool that reserves `worst`, then ignores its signal and settles `worst` (what it may have cost) after `lateMs`. */
+function lateSettlingTools(worst: CallCost, lateMs: number, afterReserve = () => {}) {
+  const settledAt: number[] = [];
+  const registry = new ToolRegistry([
+    defineTool({
+      name: 'embed',
+      description: 'Embeds a text.',
+      parameters: z.object({ text: z.string() }),
+      readOnly: true,
+      timeoutMs: 50,
+      async execute(_args, ctx) {
+        const payment = await ctx.purse?.reserve(worst, ctx.signal);
+        if (!payment) return 'not paid';
+        afterReserve();
+        // An embedding sent, its answer (or its abort) landing after the kernel stopped waiting for the call.
+        await new Promise((resolve) => setTimeout(resolve, lateMs));
+        await payment.settle(worst);
+        settledAt.push(Date.now());
+        return 'paid';
+      },
+    }),
+  ]);
+  return { registry, settledAt };
+}
+
+it('a side call still in flight when the run ends (timed out, cancelled) is in its usage and checkpoint at its worst case', async () => {
+  for (const how of ['timed out', 'cancelled'] as const) {
+    server.reset({ script: script() });
+    const gate = new RecordingGate();
+    const worst = { tokens: 40, costUsd: 0.0000008 };
+    const controller = new AbortController();
+    // Cancelled once the side call is paid for and on its way.
+    const cancel = () => how === 'cancelled' && controller.abort(new Error('cancelled'));
+    const { registry, settledAt } = lateSettlingTools(worst, 300, cancel);
+    const { result, checkpoints } = await runWith(server, {
+      tools: registry,
+      gate,
+      signal: controller.signal,
+    });
+    expect(result.stopReason, how).toBe(how === 'cancelled' ? 'cancelled' : 'answer');
+    expect(result.usage.embeddings, how).toEqual({ calls: 1, ...worst });
+    expect(checkpoints.at(-1)?.embeddings, how).toEqual({ calls: 1, ...worst });
+    // The late settlement neither counts it twice nor books less with the gate than the run counted.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(settledAt).toHaveLength(1);
+    expect(gate.released, how).toContainEqual(worst);
+    expect(checkpoints.at(-1)?.embeddings, how).toEqual({ calls: 1, ...worst });
+  }
+});
+
+it('a tool that goes on after its call ended (ignoring its signal) cannot pay a side call outside the run’s usage', async () => {
+  server.reset({ script: script() });
+  const gate = new RecordingGate();
+  const late: (SidePayment | null)[] = [];
+  let done: () => void = () => {};
+  const reservedLate = new Promise<void>((resolve) => (done = resolve));
+  const registry = new ToolRegistry([
+    defineTool({
+      name: 'embed',
+      description: 'Embeds a text.',
+      parameters: z.object({ text: z.string() }),
+      readOnly: true,
+      timeoutMs: 30,
+      async execute(_args, ctx) {
+        // Past its time limit, and then past the run's end, it still tries to pay.
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const payment = (await ctx.purse?.reserve({ tokens: 40, costUsd: 0.0000008 }, ctx.signal)) ?? null;
+        late.push(payment);
+        await payment?.settle({ tokens: 40, costUsd: 0.0000008 });
+        done();
+        return 'paid';
+      },
+    }),
+  ]);
+  const { result } = await runWith(server, { tools: registry, gate });
+  await reservedLate;
+  expect(result.stopReason).toBe('answer');
+  expect(late).toEqual([null]);
+  expect(gate.acquired).not.toContainEqual({ tokens: 40, costUsd: 0.0000008 });
+});
+
+it('time spent before the run (its opening recall) counts against its deadline when it says when it began', async () => {
+  server.reset({ script: [{ answer: 'done' }] });
+  const deadlineMs = 5_000;
+  // It began (its opening recall's embedding) nearly its whole deadline ago.
+  const { result } = await runWith(server, {
+    budget: { deadlineMs },
+    startedAt: Date.now() - deadlineMs + 100,
+  });
+  expect(result.stopReason).toBe('deadline');
+});

@@ -183,6 +183,35 @@ describe('the openai client over the node:http transport', () => {
     expect(await failure(call())).toMatchObject({ code: 'malformed_response', retryable: true });
   });
 
+  it('with maxBodyBytes, a body past it, as sent or once decoded (a gzip bomb), is a garbled reply', async () => {
+    const bounded = createNodeHttpFetch({ maxBodyBytes: 64 * 1024 });
+    const chat = new OpenAIChatModel({
+      model: 'gpt-4o-mini',
+      apiKey: 'sk-test-key',
+      baseURL,
+      fetch: bounded,
+    });
+    // A few kB of gzip that decode to 8 MB, then a plain body past the bound.
+    const bomb = zlib.gzipSync(`${completion('x').slice(0, -1)},"pad":"${' '.repeat(8 * 1024 * 1024)}"}`);
+    expect(bomb.length).toBeLessThan(64 * 1024);
+    handler = (_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+      res.end(bomb);
+    };
+    expect(await failure(ask(chat))).toMatchObject({ code: 'malformed_response' });
+    handler = (_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(`${completion('x').slice(0, -1)},"pad":"${' '.repeat(128 * 1024)}"}`);
+    };
+    expect(await failure(ask(chat))).toMatchObject({ code: 'malformed_response' });
+    // Within it, a reply reads as before.
+    handler = (_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+      res.end(zlib.gzipSync(completion('small')));
+    };
+    expect((await ask(chat)).message.content).toBe('small');
+  });
+
   it('an empty 429 marked gzip still gives its status and retry-after', async () => {
     handler = (_req, _body, res) => {
       res.writeHead(429, { 'content-encoding': 'gzip', 'retry-after': '2', 'content-length': '0' });

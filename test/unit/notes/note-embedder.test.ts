@@ -2,6 +2,8 @@
 // the server refuses what the API refuses (400s shaped like OpenAI's), its vectors put texts that share words
 // close, and the embedder pays each call from a purse (worst case reserved, the reported tokens settled), falling
 // back (undefined) on any failure without logging the key.
+import { createServer } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { CallCost } from '../../../src/kernel/call-gate.js';
 import type { SidePurse } from '../../../src/kernel/side-spend.js';
@@ -132,3 +134,94 @@ it('falls back on any failure, settling nothing for a failed call, logging no ke
   expect(await embedder().embed('revenue', purse(true).p, signal, logger())).toBeUndefined();
   expect(server.embeddings.requests.length).toBe(first);
 });
+
+it('a call the endpoint may have billed but never answered readably is charged its worst case, as a model call is', async () => {
+  // A hostile or overloaded endpoint: it takes the request (and may bill it), then answers too late, answers a body
+  // that is no JSON, or the run is cancelled while it works. None of that is a refusal: the bill must not be lower.
+  let mode: 'slow' | 'garbled' | 'null' = 'slow';
+  const sockets = new Set<Socket>();
+  const hostile = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (mode === 'garbled') {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('{"object":"list","data":[{"embedding":[0.1,0.2');
+      }
+      if (mode === 'null') {
+        // JSON, but no answer at all: nothing says what it billed.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end('null');
+      }
+      // slow: never answers within the call's time limit
+    });
+  });
+  hostile.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+  const address = hostile.address() as AddressInfo;
+  try {
+    const make = () =>
+      new NoteEmbedder(
+        new OpenAIEmbeddings(MODEL, {
+          apiKey: KEY,
+          baseURL: `http://127.0.0.1:${address.port}/v1`,
+          fetch: globalThis.fetch,
+        }),
+        { model: MODEL, inputPerMillion: 0.02, secret: KEY, timeoutMs: 200 },
+      );
+    for (const how of ['slow', 'garbled', 'null', 'cancelled'] as const) {
+      mode = how === 'cancelled' ? 'slow' : how;
+      const { p, reserved, settled } = purse();
+      const controller = new AbortController();
+      if (how === 'cancelled') setTimeout(() => controller.abort(new Error('cancelled')), 50);
+      const log = logger();
+      expect(await make().embed('total revenue by region', p, controller.signal, log), how).toBeUndefined();
+      expect(settled, how).toEqual([reserved[0]]);
+      expect(log.lines.join('\n')).not.toContain(KEY);
+    }
+  } finally {
+    for (const s of sockets) s.destroy();
+    await new Promise((resolve) => hostile.close(resolve));
+  }
+});
+
+it('a reply too large for any vector is cut off as it arrives, not read whole, and charged its worst case', async () => {
+  // A hostile endpoint streams an endless vector: the call must stop reading long before its time limit.
+  let written = 0;
+  const hostile = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"object":"list","data":[{"object":"embedding","index":0,"embedding":[');
+      const chunk = '0.123456789,'.repeat(8_000);
+      const pump = () => {
+        while (!res.destroyed && written < 256 * 1024 * 1024) {
+          written += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+        res.end();
+      };
+      pump();
+    });
+  });
+  await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+  const address = hostile.address() as AddressInfo;
+  try {
+    // The worker's own transport (no fetch given), as in production.
+    const huge = new NoteEmbedder(
+      new OpenAIEmbeddings(MODEL, { apiKey: KEY, baseURL: `http://127.0.0.1:${address.port}/v1` }),
+      { model: MODEL, inputPerMillion: 0.02, secret: KEY, timeoutMs: 20_000 },
+    );
+    const { p, reserved, settled } = purse();
+    const log = logger();
+    expect(await huge.embed('revenue', p, new AbortController().signal, log)).toBeUndefined();
+    expect(written).toBeLessThan(64 * 1024 * 1024);
+    expect(settled).toEqual([reserved[0]]);
+    expect(log.lines.join('\n')).toMatch(/an embedding failed/);
+  } finally {
+    hostile.closeAllConnections();
+    await new Promise((resolve) => hostile.close(resolve));
+  }
+}, 30_000);

@@ -330,6 +330,50 @@ describe('embeddings of a run’s notes', () => {
     expect(result.usage.costUsd).toBeCloseTo(0.001 + (7 * 0.02) / 1e6, 15);
   });
 
+  it("a parent's notes embedded at its end are its own: in usage.self too, so usage minus self stays its children's", async () => {
+    const store = memoryStore();
+    const session = new RunNotes(store, count, embedderOf([])).session(owner, settings, 'x', undefined, log);
+    const self = { promptTokens: 100, completionTokens: 10, totalTokens: 110, costUsd: 0.001 };
+    const children = { promptTokens: 50, completionTokens: 5, totalTokens: 55, costUsd: 0.0005 };
+    const result = ended({
+      usage: {
+        promptTokens: 150,
+        completionTokens: 15,
+        totalTokens: 165,
+        costUsd: 0.0015,
+        self,
+      },
+    });
+    await session.close({ jobId: 'job-1', traces, result }, log, pay);
+    const usage = result.usage;
+    expect(usage.embeddings).toMatchObject({ calls: 1, tokens: 7 });
+    expect(usage.totalTokens - usage.self!.totalTokens).toBe(children.totalTokens);
+    expect(usage.promptTokens - usage.self!.promptTokens).toBe(children.promptTokens);
+    expect(usage.costUsd - usage.self!.costUsd).toBeCloseTo(children.costUsd, 15);
+  });
+
+  it('embeds them within the time the run’s end allows, all told: a slow endpoint delays its result no longer', async () => {
+    const store = memoryStore();
+    const slow = new NoteEmbedder(
+      {
+        embed: (_input, signal) =>
+          new Promise((_resolve, reject) => {
+            signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+          }),
+      },
+      { model: 'text-embedding-3-small', inputPerMillion: 0.02 },
+    );
+    const session = new RunNotes(store, count, slow).session(owner, settings, 'x', undefined, log);
+    const started = Date.now();
+    await session.close({ jobId: 'job-1', traces, result: ended({}) }, log, {
+      budget,
+      timeLeftMs: () => 300,
+    });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(store.notes.size).toBe(1);
+    expect([...store.notes.values()][0]?.embedding).toBeUndefined();
+  });
+
   it('keeps them without an embedding when the budget left cannot pay, or the attempt will be retried', async () => {
     for (const result of [
       ended({ usage: { promptTokens: 9_990, completionTokens: 5, totalTokens: 9_995, costUsd: 0.01 } }),
@@ -393,6 +437,35 @@ describe('embeddings of a run’s notes', () => {
     );
     expect(calls).toHaveLength(1);
     expect(poor.openingEmbeddings).toBeUndefined();
+  });
+
+  it('gives the opening recall’s embedding a tenth of the run’s time at most: a slow endpoint cannot eat its deadline', async () => {
+    const store = memoryStore();
+    await store.add([
+      {
+        ...owner,
+        kind: 'fact',
+        text: 'a note',
+        sourceJobId: 'j',
+        sourceStep: 1,
+        expiresAt: new Date('2027-01-01'),
+      },
+    ]);
+    // An endpoint that answers only when the call is aborted (its own 10 s limit, or the signal).
+    const slow = new NoteEmbedder(
+      {
+        embed: (_input, signal) =>
+          new Promise((_resolve, reject) => {
+            signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+          }),
+      },
+      { model: 'text-embedding-3-small', inputPerMillion: 0.02 },
+    );
+    const session = new RunNotes(store, count, slow).session(owner, settings, 'the task', undefined, log);
+    const started = Date.now();
+    const recall = await session.opening(log, { ...pay, budget: { ...budget, deadlineMs: 2_000 } });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(recall?.notes).toHaveLength(1); // FULLTEXT's
   });
 });
 
