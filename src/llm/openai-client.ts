@@ -34,9 +34,17 @@ const WITHOUT_TELEMETRY_HEADERS: Record<string, null> = Object.fromEntries(
   ].map((name) => [name, null]),
 );
 
+/**
+ * Bytes a model's reply may have, as received and decoded. A real one is far smaller: a completion's output is
+ * bounded by max_tokens (a few hundred kB at the largest), a Responses reply adds its reasoning items. An endpoint
+ * that sends more (a loop, a bomb) fails the call as a garbled reply, charged and retried like one, instead of
+ * filling the worker's memory.
+ */
+export const MODEL_REPLY_MAX_BYTES = 16 * 1024 * 1024;
+
 let sharedFetch: Fetch | undefined;
 function defaultFetch(): Fetch {
-  sharedFetch ??= createNodeHttpFetch();
+  sharedFetch ??= createNodeHttpFetch({ maxBodyBytes: MODEL_REPLY_MAX_BYTES });
   return sharedFetch;
 }
 

@@ -13,6 +13,7 @@ import zlib from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ModelApiError } from '../../../src/kernel/errors.js';
 import { createNodeHttpFetch } from '../../../src/llm/node-http-fetch.js';
+import { MODEL_REPLY_MAX_BYTES } from '../../../src/llm/openai-client.js';
 import { OpenAIChatModel } from '../../../src/llm/openai-chat-model.js';
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
@@ -210,6 +211,23 @@ describe('the openai client over the node:http transport', () => {
       res.end(zlib.gzipSync(completion('small')));
     };
     expect((await ask(chat)).message.content).toBe('small');
+  });
+
+  it('a model reply past MODEL_REPLY_MAX_BYTES fails as a garbled reply without being read whole', async () => {
+    let sent = 0;
+    handler = (_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"id": "c1", "choices": [{"message": {"content": "');
+      const chunk = 'x'.repeat(1024 * 1024);
+      const more = () => {
+        // An endless reply: stops only when the client hangs up.
+        while (!res.destroyed && res.write(chunk)) sent += chunk.length;
+        if (!res.destroyed) res.once('drain', more);
+      };
+      more();
+    };
+    expect(await failure(call())).toMatchObject({ code: 'malformed_response', retryable: true });
+    expect(sent).toBeLessThan(MODEL_REPLY_MAX_BYTES + 8 * 1024 * 1024);
   });
 
   it('an empty 429 marked gzip still gives its status and retry-after', async () => {
