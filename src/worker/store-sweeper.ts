@@ -6,6 +6,7 @@
 import { Queue } from 'bullmq';
 import type { Pool } from 'mysql2/promise';
 import type { RedisClient } from '../queue/redis.js';
+import type { ErrorEmitter } from '../queue/redis-outage-log.js';
 import { TASKS_QUEUE } from '../queue/names.js';
 import { RedisLease } from '../queue/redis-lease.js';
 import { OutcomeStore } from './outcome-store.js';
@@ -32,6 +33,12 @@ export interface StoreSweeperOptions {
   intervalMs?: number;
   /** Passed on to each sweep (tests). */
   sweep?: Partial<Pick<StoreSweepOptions, 'batchSize' | 'pauseMs' | 'now'>>;
+  /**
+   * Takes the errors of the sweeper's own tasks queue (the worker's outage log: one line an outage). Without it
+   * they are dropped: the sweep's own calls fail and say so. BullMQ prints an error nobody listens to, with its
+   * stack, at every failed reconnection.
+   */
+  watchErrors?: (emitter: ErrorEmitter, source: string) => void;
 }
 
 export interface StoreSweeper {
@@ -47,6 +54,8 @@ export function storeSweepLeaseKey(prefix: string): string {
 export function startStoreSweeper(options: StoreSweeperOptions): StoreSweeper {
   const lease = new RedisLease(options.redis, storeSweepLeaseKey(options.prefix), LEASE_MS);
   const tasks = new Queue(TASKS_QUEUE, { connection: options.redis, prefix: options.prefix });
+  if (options.watchErrors) options.watchErrors(tasks, 'store sweeper');
+  else tasks.on('error', () => undefined);
   let closing = false;
   let running: Promise<boolean> = Promise.resolve(false);
   const round = async (): Promise<boolean> => {

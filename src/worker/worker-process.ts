@@ -201,6 +201,7 @@ export async function startWorkerProcess(
       intervalMs: config.STORE_SWEEP_INTERVAL_MS,
       logger,
       onDeleted: (table, rows) => metrics.observeStoreRowsDeleted(table, rows),
+      watchErrors: (emitter, source) => outages.watch(emitter, source),
     });
     worker.start();
 
