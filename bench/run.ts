@@ -698,24 +698,6 @@ if (realToolsResult) {
     );
   }
 }
-if (supervisedProcesses) {
-  const { one, two } = supervisedProcesses;
-  const label = (r: LatencyResult) =>
-    `--processes ${r.workers}, ${r.concurrency} slots, ${r.latencyMs} ms a call`;
-  rows.push(
-    info('12 --processes', `${label(one)}: sustained`, one.sustained.callsPerSecond, 'calls/s'),
-    {
-      ...info('12 --processes', `${label(two)}: sustained`, two.sustained.callsPerSecond, 'calls/s'),
-      baseline: { label: '--processes 1', value: one.sustained.callsPerSecond },
-      ratio: two.sustained.callsPerSecond / one.sustained.callsPerSecond,
-    },
-    info('12 --processes', '--processes 1: sustained over ideal', one.sustained.overIdeal, 'ratio'),
-    info('12 --processes', '--processes 2: sustained over ideal', two.sustained.overIdeal, 'ratio'),
-    info('12 --processes', '--processes 1: worker CPU per step', one.workerCpuMsPerStep, 'ms'),
-    info('12 --processes', '--processes 2: worker CPU per step', two.workerCpuMsPerStep, 'ms'),
-    info('12 --processes', '--processes 2: cores in use (machine)', two.cores.machine, 'cores'),
-  );
-}
 if (redisMemoryResult) {
   const m = redisMemoryResult;
   lines.push(
