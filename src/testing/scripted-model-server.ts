@@ -438,16 +438,21 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
     }
   }
 
+  /** A request without the server's key (when it has one) is answered 401, as OpenAI answers it. */
+  function keyRefused(req: IncomingMessage, res: ServerResponse): boolean {
+    if (options.apiKey === undefined || req.headers.authorization === `Bearer ${options.apiKey}`)
+      return false;
+    req.resume();
+    sendJson(
+      res,
+      401,
+      errorBody('scripted model: invalid api key', 'invalid_request_error', 'invalid_api_key'),
+    );
+    return true;
+  }
+
   async function serveEmbeddings(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
-      req.resume();
-      sendJson(
-        res,
-        401,
-        errorBody('scripted model: invalid api key', 'invalid_request_error', 'invalid_api_key'),
-      );
-      return;
-    }
+    if (keyRefused(req, res)) return;
     let body: Record<string, unknown>;
     try {
       body = parseJsonObject(await readBody(req));
@@ -482,19 +487,7 @@ export async function startScriptedModel(options: ScriptedModelOptions = {}): Pr
       );
       return;
     }
-    if (
-      !options.azure &&
-      options.apiKey !== undefined &&
-      req.headers.authorization !== `Bearer ${options.apiKey}`
-    ) {
-      req.resume();
-      sendJson(
-        res,
-        401,
-        errorBody('scripted model: invalid api key', 'invalid_request_error', 'invalid_api_key'),
-      );
-      return;
-    }
+    if (!options.azure && keyRefused(req, res)) return;
 
     const raw = await readBody(req);
     let parsed: RequestView;
