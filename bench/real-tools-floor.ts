@@ -2,10 +2,11 @@
 // the worker's model calls (the request bodies the scripted server recorded, replayed job by job, in order) and,
 // after each reply, the tool calls that reply asks for, through the same drivers the tools use: mysql2 (a pool,
 // the statement the tool sends: the information_schema query of list_tables, the model's SQL with MariaDB's
-// statement limits) and nodemailer (a transport made once with its defaults, as a user's loop would make it:
-// one SMTP connection per message). No queue, no store, no kernel, no guard, no ledger. Spawned with an IPC
-// channel by bench/scenarios/real-tools.ts:
-//   env BENCH_MODEL_URL, BENCH_DATA_URL (the read-only account), BENCH_SMTP_URL
+// statement limits) and nodemailer (a transport made once with its defaults: one SMTP connection per message;
+// or with BENCH_SMTP_POOL=1, `pool: true` as a script that sends mail in a loop would make it: kept connections,
+// 5 at most). No queue, no store, no kernel, no guard, no ledger. Spawned with an IPC channel by
+// bench/scenarios/real-tools.ts:
+//   env BENCH_MODEL_URL, BENCH_DATA_URL (the read-only account), BENCH_SMTP_URL, BENCH_SMTP_POOL
 //   → { type: 'ready' }
 //   ← { type: 'load', jobs }            → { type: 'loaded' }
 //   ← { type: 'replay', concurrency }   → { type: 'replayed', elapsedMs, cpuMs, calls, toolCalls, errors }
@@ -26,7 +27,10 @@ if (!baseURL || !dataUrl || !smtpUrl || !process.send) {
 const openai = new OpenAI({ baseURL, apiKey: 'bench-key', maxRetries: 0 });
 const database = new URL(dataUrl).pathname.slice(1);
 const pool = createPool({ uri: dataUrl, connectionLimit: 10, charset: 'UTF8MB4_UNICODE_CI', timezone: 'Z' });
-const transport = nodemailer.createTransport(smtpUrl);
+const transport =
+  process.env.BENCH_SMTP_POOL === '1'
+    ? nodemailer.createTransport({ url: smtpUrl, pool: true })
+    : nodemailer.createTransport(smtpUrl);
 let jobs: Body[][] = [];
 let toolCalls = 0;
 

@@ -72,6 +72,11 @@ const config = {
     concurrency: 10,
     repetitions: envInt('BENCH_REPETITIONS', 5),
     profile: process.env.BENCH_PROFILE !== '0',
+    // The cold, whole-life pairs: a fresh worker and a fresh pooled loop, 30 tasks each (150 model calls).
+    coldTasks: envInt('BENCH_REAL_COLD_TASKS', 30),
+    coldRepetitions: envInt('BENCH_REAL_COLD_REPETITIONS', 3),
+    coldLogLevel: process.env.BENCH_REAL_COLD_LOG_LEVEL || 'info',
+    coldEntry: (process.env.BENCH_REAL_COLD_ENTRY === 'dist' ? 'dist' : 'tsx') as 'tsx' | 'dist',
   },
   // Scenario 10 (BENCH_ONLY=10 or children): agents that call agents, against an in-process tool.
   children: {
@@ -398,6 +403,13 @@ if (realToolsResult) {
       target: `≤ ${config.targets.realToolsRatio}`,
       pass: r.ratio <= config.targets.realToolsRatio,
     },
+    {
+      ...info('7 real tools', 'worker CPU per model call', r.workerCpuMsPerCall, 'ms/call'),
+      baseline: { label: 'bare loop, pooled SMTP, CPU/call', value: r.pooledFloorCpuMsPerCall },
+      ratio: r.pooledRatio,
+      target: `≤ ${config.targets.realToolsRatio}`,
+      pass: r.pooledRatio <= config.targets.realToolsRatio,
+    },
     info('7 real tools', 'worker CPU per run (5 model calls, 7 tool calls)', r.workerCpuMsPerRun, 'ms/run'),
     info(
       '7 real tools',
@@ -412,7 +424,44 @@ if (realToolsResult) {
       'cmds/call',
     ),
     info('7 real tools', 'MariaDB queries per model call (shared)', r.mysqlQueriesPerCall, 'queries/call'),
+    {
+      ...info('7 real tools', 'write system calls per model call', r.workerWritesPerCall, 'writes/call'),
+      baseline: { label: 'the pooled loop', value: r.pooledFloorWritesPerCall },
+      ratio: r.workerWritesPerCall / r.pooledFloorWritesPerCall,
+    },
   );
+  if (r.cold) {
+    const c = r.cold;
+    rows.push(
+      {
+        ...info(
+          '7 real tools',
+          `cold, whole life (${c.tasks} tasks): worker CPU per call`,
+          c.workerCpuMsPerCall,
+          'ms/call',
+        ),
+        baseline: { label: 'fresh pooled bare loop, whole life', value: c.floorCpuMsPerCall },
+        ratio: c.ratio,
+        target: `≤ ${config.targets.realToolsRatio}`,
+        pass: c.ratio <= config.targets.realToolsRatio,
+      },
+      {
+        ...info(
+          '7 real tools',
+          'cold, after start-up: worker CPU per call',
+          c.workerAfterStartCpuMsPerCall,
+          'ms/call',
+        ),
+        baseline: { label: 'the same of the bare loop', value: c.floorAfterStartCpuMsPerCall },
+        ratio: c.afterStartRatio,
+      },
+      {
+        ...info('7 real tools', 'cold: worker start-up CPU (spawn to ready)', c.workerStartCpuMs, 'ms'),
+        baseline: { label: 'the bare loop', value: c.floorStartCpuMs },
+        ratio: c.workerStartCpuMs / c.floorStartCpuMs,
+      },
+    );
+  }
   if (r.profile) {
     rows.push(
       info('7 real tools', 'worker CPU per call under --cpu-prof', r.profile.cpuMsPerCall, 'ms/call'),
@@ -687,8 +736,16 @@ if (realToolsResult) {
   const r = realToolsResult;
   lines.push(
     `7: ${r.batches.length} pairs of ${r.tasksPerBatch} runs; ratio per pair ${r.pairRatios.map((x) => x.toFixed(2)).join(', ')}; ` +
+      `against the pooled loop ${r.pooledPairRatios.map((x) => x.toFixed(2)).join(', ')}; ` +
       `worker CPU spread ${pct(r.cpuSpread)}`,
   );
+  if (r.cold)
+    lines.push(
+      `7: cold pairs (${r.cold.entry}, LOG_LEVEL=${r.cold.logLevel}): whole-life ratio ${r.cold.pairs.map((p) => p.ratio.toFixed(2)).join(', ')}; ` +
+        `worker start-up ${r.cold.pairs.map((p) => p.worker.startCpuMs.toFixed(0)).join(', ')} ms, ` +
+        `loop start-up ${r.cold.pairs.map((p) => p.floor.startCpuMs.toFixed(0)).join(', ')} ms; ` +
+        `main threads alone ${r.cold.mainThreadRatio.toFixed(2)}`,
+    );
   if (r.profile) {
     const parts = Object.entries(r.profile.summary.byComponent)
       .slice(0, 12)
@@ -696,6 +753,16 @@ if (realToolsResult) {
     lines.push(
       `7: profile of the worker's main thread (${r.profile.summary.totalMs.toFixed(0)} ms): ${parts.join(', ')}`,
     );
+    const floor = r.profile.floor;
+    if (floor) {
+      const perCall = (ms: number, calls: number) => (ms / calls).toFixed(2);
+      const floorParts = Object.entries(floor.summary.byComponent)
+        .slice(0, 10)
+        .map(([name, ms]) => `${name} ${perCall(ms, r.profile!.modelCalls)}`);
+      lines.push(
+        `7: profile of the pooled loop's main thread, same calls (${perCall(floor.summary.totalMs, r.profile.modelCalls)} ms/call sampled): ${floorParts.join(', ')}`,
+      );
+    }
   }
 }
 if (redisMemoryResult) {

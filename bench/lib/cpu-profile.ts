@@ -59,7 +59,8 @@ function componentOfPackage(pkg: string, caller: string | undefined): string {
   if (pkg === 'ioredis' || pkg === '@ioredis/commands' || pkg === 'redis-parser' || pkg === 'redis-errors')
     return 'Redis client (ioredis)';
   if (pkg === 'mysql2' || pkg === 'sqlstring' || pkg === 'iconv-lite' || pkg === 'lru.min') {
-    if (caller && /src\/tools\/(data-database|stream-rows|sql-)/.test(caller)) return 'mysql2: data database';
+    if (caller && /src\/tools\/(data-database|stream-rows|sql-)|bench\/real-tools-floor/.test(caller))
+      return 'mysql2: data database';
     if (caller && /src\/tools\/(email-|send-email|effect-)/.test(caller)) return 'mysql2: ledger writes';
     return 'mysql2: store writes (runs, traces)';
   }

@@ -151,6 +151,8 @@ export interface AgentWorkerOptions {
   env?: Record<string, string>;
   /** Arguments of the worker entry, e.g. `--processes 2`. */
   args?: string[];
+  /** `dist`: the compiled worker (dist/workers/agent-worker.js, `npm run build` first) instead of tsx. */
+  entry?: 'tsx' | 'dist';
 }
 
 /** `node <the worker's V8 flags> --import tsx workers/agent-worker.ts`, as the tests start it, logging at warn. */
@@ -160,10 +162,9 @@ export function startAgentWorker(ns: Namespace, model: ModelServer, options: Age
     ...WORKER_NODE_FLAGS,
     ...(options.nodeArgs ?? []),
     ...(options.exposeGc ? ['--expose-gc'] : []),
-    '--import',
-    'tsx',
+    ...(options.entry === 'dist' ? [] : ['--import', 'tsx']),
     ...(options.probeFile ? ['--import', probe] : []),
-    'workers/agent-worker.ts',
+    options.entry === 'dist' ? 'dist/workers/agent-worker.js' : 'workers/agent-worker.ts',
     ...(options.args ?? []),
   ];
   return spawnChild(`agent-worker(${ns.prefix})`, args, {

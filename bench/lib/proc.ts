@@ -27,6 +27,25 @@ export function cpuMsOf(pid: number): number {
   return ((utime + stime) * 1000) / clockTicksPerSecond();
 }
 
+/**
+ * CPU milliseconds of this process's children that have exited and been reaped so far (cutime + cstime of
+ * /proc/self/stat: the kernel adds a child's whole life, its own reaped children included, when it is waited
+ * for). Read around one child's exit, with no other child exiting meanwhile, it is that child's CPU from start
+ * to exit, its last moments included, which /proc/<pid>/stat can no longer show.
+ */
+export function reapedChildrenCpuMs(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[13]) + Number(fields[14])) * 1000) / clockTicksPerSecond();
+}
+
+/** CPU milliseconds of the process's main thread alone (/proc/<pid>/task/<pid>/stat), its other threads out. */
+export function mainThreadCpuMsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTicksPerSecond();
+}
+
 /** Resident set size in KB (VmRSS). */
 export function rssKbOf(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');

@@ -4,20 +4,27 @@
 // account), send_email to the demo SMTP sink, traces in MySQL and a Redis server of its own (so INFO
 // commandstats counts this worker alone). Each measured batch is followed by the baseline: a bare loop on the
 // `openai` package in a process of its own (bench/real-tools-floor.ts) making the very calls that batch made
-// (the recorded bodies) and the tool calls their replies ask for, through mysql2 and nodemailer. CPU of both
-// from /proc/<pid>/stat (utime + stime, all threads). The ratio is per pair, the median judged.
+// (the recorded bodies) and the tool calls their replies ask for, through mysql2 and nodemailer: twice, by two
+// loops in the same run, one sending mail with nodemailer's default (one SMTP connection per message), one with
+// `pool: true` (kept connections, as a plain script sending mail in a loop makes it), their order alternated.
+// CPU of all from /proc/<pid>/stat (utime + stime, all threads). The ratio is per pair, the median judged.
+// Then the cold, whole-life measure: a fresh worker process (logging at its default level, info, as a user runs
+// it) and a fresh pooled loop process each doing `coldTasks` tasks, CPU over each process's whole life (spawn to
+// exit, from this process's reaped children's times), split into start-up (spawn to ready) and the rest. Both
+// start with tsx, or (BENCH_REAL_COLD_ENTRY=dist) both compiled: the worker from dist/, the loop transpiled.
 // With `profile`, a last batch runs on a worker under --cpu-prof, and the profile's samples of that batch's
 // window are split by component (bench/lib/cpu-profile.ts).
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
+import ts from 'typescript';
 import { FleetClient } from '../../src/client/fleet-client.js';
 import { seedDemoDatabase } from '../../src/demo/seed-demo-database.js';
 import { startSmtpSink, type SmtpSink } from '../../src/demo/smtp-sink.js';
 import { TASKS_QUEUE } from '../../src/queue/names.js';
-import { nextMessage, spawnChild, type Child } from '../lib/children.js';
+import { nextMessage, REPO_ROOT, spawnChild, type Child } from '../lib/children.js';
 import { summarizeProfile, type ProfileSummary } from '../lib/cpu-profile.js';
 import {
   createNamespace,
@@ -33,7 +40,14 @@ import {
   type Namespace,
 } from '../lib/fleet.js';
 import { startPrivateRedis, type CommandMonitor, type PrivateRedis } from '../lib/private-redis.js';
-import { cpuMsOf, pidsByComm, cpuMsOfAll, syscallsOf } from '../lib/proc.js';
+import {
+  cpuMsOf,
+  cpuMsOfAll,
+  mainThreadCpuMsOf,
+  pidsByComm,
+  reapedChildrenCpuMs,
+  syscallsOf,
+} from '../lib/proc.js';
 import { jobsOf, type Body } from '../lib/replay.js';
 import { realToolsTask, REAL_TOOLS_MODEL } from '../lib/real-tools-model.js';
 import { median, spread } from '../lib/stats.js';
@@ -45,6 +59,12 @@ export interface RealToolsOptions {
   repetitions: number;
   profile: boolean;
   workerNodeArgs: string[];
+  /** Tasks of each cold, whole-life pair (0: none), and how many pairs. */
+  coldTasks: number;
+  coldRepetitions: number;
+  /** The cold worker's log level (default the worker's own: info) and entry (tsx or the compiled dist/). */
+  coldLogLevel: string;
+  coldEntry: 'tsx' | 'dist';
 }
 
 export interface RealToolsBatch {
@@ -76,9 +96,39 @@ export interface RealToolsBatch {
     cpuMsPerCall: number;
     /** process.cpuUsage() inside it: the same window from inside. */
     selfCpuMsPerCall: number;
+    /** Write system calls (syscw of /proc/<pid>/io) per model call: each socket write is one. */
+    writesPerCall: number;
     errors: number;
   };
+  /** The same replay by the loop with pooled SMTP (nodemailer `pool: true`). */
+  pooledFloor: RealToolsBatch['floor'];
   ratio: number;
+  pooledRatio: number;
+  unexpected: Record<string, number>;
+}
+
+/** One process's whole life in the cold measure. */
+export interface ColdLife {
+  calls: number;
+  /** Spawn to ready (the worker's "worker started" line; the loop's `ready` message). */
+  startCpuMs: number;
+  /** Ready to the last task's end. */
+  runCpuMs: number;
+  /** Spawn to exit (shutdown included), exact. */
+  wholeCpuMs: number;
+  /** Spawn to the last task's end, of the main thread alone (V8's GC helpers, libuv's pool and others out). */
+  mainThreadCpuMs: number;
+  startWallMs: number;
+}
+
+export interface ColdPair {
+  tasks: number;
+  worker: ColdLife;
+  floor: ColdLife;
+  /** Whole-life CPU per model call, worker over loop. */
+  ratio: number;
+  /** The same without start-up (ready to exit). */
+  afterStartRatio: number;
   unexpected: Record<string, number>;
 }
 
@@ -88,11 +138,33 @@ export interface RealToolsResult {
   workerCpuMsPerCall: number;
   workerCpuMsPerRun: number;
   floorCpuMsPerCall: number;
+  pooledFloorCpuMsPerCall: number;
   /** Median of the per-pair ratios. */
   ratio: number;
   pairRatios: number[];
+  pooledRatio: number;
+  pooledPairRatios: number[];
+  cold?: {
+    tasks: number;
+    logLevel: string;
+    entry: 'tsx' | 'dist';
+    workerCpuMsPerCall: number;
+    floorCpuMsPerCall: number;
+    ratio: number;
+    workerStartCpuMs: number;
+    floorStartCpuMs: number;
+    workerAfterStartCpuMsPerCall: number;
+    floorAfterStartCpuMsPerCall: number;
+    afterStartRatio: number;
+    /** Whole life of the main threads alone (spawn to the last task's end): what a per-thread counter sees. */
+    mainThreadRatio: number;
+    pairs: ColdPair[];
+  };
   cpuSpread: number;
   redisCommandsPerCall: number;
+  /** Write system calls per model call (each socket write is one): the worker's, the pooled loop's. */
+  workerWritesPerCall: number;
+  pooledFloorWritesPerCall: number;
   redisScriptCommandsPerCall: number;
   mysqlQueriesPerCall: number;
   batches: RealToolsBatch[];
@@ -104,6 +176,8 @@ export interface RealToolsResult {
     cpuMsPerCall: number;
     summary: ProfileSummary;
     threads: ProfileSummary[];
+    /** The pooled loop under --cpu-prof replaying the same calls (after one warm-up replay of them). */
+    floor?: { cpuMsPerCall: number; summary: ProfileSummary };
   };
 }
 
@@ -128,33 +202,66 @@ export async function seedPrivateData(label: string): Promise<{ url: string; cle
   return { url: `mysql://${user}:${password}@127.0.0.1:3306/${database}`, cleanup };
 }
 
+/**
+ * The loop compiled to plain JavaScript (dist/bench/real-tools-floor.js, next to the compiled worker), for the
+ * cold pairs from dist/: a plain script started with `node`, no loader. Its imports resolve from the repository.
+ */
+function compiledFloor(): string {
+  const out = join(REPO_ROOT, 'dist/bench/real-tools-floor.js');
+  const source = readFileSync(join(REPO_ROOT, 'bench/real-tools-floor.ts'), 'utf8');
+  const { outputText } = ts.transpileModule(source, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022, esModuleInterop: true },
+  });
+  mkdirSync(join(REPO_ROOT, 'dist/bench'), { recursive: true });
+  writeFileSync(out, outputText);
+  return out;
+}
+
 class Floor {
   private constructor(
     readonly child: Child,
     private readonly model: ModelServer,
   ) {}
 
-  static async start(dataUrl: string, smtpUrl: string): Promise<Floor> {
+  /** CPU of the loop's process from spawn to its `ready` message, and the wall time. */
+  startCpuMs = 0;
+  startWallMs = 0;
+
+  static async start(
+    dataUrl: string,
+    smtpUrl: string,
+    pooled: boolean,
+    nodeArgs: string[] = [],
+    entry: 'tsx' | 'dist' = 'tsx',
+  ): Promise<Floor> {
     const model = await startModelServer(0, 'none', REAL_TOOLS_MODEL);
+    const script = entry === 'dist' ? [compiledFloor()] : ['--import', 'tsx', 'bench/real-tools-floor.ts'];
+    const t0 = performance.now();
     const child = spawnChild(
-      'real-tools-floor',
-      ['--import', 'tsx', 'bench/real-tools-floor.ts'],
+      pooled ? 'real-tools-floor(pooled)' : 'real-tools-floor',
+      [...nodeArgs, ...script],
       {
         BENCH_MODEL_URL: model.baseURL,
         BENCH_DATA_URL: dataUrl,
         BENCH_SMTP_URL: smtpUrl,
+        BENCH_SMTP_POOL: pooled ? '1' : '0',
         NODE_ENV: 'production',
       },
       { ipc: true },
     );
+    let startCpuMs: number;
     try {
       await nextMessage(child, 'ready');
+      startCpuMs = cpuMsOf(child.pid);
     } catch (error) {
       await child.stop();
       await model.child.stop();
       throw error;
     }
-    return new Floor(child, model);
+    const floor = new Floor(child, model);
+    floor.startCpuMs = startCpuMs;
+    floor.startWallMs = performance.now() - t0;
+    return floor;
   }
 
   async replay(jobs: Body[][], concurrency: number): Promise<RealToolsBatch['floor']> {
@@ -170,22 +277,32 @@ class Floor {
       errors: number;
     }>(this.child, 'replayed', 180_000);
     const cpu0 = cpuMsOf(this.child.pid);
+    const io0 = syscallsOf(this.child.pid);
     this.child.process.send({ type: 'replay', concurrency });
     const r = await done;
     const cpu1 = cpuMsOf(this.child.pid);
+    const io1 = syscallsOf(this.child.pid);
     return {
       calls: r.calls,
       toolCalls: r.toolCalls,
       elapsedMs: r.elapsedMs,
       cpuMsPerCall: (cpu1 - cpu0) / r.calls,
       selfCpuMsPerCall: r.cpuMs / r.calls,
+      // The 'replayed' message to us is one of them.
+      writesPerCall: (io1.writes - io0.writes - 1) / r.calls,
       errors: r.errors,
     };
   }
 
-  async close(): Promise<void> {
+  /** Stops the loop; its whole life's CPU (spawn to exit), exact: nothing else of ours exits meanwhile. */
+  async close(): Promise<number> {
+    const reaped0 = reapedChildrenCpuMs();
+    this.child.process.disconnect(); // the loop closes its pool and transport and exits
+    await Promise.race([this.child.exited, sleep(10_000)]);
     await this.child.stop();
+    const wholeCpuMs = reapedChildrenCpuMs() - reaped0;
     await this.model.child.stop();
+    return wholeCpuMs;
   }
 }
 
@@ -225,11 +342,18 @@ function snapshot(rig: Rig): { worker: Counts; scripts: Counts } {
   return { worker, scripts: { ...rig.monitor.inScripts } };
 }
 
-function startWorker(rig: Rig, concurrency: number, nodeArgs: string[]): Child {
+function startWorker(
+  rig: Rig,
+  concurrency: number,
+  nodeArgs: string[],
+  cold?: { logLevel: string; entry: 'tsx' | 'dist' },
+): Child {
   return startAgentWorker(rig.ns, rig.model, {
     concurrency,
     nodeArgs,
+    ...(cold ? { entry: cold.entry } : {}),
     env: {
+      ...(cold ? { LOG_LEVEL: cold.logLevel } : {}),
       REDIS_URL: rig.redis.url,
       DATA_MYSQL_URL: rig.dataUrl,
       SMTP_URL: rig.sink.url,
@@ -323,6 +447,85 @@ async function workerBatch(rig: Rig, worker: Child, tasks: number) {
   }
 }
 
+/**
+ * A fresh worker process does `coldTasks` tasks from its start, then a fresh pooled loop process makes the
+ * calls those tasks made (replayed as in the warm pairs); each is stopped once done. CPU over each process's
+ * whole life, as a measure from outside a process sees it: start-up, a cold JIT and shutdown included.
+ */
+async function coldPair(
+  rig: Rig,
+  options: RealToolsOptions,
+  cold: { logLevel: string; entry: 'tsx' | 'dist' },
+): Promise<ColdPair> {
+  const t0 = performance.now();
+  const worker = startWorker(rig, options.concurrency, options.workerNodeArgs, cold);
+  let life: Omit<ColdLife, 'wholeCpuMs'>;
+  let bodies: Body[];
+  let unexpected: Record<string, number>;
+  try {
+    // "worker started" is logged at info; at a quieter level the worker is taken as ready once it logs nothing
+    // more and its CPU stops moving.
+    let last = -1;
+    for (;;) {
+      if (!worker.alive()) throw new Error(`the cold worker exited:\n${worker.output()}`);
+      if (performance.now() - t0 > 120_000)
+        throw new Error(`the cold worker did not start:\n${worker.output()}`);
+      if (/worker started/.test(worker.output())) break;
+      const now = cpuMsOf(worker.pid);
+      if (cold.logLevel !== 'info' && cold.logLevel !== 'debug' && now === last && now > 0) break;
+      last = now;
+      await sleep(cold.logLevel === 'info' || cold.logLevel === 'debug' ? 5 : 300);
+    }
+    const startCpuMs = cpuMsOf(worker.pid);
+    const startWallMs = performance.now() - t0;
+    const w = await workerBatch(rig, worker, options.coldTasks);
+    unexpected = await check(rig, w.jobIds);
+    bodies = w.bodies;
+    life = {
+      calls: w.bodies.length,
+      startCpuMs,
+      runCpuMs: cpuMsOf(worker.pid) - startCpuMs,
+      startWallMs,
+      mainThreadCpuMs: mainThreadCpuMsOf(worker.pid),
+    };
+  } catch (error) {
+    await worker.stop(10_000);
+    throw error;
+  }
+  const reaped0 = reapedChildrenCpuMs();
+  await worker.stop(20_000);
+  const workerLife: ColdLife = { ...life, wholeCpuMs: reapedChildrenCpuMs() - reaped0 };
+
+  const floor = await Floor.start(rig.dataUrl, rig.sink.url, true, [], cold.entry);
+  let floorLife: Omit<ColdLife, 'wholeCpuMs'>;
+  try {
+    const ready = cpuMsOf(floor.child.pid);
+    const f = await floor.replay(jobsOf(bodies), options.concurrency);
+    floorLife = {
+      calls: f.calls,
+      startCpuMs: floor.startCpuMs,
+      runCpuMs: cpuMsOf(floor.child.pid) - ready,
+      startWallMs: floor.startWallMs,
+      mainThreadCpuMs: mainThreadCpuMsOf(floor.child.pid),
+    };
+  } catch (error) {
+    await floor.close();
+    throw error;
+  }
+  const floorLifeAll: ColdLife = { ...floorLife, wholeCpuMs: await floor.close() };
+  const perCall = (l: ColdLife, whole: number) => whole / l.calls;
+  return {
+    tasks: options.coldTasks,
+    worker: workerLife,
+    floor: floorLifeAll,
+    ratio: perCall(workerLife, workerLife.wholeCpuMs) / perCall(floorLifeAll, floorLifeAll.wholeCpuMs),
+    afterStartRatio:
+      perCall(workerLife, workerLife.wholeCpuMs - workerLife.startCpuMs) /
+      perCall(floorLifeAll, floorLifeAll.wholeCpuMs - floorLifeAll.startCpuMs),
+    unexpected,
+  };
+}
+
 export async function realTools(options: RealToolsOptions): Promise<RealToolsResult> {
   const ns = createNamespace('real', true);
   const redis = await startPrivateRedis();
@@ -339,6 +542,7 @@ export async function realTools(options: RealToolsOptions): Promise<RealToolsRes
   };
   let worker: Child | undefined;
   let floor: Floor | undefined;
+  let pooledFloor: Floor | undefined;
   const profileDir = mkdtempSync(join(tmpdir(), 'af-bench-prof-'));
   try {
     // Before any worker runs: the benchmark's own connections (its client's adds, its watch), and what the adds'
@@ -352,7 +556,8 @@ export async function realTools(options: RealToolsOptions): Promise<RealToolsRes
     const addScriptsPerTask = add({}, rig.monitor.inScripts, 1 / calibration);
     rig.completed += calibration;
     worker = startWorker(rig, options.concurrency, options.workerNodeArgs);
-    floor = await Floor.start(data.url, sink.url);
+    floor = await Floor.start(data.url, sink.url, false);
+    pooledFloor = await Floor.start(data.url, sink.url, true);
     log(`real tools: warm-up ${options.warmupTasks} tasks`);
     const warm = await workerBatch(rig, worker, options.warmupTasks);
     const warmUnexpected = await check(rig, warm.jobIds);
@@ -361,12 +566,23 @@ export async function realTools(options: RealToolsOptions): Promise<RealToolsRes
         `real tools: unexpected results in the warm-up: ${JSON.stringify(warmUnexpected)} ${JSON.stringify([...samples])}`,
       );
     await floor.replay(jobsOf(warm.bodies), options.concurrency);
+    await pooledFloor.replay(jobsOf(warm.bodies), options.concurrency);
     const batches: RealToolsBatch[] = [];
     for (let rep = 0; rep < options.repetitions; rep++) {
-      log(`real tools: pair ${rep + 1}, ${options.tasks} tasks on the worker, then the bare loop`);
+      log(`real tools: pair ${rep + 1}, ${options.tasks} tasks on the worker, then the two bare loops`);
       const w = await workerBatch(rig, worker, options.tasks);
       const unexpected = await check(rig, w.jobIds);
-      const f = await floor.replay(jobsOf(w.bodies), options.concurrency);
+      const jobs = jobsOf(w.bodies);
+      const [f, pf] =
+        rep % 2 === 0
+          ? [
+              await floor.replay(jobs, options.concurrency),
+              await pooledFloor.replay(jobs, options.concurrency),
+            ]
+          : await (async () => {
+              const pooledFirst = await pooledFloor!.replay(jobs, options.concurrency);
+              return [await floor!.replay(jobs, options.concurrency), pooledFirst] as const;
+            })();
       const calls = w.bodies.length;
       const scripts = add({ ...w.scripts }, addScriptsPerTask, -options.tasks);
       batches.push({
@@ -385,7 +601,9 @@ export async function realTools(options: RealToolsOptions): Promise<RealToolsRes
         mysqlCpuMsPerCall: w.mysqlCpuMs === null ? null : w.mysqlCpuMs / calls,
         emails: w.emails,
         floor: f,
+        pooledFloor: pf,
         ratio: w.cpuMs / calls / f.cpuMsPerCall,
+        pooledRatio: w.cpuMs / calls / pf.cpuMsPerCall,
         unexpected,
       });
     }
@@ -395,16 +613,51 @@ export async function realTools(options: RealToolsOptions): Promise<RealToolsRes
       workerCpuMsPerCall: median(batches.map((b) => b.workerCpuMsPerCall)),
       workerCpuMsPerRun: median(batches.map((b) => b.workerCpuMsPerRun)),
       floorCpuMsPerCall: median(batches.map((b) => b.floor.cpuMsPerCall)),
+      pooledFloorCpuMsPerCall: median(batches.map((b) => b.pooledFloor.cpuMsPerCall)),
       ratio: median(batches.map((b) => b.ratio)),
       pairRatios: batches.map((b) => b.ratio),
+      pooledRatio: median(batches.map((b) => b.pooledRatio)),
+      pooledPairRatios: batches.map((b) => b.pooledRatio),
       cpuSpread: spread(batches.map((b) => b.workerCpuMsPerCall)),
       redisCommandsPerCall: median(batches.map((b) => b.redisCommandsPerCall)),
+      workerWritesPerCall: median(batches.map((b) => b.workerWritesPerCall)),
+      pooledFloorWritesPerCall: median(batches.map((b) => b.pooledFloor.writesPerCall)),
       redisScriptCommandsPerCall: median(batches.map((b) => b.redisScriptCommandsPerCall)),
       mysqlQueriesPerCall: median(batches.map((b) => b.mysqlQueriesPerCall)),
       batches,
       unexpectedSamples: Object.fromEntries(samples),
     };
     await worker.stop(10_000);
+    await floor.close();
+    await pooledFloor.close();
+    floor = pooledFloor = undefined;
+    if (options.coldTasks > 0 && options.coldRepetitions > 0) {
+      const cold = { logLevel: options.coldLogLevel, entry: options.coldEntry };
+      const pairs: ColdPair[] = [];
+      for (let rep = 0; rep < options.coldRepetitions; rep++) {
+        log(
+          `real tools: cold pair ${rep + 1}, a fresh worker and a fresh pooled loop, ${options.coldTasks} tasks each`,
+        );
+        pairs.push(await coldPair(rig, options, cold));
+      }
+      const m = (f: (p: ColdPair) => number) => median(pairs.map(f));
+      result.cold = {
+        tasks: options.coldTasks,
+        ...cold,
+        workerCpuMsPerCall: m((p) => p.worker.wholeCpuMs / p.worker.calls),
+        floorCpuMsPerCall: m((p) => p.floor.wholeCpuMs / p.floor.calls),
+        ratio: m((p) => p.ratio),
+        workerStartCpuMs: m((p) => p.worker.startCpuMs),
+        floorStartCpuMs: m((p) => p.floor.startCpuMs),
+        workerAfterStartCpuMsPerCall: m((p) => (p.worker.wholeCpuMs - p.worker.startCpuMs) / p.worker.calls),
+        floorAfterStartCpuMsPerCall: m((p) => (p.floor.wholeCpuMs - p.floor.startCpuMs) / p.floor.calls),
+        afterStartRatio: m((p) => p.afterStartRatio),
+        mainThreadRatio: m(
+          (p) => p.worker.mainThreadCpuMs / p.worker.calls / (p.floor.mainThreadCpuMs / p.floor.calls),
+        ),
+        pairs,
+      };
+    }
     if (options.profile) {
       log(`real tools: profile, ${options.tasks} tasks on a worker under --cpu-prof`);
       worker = startWorker(rig, options.concurrency, [
@@ -426,11 +679,34 @@ export async function realTools(options: RealToolsOptions): Promise<RealToolsRes
         summary: summaries[0]!,
         threads: summaries.slice(1).filter((s) => s.totalMs > 0),
       };
+      log(`real tools: profile, the pooled loop under --cpu-prof on the same calls`);
+      const floorDir = join(profileDir, 'floor');
+      const profiled = await Floor.start(data.url, sink.url, true, [
+        '--cpu-prof',
+        `--cpu-prof-dir=${floorDir}`,
+      ]);
+      try {
+        await profiled.replay(jobsOf(p.bodies), options.concurrency);
+        const h0 = process.hrtime.bigint();
+        const f = await profiled.replay(jobsOf(p.bodies), options.concurrency);
+        const h1 = process.hrtime.bigint();
+        await profiled.close();
+        const floorFiles = readdirSync(floorDir).filter((name) => name.endsWith('.cpuprofile'));
+        const floorSummaries = floorFiles
+          .map((name) => summarizeProfile(join(floorDir, name), Number(h0 / 1000n), Number(h1 / 1000n)))
+          .sort((a, b) => b.totalMs - a.totalMs);
+        if (floorSummaries[0])
+          result.profile.floor = { cpuMsPerCall: f.cpuMsPerCall, summary: floorSummaries[0] };
+      } catch (error) {
+        await profiled.close();
+        log(`real tools: the loop's profile failed: ${String(error)}`);
+      }
     }
     return result;
   } finally {
     await worker?.stop(10_000);
     await floor?.close();
+    await pooledFloor?.close();
     await model.child.stop();
     await client.close();
     watch.close();

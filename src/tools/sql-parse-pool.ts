@@ -1,10 +1,14 @@
 // node-sql-parser off the event loop, under a hard time limit. It is a PEG parser that backtracks: some valid
 // shapes (`CAST((…` or `CASE (…` nested a dozen deep, 200 characters) take seconds to tens of seconds, and a
 // parse cannot be interrupted from inside. So each parse runs in a worker thread; one that outlives its
-// deadline is terminated (V8 stops it mid-loop) and a spare thread, already started, takes its place while a
-// new spare starts: starting one (loading the grammar) costs about as much as a hundred ordinary parses, and
-// the next query should not wait for it. One parse at a time by default: a legitimate query parses in a few
-// milliseconds, and a second busy thread would compete with the event loop for a 2-core machine.
+// deadline is terminated (V8 stops it mid-loop) and a spare thread takes its place while a new spare starts:
+// starting one (loading the grammar) costs about as much as a hundred ordinary parses, and the next query
+// should not wait for it. The spares are started at the first missed deadline, not before: most processes never
+// see one, and starting two with every worker cost it 0.14 s of CPU (of 2.0 s: bench/worker-startup.ts). So the
+// first query a process stops at its deadline waits once for a thread to start for its second try (its
+// deadline counts from when a thread has it).
+// One parse at a time by default: a legitimate query parses in a few milliseconds, and a second busy thread
+// would compete with the event loop for a 2-core machine.
 //
 // The thread's code is plain CommonJS passed as a string (`eval`), not a file of its own: it then runs the
 // same under tsx, vitest and compiled JavaScript, with nothing to copy next to the build.
@@ -21,8 +25,9 @@ export interface SqlParsePoolOptions {
   /** Threads parsing at once. Default 1. */
   threads?: number;
   /**
-   * Idle threads kept started, to replace one stopped at its deadline without a wait. Default 2: a refused parse
-   * stops two threads (its try and its second chance).
+   * Idle threads kept started, once a parse has missed its deadline (or `ready()` was called), to replace one
+   * stopped at its deadline without a wait. Default 2: a refused parse stops two threads (its try and its
+   * second chance).
    */
   spares?: number;
   /**
@@ -87,6 +92,8 @@ export class SqlParsePool {
   private readyWaiters: (() => void)[] = [];
   private nextId = 1;
   private closed = false;
+  /** Spares are kept from the first missed deadline on (or once `ready()` asked for them). */
+  private withSpares = false;
 
   constructor(options: SqlParsePoolOptions = {}) {
     this.threads = Math.max(1, options.threads ?? 1);
@@ -94,18 +101,25 @@ export class SqlParsePool {
     this.deadlineMs = options.deadlineMs ?? 115;
   }
 
+  /** Threads started and not stopped, spares included. */
+  get threadsStarted(): number {
+    return this.slots.length;
+  }
+
   /** The time limit of one parse, for messages. */
   get deadline(): number {
     return this.deadlineMs;
   }
 
-  /** Starts the threads now rather than at the first parse. */
+  /** Starts the parsing threads now rather than at the first parse (the spares too once they are kept). */
   warmUp(): void {
-    while (!this.closed && this.slots.length < this.size) this.slots.push(this.spawn());
+    const wanted = this.withSpares ? this.size : this.threads;
+    while (!this.closed && this.slots.length < wanted) this.slots.push(this.spawn());
   }
 
-  /** Resolves once every thread, spares included, has started (or one failed to start). */
+  /** Starts the spares too, and resolves once every thread has started (or one failed to start). */
   ready(): Promise<void> {
+    this.withSpares = true;
     this.warmUp();
     return new Promise((resolve) => {
       this.readyWaiters.push(resolve);
@@ -207,7 +221,8 @@ export class SqlParsePool {
     if (job.expired < 2) this.queue.unshift({ ...job, id: this.nextId++ });
     else job.resolve({ kind: 'timeout' });
     void this.retire(slot, 'timeout');
-    if (!this.closed) this.slots.push(this.spawn());
+    this.withSpares = true;
+    this.warmUp();
     this.dispatch();
   }
 

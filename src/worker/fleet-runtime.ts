@@ -12,7 +12,6 @@ import {
   runOnce,
 } from '../effects/effect-once.js';
 import { startEffectSweeper, sweptToolsOf } from '../effects/effect-sweeper.js';
-import { loadMcpTools } from '../tools/mcp/load-mcp-tools.js';
 import { UncertainOutcome, type Tool } from '../kernel/tool.js';
 import { StaticToolProvider, type ToolProvider } from './tool-provider.js';
 import { effectLedgerOf } from '../effects/effect-ledger-of.js';
@@ -38,7 +37,13 @@ export async function openFleet(fleet: Fleet, services: WorkerServices): Promise
       closers.push(opened.close);
       tools.push(...opened.tools);
     }
-    const mcp = await loadMcpTools(fleet.mcpServers, services.logger);
+    // The MCP client (the SDK, ajv and their 150-odd modules) is loaded only by a fleet that names a server.
+    const mcp =
+      fleet.mcpServers.length > 0
+        ? await (
+            await import('../tools/mcp/load-mcp-tools.js')
+          ).loadMcpTools(fleet.mcpServers, services.logger)
+        : { tools: [], close: async () => {} };
     closers.push(mcp.close);
     tools.push(...mcp.tools);
     const names = new Set<string>();

@@ -40,6 +40,25 @@ describe('SqlParsePool', () => {
     expect(outcomes.map((o) => o.kind)).toEqual(['timeout', 'parsed', 'parsed', 'timeout', 'parsed']);
   });
 
+  it('starts one thread at warm-up and its spares only at the first missed deadline', async () => {
+    const lazy = new SqlParsePool({ deadlineMs: 100 });
+    try {
+      lazy.warmUp();
+      expect(lazy.threadsStarted).toBe(1);
+      expect(await lazy.parse('SELECT 1')).toMatchObject({ kind: 'parsed' });
+      expect(lazy.threadsStarted).toBe(1);
+      // The second try waits for a thread to start, and its deadline counts from when it has one.
+      expect(await lazy.parse(SLOW)).toEqual({ kind: 'timeout' });
+      expect(lazy.threadsStarted).toBe(3);
+      await lazy.ready();
+      const next = performance.now();
+      expect(await lazy.parse('SELECT 2')).toMatchObject({ kind: 'parsed' });
+      expect(performance.now() - next).toBeLessThan(150);
+    } finally {
+      await lazy.close();
+    }
+  });
+
   it('answers every parse after close without a thread', async () => {
     const closing = new SqlParsePool();
     const pending = closing.parse('SELECT 1');
