@@ -120,6 +120,23 @@ const hostPorts = (value: string, ctx: z.RefinementCtx) => {
   const problem = hostPortsProblem(value);
   if (problem !== null) ctx.addIssue({ code: 'custom', message: problem });
 };
+const pemFile = z.string().transform((path, ctx) => {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: `the file cannot be read (${(error as Error).message})` });
+    return z.NEVER;
+  }
+  if (!text.includes('-----BEGIN CERTIFICATE-----')) {
+    ctx.addIssue({
+      code: 'custom',
+      message: 'the file holds no PEM certificate (-----BEGIN CERTIFICATE-----)',
+    });
+    return z.NEVER;
+  }
+  return text;
+});
 const QUEUE_PREFIX = /^(?=.)[A-Za-z0-9_.:-]*(?:\{[A-Za-z0-9_.:-]+\}[A-Za-z0-9_.:-]*)?$/;
 
 export const envSchema = z.object({
@@ -132,6 +149,15 @@ export const envSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'letters, digits and _.:- only')
     .optional(),
+  // With a cluster or Sentinel only (REDIS_URL carries its own: rediss://user:pass@host; these are then not read):
+  // the ACL user and password of the Redis servers, TLS to them, and the sentinels' own user and password.
+  REDIS_USERNAME: z.string().optional(),
+  REDIS_PASSWORD: z.string().optional(),
+  REDIS_TLS: z.enum(['on', 'off']).default('off'),
+  // PEM certificates trusted instead of Node's default CAs; read once at start.
+  REDIS_TLS_CA_FILE: pemFile.optional(),
+  REDIS_SENTINEL_USERNAME: z.string().optional(),
+  REDIS_SENTINEL_PASSWORD: z.string().optional(),
   // One braced hash tag at most ({agentfleet}, {af}:x): on a cluster it keeps every key of the fleet in one slot.
   QUEUE_PREFIX: z
     .string()
@@ -329,7 +355,19 @@ export function redisTargetOf(env: Env): RedisTarget {
     clusterNodes: env.REDIS_CLUSTER_NODES,
     sentinels: env.REDIS_SENTINELS,
     sentinelName: env.REDIS_SENTINEL_NAME,
+    ...redisAccessOf(env),
   });
+}
+
+function redisAccessOf(env: Env) {
+  return {
+    username: env.REDIS_USERNAME,
+    password: env.REDIS_PASSWORD,
+    tls: env.REDIS_TLS === 'on',
+    tlsCa: env.REDIS_TLS_CA_FILE,
+    sentinelUsername: env.REDIS_SENTINEL_USERNAME,
+    sentinelPassword: env.REDIS_SENTINEL_PASSWORD,
+  };
 }
 
 /** The same, as FleetClient's options: what a process hands the client library it opens. */
@@ -338,12 +376,25 @@ export function redisClientOptionsOf(env: Env): {
   redisClusterNodes?: string;
   redisSentinels?: string;
   redisSentinelName?: string;
+  redisUsername?: string;
+  redisPassword?: string;
+  redisTls: boolean;
+  redisTlsCa?: string;
+  redisSentinelUsername?: string;
+  redisSentinelPassword?: string;
 } {
+  const access = redisAccessOf(env);
   return {
     redisUrl: env.REDIS_URL,
     redisClusterNodes: env.REDIS_CLUSTER_NODES,
     redisSentinels: env.REDIS_SENTINELS,
     redisSentinelName: env.REDIS_SENTINEL_NAME,
+    redisUsername: access.username,
+    redisPassword: access.password,
+    redisTls: access.tls,
+    redisTlsCa: access.tlsCa,
+    redisSentinelUsername: access.sentinelUsername,
+    redisSentinelPassword: access.sentinelPassword,
   };
 }
 

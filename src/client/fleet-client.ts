@@ -84,6 +84,18 @@ export interface FleetClientOptions {
   redisSentinels?: string | undefined;
   /** The master's name the sentinels know (as REDIS_SENTINEL_NAME). */
   redisSentinelName?: string | undefined;
+  /**
+   * With a cluster or Sentinel only (redisUrl carries its own: `rediss://user:pass@host`): the servers' ACL user
+   * and password (as REDIS_USERNAME, REDIS_PASSWORD), TLS to them (as REDIS_TLS=on) trusting Node's default CAs or
+   * `redisTlsCa`'s PEM certificates instead (REDIS_TLS_CA_FILE's content).
+   */
+  redisUsername?: string | undefined;
+  redisPassword?: string | undefined;
+  redisTls?: boolean | undefined;
+  redisTlsCa?: string | undefined;
+  /** The sentinels' own ACL user and password, when they ask for one (as REDIS_SENTINEL_USERNAME / _PASSWORD). */
+  redisSentinelUsername?: string | undefined;
+  redisSentinelPassword?: string | undefined;
   /** Default: agentfleet. */
   prefix?: string;
   /**
@@ -187,6 +199,12 @@ export class FleetClient {
         clusterNodes: options.redisClusterNodes,
         sentinels: options.redisSentinels,
         sentinelName: options.redisSentinelName,
+        username: options.redisUsername,
+        password: options.redisPassword,
+        tls: options.redisTls,
+        tlsCa: options.redisTlsCa,
+        sentinelUsername: options.redisSentinelUsername,
+        sentinelPassword: options.redisSentinelPassword,
       },
       OPTION_NAMES,
     );

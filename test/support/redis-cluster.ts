@@ -7,13 +7,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { freePort } from '../../src/demo/free-port.js';
-import { connect, RedisProcesses, waitFor } from './redis-processes.js';
+import { connect as connectTo, RedisProcesses, waitFor } from './redis-processes.js';
+import type { TestTls } from './test-tls.js';
+
+export interface ClusterSecurity {
+  /** Every node asks for it (`--requirepass`) and gives it to its master (`--masterauth`). */
+  password?: string;
+  /** TLS only, clients and the cluster bus alike, with these certificates (test/support/test-tls.ts). */
+  tls?: TestTls;
+}
 
 export interface LocalCluster {
   /** `127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3`: REDIS_CLUSTER_NODES. */
   nodes: string;
   ports: number[];
-  /** A plain connection to the first master: CLUSTER KEYSLOT and other server-wide questions. */
+  /** A plain connection to the first master (with the password and TLS): CLUSTER KEYSLOT and the like. */
   probe(): Redis;
   /**
    * CLUSTER FAILOVER on a replica of the master that holds `key`'s slot (needs replicas): the replica and its
@@ -51,7 +59,30 @@ function run(command: string, args: string[]): Promise<string> {
   });
 }
 
-export async function startLocalCluster(masters = 3, replicasPerMaster = 0): Promise<LocalCluster> {
+export async function startLocalCluster(
+  masters = 3,
+  replicasPerMaster = 0,
+  security: ClusterSecurity = {},
+): Promise<LocalCluster> {
+  const access = { password: security.password, tlsCa: security.tls?.ca };
+  const connect = (port: number) => connectTo(port, access);
+  // redis-cli's own: `-a` (its warning about the command line goes to stderr), and TLS with the CA.
+  const cliAccess = [
+    ...(security.password !== undefined ? ['-a', security.password, '--no-auth-warning'] : []),
+    ...(security.tls ? ['--tls', '--cacert', security.tls.caFile] : []),
+  ];
+  const serverAccess = [
+    ...(security.password !== undefined
+      ? ['--requirepass', security.password, '--masterauth', security.password]
+      : []),
+    ...(security.tls
+      ? [
+          ...['--tls-cert-file', security.tls.certFile, '--tls-key-file', security.tls.keyFile],
+          ...['--tls-ca-cert-file', security.tls.caFile, '--tls-auth-clients', 'no'],
+          ...['--tls-cluster', 'yes', '--tls-replication', 'yes'],
+        ]
+      : []),
+  ];
   const size = masters * (1 + replicasPerMaster);
   const taken = new Set<number>();
   const ports: number[] = [];
@@ -67,14 +98,16 @@ export async function startLocalCluster(masters = 3, replicasPerMaster = 0): Pro
       const dir = await mkdtemp(join(tmpdir(), 'af-cluster-'));
       ports.push(port);
       dirs.push(dir);
-      const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', ''];
+      // With TLS the node listens on `port` with TLS only (its cluster bus, port + 10000, too).
+      const listen = security.tls ? ['--port', '0', '--tls-port', String(port)] : ['--port', String(port)];
+      const args = [...listen, '--bind', '127.0.0.1', '--dir', dir, '--save', '', ...serverAccess];
       args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf'));
       args.push('--cluster-node-timeout', '2000', '--appendonly', 'no', '--daemonize', 'no', '--logfile', '');
-      await servers.start(port, args);
+      await servers.start(port, args, access);
     }
     const addresses = ports.map((port) => `127.0.0.1:${port}`);
     const replicas = ['--cluster-replicas', String(replicasPerMaster)];
-    await run('redis-cli', ['--cluster', 'create', ...addresses, ...replicas, '--cluster-yes']);
+    await run('redis-cli', [...cliAccess, '--cluster', 'create', ...addresses, ...replicas, '--cluster-yes']);
     // Every node must see the whole cluster (all slots, every node known) before a client is let in.
     for (const port of ports) {
       const probe = connect(port);

@@ -2,7 +2,13 @@
 // started on a free port and awaited until it answers PING, all killed together at the end. A missing
 // redis-server fails the test: such a test is never skipped.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
+
+/** How a test's own servers are reached: a password (`requirepass`), and TLS trusting this CA's PEM text. */
+export interface ServerAccess {
+  password?: string | undefined;
+  tlsCa?: string | undefined;
+}
 
 export async function waitFor(
   check: () => Promise<boolean>,
@@ -18,8 +24,16 @@ export async function waitFor(
 }
 
 /** A plain connection that keeps trying (the server may be starting) and never reports its errors. */
-export function connect(port: number): Redis {
-  const redis = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+export function connect(port: number, access: ServerAccess = {}): Redis {
+  const options: RedisOptions = {
+    port,
+    host: '127.0.0.1',
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => 100,
+  };
+  if (access.password !== undefined) options.password = access.password;
+  if (access.tlsCa !== undefined) options.tls = { ca: access.tlsCa };
+  const redis = new Redis(options);
   redis.on('error', () => undefined);
   return redis;
 }
@@ -28,13 +42,13 @@ export class RedisProcesses {
   private readonly children: ChildProcess[] = [];
 
   /** Starts `redis-server args` and waits until the server on `port` answers PING. */
-  async start(port: number, args: string[]): Promise<ChildProcess> {
+  async start(port: number, args: string[], access: ServerAccess = {}): Promise<ChildProcess> {
     const child = spawn('redis-server', args, { stdio: 'ignore' });
     this.children.push(child);
     const failed = new Promise<never>((_, reject) =>
       child.once('error', (error) => reject(new Error(`redis-server could not start: ${error.message}`))),
     );
-    const probe = connect(port);
+    const probe = connect(port, access);
     try {
       await Promise.race([
         waitFor(async () => (await probe.ping()) === 'PONG', `redis-server :${port}`),

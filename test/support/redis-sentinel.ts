@@ -6,7 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { freePort } from '../../src/demo/free-port.js';
-import { connect, RedisProcesses, waitFor } from './redis-processes.js';
+import { connect as connectTo, RedisProcesses, waitFor } from './redis-processes.js';
+
+export interface SentinelSecurity {
+  /** The master and replica ask for it (`--requirepass`, `--masterauth`); the sentinels give it (`auth-pass`). */
+  password?: string;
+  /** The sentinels ask for it themselves (`requirepass`), and give it to one another (`sentinel-pass`). */
+  sentinelPassword?: string;
+}
 
 export const SENTINEL_MASTER_NAME = 'af-test-master';
 
@@ -16,7 +23,7 @@ export interface LocalSentinel {
   name: string;
   masterPort: number;
   replicaPort: number;
-  /** A plain connection to a sentinel: SENTINEL commands. */
+  /** A plain connection to a sentinel (with its password): SENTINEL commands. */
   sentinel(): Redis;
   /**
    * SENTINEL FAILOVER: the replica becomes the master and the master its replica. Resolves once the sentinels
@@ -26,7 +33,10 @@ export interface LocalSentinel {
   close(): Promise<void>;
 }
 
-export async function startLocalSentinel(): Promise<LocalSentinel> {
+export async function startLocalSentinel(security: SentinelSecurity = {}): Promise<LocalSentinel> {
+  const dataAccess = { password: security.password };
+  const sentinelAccess = { password: security.sentinelPassword };
+  const connect = (port: number, access = sentinelAccess) => connectTo(port, access);
   const dir = await mkdtemp(join(tmpdir(), 'af-sentinel-'));
   const servers = new RedisProcesses();
   const close = async () => {
@@ -36,19 +46,21 @@ export async function startLocalSentinel(): Promise<LocalSentinel> {
   const server = (port: number, name: string) => [
     ...['--port', String(port), '--bind', '127.0.0.1', '--dir', join(dir, name), '--save', ''],
     ...['--appendonly', 'no', '--daemonize', 'no', '--logfile', ''],
+    ...(security.password !== undefined
+      ? ['--requirepass', security.password, '--masterauth', security.password]
+      : []),
   ];
   try {
     const masterPort = await freePort(0);
     const replicaPort = await freePort(0);
     await mkdir(join(dir, 'master'));
     await mkdir(join(dir, 'replica'));
-    await servers.start(masterPort, server(masterPort, 'master'));
-    await servers.start(replicaPort, [
-      ...server(replicaPort, 'replica'),
-      '--replicaof',
-      '127.0.0.1',
-      String(masterPort),
-    ]);
+    await servers.start(masterPort, server(masterPort, 'master'), dataAccess);
+    await servers.start(
+      replicaPort,
+      [...server(replicaPort, 'replica'), '--replicaof', '127.0.0.1', String(masterPort)],
+      dataAccess,
+    );
     const sentinelPorts: number[] = [];
     for (let i = 0; i < 3; i++) {
       const port = await freePort(0);
@@ -63,10 +75,19 @@ export async function startLocalSentinel(): Promise<LocalSentinel> {
           `sentinel monitor ${SENTINEL_MASTER_NAME} 127.0.0.1 ${masterPort} 2`,
           `sentinel down-after-milliseconds ${SENTINEL_MASTER_NAME} 2000`,
           `sentinel failover-timeout ${SENTINEL_MASTER_NAME} 10000`,
+          ...(security.password !== undefined
+            ? [`sentinel auth-pass ${SENTINEL_MASTER_NAME} ${security.password}`]
+            : []),
+          ...(security.sentinelPassword !== undefined
+            ? [
+                `requirepass ${security.sentinelPassword}`,
+                `sentinel sentinel-pass ${security.sentinelPassword}`,
+              ]
+            : []),
           '',
         ].join('\n'),
       );
-      await servers.start(port, [file, '--sentinel', '--daemonize', 'no', '--logfile', '']);
+      await servers.start(port, [file, '--sentinel', '--daemonize', 'no', '--logfile', ''], sentinelAccess);
       sentinelPorts.push(port);
     }
     for (const port of sentinelPorts) {
@@ -100,7 +121,7 @@ export async function startLocalSentinel(): Promise<LocalSentinel> {
           const after = before === masterPort ? replicaPort : masterPort;
           await probe.call('SENTINEL', 'FAILOVER', SENTINEL_MASTER_NAME);
           await waitFor(async () => (await masterPortNow()) === after, 'the sentinels name the new master');
-          const old = connect(before);
+          const old = connect(before, dataAccess);
           try {
             await waitFor(async () => (await old.role())[0] === 'slave', 'the old master turned replica');
           } finally {
