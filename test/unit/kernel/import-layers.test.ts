@@ -1,6 +1,7 @@
 // The layers' import arrows, as `npm run lint` enforces them (eslint.config.js, scripts/import-layers.js): the
 // kernel imports no adapter and does no I/O; production code never imports the demo or the test kit; no adapter
 // imports the worker.
+import { readdirSync } from 'node:fs';
 import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
 
@@ -105,5 +106,17 @@ describe('import layers', () => {
         .map((m) => `${r.filePath}:${m.line} ${m.message}`),
     );
     expect(broken).toEqual([]);
+  });
+
+  it('names every folder of src as an adapter but the kernel and its pure helpers', async () => {
+    // A path in a variable: the rules are plain JavaScript without types (eslint.config.js reads them too).
+    const rules = '../../../scripts/import-layers.js';
+    const { ADAPTER_FOLDERS } = (await import(rules)) as { ADAPTER_FOLDERS: string[] };
+    const folders = readdirSync('src', { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
+    expect(folders.filter((folder) => !['kernel', 'util'].includes(folder)).sort()).toEqual(
+      [...ADAPTER_FOLDERS].sort(),
+    );
   });
 });
