@@ -8,7 +8,7 @@ import { ModelApiError, toRunError, type RunError } from './errors.js';
 import { addUsage, planCall, usageOf, type Budget, type TokenUsage } from './budget.js';
 import * as D from './defaults.js';
 import { parseJsonReply } from './json-action-parser.js';
-import type { CallCost, CallGate } from './call-gate.js';
+import type { CallGate } from './call-gate.js';
 import { CheckpointQueue } from './checkpoint-queue.js';
 import { deadlineSignal, type DeadlineSignal } from './deadline-signal.js';
 import type { AssistantMessage, ChatMessage, ResponseFormat, ToolSpec } from './messages.js';
@@ -33,7 +33,8 @@ import {
 } from './stop-conditions.js';
 import { truncateChars, truncateToTokens } from './truncate.js';
 import { recallTurn, type RunRecall } from './recalled-notes.js';
-import { addSideSpend, NO_SIDE_SPEND, type SidePayment, type SidePurse } from './side-spend.js';
+import { addSideSpend } from './side-spend.js';
+import { RunSidePurse } from './side-purse.js';
 import type {
   AgentResult,
   Checkpoint,
@@ -246,15 +247,25 @@ class AgentRun {
   private readonly checkpoints: CheckpointQueue | null;
   /** Settlements of the fleet gate still in flight: not awaited between steps, but before the run ends. */
   private readonly settles = new Set<Promise<void>>();
-  /** Worst cases reserved by side calls in flight (ToolContext.purse): off the budget until settled. */
-  private sideHeld: SideSpend = NO_SIDE_SPEND;
-  /**
-   * Those reservations, each until it is settled or the run ends: a call still in flight then (its tool timed out
-   * or was cancelled, its answer not in) is counted at its worst case (finish), which its late settlement books.
-   */
-  private readonly sideOpen = new Set<{ worst: CallCost; counted: boolean }>();
-  /** Set as the run ends: a tool still going then (it ignored its signal) can pay for nothing more. */
-  private sideClosed = false;
+  /** The tools' purse for calls outside the run's turns (embeddings: side-purse.ts). */
+  private readonly purse = new RunSidePurse({
+    left: () => {
+      const reserve = this.finalTurnReserve();
+      const used = usageOf(this.state.usage, this.price);
+      const budget = this.budget;
+      return {
+        tokens: budget.maxTokens - used.totalTokens - reserve.promptTokens - reserve.completionTokens,
+        costUsd: budget.maxCostUsd - used.costUsd - costUsd(this.price, reserve),
+      };
+    },
+    gate: () => this.input.gate,
+    timeLeftMs: () => Math.max(0, this.softDeadline() - this.now()),
+    spend: (cost) => {
+      this.state.embeddings = addSideSpend(this.state.embeddings, cost);
+    },
+    deferSettle: (settle) => this.deferSettle(settle),
+    warn: (err, message) => this.input.logger?.warn({ err, runId: this.state.runId }, message),
+  });
 
   constructor(private readonly input: AgentRunInput) {
     this.now = input.now ?? Date.now;
@@ -372,7 +383,7 @@ class AgentRun {
   private get budget(): Budget {
     const spent = this.state.childUsage;
     const side = this.state.embeddings;
-    const held = this.sideHeld;
+    const held = this.purse.held;
     if (!spent && !side && held.calls === 0) return this.state.budget;
     const given = this.state.budget;
     const tokens = (spent?.totalTokens ?? 0) + (side?.tokens ?? 0) + held.tokens;
@@ -383,89 +394,6 @@ class AgentRun {
       maxCostUsd: Math.max(0, given.maxCostUsd - dollars),
     };
   }
-
-  /**
-   * The tools' purse for calls outside the run's turns (embeddings, side-spend.ts): a worst case is paid when what
-   * is left of the budget, after the final answer's reserve, covers it and the fleet's gate books it; held off the
-   * budget until settled, so calls made together cannot pay twice with the same money.
-   */
-  private readonly purse: SidePurse = {
-    reserve: async (worst, signal) => {
-      if (!(worst.tokens >= 0 && worst.costUsd >= 0)) return null;
-      // A call that ended (timed out, cancelled) or a run that did: what it paid would be in no usage.
-      if (signal.aborted || this.sideClosed) return null;
-      const reserve = this.finalTurnReserve();
-      const used = usageOf(this.state.usage, this.price);
-      const budget = this.budget;
-      const tokensLeft =
-        budget.maxTokens - used.totalTokens - reserve.promptTokens - reserve.completionTokens;
-      const dollarsLeft = budget.maxCostUsd - used.costUsd - costUsd(this.price, reserve);
-      if (worst.tokens > tokensLeft || worst.costUsd > dollarsLeft) return null;
-      const hold: SideSpend = { calls: 1, tokens: worst.tokens, costUsd: worst.costUsd };
-      this.sideHeld = addSideSpend(this.sideHeld, hold);
-      const open = { worst: { tokens: worst.tokens, costUsd: worst.costUsd }, counted: false };
-      this.sideOpen.add(open);
-      const unhold = () => {
-        this.sideOpen.delete(open);
-        this.sideHeld = addSideSpend(this.sideHeld, {
-          calls: -1,
-          tokens: -hold.tokens,
-          costUsd: -hold.costUsd,
-        });
-      };
-      let ticket: string | undefined;
-      if (this.input.gate) {
-        try {
-          const decision = await this.input.gate.acquire(worst, signal, {
-            timeLeftMs: Math.max(0, this.softDeadline() - this.now()),
-          });
-          if (!decision.ok) {
-            unhold();
-            return null;
-          }
-          ticket = decision.ticket;
-        } catch (error) {
-          unhold();
-          this.input.logger?.warn(
-            { err: error, runId: this.state.runId },
-            'the fleet gate failed a side call',
-          );
-          return null;
-        }
-      }
-      let settled = false;
-      const payment: SidePayment = {
-        settle: async (actual) => {
-          if (settled) return;
-          settled = true;
-          // Counted at its worst case when the run ended before it settled: that is what the gate keeps too.
-          const late = open.counted;
-          if (!late) unhold();
-          // Never more than was reserved: the reservation is what the budget and the gate agreed to.
-          const tokens = late ? worst.tokens : Math.max(0, Math.min(actual.tokens, worst.tokens));
-          const dollars = late ? worst.costUsd : Math.max(0, Math.min(actual.costUsd, worst.costUsd));
-          if (!late && (tokens > 0 || dollars > 0))
-            this.state.embeddings = addSideSpend(this.state.embeddings, {
-              calls: 1,
-              tokens,
-              costUsd: dollars,
-            });
-          if (this.input.gate && ticket !== undefined) {
-            const release = this.input.gate
-              .release(ticket, { tokens, costUsd: dollars })
-              .catch((error: unknown) => {
-                this.input.logger?.warn(
-                  { err: error, runId: this.state.runId },
-                  'could not settle a side call',
-                );
-              });
-            this.deferSettle(release);
-          }
-        },
-      };
-      return payment;
-    },
-  };
 
   /** The prices the run started at: a resume after the table changed bills the whole run at them, as it began. */
   private get price(): ModelPrice {
@@ -1150,24 +1078,6 @@ class AgentRun {
     }
   }
 
-  /**
-   * Side calls still unsettled as the run ends (a tool that timed out or was cancelled while its embedding was in
-   * flight): counted at their worst case, in its usage and checkpoint, since their cost may land after them.
-   */
-  private countOpenSideCalls(): void {
-    this.sideClosed = true;
-    for (const open of this.sideOpen) {
-      this.sideOpen.delete(open);
-      open.counted = true;
-      this.sideHeld = addSideSpend(this.sideHeld, {
-        calls: -1,
-        tokens: -open.worst.tokens,
-        costUsd: -open.worst.costUsd,
-      });
-      this.state.embeddings = addSideSpend(this.state.embeddings, { calls: 1, ...open.worst });
-    }
-  }
-
   private finish(
     status: RunStatus,
     stopReason: StopReason,
@@ -1176,7 +1086,7 @@ class AgentRun {
     lastCall?: ModelCallResult,
   ): AgentResult {
     if (lastCall) this.trace.carryOver(lastCall);
-    this.countOpenSideCalls();
+    this.purse.close();
     const parked =
       stopReason === 'cancelled' || stopReason === 'awaiting_approval' || stopReason === 'awaiting_children';
     if (this.structured && !this.validOutput && !error && !parked) {
