@@ -173,9 +173,11 @@ const oneLine = (text: string) => text.replace(/\s*\n\s*/g, ' ');
 
 /** A trace line without what differs between runs: the job id, when it started, how long it and each step took. */
 function comparable(line: string): string {
+  // A duration as formatDuration writes it: `202 ms`, `1.2 s` (a loaded machine's first call), `1 min 5 s`.
+  const duration = String.raw`(?:\d+ min )?[\d.]+ m?s`;
   return line
     .replace(/^run \S+ ·/, 'run N ·')
-    .replace(/ · started \S+ · took [\d.]+ m?s/, '')
-    .replace(/ · \d+ ms$/, '')
+    .replace(new RegExp(` · started \\S+ · took ${duration}`), '')
+    .replace(new RegExp(` · ${duration}$`), '')
     .trimEnd();
 }
