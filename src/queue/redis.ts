@@ -59,6 +59,11 @@ export function createRedis(where: RedisTarget | string, role: RedisRole): Redis
         ...credentials(access),
         sentinels: target.sentinels,
         name: target.name,
+        // A failover while connected: the old master, demoted, keeps answering (reads of a replica that resyncs
+        // and sees no batch, writes refused READONLY). The detector listens to the sentinels' +switch-master and
+        // reconnects to the new master at once; a READONLY reply reconnects too and the command goes again.
+        failoverDetector: true,
+        reconnectOnError: (error: Error) => (error.message.startsWith('READONLY') ? 2 : false),
         ...(access.sentinelUsername ? { sentinelUsername: access.sentinelUsername } : {}),
         ...(access.sentinelPassword ? { sentinelPassword: access.sentinelPassword } : {}),
         // TLS to the master and replicas the sentinels name (ioredis applies `tls` there only with

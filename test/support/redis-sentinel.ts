@@ -119,6 +119,24 @@ export async function startLocalSentinel(security: SentinelSecurity = {}): Promi
             );
           const before = await masterPortNow();
           const after = before === masterPort ? replicaPort : masterPort;
+          // The replica first catches up with what the master took so far: a replica still loading its first
+          // sync, promoted, loses every write since (asynchronous replication, docs/operations.md). Under Node 24
+          // the batch was enqueued inside that window. This failover is of a replica in sync, as monitoring
+          // would see it; the writes during the failover itself are still at stake.
+          const oldMaster = connect(before, dataAccess);
+          const replica = connect(after, dataAccess);
+          try {
+            const field = (info: string, name: string) =>
+              Number(new RegExp(`${name}:(\\d+)`).exec(info)?.[1]);
+            const target = field(await oldMaster.info('replication'), 'master_repl_offset');
+            await waitFor(async () => {
+              const info = await replica.info('replication');
+              return /master_link_status:up/.test(info) && field(info, 'slave_repl_offset') >= target;
+            }, 'the replica caught up with the master');
+          } finally {
+            oldMaster.disconnect();
+            replica.disconnect();
+          }
           await probe.call('SENTINEL', 'FAILOVER', SENTINEL_MASTER_NAME);
           await waitFor(async () => (await masterPortNow()) === after, 'the sentinels name the new master');
           const old = connect(before, dataAccess);
