@@ -177,6 +177,10 @@ export function startAgentWorker(ns: Namespace, model: ModelServer, options: Age
     AGENT_PROTOCOL: 'json',
     LOG_LEVEL: 'warn',
     NODE_ENV: 'production',
+    // The watch counts the completed set and reads every job's result: a batch past the default 10,000 kept
+    // would be trimmed under it and never seen to finish.
+    TASKS_KEEP_COMPLETED_COUNT: '1000000',
+    RESULTS_KEEP_COUNT: '1000000',
     ...(options.probeFile ? { BENCH_HEAP_FILE: options.probeFile } : {}),
     ...options.env,
   });
