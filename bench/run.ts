@@ -429,6 +429,16 @@ if (realToolsResult) {
       baseline: { label: 'the pooled loop', value: r.pooledFloorWritesPerCall },
       ratio: r.workerWritesPerCall / r.pooledFloorWritesPerCall,
     },
+    {
+      ...info('7 real tools', 'bytes written per model call', r.workerBytesWrittenPerCall, 'bytes/call'),
+      baseline: { label: 'the pooled loop', value: r.pooledFloorBytesWrittenPerCall },
+      ratio: r.workerBytesWrittenPerCall / r.pooledFloorBytesWrittenPerCall,
+    },
+    {
+      ...info('7 real tools', 'bytes read per model call', r.workerBytesReadPerCall, 'bytes/call'),
+      baseline: { label: 'the pooled loop', value: r.pooledFloorBytesReadPerCall },
+      ratio: r.workerBytesReadPerCall / r.pooledFloorBytesReadPerCall,
+    },
   );
   if (r.cold) {
     const c = r.cold;

@@ -103,10 +103,21 @@ export function cpuMsOfAll(pids: readonly number[]): number {
  * Read and write system calls the process has made so far (syscr + syscw of /proc/<pid>/io, all threads):
  * a count, not a time, so it does not move with the machine's load. Every socket read or write is one.
  */
-export function syscallsOf(pid: number | 'self'): { reads: number; writes: number } {
+export function syscallsOf(pid: number | 'self'): {
+  reads: number;
+  writes: number;
+  /** Bytes those calls read and wrote (rchar, wchar): sockets and files alike. */
+  readBytes: number;
+  writtenBytes: number;
+} {
   const io = readFileSync(`/proc/${pid}/io`, 'utf8');
   const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(io)?.[1] ?? NaN);
-  return { reads: field('syscr'), writes: field('syscw') };
+  return {
+    reads: field('syscr'),
+    writes: field('syscw'),
+    readBytes: field('rchar'),
+    writtenBytes: field('wchar'),
+  };
 }
 
 /**

@@ -74,6 +74,10 @@ export interface RealToolsBatch {
   workerCpuMsPerCall: number;
   workerCpuMsPerRun: number;
   workerWritesPerCall: number;
+  /** Bytes those writes carried (wchar of /proc/<pid>/io), and the reads' count and bytes, per model call. */
+  workerBytesWrittenPerCall: number;
+  workerReadsPerCall: number;
+  workerBytesReadPerCall: number;
   /**
    * From the scenario's own Redis server (MONITOR): commands the worker sent (round trips or pipelined), per
    * model call, and by name; and the commands its Lua scripts ran (the producer's adds' scripts counted out).
@@ -98,6 +102,9 @@ export interface RealToolsBatch {
     selfCpuMsPerCall: number;
     /** Write system calls (syscw of /proc/<pid>/io) per model call: each socket write is one. */
     writesPerCall: number;
+    bytesWrittenPerCall: number;
+    readsPerCall: number;
+    bytesReadPerCall: number;
     errors: number;
   };
   /** The same replay by the loop with pooled SMTP (nodemailer `pool: true`). */
@@ -165,6 +172,11 @@ export interface RealToolsResult {
   /** Write system calls per model call (each socket write is one): the worker's, the pooled loop's. */
   workerWritesPerCall: number;
   pooledFloorWritesPerCall: number;
+  /** Bytes written and read per model call (all sockets and files): the worker's, the pooled loop's. */
+  workerBytesWrittenPerCall: number;
+  pooledFloorBytesWrittenPerCall: number;
+  workerBytesReadPerCall: number;
+  pooledFloorBytesReadPerCall: number;
   redisScriptCommandsPerCall: number;
   mysqlQueriesPerCall: number;
   batches: RealToolsBatch[];
@@ -290,6 +302,9 @@ class Floor {
       selfCpuMsPerCall: r.cpuMs / r.calls,
       // The 'replayed' message to us is one of them.
       writesPerCall: (io1.writes - io0.writes - 1) / r.calls,
+      bytesWrittenPerCall: (io1.writtenBytes - io0.writtenBytes) / r.calls,
+      readsPerCall: (io1.reads - io0.reads) / r.calls,
+      bytesReadPerCall: (io1.readBytes - io0.readBytes) / r.calls,
       errors: r.errors,
     };
   }
@@ -434,6 +449,9 @@ async function workerBatch(rig: Rig, worker: Child, tasks: number) {
       elapsedMs: t1 - t0,
       cpuMs: cpu1 - cpu0,
       writes: io1.writes - io0.writes,
+      writtenBytes: io1.writtenBytes - io0.writtenBytes,
+      reads: io1.reads - io0.reads,
+      readBytes: io1.readBytes - io0.readBytes,
       hrWindowUs: [Number(hr0 / 1000n), Number(hr1 / 1000n)] as const,
       commands: add({ ...seen1.worker }, seen0.worker, -1),
       scripts: add({ ...seen1.scripts }, seen0.scripts, -1),
@@ -592,6 +610,9 @@ export async function realTools(options: RealToolsOptions): Promise<RealToolsRes
         workerCpuMsPerCall: w.cpuMs / calls,
         workerCpuMsPerRun: w.cpuMs / options.tasks,
         workerWritesPerCall: w.writes / calls,
+        workerBytesWrittenPerCall: w.writtenBytes / calls,
+        workerReadsPerCall: w.reads / calls,
+        workerBytesReadPerCall: w.readBytes / calls,
         redisCommandsPerCall: total(w.commands) / calls,
         redisCommands: rounded(w.commands),
         redisScriptCommandsPerCall: total(scripts) / calls,
@@ -622,6 +643,10 @@ export async function realTools(options: RealToolsOptions): Promise<RealToolsRes
       redisCommandsPerCall: median(batches.map((b) => b.redisCommandsPerCall)),
       workerWritesPerCall: median(batches.map((b) => b.workerWritesPerCall)),
       pooledFloorWritesPerCall: median(batches.map((b) => b.pooledFloor.writesPerCall)),
+      workerBytesWrittenPerCall: median(batches.map((b) => b.workerBytesWrittenPerCall)),
+      pooledFloorBytesWrittenPerCall: median(batches.map((b) => b.pooledFloor.bytesWrittenPerCall)),
+      workerBytesReadPerCall: median(batches.map((b) => b.workerBytesReadPerCall)),
+      pooledFloorBytesReadPerCall: median(batches.map((b) => b.pooledFloor.bytesReadPerCall)),
       redisScriptCommandsPerCall: median(batches.map((b) => b.redisScriptCommandsPerCall)),
       mysqlQueriesPerCall: median(batches.map((b) => b.mysqlQueriesPerCall)),
       batches,
