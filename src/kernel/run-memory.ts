@@ -140,9 +140,34 @@ export class RunMemory {
     const history = this.state.history;
     const cut = keepLatestTurn ? latestTurnStart(history) : history.length;
     if (cut <= 0) return null;
-    const text = deterministicSummary(this.state.summary, history.slice(0, cut), this.tokensOf);
-    const summary = summaryMessage(text);
+    const summary = this.compactSummary(history.slice(0, cut));
     return { messages: [...this.o.pinned, summary, ...history.slice(cut)], summary };
+  }
+
+  /** The last compact summary made, and what it was made of. */
+  private compacted: { previous: string | null; folded: readonly ChatMessage[]; summary: ChatMessage } | null =
+    null;
+
+  /**
+   * The summary of these messages after the run's summary. The final turn's reserve asks for it before every
+   * step, mostly of the same messages: messages are never changed in place, so the same messages in the same
+   * order (and the same earlier summary) make the same summary, and the same message object keeps its token
+   * count remembered.
+   */
+  private compactSummary(folded: readonly ChatMessage[]): ChatMessage {
+    const last = this.compacted;
+    const previous = this.state.summary;
+    if (
+      last &&
+      last.previous === previous &&
+      last.folded.length === folded.length &&
+      last.folded.every((message, i) => message === folded[i])
+    ) {
+      return last.summary;
+    }
+    const summary = summaryMessage(deterministicSummary(previous, folded, this.tokensOf));
+    this.compacted = { previous, folded, summary };
+    return summary;
   }
 
   /**

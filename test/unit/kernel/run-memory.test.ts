@@ -127,3 +127,36 @@ describe('RunMemory at the limits', () => {
     expect(affordable()).toBe(false);
   });
 });
+
+describe('the compact prompt the final turn falls back to', () => {
+  it('is made once for the same messages and summary, and again once either changes', () => {
+    const state = stateWithResults(2);
+    const memory = memoryOf(state, 100_000);
+    const first = memory.compactPrompt(false)!;
+    // Asked before every step: the same messages give the very same summary, not one built again.
+    expect(memory.compactPrompt(false)!.summary).toBe(first.summary);
+
+    memory.recordTurn([
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [{ id: 'call_3', type: 'function', function: { name: 'next', arguments: '{"n":3}' } }],
+      },
+      { role: 'tool', tool_call_id: 'call_3', content: 'three' },
+    ]);
+    const afterTurn = memory.compactPrompt(false)!;
+    expect(afterTurn.summary).not.toBe(first.summary);
+    expect(afterTurn.summary.content).toContain('I called next({"n":3})');
+
+    // A result cleared in place is a new message at the same index: the summary says it was cleared.
+    const [tool] = state.history.splice(1, 1, { role: 'tool', tool_call_id: 'call_1', content: 'x' });
+    expect(tool).toBeDefined();
+    const afterClear = memory.compactPrompt(false)!;
+    expect(afterClear.summary).not.toBe(afterTurn.summary);
+
+    state.summary = 'I looked at the rows.';
+    const afterSummary = memory.compactPrompt(false)!;
+    expect(afterSummary.summary).not.toBe(afterClear.summary);
+    expect(afterSummary.summary.content).toContain('I looked at the rows.');
+  });
+});
