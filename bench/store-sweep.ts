@@ -34,8 +34,9 @@ import { RunsRepository } from '../src/store/runs-repository.js';
 import { sweepStore, type SweepOutcome } from '../src/store/retention/store-sweep.js';
 import { OutcomeStore } from '../src/worker/outcome-store.js';
 import { jobStateOn, storeSweepLeaseKey } from '../src/worker/store-sweeper.js';
-import type { Child } from './lib/children.js';
+import { killAllChildrenNow, type Child } from './lib/children.js';
 import {
+  cleanupAllNamespaces,
   createNamespace,
   QueueWatch,
   REDIS_URL,
@@ -433,6 +434,17 @@ async function syntheticPhases(pool: Pool) {
 
 async function main(): Promise<void> {
   const ns = FLEET ? createNamespace('sweep', true) : undefined;
+  if (ns) {
+    // Interrupted: the worker and the model server killed, the keys and the database removed (5 s at most).
+    process.on('exit', killAllChildrenNow);
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(signal, () => {
+        killAllChildrenNow();
+        const limit = new Promise((resolve) => setTimeout(resolve, 5_000).unref());
+        void Promise.race([cleanupAllNamespaces(), limit]).finally(() => process.exit(130));
+      });
+    }
+  }
   const url = new URL(ns ? ns.mysqlUrl : SERVER);
   if (!ns) url.pathname = `/${DATABASE}`;
   const database = ns?.database ?? DATABASE;
