@@ -1,5 +1,5 @@
 // Prometheus metrics of the fleet: what the agents do (jobs, steps, tokens, cost, model and tool latency,
-// tool errors) and how deep the queues are. Each instance owns its registry, so tests and several
+// tool errors), how long their writes to the store take and how deep the queues are. Each instance owns its registry, so tests and several
 // instances in one process never collide, and nothing is registered on prom-client's global registry.
 //
 // Label values are bounded: tool names come from the model, so only known tools are labelled by name
@@ -76,6 +76,14 @@ export const RATE_WAIT_BUCKETS_SECONDS: readonly number[] = [
   0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 ];
 
+/**
+ * A run journal query (run starts, steps and finishes of every job in flight, src/worker/run-journal.ts): a
+ * millisecond or two on an idle store, a second when it is in trouble; fine enough for a p99 in between.
+ */
+export const STORE_WRITE_BUCKETS_SECONDS: readonly number[] = [
+  0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.2, 0.5, 1, 2.5,
+];
+
 const WAIT_REASONS: ReadonlySet<string> = new Set<RateWaitReason>(['rpm', 'tpm', 'pause']);
 
 /** Why the fleet was paused: the endpoint answered 429, or its x-ratelimit headers said its limits were near. */
@@ -143,6 +151,7 @@ export class FleetMetrics {
   private readonly scrapeErrors: Counter<'queue'>;
   private readonly emailSettlements: Counter<'outcome'>;
   private readonly storeRowsDeleted: Counter<'table'>;
+  private readonly storeWriteDuration: Histogram;
   private readonly uncertainEffects: Counter;
   private readonly catalogsServed: Gauge;
   private readonly tenantDelays: Counter<'tenant'>;
@@ -240,6 +249,12 @@ export class FleetMetrics {
       labelNames: ['table'] as const,
       registers,
     });
+    this.storeWriteDuration = new Histogram({
+      name: `${METRIC_PREFIX}store_write_seconds`,
+      help: "Duration of the run journal's MySQL queries (run starts, steps and finishes of the jobs in flight, one query per flush), failed ones included.",
+      buckets: [...STORE_WRITE_BUCKETS_SECONDS],
+      registers,
+    });
     this.uncertainEffects = new Counter({
       name: `${METRIC_PREFIX}uncertain_effects_total`,
       help: 'Side effects (emails) whose outcome was unknown when their job published its result.',
@@ -335,6 +350,11 @@ export class FleetMetrics {
   /** Call with the rows each statement of the store sweeper deleted (src/worker/store-sweeper.ts). */
   observeStoreRowsDeleted(table: SweptTable, rows: number): void {
     this.storeRowsDeleted.inc({ table }, rows);
+  }
+
+  /** Call with the duration of each run journal query, in milliseconds (RunJournal's onWrite). */
+  observeStoreWrite(ms: number): void {
+    this.storeWriteDuration.observe(nonNegative(ms) / 1000);
   }
 
   /** Call when a job is put back in delayed because its tenant is at TENANT_CONCURRENCY. */

@@ -4,7 +4,9 @@
 // run every few milliseconds. Writes wait at most `delayMs` (or until `maxRows` are waiting); each caller is told
 // when its own rows are in; a job that is ending has the waiting batch written at once (`expedite`, which a finish
 // implies). Until then the traces stay parked in Redis (trace-writer); a start or a finish that never lands fails
-// the job's attempt, and BullMQ's retry writes it again (every write is an upsert).
+// the job's attempt, and BullMQ's retry writes it again (every write is an upsert). Each query's duration goes to
+// `onWrite` (the worker's agentfleet_store_write_seconds).
+import { performance } from 'node:perf_hooks';
 import type { AgentResult, StepTrace } from '../kernel/types.js';
 import {
   runNotFound,
@@ -30,17 +32,35 @@ interface Waiting {
 
 const empty = (): Waiting => ({ starts: [], steps: [], finishes: [], waiters: [] });
 
+export interface RunJournalOptions {
+  /** How long a write waits for others to share its query. Default: 50 ms. */
+  delayMs?: number;
+  /** Rows (starts, steps and finishes) that send the waiting batch at once. Default: 200. */
+  maxRows?: number;
+  /**
+   * Told how long each query took, in milliseconds, whether it succeeded or failed: every batch, and each
+   * caller's query when a failed batch is written again caller by caller (the metrics).
+   */
+  onWrite?: (ms: number) => void;
+}
+
 export class RunJournal {
   private batch: Waiting = empty();
   private timer: NodeJS.Timeout | undefined;
   private expedited = false;
+  private readonly delayMs: number;
+  private readonly maxRows: number;
+  private readonly onWrite: ((ms: number) => void) | undefined;
 
   /** `repository` must sit on a pool that allows multiple statements (store/pool.ts). */
   constructor(
     private readonly repository: RunsRepository,
-    private readonly delayMs = 50,
-    private readonly maxRows = 200,
-  ) {}
+    options: RunJournalOptions = {},
+  ) {
+    this.delayMs = options.delayMs ?? 50;
+    this.maxRows = options.maxRows ?? 200;
+    this.onWrite = options.onWrite;
+  }
 
   /** Resolves once the run's start (`agent_runs`, status running) is in MySQL; rejects when the write failed. */
   start(input: StartRunInput): Promise<void> {
@@ -99,7 +119,7 @@ export class RunJournal {
     const batch = this.batch;
     if (batch.waiters.length === 0) return;
     this.batch = empty();
-    this.repository.writeJournal(batch).then(
+    this.timed(batch).then(
       ({ notStarted }) => answer(batch.waiters, notStarted),
       // One caller's bad row (a value too long for its column, say) must not fail everyone else's: the batch is
       // written again caller by caller, and only the failing ones are told. When MySQL is down they all are.
@@ -109,11 +129,22 @@ export class RunJournal {
 
   private async writeAlone(waiter: Waiter): Promise<void> {
     try {
-      const { notStarted } = await this.repository.writeJournal(waiter);
+      const { notStarted } = await this.timed(waiter);
       answer([waiter], notStarted);
     } catch (error) {
       waiter.reject(error);
     }
+  }
+
+  /** One query, its duration told to `onWrite` however it ends. */
+  private timed(entries: JournalEntries): ReturnType<RunsRepository['writeJournal']> {
+    const onWrite = this.onWrite;
+    if (!onWrite) return this.repository.writeJournal(entries);
+    const started = performance.now();
+    const written = this.repository.writeJournal(entries);
+    const told = () => onWrite(performance.now() - started);
+    written.then(told, told);
+    return written;
   }
 }
 

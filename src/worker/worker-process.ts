@@ -129,7 +129,9 @@ export async function startWorkerProcess(
         outcomes: new OutcomeStore(connection, config.QUEUE_PREFIX),
         redis: connection,
         repository: new RunsRepository(stores.pool),
-        journal: new RunJournal(new RunsRepository(stores.journalPool)),
+        journal: new RunJournal(new RunsRepository(stores.journalPool), {
+          onWrite: (ms) => metrics.observeStoreWrite(ms),
+        }),
         publisher,
         tools: tools.tools,
         agents: tools.agents,

@@ -145,7 +145,7 @@ describe('batches', () => {
     server.reset({ rules: [stepsModel] });
   }, 90_000);
 
-  it('the workers report jobs, steps, tokens, cost and queue depth on /metrics', async () => {
+  it('the workers report jobs, steps, tokens, cost, store writes and queue depth on /metrics', async () => {
     const pages = await Promise.all(
       metricsPorts.map(async (port) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text()),
     );
@@ -156,6 +156,8 @@ describe('batches', () => {
     expect(total(/^agentfleet_tokens_total\{type="prompt"\} (\d+)$/gm)).toBeGreaterThan(0);
     expect(pages[0]).toMatch(/^agentfleet_cost_usd_total \d/m);
     expect(pages[0]).toMatch(/^agentfleet_model_call_duration_seconds_count \d+/m);
+    // Every run's start, steps and finish went through the run journal: its queries were timed.
+    expect(total(/^agentfleet_store_write_seconds_count (\d+)$/gm)).toBeGreaterThan(0);
     expect(pages[0]).toMatch(/^agentfleet_queue_jobs\{queue="agent-tasks",state="waiting"\} \d+/m);
   });
 

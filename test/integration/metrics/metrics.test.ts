@@ -147,6 +147,21 @@ describe('observing traces and results', () => {
     expect(lines).toContain('agentfleet_model_call_duration_seconds_bucket{le="+Inf"} 3');
   });
 
+  it("times the run journal's store writes, in seconds, in buckets fine enough for a p99 of milliseconds", async () => {
+    const writes = new FleetMetrics({ defaultMetrics: false });
+    for (const ms of [0.5, 2.5, 2.5, 40, 3000]) writes.observeStoreWrite(ms);
+    writes.observeStoreWrite(Number.NaN);
+    const lines = await samples(writes);
+    expect(lines).toContain('agentfleet_store_write_seconds_count 6');
+    expect(lines).toContain('agentfleet_store_write_seconds_bucket{le="0.001"} 2');
+    expect(lines).toContain('agentfleet_store_write_seconds_bucket{le="0.002"} 2');
+    expect(lines).toContain('agentfleet_store_write_seconds_bucket{le="0.003"} 4');
+    expect(lines).toContain('agentfleet_store_write_seconds_bucket{le="0.0075"} 4');
+    expect(lines).toContain('agentfleet_store_write_seconds_bucket{le="0.05"} 5');
+    expect(lines).toContain('agentfleet_store_write_seconds_bucket{le="2.5"} 5');
+    expect(lines).toContain('agentfleet_store_write_seconds_bucket{le="+Inf"} 6');
+  });
+
   it('times tool calls by tool, an unknown tool as other', async () => {
     const lines = await samples(metrics);
     expect(lines).toContain('agentfleet_tool_call_duration_seconds_count{tool="sql_query"} 2');

@@ -49,7 +49,7 @@ it('a parked trace and a result MySQL would refuse as they are are recorded and 
   const publisher = new ResultPublisher(results);
   const finisher = new RunFinisher({
     env,
-    journal: new RunJournal(repository, 10),
+    journal: new RunJournal(repository, { delayMs: 10 }),
     redis,
     outcomes: new OutcomeStore(redis, ns.prefix),
     publisher,

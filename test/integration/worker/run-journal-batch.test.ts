@@ -73,7 +73,7 @@ const settle = (p: Promise<unknown>) =>
 
 describe('one bad row in a shared batch', () => {
   it('a step with a token count past INT neither fails the others nor counts their starts twice, and lands itself', async () => {
-    const journal = new RunJournal(repository, 20);
+    const journal = new RunJournal(repository, { delayMs: 20 });
     const [a, b, c] = [id('a'), id('b'), id('c')];
     const answers = await Promise.all([
       settle(journal.start(start(c))),
@@ -90,7 +90,7 @@ describe('one bad row in a shared batch', () => {
   });
 
   it('a finish whose usage is past its columns lands (else no result is ever published)', async () => {
-    const journal = new RunJournal(repository, 20);
+    const journal = new RunJournal(repository, { delayMs: 20 });
     const [a, b] = [id('a'), id('b')];
     await Promise.all([journal.start(start(a)), journal.start(start(b))]);
     const answers = await Promise.all([
@@ -107,7 +107,7 @@ describe('one bad row in a shared batch', () => {
   });
 
   it('a NaN or Infinity cost lands as a number', async () => {
-    const journal = new RunJournal(repository, 20);
+    const journal = new RunJournal(repository, { delayMs: 20 });
     const [a, b] = [id('a'), id('b')];
     await journal.start(start(b));
     const answers = await Promise.all([
@@ -120,7 +120,7 @@ describe('one bad row in a shared batch', () => {
   });
 
   it("a lone surrogate in a model's text lands, in text and JSON columns alike, as U+FFFD", async () => {
-    const journal = new RunJournal(repository, 20);
+    const journal = new RunJournal(repository, { delayMs: 20 });
     const [a, b] = [id('a'), id('b')];
     await journal.start(start(b));
     const lone = 'bad \ud800 text';
@@ -150,7 +150,7 @@ describe('one bad row in a shared batch', () => {
   });
 
   it('a statement failing midway (steps of an id too long for job_id) leaves no start written twice', async () => {
-    const journal = new RunJournal(repository, 20);
+    const journal = new RunJournal(repository, { delayMs: 20 });
     const [a, c] = [id('a'), id('c')];
     // A job added through BullMQ directly may carry any id; agent_runs.job_id holds 64 characters.
     const long = 'x'.repeat(70);
@@ -169,7 +169,7 @@ describe('one bad row in a shared batch', () => {
 
 describe('a backlog past max_allowed_packet', () => {
   it("one job's 18 MB of traces (a resumed run's parked steps, an outage's backlog) land", async () => {
-    const journal = new RunJournal(repository, 20);
+    const journal = new RunJournal(repository, { delayMs: 20 });
     const a = id('a');
     const big = 'y'.repeat(450_000);
     const traces = Array.from({ length: 40 }, (_, i) =>
@@ -187,7 +187,7 @@ describe('a backlog past max_allowed_packet', () => {
 
 describe('a batch whose connection dies in flight', () => {
   it('rolls back whole: every caller is written once by the rewrite, starts counted once, no duplicate steps', async () => {
-    const journal = new RunJournal(repository, 20);
+    const journal = new RunJournal(repository, { delayMs: 20 });
     const [a, c, x] = [id('a'), id('c'), id('x')];
     await journal.start(start(x));
     // Another session holds x's row: the batch's finish of x waits on it, the batch's start and steps before it done.

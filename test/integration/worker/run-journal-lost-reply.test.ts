@@ -50,7 +50,7 @@ const trace = (step: number) =>
 
 it.fails('a batch whose reply is lost after its commit counts its starts once', async () => {
   const repository = new RunsRepository(pool);
-  const journal = new RunJournal(repository, 20);
+  const journal = new RunJournal(repository, { delayMs: 20 });
   const start = { jobId: 'c', task: 't', model: 'm', protocol: 'json' as const, attempt: 1 };
   proxy.loseNextReply();
   const answers = await Promise.allSettled([journal.start(start), journal.write('a', [trace(1), trace(2)])]);

@@ -11,10 +11,13 @@ const start = (jobId: string) =>
   ({ jobId, task: 't', model: 'm', protocol: 'json', attempt: 1 }) as StartRunInput;
 const result = (jobId: string) => ({ jobId, status: 'succeeded' }) as AgentResult;
 
-function fakeRepository(options: { fail?: boolean; notStarted?: string[]; poison?: string } = {}) {
+function fakeRepository(
+  options: { fail?: boolean; notStarted?: string[]; poison?: string; takesMs?: number } = {},
+) {
   const queries: string[] = [];
   const repository = {
     writeJournal: async (entries: JournalEntries) => {
+      if (options.takesMs) await new Promise((resolve) => setTimeout(resolve, options.takesMs));
       queries.push(
         [
           entries.starts.length ? `starts ${entries.starts.map((s) => s.jobId).join(',')}` : '',
@@ -43,7 +46,7 @@ function fakeRepository(options: { fail?: boolean; notStarted?: string[]; poison
 describe('RunJournal', () => {
   it('writes the traces of several jobs in one query after its delay', async () => {
     const { repository, queries } = fakeRepository();
-    const journal = new RunJournal(repository, 20);
+    const journal = new RunJournal(repository, { delayMs: 20 });
     const started = Date.now();
     await Promise.all([journal.write('a', [trace(1), trace(2)]), journal.write('b', [trace(1)])]);
     expect(Date.now() - started).toBeGreaterThanOrEqual(15);
@@ -52,7 +55,7 @@ describe('RunJournal', () => {
 
   it('expedite writes the waiting batch without waiting for the delay', async () => {
     const { repository, queries } = fakeRepository();
-    const journal = new RunJournal(repository, 60_000);
+    const journal = new RunJournal(repository, { delayMs: 60_000 });
     const written = journal.write('a', [trace(1)]);
     journal.expedite();
     await written;
@@ -61,14 +64,14 @@ describe('RunJournal', () => {
 
   it('a batch that reaches its row limit is written at once', async () => {
     const { repository, queries } = fakeRepository();
-    const journal = new RunJournal(repository, 60_000, 3);
+    const journal = new RunJournal(repository, { delayMs: 60_000, maxRows: 3 });
     await Promise.all([journal.write('a', [trace(1), trace(2)]), journal.write('b', [trace(1)])]);
     expect(queries).toHaveLength(1);
   });
 
   it('starts, steps and finishes that come together leave in one query', async () => {
     const { repository, queries } = fakeRepository();
-    const journal = new RunJournal(repository, 60_000);
+    const journal = new RunJournal(repository, { delayMs: 60_000 });
     await Promise.all([
       journal.start(start('b')),
       journal.write('a', [trace(6)]),
@@ -80,7 +83,7 @@ describe('RunJournal', () => {
 
   it('a failed query rejects every writer of the batch', async () => {
     const { repository } = fakeRepository({ fail: true });
-    const journal = new RunJournal(repository, 5);
+    const journal = new RunJournal(repository, { delayMs: 5 });
     const results = await Promise.allSettled([
       journal.start(start('a')),
       journal.write('b', [trace(1)]),
@@ -91,7 +94,7 @@ describe('RunJournal', () => {
 
   it('a finish whose run was never started is refused, the rest of its batch is written', async () => {
     const { repository } = fakeRepository({ notStarted: ['ghost'] });
-    const journal = new RunJournal(repository, 5);
+    const journal = new RunJournal(repository, { delayMs: 5 });
     const [ghost, real, steps] = await Promise.allSettled([
       journal.finish(result('ghost')),
       journal.finish(result('real')),
@@ -104,7 +107,7 @@ describe('RunJournal', () => {
 
   it('a bad row fails only its own writer: a failed batch is written again writer by writer', async () => {
     const { repository, queries } = fakeRepository({ poison: 'bad' });
-    const journal = new RunJournal(repository, 5);
+    const journal = new RunJournal(repository, { delayMs: 5 });
     const [bad, good, steps] = await Promise.allSettled([
       journal.start(start('bad')),
       journal.start(start('good')),
@@ -114,5 +117,23 @@ describe('RunJournal', () => {
     expect(good.status).toBe('fulfilled');
     expect(steps.status).toBe('fulfilled');
     expect(queries).toEqual(['starts bad,good | steps good:1', 'starts bad', 'starts good', 'steps good:1']);
+  });
+
+  it("tells onWrite each query's duration, a failed one's too", async () => {
+    const durations: number[] = [];
+    const { repository } = fakeRepository({ takesMs: 30 });
+    const journal = new RunJournal(repository, { delayMs: 5, onWrite: (ms) => durations.push(ms) });
+    await Promise.all([journal.start(start('a')), journal.write('a', [trace(1)])]);
+    expect(durations).toHaveLength(1);
+    expect(durations[0]).toBeGreaterThanOrEqual(25);
+    expect(durations[0]).toBeLessThan(5_000);
+
+    // A failed batch, then each of its two callers alone: three queries.
+    const failing = fakeRepository({ poison: 'bad' });
+    const timed: number[] = [];
+    const other = new RunJournal(failing.repository, { delayMs: 5, onWrite: (ms) => timed.push(ms) });
+    await Promise.allSettled([other.start(start('bad')), other.start(start('good'))]);
+    expect(failing.queries).toHaveLength(3);
+    expect(timed).toHaveLength(3);
   });
 });
