@@ -1,6 +1,7 @@
 // Prometheus metrics of the fleet: what the agents do (jobs, steps, tokens, cost, model and tool latency,
-// tool errors), how long their writes to the store take and how deep the queues are. Each instance owns its registry, so tests and several
-// instances in one process never collide, and nothing is registered on prom-client's global registry.
+// tool errors), how long their writes to the store take and how deep the queues are. Each instance owns its
+// registry, so tests and several instances in one process never collide, and nothing is registered on
+// prom-client's global registry.
 //
 // Label values are bounded: tool names come from the model, so only known tools are labelled by name
 // (the rest are `other`); tool error codes, step kinds, outcomes and stop reasons likewise. Tenants and models
