@@ -145,8 +145,11 @@ export class RunMemory {
   }
 
   /** The last compact summary made, and what it was made of. */
-  private compacted: { previous: string | null; folded: readonly ChatMessage[]; summary: ChatMessage } | null =
-    null;
+  private compacted: {
+    previous: string | null;
+    folded: readonly ChatMessage[];
+    summary: ChatMessage;
+  } | null = null;
 
   /**
    * The summary of these messages after the run's summary. The final turn's reserve asks for it before every
