@@ -59,6 +59,13 @@ export const PROMPT_ESTIMATE_SLACK_TOKENS = 8;
  */
 export const PROMPT_RATIO_MAX = 1.5;
 export const PROMPT_EXTRA_PER_TOOL_CALL_MAX = 64;
+/**
+ * Tokens a tool call of the history is planned with beyond the bound until the endpoint has reported a prompt
+ * with tool calls in it: an endpoint may count a few more per call than their whole JSON, and a report of a
+ * prompt without any cannot say how many. Without it, a final turn squeezed after a report of the first prompt
+ * alone (the reports in between missing) passed the limit by those tokens on a history of short calls.
+ */
+export const PROMPT_EXTRA_PER_TOOL_CALL_UNSEEN = 4;
 
 /** Tool results are cut to this many tokens before they enter memory. */
 export const DEFAULT_TOOL_RESULT_MAX_TOKENS = 400;

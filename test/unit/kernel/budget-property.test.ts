@@ -208,7 +208,38 @@ describe('budgets when the endpoint counts more than the estimate (property)', (
         expect(result.usage.costUsd).toBeLessThanOrEqual(s.maxCostUsd);
         expect(result.steps).toBeLessThanOrEqual(s.maxSteps);
       }),
-      { numRuns: 400 },
+      {
+        numRuns: 400,
+        examples: [
+          // Found by CI: only the first prompt (no tool calls in it) was reported, the next reply came without
+          // usage, and the final turn, on a history of five short calls, broke once and was retried squeezed:
+          // the endpoint's 4 tokens a call beyond their JSON, 20 in all, were more than the margin covered.
+          [
+            {
+              protocol: 'tools',
+              counting: { serializedToolCalls: true, extraTokensPerToolCall: 4 },
+              maxSteps: 3,
+              maxTokens: 1835,
+              maxCostUsd: 0.02119,
+              memoryWindow: 7,
+              completionTokens: 64,
+              toolResultMaxTokens: 50,
+              script: [
+                {
+                  actions: [
+                    { tool: 'add', args: { a: 0, b: 0 } },
+                    { tool: 'add', args: { a: 0, b: '' } },
+                    { tool: 'flaky', args: {} },
+                  ],
+                },
+                { ...lookups([4, 5]), usage: false },
+                { fault: 'malformed_body' },
+              ],
+              endless: false,
+            },
+          ],
+        ],
+      },
     );
     // The runs really were counted high, and really reached the budget stops where the final turn is squeezed.
     expect(skewedRuns).toBeGreaterThanOrEqual(100);

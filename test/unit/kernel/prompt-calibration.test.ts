@@ -6,6 +6,7 @@ import {
   PROMPT_ESTIMATE_MARGIN,
   PROMPT_ESTIMATE_SLACK_TOKENS,
   PROMPT_EXTRA_PER_TOOL_CALL_MAX,
+  PROMPT_EXTRA_PER_TOOL_CALL_UNSEEN,
   PROMPT_RATIO_MAX,
 } from '../../../src/kernel/defaults.js';
 import type { ChatMessage } from '../../../src/kernel/messages.js';
@@ -39,10 +40,36 @@ describe('measurePrompt', () => {
 });
 
 describe('PromptCalibration', () => {
-  it('uncalibrated, the estimate is the bound plus the margin', () => {
+  it('uncalibrated, the estimate is the bound plus the margin, and a few tokens a tool call', () => {
     const calibration = new PromptCalibration();
     expect(calibration.state).toEqual(UNCALIBRATED);
-    expect(calibration.estimate({ bound: 1_000, toolCalls: 5 })).toBe(withMargin(1_000));
+    expect(calibration.estimate({ bound: 1_000, toolCalls: 0 })).toBe(withMargin(1_000));
+    expect(calibration.estimate({ bound: 1_000, toolCalls: 5 })).toBe(
+      withMargin(1_000 + 5 * PROMPT_EXTRA_PER_TOOL_CALL_UNSEEN),
+    );
+  });
+
+  it('plans tool calls with a few tokens more until a reported prompt had some, whatever it reported', () => {
+    const calibration = new PromptCalibration();
+    // A report of a prompt without tool calls says nothing of how the endpoint counts them.
+    calibration.observe({ bound: 400, toolCalls: 0 }, 400);
+    expect(calibration.estimate({ bound: 400, toolCalls: 5 })).toBe(
+      withMargin(400 + 5 * PROMPT_EXTRA_PER_TOOL_CALL_UNSEEN),
+    );
+    // One with tool calls, counted as documented: from then on the bound alone.
+    calibration.observe({ bound: 500, toolCalls: 3 }, 500);
+    expect(calibration.state).toEqual({ ratio: 1, extraPerToolCall: 0, toolCallsReported: true });
+    expect(calibration.estimate({ bound: 400, toolCalls: 5 })).toBe(withMargin(400));
+    // A checkpoint's copy, and one written before the flag was kept (planned as unseen).
+    expect(
+      new PromptCalibration(JSON.parse(JSON.stringify(calibration.state))).estimate({
+        bound: 400,
+        toolCalls: 5,
+      }),
+    ).toBe(withMargin(400));
+    expect(
+      new PromptCalibration({ ratio: 1, extraPerToolCall: 0 }).estimate({ bound: 400, toolCalls: 5 }),
+    ).toBe(withMargin(400 + 5 * PROMPT_EXTRA_PER_TOOL_CALL_UNSEEN));
   });
 
   it('learns the worst ratio and the worst excess per tool call, and scales by the larger', () => {
@@ -50,7 +77,7 @@ describe('PromptCalibration', () => {
     calibration.observe({ bound: 1_000, toolCalls: 0 }, 1_030);
     expect(calibration.state).toEqual({ ratio: 1.03, extraPerToolCall: 0 });
     calibration.observe({ bound: 500, toolCalls: 4 }, 540);
-    expect(calibration.state).toEqual({ ratio: 1.08, extraPerToolCall: 10 });
+    expect(calibration.state).toEqual({ ratio: 1.08, extraPerToolCall: 10, toolCallsReported: true });
     // 1.08 × 1000 = 1080 against 1000 + 2 × 10: the ratio.
     expect(calibration.estimate({ bound: 1_000, toolCalls: 2 })).toBe(withMargin(1_080));
     // 1.08 × 400 = 432 against 400 + 6 × 10 = 460: the calls.
@@ -62,7 +89,7 @@ describe('PromptCalibration', () => {
     calibration.observe({ bound: 1_000, toolCalls: 10 }, 900);
     calibration.observe({ bound: 1_000, toolCalls: 10 }, 1_000);
     calibration.observe({ bound: 1_000, toolCalls: 10 }, 1_010);
-    expect(calibration.state).toEqual({ ratio: 1.05, extraPerToolCall: 3 });
+    expect(calibration.state).toEqual({ ratio: 1.05, extraPerToolCall: 3, toolCallsReported: true });
   });
 
   it('is bounded: one odd report cannot make every later prompt look unaffordable', () => {
@@ -71,6 +98,7 @@ describe('PromptCalibration', () => {
     expect(calibration.state).toEqual({
       ratio: PROMPT_RATIO_MAX,
       extraPerToolCall: PROMPT_EXTRA_PER_TOOL_CALL_MAX,
+      toolCallsReported: true,
     });
   });
 
