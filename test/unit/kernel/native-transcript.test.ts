@@ -241,6 +241,17 @@ describe('the native transcript (tools protocol)', () => {
         final.messages[2]?.content?.startsWith('Summary of my earlier steps:')
       ) {
         summarised++;
+        // The summary is remembered between steps for the same messages: the one sent is the run's latest, with
+        // every call the model made, in its lines or still as its own turn after it.
+        const summary = final.messages[2].content;
+        const keptTurns = final.messages.slice(3).filter((m) => m.role === 'assistant');
+        for (const { reply } of exchanges) {
+          for (const call of reply.tool_calls ?? []) {
+            const inSummary = summary.includes(`I called ${call.function.name}(${call.function.arguments})`);
+            const asTurn = keptTurns.some((m) => m.tool_calls?.some((kept) => kept.id === call.id));
+            expect(inSummary || asTurn, `${call.id} in the final request`).toBe(true);
+          }
+        }
       }
     }
     expect(summarised).toBeGreaterThan(0);
