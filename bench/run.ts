@@ -239,6 +239,11 @@ const info = (scenario: string, figure: string, value: number, unit: string): Ro
   value,
   unit,
 });
+/** A row's baseline, measured in the same run, and the row's value over it. */
+const against = (value: number, baseline: number, label: string) => ({
+  baseline: { label, value: baseline },
+  ratio: value / baseline,
+});
 if (bare) {
   rows.push(
     info('1 bare BullMQ', `no-op jobs, concurrency ${bare.concurrency}`, bare.jobsPerSecond, 'jobs/s'),
@@ -291,13 +296,11 @@ if (steps) {
     info('3 agent steps', 'worker CPU share (1 = one core)', s.workerCpuShare, 'cores'),
     {
       ...info('3 agent steps', 'worker write syscalls per step', s.workerWritesPerStep, 'calls/step'),
-      baseline: { label: 'floor writes/call', value: f.writesPerCall },
-      ratio: s.workerWritesPerStep / f.writesPerCall,
+      ...against(s.workerWritesPerStep, f.writesPerCall, 'floor writes/call'),
     },
     {
       ...info('3 agent steps', 'worker read syscalls per step', s.workerReadsPerStep, 'calls/step'),
-      baseline: { label: 'floor reads/call', value: f.readsPerCall },
-      ratio: s.workerReadsPerStep / f.readsPerCall,
+      ...against(s.workerReadsPerStep, f.readsPerCall, 'floor reads/call'),
     },
     info('3 agent steps', 'model server CPU per call', s.modelServerCpuMsPerCall, 'ms/call'),
   );
@@ -426,18 +429,15 @@ if (realToolsResult) {
     info('7 real tools', 'MariaDB queries per model call (shared)', r.mysqlQueriesPerCall, 'queries/call'),
     {
       ...info('7 real tools', 'write system calls per model call', r.workerWritesPerCall, 'writes/call'),
-      baseline: { label: 'the pooled loop', value: r.pooledFloorWritesPerCall },
-      ratio: r.workerWritesPerCall / r.pooledFloorWritesPerCall,
+      ...against(r.workerWritesPerCall, r.pooledFloorWritesPerCall, 'the pooled loop'),
     },
     {
       ...info('7 real tools', 'bytes written per model call', r.workerBytesWrittenPerCall, 'bytes/call'),
-      baseline: { label: 'the pooled loop', value: r.pooledFloorBytesWrittenPerCall },
-      ratio: r.workerBytesWrittenPerCall / r.pooledFloorBytesWrittenPerCall,
+      ...against(r.workerBytesWrittenPerCall, r.pooledFloorBytesWrittenPerCall, 'the pooled loop'),
     },
     {
       ...info('7 real tools', 'bytes read per model call', r.workerBytesReadPerCall, 'bytes/call'),
-      baseline: { label: 'the pooled loop', value: r.pooledFloorBytesReadPerCall },
-      ratio: r.workerBytesReadPerCall / r.pooledFloorBytesReadPerCall,
+      ...against(r.workerBytesReadPerCall, r.pooledFloorBytesReadPerCall, 'the pooled loop'),
     },
   );
   if (r.cold) {
@@ -576,18 +576,14 @@ if (costResult) {
 if (childrenResult) {
   const { perCall: p, throughput: t } = childrenResult;
   const pc = `10 children: 1 call, ${p.parents} parents`;
-  const ratio = (value: number, baseline: number, label: string) => ({
-    baseline: { label, value: baseline },
-    ratio: value / baseline,
-  });
   rows.push(
     {
       ...info(pc, `parent wall time, median (model ${p.latencyMs} ms/call)`, p.child.wallMedianMs, 'ms'),
-      ...ratio(p.child.wallMedianMs, p.tool.wallMedianMs, 'in-process tool'),
+      ...against(p.child.wallMedianMs, p.tool.wallMedianMs, 'in-process tool'),
     },
     {
       ...info(pc, 'parent wall time, p95', p.child.wallP95Ms, 'ms'),
-      ...ratio(p.child.wallP95Ms, p.tool.wallP95Ms, 'in-process tool'),
+      ...against(p.child.wallP95Ms, p.tool.wallP95Ms, 'in-process tool'),
     },
     info(pc, 'added wall time per child call, median', p.child.wallMedianMs - p.tool.wallMedianMs, 'ms'),
     info(
@@ -598,7 +594,7 @@ if (childrenResult) {
     ),
     {
       ...info(pc, 'worker CPU per tree (parent + child)', p.child.workerCpuMsPerTree, 'ms/tree'),
-      ...ratio(p.child.workerCpuMsPerTree, p.tool.workerCpuMsPerTree, 'in-process tool'),
+      ...against(p.child.workerCpuMsPerTree, p.tool.workerCpuMsPerTree, 'in-process tool'),
     },
     info(
       pc,
@@ -616,15 +612,15 @@ if (childrenResult) {
   rows.push(
     {
       ...info(tp, `trees per second (${slots})`, t.child.treesPerSecond, 'trees/s'),
-      ...ratio(t.child.treesPerSecond, t.tool.treesPerSecond, 'in-process tool'),
+      ...against(t.child.treesPerSecond, t.tool.treesPerSecond, 'in-process tool'),
     },
     {
       ...info(tp, 'model calls per second', t.child.modelCallsPerSecond, 'calls/s'),
-      ...ratio(t.child.modelCallsPerSecond, t.tool.modelCallsPerSecond, 'in-process tool'),
+      ...against(t.child.modelCallsPerSecond, t.tool.modelCallsPerSecond, 'in-process tool'),
     },
     {
       ...info(tp, 'worker CPU per tree', t.child.workerCpuMsPerTree, 'ms/tree'),
-      ...ratio(t.child.workerCpuMsPerTree, t.tool.workerCpuMsPerTree, 'in-process tool'),
+      ...against(t.child.workerCpuMsPerTree, t.tool.workerCpuMsPerTree, 'in-process tool'),
     },
     info(
       tp,
