@@ -26,6 +26,7 @@ import { startMetricsServer, type MetricsServer } from '../metrics/metrics-serve
 import { assertRedisReachable, createRedis } from '../queue/redis.js';
 import { RedisOutageLog } from '../queue/redis-outage-log.js';
 import { retentionFrom } from '../queue/retention.js';
+import { watchServerChange } from '../queue/server-change.js';
 import { migrate } from '../store/migrate.js';
 import { createStorePool } from '../store/pool.js';
 import { RunsRepository } from '../store/runs-repository.js';
@@ -122,6 +123,11 @@ export async function startWorkerProcess(
       keepFailed: retention.failed,
       onPublished: () => queues.resultsRetention.poke(),
     });
+    const stopWatchingServer = watchServerChange(
+      connection,
+      () => void republishLostResults(publisher, logger),
+      (err) => logger.warn({ err }, 'could not read which Redis server the connection is on'),
+    );
     const worker = new FleetWorker(
       {
         env: config,
@@ -213,6 +219,7 @@ export async function startWorkerProcess(
         running: [worker.close(), aggregator.close(), schedules.close(), storeSweeper.close()],
         closeCatalog: () => catalog.close(),
         closeConnections: async () => {
+          stopWatchingServer();
           await queues.resultsRetention.close();
           await queues.batches.close();
           await queues.events.close();
@@ -406,6 +413,26 @@ async function stopWorkerProcess(
 
 /** What a step of the stop may take beyond its grace before the worker goes on without it. */
 const STOP_MARGIN_MS = 5_000;
+
+/**
+ * The connection landed on another Redis server (a Sentinel failover): the results the old master took after its
+ * replica was promoted are not on the new one. They go out again, said in the log.
+ */
+async function republishLostResults(publisher: ResultPublisher, logger: Logger): Promise<void> {
+  try {
+    const jobIds = await publisher.publishAgainIfLost();
+    if (jobIds.length > 0) {
+      logger.warn(
+        { jobIds: jobIds.slice(0, 20), count: jobIds.length },
+        'results lost in a Redis failover published again',
+      );
+    } else {
+      logger.info('Redis changed server: no result lost');
+    }
+  } catch (err) {
+    logger.warn({ err }, 'Redis changed server: could not check the latest results');
+  }
+}
 
 function fatal(logger: Logger, error: unknown): never {
   const message = error instanceof Error ? error.message : String(error);
