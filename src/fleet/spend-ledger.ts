@@ -112,6 +112,10 @@ export class SpendLedger {
   private readonly now: (() => number) | undefined;
   /** Bookings and settles of one turn go as one script. */
   private readonly batcher: LedgerBatcher;
+  /** Tickets this ledger booked and has not settled, by id, with when (oldest first): the calls in flight. */
+  private readonly open = new Map<string, number>();
+  /** Tickets open when the connection closed: their booking may be gone with the server (connectionLost). */
+  private readonly uncertain = new Set<string>();
 
   constructor(options: SpendLedgerOptions) {
     this.redis = options.redis;
@@ -127,6 +131,16 @@ export class SpendLedger {
     this.batchScopeTtlMs = positiveMs(options.batchScopeTtlMs ?? DEFAULT_BATCH_SCOPE_TTL_MS, 'batch scope');
     this.now = options.now;
     this.batcher = new LedgerBatcher(this.redis);
+  }
+
+  /**
+   * The connection to Redis closed. If it comes back on another server (a Sentinel failover), a booking the old
+   * master took after its replica was promoted is gone, and a plain settle of it would find nothing to settle and
+   * count nothing: a budget passed by that call. So every ticket open now is settled as `settleOrRecord` settles,
+   * its actual counted once whether or not the server holds its booking (docs/operations.md).
+   */
+  connectionLost(): void {
+    for (const id of this.open.keys()) this.uncertain.add(id);
   }
 
   /** Whether `day:` scopes have a cap in this process's configuration. */
@@ -202,13 +216,20 @@ export class SpendLedger {
     }
     const keys = this.scopeKeys(unique);
     const first = options.settleFirst;
-    if (first) {
-      const settling = decodeTicket(first.ticket);
-      if (!sameScopes(settling.scopes, unique)) {
-        throw new RangeError(
-          `settleFirst: the ticket's scopes ${settling.scopes.join(', ')} are not ${unique.join(', ')}`,
-        );
-      }
+    const settling = first ? decodeTicket(first.ticket) : undefined;
+    if (settling && !sameScopes(settling.scopes, unique)) {
+      throw new RangeError(
+        `settleFirst: the ticket's scopes ${settling.scopes.join(', ')} are not ${unique.join(', ')}`,
+      );
+    }
+    // A ticket whose booking may be lost is settled on its own, counted whatever the server holds: asked first,
+    // it goes first in the same script.
+    const settledApart =
+      first && settling && this.uncertain.has(settling.id)
+        ? this.settleTicket(first.ticket, first.actual, true)
+        : null;
+    if (first && settling && !settledApart) {
+      this.open.delete(settling.id);
       args.push(settling.id, String(microUsdUp(first.actual.costUsd)), String(tokensUp(first.actual.tokens)));
     } else {
       args.push('', '0', '0');
@@ -216,12 +237,16 @@ export class SpendLedger {
     args.push(options.pauseKey === undefined ? '0' : '1', inFlight ? '1' : '0');
     if (options.pauseKey !== undefined) keys.push(options.pauseKey);
 
-    const booking = this.batcher.run('reserve', keys, args).then((reply): Booking => {
+    this.trackOpen(id);
+    const booked = this.batcher.run('reserve', keys, args).then((reply): Booking => {
       if (!Array.isArray(reply)) throw new Error(`spend ledger: unexpected reply ${JSON.stringify(reply)}`);
       const statuses = reply[0] === 0 ? reply[6] : reply[2];
-      const settled = first
-        ? Object.fromEntries(unique.map((scope, i) => [scope, (statuses as SettleStatus[])[i] ?? 'none']))
-        : null;
+      const settled =
+        first && !settledApart
+          ? Object.fromEntries(unique.map((scope, i) => [scope, (statuses as SettleStatus[])[i] ?? 'none']))
+          : null;
+      // Refused or paused, nothing was booked; a call that went out without waiting is booked whatever the answer.
+      if (reply[0] !== 1 && !inFlight) this.forgetOpen(id);
       if (reply[0] === 2) return { reservation: null, pausedMs: Number(reply[1]), settled, capped: null };
       if (reply[0] === 1) {
         const reservation = { ok: true as const, ticket, expiresAt: Number(reply[1]) };
@@ -246,7 +271,26 @@ export class SpendLedger {
         capped: true,
       };
     });
+    const booking = settledApart
+      ? Promise.all([settledApart, booked]).then(([settled, b]) => ({ ...b, settled }))
+      : booked;
     return { ticket, booking };
+  }
+
+  private trackOpen(id: string): void {
+    const now = Date.now();
+    this.open.delete(id);
+    this.open.set(id, now);
+    // A ticket never settled (its caller gone) is let go once its reservation would have expired as spent.
+    for (const [openId, at] of this.open) {
+      if (now - at <= this.reservationTtlMs) break;
+      this.forgetOpen(openId);
+    }
+  }
+
+  private forgetOpen(id: string): void {
+    this.open.delete(id);
+    this.uncertain.delete(id);
   }
 
   /**
@@ -272,11 +316,13 @@ export class SpendLedger {
     record: boolean,
   ): Promise<Record<string, SettleStatus>> {
     const { id, scopes } = decodeTicket(ticket);
+    const recordUnheld = record || this.uncertain.has(id);
+    this.forgetOpen(id);
     const usd = microUsdUp(actual.costUsd);
     const tokens = tokensUp(actual.tokens);
     const args: (string | number)[] = [id, String(usd), String(tokens), scopes.length];
     for (const scope of scopes) args.push(this.scopeTtlMs(scope));
-    args.push(record ? '1' : '0');
+    args.push(recordUnheld ? '1' : '0');
     const reply = await this.batcher.run('settle', this.scopeKeys(scopes), args);
     if (!Array.isArray(reply) || reply.length !== scopes.length) {
       throw new Error(`spend ledger: unexpected reply ${JSON.stringify(reply)}`);

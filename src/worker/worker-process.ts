@@ -106,6 +106,8 @@ export async function startWorkerProcess(
     const approvalStore = new ApprovalStore(stores.pool);
     metrics.watchApprovals(approvalStore);
     const limits = fleetLimitsFromEnv(connection, config);
+    // A booking the old master took may be gone when the connection comes back on a new one (a failover).
+    connection.on('close', () => limits.ledger.connectionLost());
     const tools = await openFleet(loaded.fleet, {
       store: stores.pool,
       effectStore: stores.effectPool,
