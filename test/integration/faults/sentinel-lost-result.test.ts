@@ -5,7 +5,6 @@
 import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { afterAll, expect, it } from 'vitest';
-import type { AgentResult } from '../../../src/kernel/types.js';
 import { deleteKeysWithPrefix } from '../../../src/queue/delete-prefix.js';
 import { RESULTS_QUEUE, resultJobId } from '../../../src/queue/names.js';
 import { createRedis, type RedisClient } from '../../../src/queue/redis.js';
@@ -14,6 +13,7 @@ import { watchServerChange } from '../../../src/queue/server-change.js';
 import { ResultPublisher } from '../../../src/worker/result-publisher.js';
 import { printFigures } from '../../support/fault-figures.js';
 import { startLocalSentinel, type LocalSentinel } from '../../support/redis-sentinel.js';
+import { succeededResult } from '../../support/agent-result.js';
 import { setupOrFail } from '../../support/setup-or-fail.js';
 
 const prefix = `test-lost-${randomBytes(4).toString('hex')}`;
@@ -36,16 +36,7 @@ afterAll(async () => {
   await sentinel?.close();
 });
 
-const result = (jobId: string): AgentResult => ({
-  jobId,
-  status: 'succeeded',
-  stopReason: 'answer',
-  answer: `answer of ${jobId}`,
-  steps: 1,
-  toolCalls: 0,
-  usage: { promptTokens: 10, completionTokens: 5, totalTokens: 15, costUsd: 0.0001 },
-  error: null,
-});
+const result = (jobId: string) => succeededResult(jobId);
 
 it('results the old master took after the promotion are published again on the new master', async () => {
   const publisher = new ResultPublisher(results);

@@ -11,6 +11,7 @@ import { deleteKeysWithPrefix } from '../../../src/queue/delete-prefix.js';
 import { RESULTS_QUEUE, resultJobId } from '../../../src/queue/names.js';
 import { watchServerChange } from '../../../src/queue/server-change.js';
 import { ResultPublisher } from '../../../src/worker/result-publisher.js';
+import { succeededResult } from '../../support/agent-result.js';
 import { REDIS_URL } from '../../support/fleet-harness.js';
 
 const prefix = `test-lost-result-${randomBytes(4).toString('hex')}`;
@@ -29,16 +30,7 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-const result = (jobId: string): AgentResult => ({
-  jobId,
-  status: 'succeeded',
-  stopReason: 'answer',
-  answer: `answer of ${jobId}`,
-  steps: 2,
-  toolCalls: 1,
-  usage: { promptTokens: 10, completionTokens: 5, totalTokens: 15, costUsd: 0.0001 },
-  error: null,
-});
+const result = (jobId: string) => succeededResult(jobId);
 
 const lose = (jobId: string) => results.remove(resultJobId(jobId));
 const publishedAnswer = async (jobId: string) =>
