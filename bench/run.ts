@@ -77,6 +77,7 @@ const config = {
     coldRepetitions: envInt('BENCH_REAL_COLD_REPETITIONS', 3),
     coldLogLevel: process.env.BENCH_REAL_COLD_LOG_LEVEL || 'info',
     coldEntry: (process.env.BENCH_REAL_COLD_ENTRY === 'dist' ? 'dist' : 'tsx') as 'tsx' | 'dist',
+    perf: process.env.BENCH_PERF === '1',
   },
   // Scenario 10 (BENCH_ONLY=10 or children): agents that call agents, against an in-process tool.
   children: {

@@ -26,6 +26,7 @@ import { startSmtpSink, type SmtpSink } from '../../src/demo/smtp-sink.js';
 import { TASKS_QUEUE } from '../../src/queue/names.js';
 import { nextMessage, REPO_ROOT, spawnChild, type Child } from '../lib/children.js';
 import { summarizeProfile, type ProfileSummary } from '../lib/cpu-profile.js';
+import { PERF_HZ, PerfRecording, summarizePerf, type PerfSummary } from '../lib/perf-profile.js';
 import {
   createNamespace,
   log,
@@ -65,6 +66,8 @@ export interface RealToolsOptions {
   /** The cold worker's log level (default the worker's own: info) and entry (tsx or the compiled dist/). */
   coldLogLevel: string;
   coldEntry: 'tsx' | 'dist';
+  /** The warm pairs under `perf record`: the worker and the pooled loop on-CPU, every thread (BENCH_PERF=1). */
+  perf?: boolean;
 }
 
 export interface RealToolsBatch {
@@ -191,6 +194,8 @@ export interface RealToolsResult {
     /** The pooled loop under --cpu-prof replaying the same calls (after one warm-up replay of them). */
     floor?: { cpuMsPerCall: number; summary: ProfileSummary };
   };
+  /** The warm pairs on-CPU (perf-profile.ts): the worker's and the pooled loop's, over the same model calls. */
+  perf?: { hz: number; modelCalls: number; worker: PerfSummary; pooledLoop: PerfSummary };
 }
 
 const REAL_TOOLS_STEPS = 5;
@@ -573,9 +578,11 @@ export async function realTools(options: RealToolsOptions): Promise<RealToolsRes
     rig.benchClients = new Set(rig.monitor.byClient.keys());
     const addScriptsPerTask = add({}, rig.monitor.inScripts, 1 / calibration);
     rig.completed += calibration;
-    worker = startWorker(rig, options.concurrency, options.workerNodeArgs);
+    // JavaScript frames named for perf (node writes /tmp/perf-<pid>.map), for the two processes it records.
+    const perfArgs = options.perf ? ['--perf-basic-prof'] : [];
+    worker = startWorker(rig, options.concurrency, [...options.workerNodeArgs, ...perfArgs]);
     floor = await Floor.start(data.url, sink.url, false);
-    pooledFloor = await Floor.start(data.url, sink.url, true);
+    pooledFloor = await Floor.start(data.url, sink.url, true, perfArgs);
     log(`real tools: warm-up ${options.warmupTasks} tasks`);
     const warm = await workerBatch(rig, worker, options.warmupTasks);
     const warmUnexpected = await check(rig, warm.jobIds);
@@ -586,6 +593,10 @@ export async function realTools(options: RealToolsOptions): Promise<RealToolsRes
     await floor.replay(jobsOf(warm.bodies), options.concurrency);
     await pooledFloor.replay(jobsOf(warm.bodies), options.concurrency);
     const batches: RealToolsBatch[] = [];
+    const perfFile = join(profileDir, 'perf.data');
+    const recording = options.perf
+      ? PerfRecording.start([worker.pid, pooledFloor.child.pid], perfFile)
+      : undefined;
     for (let rep = 0; rep < options.repetitions; rep++) {
       log(`real tools: pair ${rep + 1}, ${options.tasks} tasks on the worker, then the two bare loops`);
       const w = await workerBatch(rig, worker, options.tasks);
@@ -628,7 +639,20 @@ export async function realTools(options: RealToolsOptions): Promise<RealToolsRes
         unexpected,
       });
     }
+    let perf: RealToolsResult['perf'];
+    if (recording) {
+      await recording.stop();
+      log('real tools: summing up the perf samples of the worker and the pooled loop');
+      perf = {
+        hz: PERF_HZ,
+        modelCalls: batches.reduce((sum, b) => sum + b.modelCalls, 0),
+        worker: await summarizePerf(perfFile, worker.pid),
+        pooledLoop: await summarizePerf(perfFile, pooledFloor.child.pid),
+      };
+      for (const pid of [worker.pid, pooledFloor.child.pid]) rmSync(`/tmp/perf-${pid}.map`, { force: true });
+    }
     const result: RealToolsResult = {
+      ...(perf ? { perf } : {}),
       concurrency: options.concurrency,
       tasksPerBatch: options.tasks,
       workerCpuMsPerCall: median(batches.map((b) => b.workerCpuMsPerCall)),
