@@ -68,7 +68,7 @@ const config = {
   redisMemory: { jobs: envInt('BENCH_REDIS_JOBS', 10_000), steps: 2, concurrency: 200, settleMs: 2_000 },
   realTools: {
     tasks: envInt('BENCH_REAL_TASKS', 100),
-    warmupTasks: 50,
+    warmupTasks: envInt('BENCH_REAL_WARMUP_TASKS', 50),
     concurrency: 10,
     repetitions: envInt('BENCH_REPETITIONS', 5),
     profile: process.env.BENCH_PROFILE !== '0',
