@@ -40,7 +40,8 @@ export class ResultPublisher {
     const defaults = retentionFrom();
     this.keep = options.keep ?? defaults.results;
     this.keepFailed = options.keepFailed ?? defaults.failed;
-    // A result the retention may have trimmed is never published again: a consumer would see it twice.
+    // A result the retention trimmed, published again, would reach a consumer twice: no more is remembered than
+    // the retention keeps (of the whole fleet's results, so at a high rate a few of these may be trimmed already).
     this.rememberCount = Math.min(REMEMBER_COUNT, keptCount(this.keep) ?? REMEMBER_COUNT);
     this.rememberMs = Math.min(REMEMBER_MS, (keptAgeS(this.keep) ?? Infinity) * 1_000);
   }
