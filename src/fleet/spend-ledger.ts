@@ -215,22 +215,22 @@ export class SpendLedger {
       args.push(this.scopeTtlMs(scope), caps.usd ?? '', caps.tokens ?? '');
     }
     const keys = this.scopeKeys(unique);
-    const first = options.settleFirst;
-    const settling = first ? decodeTicket(first.ticket) : undefined;
-    if (settling && !sameScopes(settling.scopes, unique)) {
+    const first = options.settleFirst && {
+      ...options.settleFirst,
+      ...decodeTicket(options.settleFirst.ticket),
+    };
+    if (first && !sameScopes(first.scopes, unique)) {
       throw new RangeError(
-        `settleFirst: the ticket's scopes ${settling.scopes.join(', ')} are not ${unique.join(', ')}`,
+        `settleFirst: the ticket's scopes ${first.scopes.join(', ')} are not ${unique.join(', ')}`,
       );
     }
     // A ticket whose booking may be lost is settled on its own, counted whatever the server holds: asked first,
     // it goes first in the same script.
     const settledApart =
-      first && settling && this.uncertain.has(settling.id)
-        ? this.settleTicket(first.ticket, first.actual, true)
-        : null;
-    if (first && settling && !settledApart) {
-      this.open.delete(settling.id);
-      args.push(settling.id, String(microUsdUp(first.actual.costUsd)), String(tokensUp(first.actual.tokens)));
+      first && this.uncertain.has(first.id) ? this.settleTicket(first.ticket, first.actual, true) : null;
+    if (first && !settledApart) {
+      this.open.delete(first.id);
+      args.push(first.id, String(microUsdUp(first.actual.costUsd)), String(tokensUp(first.actual.tokens)));
     } else {
       args.push('', '0', '0');
     }

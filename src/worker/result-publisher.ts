@@ -42,8 +42,8 @@ export class ResultPublisher {
     this.keepFailed = options.keepFailed ?? defaults.failed;
     // A result the retention trimmed, published again, would reach a consumer twice: no more is remembered than
     // the retention keeps (of the whole fleet's results, so at a high rate a few of these may be trimmed already).
-    this.rememberCount = Math.min(REMEMBER_COUNT, keptCount(this.keep) ?? REMEMBER_COUNT);
-    this.rememberMs = Math.min(REMEMBER_MS, (keptAgeS(this.keep) ?? Infinity) * 1_000);
+    this.rememberCount = Math.min(REMEMBER_COUNT, this.keep.count ?? REMEMBER_COUNT);
+    this.rememberMs = Math.min(REMEMBER_MS, 'age' in this.keep ? this.keep.age * 1_000 : Infinity);
   }
 
   /** Whether a result of this job is on the queue already (a job delivered again after it published). */
@@ -101,12 +101,4 @@ export class ResultPublisher {
       this.recent.delete(jobId);
     }
   }
-}
-
-function keptCount(keep: KeepJobs): number | undefined {
-  return keep.count;
-}
-
-function keptAgeS(keep: KeepJobs): number | undefined {
-  return 'age' in keep ? keep.age : undefined;
 }
