@@ -16,12 +16,15 @@ import { latency, type LatencyResult } from './scenarios/latency.js';
 import { memory, type MemoryResult } from './scenarios/memory.js';
 import { notesMemory, type NotesMemoryResult } from './scenarios/notes-memory.js';
 import { realTools, type RealToolsResult } from './scenarios/real-tools.js';
+import { workerAB, type WorkerABResult } from './scenarios/worker-ab.js';
 import { redisMemory, type RedisMemoryResult } from './scenarios/redis-memory.js';
 import { stepsAndFloor, type StepsAndFloorResult } from './scenarios/steps-and-floor.js';
 
-const envInt = (name: string, fallback: number): number => {
-  const value = Number(process.env[name]);
-  return Number.isInteger(value) && value > 0 ? value : fallback;
+/** A whole number from the environment, at least `min` (1 unless `0` means something, as "skip them"). */
+const envInt = (name: string, fallback: number, min = 1): number => {
+  const raw = process.env[name];
+  const value = Number(raw);
+  return raw !== undefined && raw.trim() !== '' && Number.isInteger(value) && value >= min ? value : fallback;
 };
 
 const repetitions = envInt('BENCH_REPETITIONS', 3);
@@ -74,7 +77,7 @@ const config = {
     profile: process.env.BENCH_PROFILE !== '0',
     // The cold, whole-life pairs: a fresh worker and a fresh pooled loop, 30 tasks each (150 model calls).
     coldTasks: envInt('BENCH_REAL_COLD_TASKS', 30),
-    coldRepetitions: envInt('BENCH_REAL_COLD_REPETITIONS', 3),
+    coldRepetitions: envInt('BENCH_REAL_COLD_REPETITIONS', 3, 0),
     coldLogLevel: process.env.BENCH_REAL_COLD_LOG_LEVEL || 'info',
     coldEntry: (process.env.BENCH_REAL_COLD_ENTRY === 'dist' ? 'dist' : 'tsx') as 'tsx' | 'dist',
     perf: process.env.BENCH_PERF === '1',
@@ -93,6 +96,14 @@ const config = {
   notes: {
     repetitions: envInt('BENCH_REPETITIONS', 5),
     latencyMs: Number(process.env.BENCH_NOTES_LATENCY_MS ?? 100),
+  },
+  // Scenario 13 (BENCH_ONLY=13 or ab, with BENCH_AB_DIR): this checkout's worker against another checkout's.
+  workerAB: {
+    dir: process.env.BENCH_AB_DIR ?? '',
+    tasks: envInt('BENCH_AB_TASKS', 100),
+    warmupTasks: envInt('BENCH_AB_WARMUP_TASKS', 100),
+    concurrency: 10,
+    repetitions: envInt('BENCH_REPETITIONS', 10),
   },
   targets: { cpuRatio: 1.5, throughputRatio: 0.95, heapKbPerJob: 200, realToolsRatio: 1.5 },
 };
@@ -144,6 +155,7 @@ let redisMemoryResult: RedisMemoryResult | undefined;
 let costResult: CostResult | undefined;
 let childrenResult: ChildrenResult | undefined;
 let notesResult: NotesMemoryResult | undefined;
+let workerABResult: WorkerABResult | undefined;
 
 async function attempt<T>(scenario: string, run: () => Promise<T>): Promise<T | undefined> {
   try {
@@ -228,6 +240,12 @@ try {
   }
   if (only.has('11') || only.has('notes')) {
     notesResult = await attempt('11 notes memory', () => notesMemory({ ...config.notes, workerNodeArgs }));
+  }
+  if (only.has('13') || only.has('ab')) {
+    workerABResult = await attempt('13 A/B', async () => {
+      if (!config.workerAB.dir) throw new Error('BENCH_AB_DIR is not set: the checkout to compare with (B)');
+      return workerAB({ ...config.workerAB, workerNodeArgs });
+    });
   }
 } finally {
   await stopAllChildren();
@@ -631,6 +649,14 @@ if (childrenResult) {
     ),
   );
 }
+if (workerABResult) {
+  const r = workerABResult;
+  rows.push({
+    ...info('13 A/B', `worker B (${r.versionB}) CPU per model call`, r.bCpuMsPerCall, 'ms/call'),
+    baseline: { label: `worker A (${r.versionA}), same tasks`, value: r.aCpuMsPerCall },
+    ratio: r.ratio,
+  });
+}
 if (notesResult) {
   const n = notesResult;
   const figures = [
@@ -683,6 +709,7 @@ const report = {
     redisMemory: redisMemoryResult,
     children: childrenResult,
     notesMemory: notesResult,
+    workerAB: workerABResult,
   },
   rows,
   errors,
@@ -808,6 +835,17 @@ if (notesResult) {
       `+${n.promptTokensPerCall.recallHead} for the recall at the head and the recall_notes tool (every call of a run opening with a note); ` +
       `tools offered off: ${n.runs[0]?.off[0].toolsOffered.join(', ')}; on: ${n.runs[0]?.on[0].toolsOffered.join(', ')}` +
       (unexpected ? `; UNEXPECTED RUNS: ${JSON.stringify(n.unexpected)}` : ''),
+  );
+}
+if (workerABResult) {
+  const r = workerABResult;
+  const unexpected = Object.keys(r.unexpected.a).length + Object.keys(r.unexpected.b).length;
+  lines.push(
+    `13: A ${r.versionA} (this checkout), B ${r.versionB} (${r.dir}); ${r.pairs.length} pairs of ${r.tasksPerBatch} runs, ` +
+      `CPU per model call A ${r.aCpuMsPerCall.toFixed(2)} ms, B ${r.bCpuMsPerCall.toFixed(2)} ms (medians); ` +
+      `B/A median of the pairs ${r.ratio.toFixed(3)}, of the sums ${r.totalRatio.toFixed(3)}; ` +
+      `pairs ${r.pairs.map((p) => p.ratio.toFixed(3)).join(', ')}` +
+      (unexpected ? `; UNEXPECTED RUNS: ${JSON.stringify(r.unexpected)}` : ''),
   );
 }
 const loads = (l: number[]) => l.map((x) => x.toFixed(2)).join(' ');

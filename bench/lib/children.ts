@@ -24,10 +24,10 @@ export function spawnChild(
   name: string,
   args: string[],
   env: Record<string, string>,
-  options: { ipc?: boolean } = {},
+  options: { ipc?: boolean; cwd?: string } = {},
 ): Child {
   const proc = spawn(process.execPath, args, {
-    cwd: REPO_ROOT,
+    cwd: options.cwd ?? REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: options.ipc ? ['ignore', 'pipe', 'pipe', 'ipc'] : ['ignore', 'pipe', 'pipe'],
   });

@@ -153,6 +153,8 @@ export interface AgentWorkerOptions {
   args?: string[];
   /** `dist`: the compiled worker (dist/workers/agent-worker.js, `npm run build` first) instead of tsx. */
   entry?: 'tsx' | 'dist';
+  /** Another checkout to start the worker from (an A/B of two versions of the code). Default: this one. */
+  cwd?: string;
 }
 
 /** `node <the worker's V8 flags> --import tsx workers/agent-worker.ts`, as the tests start it, logging at warn. */
@@ -167,23 +169,28 @@ export function startAgentWorker(ns: Namespace, model: ModelServer, options: Age
     options.entry === 'dist' ? 'dist/workers/agent-worker.js' : 'workers/agent-worker.ts',
     ...(options.args ?? []),
   ];
-  return spawnChild(`agent-worker(${ns.prefix})`, args, {
-    REDIS_URL,
-    QUEUE_PREFIX: ns.prefix,
-    MYSQL_URL: ns.mysqlUrl,
-    OPENAI_BASE_URL: model.baseURL,
-    OPENAI_API_KEY: 'bench-key',
-    WORKER_CONCURRENCY: String(options.concurrency),
-    AGENT_PROTOCOL: 'json',
-    LOG_LEVEL: 'warn',
-    NODE_ENV: 'production',
-    // The watch counts the completed set and reads every job's result: a batch past the default 10,000 kept
-    // would be trimmed under it and never seen to finish.
-    TASKS_KEEP_COMPLETED_COUNT: '1000000',
-    RESULTS_KEEP_COUNT: '1000000',
-    ...(options.probeFile ? { BENCH_HEAP_FILE: options.probeFile } : {}),
-    ...options.env,
-  });
+  return spawnChild(
+    `agent-worker(${ns.prefix})`,
+    args,
+    {
+      REDIS_URL,
+      QUEUE_PREFIX: ns.prefix,
+      MYSQL_URL: ns.mysqlUrl,
+      OPENAI_BASE_URL: model.baseURL,
+      OPENAI_API_KEY: 'bench-key',
+      WORKER_CONCURRENCY: String(options.concurrency),
+      AGENT_PROTOCOL: 'json',
+      LOG_LEVEL: 'warn',
+      NODE_ENV: 'production',
+      // The watch counts the completed set and reads every job's result: a batch past the default 10,000 kept
+      // would be trimmed under it and never seen to finish.
+      TASKS_KEEP_COMPLETED_COUNT: '1000000',
+      RESULTS_KEEP_COUNT: '1000000',
+      ...(options.probeFile ? { BENCH_HEAP_FILE: options.probeFile } : {}),
+      ...options.env,
+    },
+    options.cwd ? { cwd: options.cwd } : {},
+  );
 }
 
 /** Reads a queue's state from its Redis keys: one command per poll, whatever the number of jobs. */

@@ -326,7 +326,7 @@ class Floor {
   }
 }
 
-interface Rig {
+export interface Rig {
   ns: Namespace;
   redis: PrivateRedis;
   client: FleetClient;
@@ -341,7 +341,7 @@ interface Rig {
   benchClients: Set<string>;
 }
 
-type Counts = Record<string, number>;
+export type Counts = Record<string, number>;
 const add = (into: Counts, from: Counts, factor = 1) => {
   for (const [name, n] of Object.entries(from)) into[name] = (into[name] ?? 0) + n * factor;
   return into;
@@ -362,16 +362,18 @@ function snapshot(rig: Rig): { worker: Counts; scripts: Counts } {
   return { worker, scripts: { ...rig.monitor.inScripts } };
 }
 
-function startWorker(
+export function startWorker(
   rig: Rig,
   concurrency: number,
   nodeArgs: string[],
-  cold?: { logLevel: string; entry: 'tsx' | 'dist' },
+  options: { cold?: { logLevel: string; entry: 'tsx' | 'dist' }; cwd?: string } = {},
 ): Child {
+  const { cold, cwd } = options;
   return startAgentWorker(rig.ns, rig.model, {
     concurrency,
     nodeArgs,
     ...(cold ? { entry: cold.entry } : {}),
+    ...(cwd ? { cwd } : {}),
     env: {
       ...(cold ? { LOG_LEVEL: cold.logLevel } : {}),
       REDIS_URL: rig.redis.url,
@@ -396,7 +398,7 @@ async function enqueue(rig: Rig, count: number): Promise<string[]> {
 /** What the first run of each unexpected kind answered. */
 export const samples = new Map<string, string>();
 
-async function check(rig: Rig, jobIds: readonly string[]): Promise<Record<string, number>> {
+export async function check(rig: Rig, jobIds: readonly string[]): Promise<Record<string, number>> {
   const unexpected: Record<string, number> = {};
   for (let i = 0; i < jobIds.length; i += 50) {
     const results = await Promise.all(jobIds.slice(i, i + 50).map((id) => rig.client.getResult(id)));
@@ -418,7 +420,7 @@ async function check(rig: Rig, jobIds: readonly string[]): Promise<Record<string
 }
 
 /** Runs `tasks` tasks on the worker and waits for them, reading the counters around them. */
-async function workerBatch(rig: Rig, worker: Child, tasks: number) {
+export async function workerBatch(rig: Rig, worker: Child, tasks: number) {
   const before = (await rig.model.requests(Number.MAX_SAFE_INTEGER)).total;
   const mysqlPids = pidsByComm(['mariadbd', 'mysqld']);
   const admin = await mysql.createConnection(MYSQL_SERVER);
@@ -481,7 +483,7 @@ async function coldPair(
   cold: { logLevel: string; entry: 'tsx' | 'dist' },
 ): Promise<ColdPair> {
   const t0 = performance.now();
-  const worker = startWorker(rig, options.concurrency, options.workerNodeArgs, cold);
+  const worker = startWorker(rig, options.concurrency, options.workerNodeArgs, { cold });
   let life: Omit<ColdLife, 'wholeCpuMs'>;
   let bodies: Body[];
   let unexpected: Record<string, number>;
@@ -549,7 +551,15 @@ async function coldPair(
   };
 }
 
-export async function realTools(options: RealToolsOptions): Promise<RealToolsResult> {
+/** Scenario 7's rig (its Redis, data database, SMTP sink and model server), with the benchmark's own traffic measured. */
+export interface OpenRig {
+  rig: Rig;
+  /** What the adds' scripts run per task, counted out of each batch's Redis commands. */
+  addScriptsPerTask: Counts;
+  close: () => Promise<void>;
+}
+
+export async function openRig(): Promise<OpenRig> {
   const ns = createNamespace('real', true);
   const redis = await startPrivateRedis();
   const sink = await startSmtpSink();
@@ -563,10 +573,16 @@ export async function realTools(options: RealToolsOptions): Promise<RealToolsRes
     monitor,
     benchClients: new Set(),
   };
-  let worker: Child | undefined;
-  let floor: Floor | undefined;
-  let pooledFloor: Floor | undefined;
-  const profileDir = mkdtempSync(join(tmpdir(), 'af-bench-prof-'));
+  const close = async () => {
+    await model.child.stop();
+    await client.close();
+    watch.close();
+    await sink.close();
+    await monitor.stop();
+    await redis.close();
+    await data.cleanup();
+    await ns.cleanup();
+  };
   try {
     // Before any worker runs: the benchmark's own connections (its client's adds, its watch), and what the adds'
     // scripts run per task, counted out of each batch.
@@ -578,11 +594,26 @@ export async function realTools(options: RealToolsOptions): Promise<RealToolsRes
     rig.benchClients = new Set(rig.monitor.byClient.keys());
     const addScriptsPerTask = add({}, rig.monitor.inScripts, 1 / calibration);
     rig.completed += calibration;
+    return { rig, addScriptsPerTask, close };
+  } catch (error) {
+    await close();
+    throw error;
+  }
+}
+
+export async function realTools(options: RealToolsOptions): Promise<RealToolsResult> {
+  const { rig, addScriptsPerTask, close } = await openRig();
+  const { sink, dataUrl } = rig;
+  let worker: Child | undefined;
+  let floor: Floor | undefined;
+  let pooledFloor: Floor | undefined;
+  const profileDir = mkdtempSync(join(tmpdir(), 'af-bench-prof-'));
+  try {
     // JavaScript frames named for perf (node writes /tmp/perf-<pid>.map), for the two processes it records.
     const perfArgs = options.perf ? ['--perf-basic-prof'] : [];
     worker = startWorker(rig, options.concurrency, [...options.workerNodeArgs, ...perfArgs]);
-    floor = await Floor.start(data.url, sink.url, false);
-    pooledFloor = await Floor.start(data.url, sink.url, true, perfArgs);
+    floor = await Floor.start(dataUrl, sink.url, false);
+    pooledFloor = await Floor.start(dataUrl, sink.url, true, perfArgs);
     log(`real tools: warm-up ${options.warmupTasks} tasks`);
     const warm = await workerBatch(rig, worker, options.warmupTasks);
     const warmUnexpected = await check(rig, warm.jobIds);
@@ -730,7 +761,7 @@ export async function realTools(options: RealToolsOptions): Promise<RealToolsRes
       };
       log(`real tools: profile, the pooled loop under --cpu-prof on the same calls`);
       const floorDir = join(profileDir, 'floor');
-      const profiled = await Floor.start(data.url, sink.url, true, [
+      const profiled = await Floor.start(dataUrl, sink.url, true, [
         '--cpu-prof',
         `--cpu-prof-dir=${floorDir}`,
       ]);
@@ -756,14 +787,7 @@ export async function realTools(options: RealToolsOptions): Promise<RealToolsRes
     await worker?.stop(10_000);
     await floor?.close();
     await pooledFloor?.close();
-    await model.child.stop();
-    await client.close();
-    watch.close();
-    await sink.close();
-    await monitor.stop();
-    await redis.close();
-    await data.cleanup();
-    await ns.cleanup();
+    await close();
     rmSync(profileDir, { recursive: true, force: true });
   }
 }
