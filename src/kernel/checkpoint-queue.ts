@@ -4,6 +4,7 @@
 // ones taken meanwhile wait, and each new one replaces the one waiting. The kernel awaits `written()` where a
 // checkpoint must be durable before it goes on (the write-ahead one, before any tool acts on the model's
 // decision); elsewhere writes overlap with the run.
+import type { ChatMessage } from './messages.js';
 import type { Checkpoint, RunState } from './types.js';
 
 /** The state as JSON, taken when the checkpoint was made; `state` parses it only for whoever asks. */
@@ -17,6 +18,7 @@ class SerializedCheckpoint implements Checkpoint {
 }
 
 export class CheckpointQueue {
+  private readonly serializer = new StateSerializer();
   private waiting: Checkpoint | null = null;
   private writing: Promise<void> | null = null;
 
@@ -25,7 +27,7 @@ export class CheckpointQueue {
 
   /** Takes a checkpoint of `state` now (the JSON is the snapshot: later changes to the state do not leak in). */
   push(state: RunState): void {
-    this.waiting = new SerializedCheckpoint(JSON.stringify(state));
+    this.waiting = new SerializedCheckpoint(this.serializer.json(state));
     this.writing ??= this.drain();
   }
 
@@ -40,5 +42,30 @@ export class CheckpointQueue {
       await this.write(next);
     }
     this.writing = null;
+  }
+}
+
+/**
+ * `JSON.stringify(state)` for the successive states of one run, each message of the transcript serialized once: every
+ * checkpoint holds the whole transcript, so serializing it anew each time made a run's checkpoints cost the square
+ * of its length. The messages of the last state serialized are remembered with their JSON; a message is never
+ * changed in place (a cleared result is a new message), so the same message at the same place has the same JSON.
+ * The transcript goes last in the object, which only its key order tells.
+ */
+export class StateSerializer {
+  private messages: readonly ChatMessage[] = [];
+  private parts: readonly string[] = [];
+
+  json(state: RunState): string {
+    const { history, ...rest } = state;
+    const parts = history.map((message, i) =>
+      this.messages[i] === message ? this.parts[i]! : JSON.stringify(message),
+    );
+    // A copy: the kernel appends to its transcript in place, and may replace a message at its place.
+    this.messages = [...history];
+    this.parts = parts;
+    const transcript = `"history":[${parts.join(',')}]`;
+    const head = JSON.stringify(rest);
+    return head === '{}' ? `{${transcript}}` : `${head.slice(0, -1)},${transcript}}`;
   }
 }

@@ -1,7 +1,8 @@
 // The kernel's checkpoint queue: one write at a time, in order, the latest waiting checkpoint replacing older
 // ones, each a snapshot taken when it was pushed.
 import { describe, expect, it } from 'vitest';
-import { CheckpointQueue } from '../../../src/kernel/checkpoint-queue.js';
+import { CheckpointQueue, StateSerializer } from '../../../src/kernel/checkpoint-queue.js';
+import type { ChatMessage } from '../../../src/kernel/messages.js';
 import type { Checkpoint, RunState } from '../../../src/kernel/types.js';
 
 const state = (steps: number): RunState => ({
@@ -87,4 +88,59 @@ describe('CheckpointQueue', () => {
     expect(JSON.parse(written[0]!.json)).toEqual(state(1));
     expect(written[0]!.state).toEqual(state(1));
   });
+
+  it('is the state JSON.stringify makes, whatever the transcript holds', () => {
+    const turns: ChatMessage[] = [
+      { role: 'assistant', content: null, tool_calls: [call('c1', '{"sql":"SELECT \\"é\\" -- \\u2028"}')] },
+      { role: 'tool', tool_call_id: 'c1', content: 'rows: ["a", "b"]\n</script>' },
+      { role: 'assistant', content: 'done' },
+    ];
+    const serializer = new StateSerializer();
+    for (const history of [[], turns.slice(0, 2), turns, [turns[0]!, { ...turns[1]!, content: 'cleared' }]]) {
+      const taken = { ...state(3), history, summary: 'earlier', pending: null };
+      const json = serializer.json(taken);
+      expect(JSON.parse(json)).toEqual(JSON.parse(JSON.stringify(taken)));
+      expect(json.length).toBe(JSON.stringify(taken).length);
+    }
+    // The kernel appends to its transcript in place, and clears a result by putting a new message at its place.
+    const live = { ...state(4), history: [...turns] };
+    serializer.json(live);
+    live.history[1] = { role: 'tool', tool_call_id: 'c1', content: '(result cleared)' };
+    live.history.push({ role: 'user', content: 'and then?' });
+    expect(JSON.parse(serializer.json(live))).toEqual(JSON.parse(JSON.stringify(live)));
+  });
+
+  it('serializes each message of the transcript once, however many checkpoints carry it', async () => {
+    // Every checkpoint holds the whole transcript: serialized anew each time, a run's checkpoints cost the square
+    // of its length. A message whose fields are read counts each reading.
+    let reads = 0;
+    const counted = <T extends object>(message: T): T =>
+      new Proxy(message, {
+        get(target, key, receiver) {
+          if (key === 'content') reads++;
+          return Reflect.get(target, key, receiver) as unknown;
+        },
+      });
+    const written: Checkpoint[] = [];
+    const queue = new CheckpointQueue(async (checkpoint) => {
+      written.push(checkpoint);
+    });
+    const live = state(0);
+    for (let step = 1; step <= 20; step++) {
+      live.history = [
+        ...live.history,
+        counted({ role: 'assistant', content: `step ${step}` } satisfies ChatMessage),
+      ];
+      live.steps = step;
+      queue.push(live);
+      await queue.written();
+    }
+    expect(written).toHaveLength(20);
+    expect(written[19]!.state.history).toHaveLength(20);
+    expect(reads).toBe(20);
+  });
 });
+
+function call(id: string, args: string) {
+  return { id, type: 'function' as const, function: { name: 'sql_query', arguments: args } };
+}
