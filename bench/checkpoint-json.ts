@@ -11,6 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { StateSerializer } from '../src/kernel/checkpoint-queue.js';
 import type { ChatMessage } from '../src/kernel/messages.js';
 import type { RunState } from '../src/kernel/types.js';
+import { median } from './lib/stats.js';
 
 const RUNS = Number(process.env['BENCH_CHECKPOINT_RUNS'] ?? 200);
 const ROUNDS = 5;
@@ -67,8 +68,6 @@ function timePerCheckpoint(states: RunState[][], serializerOf: () => (state: Run
   if (bytes === 0) throw new Error('nothing serialized');
   return (ms * 1000) / states.reduce((n, run) => n + run.length, 0);
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 const figures = [];
 for (const steps of [5, 30, 100]) {

@@ -342,7 +342,7 @@ export interface Rig {
 }
 
 export type Counts = Record<string, number>;
-const add = (into: Counts, from: Counts, factor = 1) => {
+export const add = (into: Counts, from: Counts, factor = 1) => {
   for (const [name, n] of Object.entries(from)) into[name] = (into[name] ?? 0) + n * factor;
   return into;
 };

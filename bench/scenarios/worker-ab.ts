@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Child } from '../lib/children.js';
 import { log, sleep } from '../lib/fleet.js';
 import { median } from '../lib/stats.js';
-import { check, openRig, startWorker, workerBatch } from './real-tools.js';
+import { add, check, openRig, startWorker, workerBatch } from './real-tools.js';
 
 export interface WorkerABOptions {
   /** The other checkout, with its own node_modules (a symlink to this one's does). */
@@ -72,7 +72,7 @@ export async function workerAB(options: WorkerABOptions): Promise<WorkerABResult
       idle.process.kill('SIGSTOP');
       try {
         const r = await workerBatch(rig, running, tasks);
-        merge(unexpected[side], await check(rig, r.jobIds));
+        add(unexpected[side], await check(rig, r.jobIds));
         return r.cpuMs / r.bodies.length;
       } finally {
         idle.process.kill('SIGCONT');
@@ -117,10 +117,6 @@ export async function workerAB(options: WorkerABOptions): Promise<WorkerABResult
     await b?.stop(10_000);
     await close();
   }
-}
-
-function merge(into: Record<string, number>, from: Record<string, number>): void {
-  for (const [kind, n] of Object.entries(from)) into[kind] = (into[kind] ?? 0) + n;
 }
 
 function versionOf(dir: string): string {
