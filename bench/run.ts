@@ -127,13 +127,19 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => abandon(130));
 }
 
-/** The code measured: HEAD, and whether tracked files differed from it (others edit the tree meanwhile). */
-function gitState(): { commit: string | null; dirty: boolean | null } {
+/**
+ * The code measured: HEAD, and whether tracked files differed from it (others edit the tree meanwhile); when they
+ * did, the difference (`git diff HEAD`, results files left out, its first 4,000 characters), so that a run of an
+ * experiment says what it changed.
+ */
+function gitState(): { commit: string | null; dirty: boolean | null; diff?: string } {
   const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
   try {
+    const dirty = git('status', '--porcelain', '--untracked-files=no') !== '';
     return {
       commit: git('rev-parse', 'HEAD'),
-      dirty: git('status', '--porcelain', '--untracked-files=no') !== '',
+      dirty,
+      ...(dirty ? { diff: git('diff', 'HEAD', '--', '.', ':(exclude)bench/results').slice(0, 4_000) } : {}),
     };
   } catch {
     return { commit: null, dirty: null };
