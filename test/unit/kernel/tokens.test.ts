@@ -138,9 +138,10 @@ describe('countMessageTokens', () => {
     expect(afterFirst).toBeGreaterThan(0);
     expect(countMessageTokens(message, count)).toBe(first);
     expect(calls.length).toBe(afterFirst);
-    // a copy is a new object: counted afresh, to the same number
+    // a copy is a new object, counted afresh to the same number; its texts are remembered by value, so the
+    // tokenizer is not asked again
     expect(countMessageTokens({ ...message }, count)).toBe(first);
-    expect(calls.length).toBeGreaterThan(afterFirst);
+    expect(calls.length).toBe(afterFirst);
   });
 
   it('a long text (a system prompt) is counted once however many message objects carry it', () => {
@@ -151,10 +152,38 @@ describe('countMessageTokens', () => {
     expect(second).toBe(first);
     expect(first).toBe(3 + cl100k('system') + cl100k(prompt));
     expect(calls.filter((text) => text === prompt)).toHaveLength(1);
-    // Short texts are simply counted again: remembering them would cost more than counting.
+    // Short texts too: looking one up costs less than counting it.
     countMessageTokens({ role: 'user', content: 'hello' }, count);
     countMessageTokens({ role: 'user', content: 'hello' }, count);
-    expect(calls.filter((text) => text === 'hello')).toHaveLength(2);
+    expect(calls.filter((text) => text === 'hello')).toHaveLength(1);
+  });
+
+  it("a call's id and its tool's name are counted once, in its message, its result and the framing bound", () => {
+    const { count, calls } = spyCounter();
+    const turn = (id: string): ChatMessage[] => [
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id, type: 'function', function: { name: 'sql_query', arguments: '{"sql":"SELECT 1"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: id, content: '[{"1":1}]' },
+    ];
+    const prompt = [...turn('call_a1'), ...turn('call_b2')];
+    const bound = countPromptTokensBound(prompt, TOOLS, count);
+    expect(calls.filter((text) => text === 'call_a1')).toHaveLength(1);
+    expect(calls.filter((text) => text === 'call_b2')).toHaveLength(1);
+    expect(calls.filter((text) => text === 'sql_query')).toHaveLength(1);
+    expect(bound).toBe(countPromptTokensBound(prompt, TOOLS, cl100k));
+  });
+
+  it('short texts remembered are bounded in number: past the bound they are counted again', () => {
+    const { count, calls } = spyCounter((text) => text.length);
+    countMessageTokens({ role: 'user', content: 'first' }, count);
+    for (let i = 0; i < 5_000; i++) countMessageTokens({ role: 'user', content: `t${i}` }, count);
+    countMessageTokens({ role: 'user', content: 'first' }, count);
+    expect(calls.filter((text) => text === 'first')).toHaveLength(2);
   });
 
   it('the role names are counted once per counter, and only they are kept by name', () => {
@@ -341,6 +370,17 @@ describe('estimateTokensByLine', () => {
     const estimate = estimateMessageTokensByLine(message, count);
     const before = calls.length;
     expect(countMessageTokens(message, count)).toBe(estimate);
+    expect(calls.length).toBe(before);
+  });
+
+  it('a message estimated again is not gone through again: its estimate stands', () => {
+    const { count, calls } = spyCounter((text) => text.length);
+    const message: ChatMessage = { role: 'assistant', content: '- I called a(1)\n- I called b(2)' };
+    const estimate = estimateMessageTokensByLine(message, count);
+    // Enough other lines to empty the remembered lines: going through the message again would count its lines.
+    estimateTokensByLine(Array.from({ length: 5_000 }, (_, i) => `- line ${i}`).join('\n'), count);
+    const before = calls.length;
+    expect(estimateMessageTokensByLine(message, count)).toBe(estimate);
     expect(calls.length).toBe(before);
   });
 });
