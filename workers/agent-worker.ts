@@ -22,6 +22,8 @@ if (args.processes !== undefined) {
   const { runSupervisor } = await import('../src/worker/run-supervisor.js');
   runSupervisor({ processes: args.processes, entry: fileURLToPath(import.meta.url), logger });
 } else {
+  // Forked by a supervisor: known now, while the channel is open, for a supervisor may die while this starts.
+  const supervised = process.channel !== undefined;
   const { startWorkerProcess } = await import('../src/worker/worker-process.js');
   // With DATA_MYSQL_URL unset the built-in tools read the demo's sales database: seeded here when absent, so
   // a fresh machine works. The demo's code is loaded only then: the worker library itself never touches it.
@@ -36,15 +38,22 @@ if (args.processes !== undefined) {
     logger,
     ...(seedDemo ? { whenDataDatabaseMissing: seedDemo } : {}),
   });
-  // A supervised child whose supervisor is gone (killed outright) stops the graceful way instead of running on
-  // unsupervised; the IPC channel fork() opened closes when the supervisor dies.
-  if (process.channel) {
-    process.once('disconnect', () => {
+  if (supervised) {
+    // A child whose supervisor is gone (killed outright) stops the graceful way instead of running on
+    // unsupervised: the IPC channel fork() opened closes when the supervisor dies, maybe before this started.
+    const orphaned = () => {
       logger.warn('the supervisor is gone: stopping');
       worker.stop().then(
         () => process.exit(0),
         () => process.exit(1),
       );
+    };
+    if (process.connected) process.once('disconnect', orphaned);
+    else orphaned();
+    // Its third signal: running jobs are released, saved, as this process's own third signal does.
+    const { HURRY_MESSAGE } = await import('../src/worker/supervisor.js');
+    process.on('message', (message) => {
+      if (message === HURRY_MESSAGE) worker.worker.releaseRunningJobs('asked again');
     });
   }
 }

@@ -1,6 +1,7 @@
 // The supervisor as a process: reads the environment the children will get (a bad value fails once here with
 // one line, not N times in a restart loop), starts them and handles SIGTERM/SIGINT the way a worker does: the
-// first stops every child gracefully, a repeat is ignored (one Ctrl-C under npm arrives twice), a third kills.
+// first stops every child gracefully, a repeat is ignored (one Ctrl-C under npm arrives twice), a third asks each
+// child to stop waiting for its running jobs, which it releases, saved, as a worker does on its own third.
 import { env as readEnv } from '../../config/env.js';
 import type { Logger } from '../logging/logger.js';
 import { scrubText } from '../logging/redact.js';
@@ -42,8 +43,8 @@ export function runSupervisor(options: { processes: number; entry: string; logge
       logger.info('all worker processes stopped');
     },
     hurry: () => {
-      logger.warn('killing every worker process (SIGKILL)');
-      supervisor.kill();
+      logger.warn('asking every worker process to release its running jobs now');
+      supervisor.hurry();
     },
   });
   return supervisor;

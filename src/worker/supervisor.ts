@@ -1,7 +1,8 @@
 // `agent-fleet worker --processes N`: N worker processes under one supervisor. A worker is one Node.js thread
 // and is CPU-bound past about 1,000 model calls a second, so a machine's other cores need processes of their
 // own. Each child is the same worker entry, forked, with its own metrics port and its index in its logs. The
-// supervisor runs no job: it restarts a child that exits, passes SIGTERM/SIGINT on, and exits once all have.
+// supervisor runs no job: it restarts a child that exits (or could not be started), passes SIGTERM/SIGINT on,
+// and exits once all have.
 import { fork, type ChildProcess } from 'node:child_process';
 import type { Logger } from '../logging/logger.js';
 
@@ -38,6 +39,8 @@ export interface SupervisorOptions {
   entry: string;
   /** Node's flags for the children (default the supervisor's own, e.g. `--import tsx`). */
   execArgv?: string[];
+  /** The Node.js binary the children run (default the supervisor's own). */
+  execPath?: string;
   env?: NodeJS.ProcessEnv;
   /** METRICS_PORT: child i serves base + i (pinned: METRICS_PORT_SPAN=1); 0 serves none. */
   metricsPort: number;
@@ -52,9 +55,17 @@ export interface Supervisor {
   pids(): (number | undefined)[];
   /** SIGTERM to every child; true when all exited 0 within stopTimeoutMs (the rest are then killed). */
   stop(): Promise<boolean>;
+  /**
+   * Asks every child to stop waiting for its running jobs: each releases them, saved, as a worker does on its
+   * third signal (HURRY_MESSAGE over the IPC channel fork() opened).
+   */
+  hurry(): void;
   /** SIGKILL to every child (a stop that should not wait any longer). */
   kill(): void;
 }
+
+/** What the supervisor sends a child it asks to hurry (workers/agent-worker.ts listens for it). */
+export const HURRY_MESSAGE = 'agent-fleet:hurry';
 
 interface Slot {
   index: number;
@@ -79,23 +90,39 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
     slot.restart = undefined;
     slot.startedAt = Date.now();
     const port = metricsPortOf(options.metricsPort, slot.index);
-    const child = fork(options.entry, ['--process-index', String(slot.index)], {
-      execArgv: options.execArgv ?? process.execArgv,
-      env: { ...(options.env ?? process.env), METRICS_PORT: String(port), METRICS_PORT_SPAN: '1' },
-      stdio: 'inherit',
-    });
+    let child: ChildProcess;
+    try {
+      child = fork(options.entry, ['--process-index', String(slot.index)], {
+        execArgv: options.execArgv ?? process.execArgv,
+        ...(options.execPath ? { execPath: options.execPath } : {}),
+        env: { ...(options.env ?? process.env), METRICS_PORT: String(port), METRICS_PORT_SPAN: '1' },
+        stdio: 'inherit',
+      });
+    } catch (err) {
+      logger.error({ processIndex: slot.index, err }, 'worker process could not be started');
+      if (!stopping) scheduleRestart(slot, null, null);
+      return;
+    }
     slot.child = child;
-    slot.exited = new Promise((resolve) =>
-      child.once('exit', (code, signal) => {
-        slot.child = undefined;
-        // Killed by our SIGTERM before its handlers were in place (they are installed as it starts taking
-        // jobs): it had none, so that is a clean stop too.
-        resolve(code === 0 || (stopping !== undefined && signal === 'SIGTERM'));
-        if (!stopping) scheduleRestart(slot, code, signal);
-      }),
-    );
-    // A fork that cannot start at all still emits 'exit'; this only keeps the error from crashing us.
-    child.on('error', (err) => logger.error({ processIndex: slot.index, err }, 'worker process error'));
+    let resolveExited!: (clean: boolean) => void;
+    slot.exited = new Promise((resolve) => (resolveExited = resolve));
+    // Once, whichever tells first: a child that could not be started at all (no binary, no memory, no pids left)
+    // emits 'error' and never 'exit', and its slot must still restart, and a stop must not wait for it.
+    let gone = false;
+    const onGone = (code: number | null, signal: NodeJS.Signals | null) => {
+      if (gone) return;
+      gone = true;
+      slot.child = undefined;
+      // Killed by our SIGTERM, or by a terminal's SIGINT, before its handlers were in place (they are installed
+      // as it starts taking jobs): it had none, so that is a clean stop too.
+      resolveExited(code === 0 || (stopping !== undefined && (signal === 'SIGTERM' || signal === 'SIGINT')));
+      if (!stopping) scheduleRestart(slot, code, signal);
+    };
+    child.once('exit', onGone);
+    child.on('error', (err) => {
+      logger.error({ processIndex: slot.index, err }, 'worker process error');
+      if (child.pid === undefined) onGone(null, null);
+    });
     logger.info(
       { processIndex: slot.index, childPid: child.pid, metricsPort: port },
       'worker process started',
@@ -106,7 +133,7 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
     const ranMs = Date.now() - slot.startedAt;
     slot.failures = ranMs >= policy.stableMs ? 1 : slot.failures + 1;
     const delayMs = restartDelayMs(slot.failures, policy);
-    const how = signal ? `killed by ${signal}` : `exit code ${code}`;
+    const how = signal ? `killed by ${signal}` : code === null ? 'could not start' : `exit code ${code}`;
     const fields = { processIndex: slot.index, code, signal, ranMs, failures: slot.failures, delayMs };
     if (slot.failures >= policy.crashLoopAfter) {
       logger.error(
@@ -146,11 +173,24 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
     for (const slot of slots) slot.child?.kill('SIGKILL');
   };
 
+  const hurry = () => {
+    for (const slot of slots) {
+      // A child whose channel is already closed is on its way out; a send that fails leaves it to the timeout.
+      if (slot.child?.connected)
+        slot.child.send(
+          HURRY_MESSAGE,
+          (err) =>
+            err && logger.warn({ processIndex: slot.index, err }, 'could not ask a worker process to hurry'),
+        );
+    }
+  };
+
   for (const slot of slots) start(slot);
   logger.info({ processes: options.processes }, `supervising ${options.processes} worker processes`);
   return {
     pids: () => slots.map((slot) => slot.child?.pid),
     stop: () => (stopping ??= stop()),
+    hurry,
     kill,
   };
 }

@@ -32,11 +32,17 @@ function logged() {
   return { lines, logger: createLogger('supervisor', 'info', destination) };
 }
 
-function start(mode: string, processes: number, logger: ReturnType<typeof logged>['logger']) {
+function start(
+  mode: string,
+  processes: number,
+  logger: ReturnType<typeof logged>['logger'],
+  more: { execPath?: string } = {},
+) {
   supervisor = startSupervisor({
     processes,
     entry: ENTRY,
     execArgv: [],
+    ...more,
     env: { ...process.env, FAKE_WORKER: mode, FAKE_READY_DIR: READY },
     metricsPort: 0,
     stopTimeoutMs: 1_500,
@@ -84,6 +90,41 @@ describe('the supervisor', () => {
     expect(lines.find((l) => l.signal === 'SIGKILL')).toMatchObject({ processIndex: 1, delayMs: 100 });
     expect(await s.stop()).toBe(true);
     expect(s.pids()).toEqual([undefined, undefined]);
+  });
+
+  it('a child that cannot be started at all is tried again, and a stop does not wait for it', async () => {
+    const { lines, logger } = logged();
+    // Node emits 'error' for it, never 'exit'.
+    const s = start('run', 1, logger, { execPath: join(READY, 'no-such-node') });
+    await until(() => lines.filter((l) => l.failures !== undefined).length >= 2);
+    const exits = lines.filter((l) => l.failures !== undefined);
+    expect(exits[0]!.msg).toBe('worker process 0 exited (could not start): restarting in 100 ms');
+    expect(lines.find((l) => l.msg === 'worker process error')).toMatchObject({ err: { code: 'ENOENT' } });
+    const started = Date.now();
+    expect(await s.stop()).toBe(true);
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it('a child that a terminal’s SIGINT ends while it stops has stopped cleanly', async () => {
+    const { logger } = logged();
+    const s = start('stubborn', 2, logger);
+    await until(() => ready(s));
+    const stopped = s.stop();
+    // The terminal's Ctrl-C reaches the children too; these have no SIGINT handler.
+    for (const pid of s.pids()) process.kill(pid!, 'SIGINT');
+    expect(await stopped).toBe(true);
+  });
+
+  it('asked to hurry while it stops, every child is told to (and stops, here), none is killed', async () => {
+    const { lines, logger } = logged();
+    const s = start('hurry', 2, logger);
+    await until(() => ready(s));
+    const started = Date.now();
+    const stopped = s.stop();
+    s.hurry();
+    expect(await stopped).toBe(true);
+    expect(Date.now() - started).toBeLessThan(1_400);
+    expect(lines.some((l) => String(l.msg).includes('killing them'))).toBe(false);
   });
 
   it('kills a child that does not stop within the timeout, and answers false', async () => {

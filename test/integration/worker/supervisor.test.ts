@@ -1,7 +1,8 @@
 // `worker --processes 2` as deployed: real worker processes under the supervisor, real Redis and MariaDB, the
 // scripted model over HTTP. 24 tasks run on both children; one killed outright is restarted and every task still
 // succeeds; each child serves its own metrics port; SIGTERM to the supervisor, or to npm's whole group, stops
-// both gracefully with exit 0 and leaves no process behind; children whose supervisor is killed stop themselves.
+// both gracefully with exit 0 and leaves no process behind, and a third makes them release their running jobs,
+// saved; children whose supervisor is killed stop themselves, even when it is killed while they start.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
 import { WORKER_NODE_FLAGS } from '../../../src/worker/worker-node-flags.js';
@@ -162,4 +163,55 @@ describe('worker --processes 2', () => {
     expect(count(w, /the supervisor is gone: stopping/g)).toBe(2);
     expect(count(w, /"msg":"worker stopped"/g)).toBe(2);
   }, 90_000);
+
+  it('a third signal to the supervisor: each child releases its running jobs, saved, and all exit 0', async () => {
+    const w = start(
+      ns,
+      { ...ENV, OPENAI_BASE_URL: server.baseURL, AGENT_MAX_STEPS: '100' },
+      {
+        command: [process.execPath, '--import', 'tsx', 'workers/agent-worker.ts', '--processes=2'],
+        detached: true,
+      },
+    );
+    await until(() => count(w, /"msg":"worker started"/g) === 2, 'two children started', w, 60_000);
+    // 90 steps at 300 ms: half a minute a job, longer than the grace a stop would wait for them.
+    await ns.client.enqueueMany(Array.from({ length: 6 }, (_, i) => ({ task: `job h${i}: 90 steps` })));
+    const jobPids = () =>
+      new Set(
+        childLines(w)
+          .filter((l) => l.jobId)
+          .map((l) => l.pid),
+      );
+    await until(() => jobPids().size === 2, 'jobs on both children', w);
+    const signalled = Date.now();
+    for (let i = 0; i < 3; i++) {
+      w.child.kill('SIGTERM');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    expect(await w.exited).toEqual({ code: 0, signal: null });
+    expect(Date.now() - signalled).toBeLessThan(15_000);
+    expect(count(w, /asked again: checkpointing and releasing running jobs/g)).toBe(2);
+    expect(count(w, /"msg":"worker stopped"/g)).toBe(2);
+    expect(w.output()).not.toMatch(/SIGKILL|killing them/);
+    expect(await sessionLeftovers(w.child.pid!)).toEqual([]);
+  }, 120_000);
+
+  it('a supervisor killed while its children start: they stop on their own once started', async () => {
+    const w = start(
+      ns,
+      { ...ENV, OPENAI_BASE_URL: server.baseURL },
+      {
+        command: [process.execPath, '--import', 'tsx', 'workers/agent-worker.ts', '--processes=2'],
+        detached: true,
+      },
+    );
+    // Forked, still loading: their channel to the supervisor closes before they could listen on it.
+    await until(() => /supervising 2 worker processes/.test(w.output()), 'children forked', w, 60_000);
+    expect(count(w, /"msg":"worker started"/g)).toBe(0);
+    w.child.kill('SIGKILL');
+    await w.exited;
+    expect(await sessionLeftovers(w.child.pid!, 60_000)).toEqual([]);
+    expect(count(w, /the supervisor is gone: stopping/g)).toBe(2);
+    expect(count(w, /"msg":"worker stopped"/g)).toBe(2);
+  }, 120_000);
 });
