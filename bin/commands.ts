@@ -2,8 +2,8 @@
 // environment, or the help to print. Each command runs the same module as its npm script (docs/commands.md),
 // compiled in the package; the table of commands is bin/command-table.ts.
 import { existsSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
+import { usableCores } from '../src/util/usable-cores.js';
 import { parseProcesses } from '../src/worker/worker-args.js';
 import { COMMANDS, isCommand, type BinCommandName } from './command-table.js';
 
@@ -51,7 +51,7 @@ function workerRun(
       if (!existsSync(path)) return `worker: --config: no file at ${path}`;
       env.FLEET_CONFIG = path;
     } else if (flag === '--processes') {
-      const n = parseProcesses(value, availableParallelism());
+      const n = parseProcesses(value, usableCores());
       if (typeof n === 'string') return `worker: ${n}`;
       passed.push('--processes', value!);
     } else {

@@ -2,13 +2,13 @@
 // or SIGINT, which stop it taking jobs, let running ones finish or checkpoint them, and exit 0.
 // `npm run worker -- --processes N|auto`: N of them under a supervisor (src/worker/supervisor.ts), which forks
 // this same file with `--process-index I` for each.
-import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { logCrashes } from '../src/logging/log-crashes.js';
 import { createLogger } from '../src/logging/logger.js';
+import { usableCores } from '../src/util/usable-cores.js';
 import { parseWorkerArgs } from '../src/worker/worker-args.js';
 
-const args = parseWorkerArgs(process.argv.slice(2), availableParallelism());
+const args = parseWorkerArgs(process.argv.slice(2), usableCores());
 if (typeof args === 'string') {
   process.stderr.write(`worker: ${args}\n`);
   process.exit(2);
