@@ -27,16 +27,20 @@ export async function pruneSteps(options: PruneBatches, cutoff: Date): Promise<n
     );
     let removed = 0;
     if (old.length > 0) {
-      const [result] = await pool.query<ResultSetHeader>('DELETE FROM agent_steps WHERE id IN (?)', [
-        old.map((row) => Number(row['id'])),
-      ]);
+      // The age is asked again as the rows are deleted: a job id used again may have started a run since the
+      // read, whose steps take the old rows' ids (a step is written over its row).
+      const [result] = await pool.query<ResultSetHeader>(
+        `DELETE s FROM agent_steps s LEFT JOIN agent_runs r ON r.job_id = s.job_id
+         WHERE s.id IN (?) AND (r.finished_at < ? OR (r.job_id IS NULL AND s.created_at < ?))`,
+        [old.map((row) => Number(row['id'])), cutoff, cutoff],
+      );
       removed = result.affectedRows;
       deleted += removed;
       // updated_at kept: the run itself did not change.
       await pool.query(
         `UPDATE agent_runs SET steps_deleted_at = NOW(3), updated_at = updated_at
-         WHERE job_id IN (?) AND steps_deleted_at IS NULL`,
-        [[...new Set(old.map((row) => String(row['job_id'])))]],
+         WHERE job_id IN (?) AND steps_deleted_at IS NULL AND finished_at < ?`,
+        [[...new Set(old.map((row) => String(row['job_id'])))], cutoff],
       );
     }
     if (!(await options.afterBatch(removed))) return deleted;

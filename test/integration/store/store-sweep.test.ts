@@ -14,7 +14,11 @@ import { FleetMetrics } from '../../../src/metrics/fleet-metrics.js';
 import { migrate } from '../../../src/store/migrate.js';
 import { RunsRepository } from '../../../src/store/runs-repository.js';
 import { createStorePool, quoteIdentifier } from '../../../src/store/pool.js';
-import { SWEEPER_SESSION, type PruneBatches } from '../../../src/store/retention/prune-batches.js';
+import {
+  SWEEPER_SESSION,
+  type PruneBatches,
+  type Queryable,
+} from '../../../src/store/retention/prune-batches.js';
 import { pruneSettledEffects } from '../../../src/store/retention/prune-effects.js';
 import { pruneRuns } from '../../../src/store/retention/prune-runs.js';
 import { pruneSteps } from '../../../src/store/retention/prune-steps.js';
@@ -117,6 +121,34 @@ describe('the store sweeper', () => {
       { jobId: 'old', task: 'again', model: 'gpt-4o', protocol: 'tools', attempt: 1 },
     ]);
     expect(await stepsDeletedAt('old')).toBeNull();
+  });
+
+  it("a run started again between its steps' read and their delete keeps the steps it writes", async () => {
+    await insertRun(pool, 'reused', 40);
+    await insertSteps(pool, 'reused', 3, 40);
+    // The prune's statements, with the job id used again just before its delete.
+    const racing: Queryable = {
+      query: (async (sql: string, values?: unknown[]) => {
+        if (/^\s*DELETE (s )?FROM agent_steps/.test(sql)) {
+          await new RunsRepository(pool).startRuns([
+            { jobId: 'reused', task: 'again', model: 'gpt-4o', protocol: 'tools', attempt: 1 },
+          ]);
+          await pool.query(
+            `INSERT INTO agent_steps (job_id, step, kind, action, observation) VALUES ('reused', 1, 'action', '[]', 'new')
+             ON DUPLICATE KEY UPDATE observation = VALUES(observation), created_at = NOW(3)`,
+          );
+        }
+        return pool.query(sql, values);
+      }) as Queryable['query'],
+    };
+    await pruneSteps(
+      { pool: racing, batchSize: 1_000, afterBatch: () => Promise.resolve(true) },
+      new Date(Date.now() - 30 * DAY_MS),
+    );
+    expect(
+      await count("SELECT COUNT(*) AS n FROM agent_steps WHERE job_id = 'reused' AND observation = 'new'"),
+    ).toBe(1);
+    expect(await stepsDeletedAt('reused')).toBeNull();
   });
 
   it('deletes settled effects past the steps retention, never pending or uncertain ones', async () => {
