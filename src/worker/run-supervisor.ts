@@ -35,6 +35,11 @@ export function runSupervisor(options: { processes: number; entry: string; logge
     metricsPort: config.METRICS_PORT,
     stopTimeoutMs: 2 * config.WORKER_SHUTDOWN_GRACE_MS + STOP_SLACK_MS,
     logger,
+    // Every child reads the same configuration: the others stop too, and the supervisor exits 1, so that what
+    // runs it (systemd, a container) sees the failure instead of a process restarting children forever.
+    onConfigError: () => {
+      void supervisor.stop().finally(() => process.exit(1));
+    },
   });
   handleShutdownSignals({
     logger,

@@ -48,6 +48,8 @@ export interface SupervisorOptions {
   stopTimeoutMs: number;
   logger: Logger;
   restarts?: Partial<RestartPolicy>;
+  /** A child exited with CONFIG_EXIT_CODE: it is not started again (the process should stop and say so). */
+  onConfigError?: (index: number) => void;
 }
 
 export interface Supervisor {
@@ -66,6 +68,12 @@ export interface Supervisor {
 
 /** What the supervisor sends a child it asks to hurry (workers/agent-worker.ts listens for it). */
 export const HURRY_MESSAGE = 'agent-fleet:hurry';
+
+/**
+ * A supervised child's exit code for a configuration error (a model without a price, a fleet configuration that
+ * does not load), as sysexits' EX_CONFIG: starting it again cannot help, so the supervisor gives up.
+ */
+export const CONFIG_EXIT_CODE = 78;
 
 interface Slot {
   index: number;
@@ -116,7 +124,17 @@ export function startSupervisor(options: SupervisorOptions): Supervisor {
       // Killed by our SIGTERM, or by a terminal's SIGINT, before its handlers were in place (they are installed
       // as it starts taking jobs): it had none, so that is a clean stop too.
       resolveExited(code === 0 || (stopping !== undefined && (signal === 'SIGTERM' || signal === 'SIGINT')));
-      if (!stopping) scheduleRestart(slot, code, signal);
+      if (stopping) return;
+      if (code === CONFIG_EXIT_CODE) {
+        logger.error(
+          { processIndex: slot.index, code },
+          `worker process ${slot.index} stopped on a configuration error (its own line above says which): ` +
+            'not starting it again',
+        );
+        options.onConfigError?.(slot.index);
+      } else {
+        scheduleRestart(slot, code, signal);
+      }
     };
     child.once('exit', onGone);
     child.on('error', (err) => {

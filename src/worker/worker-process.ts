@@ -1,5 +1,7 @@
 // Wiring of a worker process: configuration, logger, store, Redis, tools, model, the BullMQ worker and
 // its signals. Kept apart from the entry file so the demo can start workers in-process.
+import { ConfigError } from '../kernel/errors.js';
+import { CONFIG_EXIT_CODE } from './supervisor.js';
 import { Queue, Worker } from 'bullmq';
 import { env as readEnv, redisTargetOf, type Env } from '../../config/env.js';
 import { configuredPrices, priceOf } from '../llm/price-table.js';
@@ -441,5 +443,6 @@ function fatal(logger: Logger, error: unknown): never {
   logger.fatal({ err: error }, message);
   // One clear line for a person, whatever the log format.
   process.stderr.write(`worker: ${scrubText(message)}\n`);
-  process.exit(1);
+  // Under a supervisor, a configuration error says so: it would only restart this child into the same error.
+  process.exit(error instanceof ConfigError && process.channel !== undefined ? CONFIG_EXIT_CODE : 1);
 }

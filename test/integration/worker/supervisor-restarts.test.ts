@@ -36,7 +36,7 @@ function start(
   mode: string,
   processes: number,
   logger: ReturnType<typeof logged>['logger'],
-  more: { execPath?: string } = {},
+  more: { execPath?: string; onConfigError?: (index: number) => void } = {},
 ) {
   supervisor = startSupervisor({
     processes,
@@ -103,6 +103,21 @@ describe('the supervisor', () => {
     const started = Date.now();
     expect(await s.stop()).toBe(true);
     expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it('a child that exits on a configuration error is not started again, and the supervisor is told', async () => {
+    const { lines, logger } = logged();
+    const told: number[] = [];
+    const s = start('config', 2, logger, { onConfigError: (index) => told.push(index) });
+    await until(() => told.length === 2);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(told.sort()).toEqual([0, 1]);
+    expect(lines.filter((l) => String(l.msg).includes('restarting'))).toEqual([]);
+    expect(lines.find((l) => l.code === 78)!.msg).toMatch(
+      /^worker process \d stopped on a configuration error \(its own line above says which\): not starting it again$/,
+    );
+    expect(s.pids()).toEqual([undefined, undefined]);
+    expect(await s.stop()).toBe(true);
   });
 
   it('a child that a terminal’s SIGINT ends while it stops has stopped cleanly', async () => {

@@ -2,7 +2,8 @@
 // scripted model over HTTP. 24 tasks run on both children; one killed outright is restarted and every task still
 // succeeds; each child serves its own metrics port; SIGTERM to the supervisor, or to npm's whole group, stops
 // both gracefully with exit 0 and leaves no process behind, and a third makes them release their running jobs,
-// saved; children whose supervisor is killed stop themselves, even when it is killed while they start.
+// saved; children whose supervisor is killed stop themselves, even when it is killed while they start; a
+// configuration error in the children stops the supervisor instead of a restart loop.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startScriptedModel, type ScriptedModelServer } from '../../../src/testing/scripted-model-server.js';
 import { WORKER_NODE_FLAGS } from '../../../src/worker/worker-node-flags.js';
@@ -195,6 +196,24 @@ describe('worker --processes 2', () => {
     expect(w.output()).not.toMatch(/SIGKILL|killing them/);
     expect(await sessionLeftovers(w.child.pid!)).toEqual([]);
   }, 120_000);
+
+  it('a configuration only the children can check (FLEET_CONFIG) stops the supervisor with exit 1', async () => {
+    const w = start(
+      ns,
+      { ...ENV, OPENAI_BASE_URL: server.baseURL, FLEET_CONFIG: '/nonexistent/fleet.config.ts' },
+      {
+        command: [process.execPath, '--import', 'tsx', 'workers/agent-worker.ts', '--processes=2'],
+        detached: true,
+      },
+    );
+    expect(await w.exited).toEqual({ code: 1, signal: null });
+    expect(
+      count(w, /worker: FLEET_CONFIG: no file at \/nonexistent\/fleet.config.ts/g),
+    ).toBeGreaterThanOrEqual(1);
+    expect(w.output()).toMatch(/stopped on a configuration error/);
+    expect(w.output()).not.toMatch(/restarting in/);
+    expect(await sessionLeftovers(w.child.pid!)).toEqual([]);
+  }, 60_000);
 
   it('a supervisor killed while its children start: they stop on their own once started', async () => {
     const w = start(
