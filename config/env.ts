@@ -333,6 +333,7 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
   if (parsed.success) {
     // The settings that only make sense together: a cluster or Sentinel, and a prefix a cluster can take.
     assertPrefixFits(redisTargetOf(parsed.data), parsed.data.QUEUE_PREFIX);
+    assertEffectsOutliveFailedTasks(parsed.data);
     return parsed.data;
   }
   const issue = parsed.error.issues[0];
@@ -342,6 +343,23 @@ export function parseEnv(source: Record<string, string | undefined> = process.en
   const hidden = isSecretKey(name) || SECRET_VARIABLES.has(name);
   const shown = hidden ? '(hidden)' : JSON.stringify(redactUrl(present[name]));
   throw new ConfigError('bad_env', `${name}=${shown} is invalid: ${issue?.message ?? 'bad value'}`);
+}
+
+/**
+ * The store sweeper deletes the records of settled effects after STORE_KEEP_STEPS_DAYS, while a failed task stays
+ * in Redis, where an operator may retry it, for TASKS_KEEP_FAILED_AGE_S. Retried after its records were gone, a
+ * task would make its effects again (an email sent twice): the steps must be kept at least as long.
+ */
+function assertEffectsOutliveFailedTasks(env: Env): void {
+  const failedDays = env.TASKS_KEEP_FAILED_AGE_S / 86_400;
+  if (env.STORE_KEEP_STEPS_DAYS >= failedDays) return;
+  throw new ConfigError(
+    'bad_env',
+    `STORE_KEEP_STEPS_DAYS=${env.STORE_KEEP_STEPS_DAYS} deletes the records of a task's effects while a failed ` +
+      `task stays retryable in Redis (TASKS_KEEP_FAILED_AGE_S=${env.TASKS_KEEP_FAILED_AGE_S}, ` +
+      `${Number(failedDays.toFixed(2))} days): retried after that, it would make them again. Keep the steps at ` +
+      `least ${Math.ceil(failedDays)} days, or failed tasks less long`,
+  );
 }
 
 // One owner for what counts as a secret and how a URL's password is hidden: src/logging/redact.ts. A bad

@@ -99,6 +99,15 @@ describe('parseEnv defaults', () => {
     expect(parseEnv({ STORE_KEEP_RUNS_DAYS: '0' }).STORE_KEEP_RUNS_DAYS).toBe(0);
     expect(parseEnv({ STORE_KEEP_STEPS_DAYS: '7' }).STORE_KEEP_STEPS_DAYS).toBe(7);
     expect(() => parseEnv({ STORE_KEEP_STEPS_DAYS: '0' })).toThrow(/STORE_KEEP_STEPS_DAYS/);
+    // Effects' records kept less long than a failed task stays retryable in Redis (7 days by default): refused.
+    expect(() => parseEnv({ STORE_KEEP_STEPS_DAYS: '3' })).toThrow(
+      "STORE_KEEP_STEPS_DAYS=3 deletes the records of a task's effects while a failed task stays retryable in " +
+        'Redis (TASKS_KEEP_FAILED_AGE_S=604800, 7 days): retried after that, it would make them again. Keep the ' +
+        'steps at least 7 days, or failed tasks less long',
+    );
+    expect(
+      parseEnv({ STORE_KEEP_STEPS_DAYS: '3', TASKS_KEEP_FAILED_AGE_S: '86400' }).STORE_KEEP_STEPS_DAYS,
+    ).toBe(3);
     expect(() => parseEnv({ STORE_KEEP_RUNS_DAYS: '-1' })).toThrow(/STORE_KEEP_RUNS_DAYS/);
   });
 
