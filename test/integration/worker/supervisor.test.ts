@@ -53,6 +53,9 @@ function start(...args: Parameters<typeof startWorker>): WorkerHandle {
 
 const count = (w: WorkerHandle, pattern: RegExp) => (w.output().match(pattern) ?? []).length;
 
+/** The children that logged a line about a job. */
+const pidsWithJobs = (w: WorkerHandle) => new Set(childLines(w).flatMap((l) => (l.jobId ? [l.pid] : [])));
+
 async function until(check: () => boolean, what: string, w: WorkerHandle, timeoutMs = 30_000) {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
@@ -69,6 +72,18 @@ const ENV = {
   WORKER_STALLED_INTERVAL_MS: '1000',
   WORKER_SHUTDOWN_GRACE_MS: '20000',
 };
+
+/** `worker --processes=2` started directly (no npm), in a process group of its own. */
+function startSupervised(env: Record<string, string> = {}): WorkerHandle {
+  return start(
+    ns,
+    { ...ENV, OPENAI_BASE_URL: server.baseURL, ...env },
+    {
+      command: [process.execPath, '--import', 'tsx', 'workers/agent-worker.ts', '--processes=2'],
+      detached: true,
+    },
+  );
+}
 
 describe('worker --processes 2', () => {
   it('runs 24 tasks on both children, restarts one killed mid-run, and stops both on SIGTERM', async () => {
@@ -101,13 +116,7 @@ describe('worker --processes 2', () => {
       Array.from({ length: 24 }, (_, i) => ({ task: `job s${i}: 4 steps` })),
     );
     // Both children take jobs; then child 1 is killed outright with jobs in flight.
-    const jobPids = () =>
-      new Set(
-        childLines(w)
-          .filter((l) => l.jobId)
-          .map((l) => l.pid),
-      );
-    await until(() => jobPids().size === 2, 'jobs on both children', w);
+    await until(() => pidsWithJobs(w).size === 2, 'jobs on both children', w);
     const victim = childLines(w).find((l) => l.processIndex === 1 && l.jobId)!.pid;
     process.kill(victim, 'SIGKILL');
     await until(
@@ -123,8 +132,8 @@ describe('worker --processes 2', () => {
         steps: 4,
       });
     // The victim's jobs were resumed by a live child once their locks expired: every task still succeeded.
-    expect(jobPids().size).toBeGreaterThanOrEqual(2);
-    expect(jobPids()).toContain(victim);
+    expect(pidsWithJobs(w).size).toBeGreaterThanOrEqual(2);
+    expect(pidsWithJobs(w)).toContain(victim);
 
     // SIGTERM to the supervisor only: it passes it on, both children drain, and it exits 0.
     w.child.kill('SIGTERM');
@@ -149,14 +158,7 @@ describe('worker --processes 2', () => {
   }, 90_000);
 
   it('a supervisor killed outright: its children notice and stop gracefully on their own', async () => {
-    const w = start(
-      ns,
-      { ...ENV, OPENAI_BASE_URL: server.baseURL },
-      {
-        command: [process.execPath, '--import', 'tsx', 'workers/agent-worker.ts', '--processes=2'],
-        detached: true,
-      },
-    );
+    const w = startSupervised();
     await until(() => count(w, /"msg":"worker started"/g) === 2, 'two children started', w, 60_000);
     w.child.kill('SIGKILL');
     await w.exited;
@@ -166,24 +168,11 @@ describe('worker --processes 2', () => {
   }, 90_000);
 
   it('a third signal to the supervisor: each child releases its running jobs, saved, and all exit 0', async () => {
-    const w = start(
-      ns,
-      { ...ENV, OPENAI_BASE_URL: server.baseURL, AGENT_MAX_STEPS: '100' },
-      {
-        command: [process.execPath, '--import', 'tsx', 'workers/agent-worker.ts', '--processes=2'],
-        detached: true,
-      },
-    );
+    const w = startSupervised({ AGENT_MAX_STEPS: '100' });
     await until(() => count(w, /"msg":"worker started"/g) === 2, 'two children started', w, 60_000);
     // 90 steps at 300 ms: half a minute a job, longer than the grace a stop would wait for them.
     await ns.client.enqueueMany(Array.from({ length: 6 }, (_, i) => ({ task: `job h${i}: 90 steps` })));
-    const jobPids = () =>
-      new Set(
-        childLines(w)
-          .filter((l) => l.jobId)
-          .map((l) => l.pid),
-      );
-    await until(() => jobPids().size === 2, 'jobs on both children', w);
+    await until(() => pidsWithJobs(w).size === 2, 'jobs on both children', w);
     const signalled = Date.now();
     for (let i = 0; i < 3; i++) {
       w.child.kill('SIGTERM');
@@ -198,14 +187,7 @@ describe('worker --processes 2', () => {
   }, 120_000);
 
   it('a configuration only the children can check (FLEET_CONFIG) stops the supervisor with exit 1', async () => {
-    const w = start(
-      ns,
-      { ...ENV, OPENAI_BASE_URL: server.baseURL, FLEET_CONFIG: '/nonexistent/fleet.config.ts' },
-      {
-        command: [process.execPath, '--import', 'tsx', 'workers/agent-worker.ts', '--processes=2'],
-        detached: true,
-      },
-    );
+    const w = startSupervised({ FLEET_CONFIG: '/nonexistent/fleet.config.ts' });
     expect(await w.exited).toEqual({ code: 1, signal: null });
     expect(
       count(w, /worker: FLEET_CONFIG: no file at \/nonexistent\/fleet.config.ts/g),
@@ -216,14 +198,7 @@ describe('worker --processes 2', () => {
   }, 60_000);
 
   it('a supervisor killed while its children start: they stop on their own once started', async () => {
-    const w = start(
-      ns,
-      { ...ENV, OPENAI_BASE_URL: server.baseURL },
-      {
-        command: [process.execPath, '--import', 'tsx', 'workers/agent-worker.ts', '--processes=2'],
-        detached: true,
-      },
-    );
+    const w = startSupervised();
     // Forked, still loading: their channel to the supervisor closes before they could listen on it.
     await until(() => /supervising 2 worker processes/.test(w.output()), 'children forked', w, 60_000);
     expect(count(w, /"msg":"worker started"/g)).toBe(0);
