@@ -15,30 +15,53 @@ export function usableCores(read: ReadText = readText, cores: number = available
 
 /**
  * The CPUs the process's cgroup may use (quota over period), or null when it has no quota or none can be read:
- * cgroup v2's `cpu.max`, then v1's `cpu.cfs_quota_us` and `cpu.cfs_period_us`, at the process's own cgroup
- * (/proc/self/cgroup) and at the mount's root (a container's own namespace shows its cgroup there).
+ * cgroup v2's `cpu.max`, else v1's `cpu.cfs_quota_us` and `cpu.cfs_period_us`, the smallest along the process's
+ * cgroup (/proc/self/cgroup) and its parents up to the mount's root (a container's own namespace shows its cgroup
+ * there). A parent's quota limits its children: the process's own group may say `max` under one.
  */
 export function cgroupCpuQuota(read: ReadText = readText): number | null {
   const paths = cgroupPaths(read);
-  const v2 = [...(paths.v2 !== undefined ? [join('/sys/fs/cgroup', paths.v2)] : []), '/sys/fs/cgroup'];
-  for (const dir of v2) {
-    const text = attempt(() => read(`${dir}/cpu.max`));
-    if (text === undefined) continue;
-    const [max, period] = text.trim().split(/\s+/);
-    return max === 'max' ? null : ratio(max, period);
-  }
-  const v1Roots = ['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/cpu,cpuacct'];
-  const v1 = v1Roots.flatMap((root) => [...(paths.v1 !== undefined ? [join(root, paths.v1)] : []), root]);
-  for (const dir of v1) {
-    const quota = attempt(() => read(`${dir}/cpu.cfs_quota_us`));
-    if (quota === undefined) continue;
-    if (Number(quota) < 0) return null;
-    return ratio(
-      quota,
-      attempt(() => read(`${dir}/cpu.cfs_period_us`)),
-    );
-  }
-  return null;
+  const v2 = smallest(
+    ancestors('/sys/fs/cgroup', paths.v2).map((dir) => {
+      const text = attempt(() => read(`${dir}/cpu.max`));
+      if (text === undefined) return undefined;
+      const [max, period] = text.trim().split(/\s+/);
+      return max === 'max' ? null : ratio(max, period);
+    }),
+  );
+  if (v2 !== undefined) return v2;
+  const v1 = smallest(
+    ['/sys/fs/cgroup/cpu', '/sys/fs/cgroup/cpu,cpuacct'].flatMap((root) =>
+      ancestors(root, paths.v1).map((dir) => {
+        const quota = attempt(() => read(`${dir}/cpu.cfs_quota_us`));
+        if (quota === undefined) return undefined;
+        return Number(quota) < 0
+          ? null
+          : ratio(
+              quota,
+              attempt(() => read(`${dir}/cpu.cfs_period_us`)),
+            );
+      }),
+    ),
+  );
+  return v1 ?? null;
+}
+
+/** `root` + the path, then each parent of it, then `root` itself. */
+function ancestors(root: string, path: string | undefined): string[] {
+  const parts = (path ?? '/').split('/').filter(Boolean);
+  return parts.map((_, i) => `${root}/${parts.slice(0, parts.length - i).join('/')}`).concat(root);
+}
+
+/**
+ * Of the groups' quotas (undefined: no such file; null: no quota), the smallest; null when some group was read
+ * and none has a quota; undefined when none was read.
+ */
+function smallest(quotas: (number | null | undefined)[]): number | null | undefined {
+  const read = quotas.filter((q): q is number | null => q !== undefined);
+  if (read.length === 0) return undefined;
+  const limits = read.filter((q): q is number => q !== null);
+  return limits.length > 0 ? Math.min(...limits) : null;
 }
 
 /** The process's cgroup paths: v2's (`0::/path`) and v1's cpu controller's (`N:cpu,cpuacct:/path`). */
@@ -58,10 +81,6 @@ function ratio(quota: string | undefined, period: string | undefined): number | 
   const q = Number(quota);
   const p = Number(period);
   return Number.isFinite(q) && q > 0 && Number.isFinite(p) && p > 0 ? q / p : null;
-}
-
-function join(root: string, path: string): string {
-  return path === '/' ? root : `${root}${path}`;
 }
 
 function attempt(read: () => string): string | undefined {

@@ -31,6 +31,16 @@ describe('usableCores', () => {
     ).toBe(1);
   });
 
+  it('a parent group’s quota limits a process whose own group has none', () => {
+    const read = files({
+      '/proc/self/cgroup': '0::/kubepods/pod1/c1\n',
+      '/sys/fs/cgroup/kubepods/pod1/c1/cpu.max': 'max 100000',
+      '/sys/fs/cgroup/kubepods/pod1/cpu.max': '400000 100000',
+      '/sys/fs/cgroup/kubepods/cpu.max': '800000 100000',
+    });
+    expect(usableCores(read, 32)).toBe(4);
+  });
+
   it('no quota (max), or no cgroup file at all: the cores', () => {
     expect(
       usableCores(files({ '/proc/self/cgroup': '0::/', '/sys/fs/cgroup/cpu.max': 'max 100000' }), 8),
