@@ -119,7 +119,10 @@ export async function seedDemoDatabase(options: SeedDemoOptions): Promise<SeedDe
   }).catch((error: unknown) => {
     let reason = describe(error);
     if (admin.password !== '') reason = reason.replaceAll(admin.password, '***');
-    throw new ConfigError('seed_connect', `MYSQL_URL=${admin.redacted}: cannot connect (${reason})`);
+    // MariaDB may still be starting: retryable, so a supervised worker is started again rather than given up on.
+    throw new ConfigError('seed_connect', `MYSQL_URL=${admin.redacted}: cannot connect (${reason})`, {
+      retryable: true,
+    });
   });
   try {
     await connection.query(
@@ -132,6 +135,7 @@ export async function seedDemoDatabase(options: SeedDemoOptions): Promise<SeedDe
       throw new ConfigError(
         'seed_lock_timeout',
         `another process was seeding ${database} for ${SEED_LOCK_SECONDS}s; is it stuck?`,
+        { retryable: true },
       );
     }
     // Dates are written as text, but keep the session in UTC so nothing the server derives shifts them.

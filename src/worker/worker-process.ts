@@ -444,5 +444,7 @@ function fatal(logger: Logger, error: unknown): never {
   // One clear line for a person, whatever the log format.
   process.stderr.write(`worker: ${scrubText(message)}\n`);
   // Under a supervisor, a configuration error says so: it would only restart this child into the same error.
-  process.exit(error instanceof ConfigError && process.channel !== undefined ? CONFIG_EXIT_CODE : 1);
+  // One that may pass (Redis or MariaDB still starting, an MCP server down) is retryable: restarted as any exit.
+  const lasting = error instanceof ConfigError && !error.retryable;
+  process.exit(lasting && process.channel !== undefined ? CONFIG_EXIT_CODE : 1);
 }

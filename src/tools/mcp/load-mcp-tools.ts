@@ -57,6 +57,8 @@ export async function loadMcpTools(
       `mcpServers[${failed}] ("${configs[failed]!.name}"): could not connect and list its tools: ${
         reason instanceof Error ? reason.message : String(reason)
       }`,
+      // The server may only be down for now: a supervised worker is started again rather than given up on.
+      { retryable: true, cause: reason },
     );
   }
 

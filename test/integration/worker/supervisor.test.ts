@@ -197,6 +197,21 @@ describe('worker --processes 2', () => {
     expect(await sessionLeftovers(w.child.pid!)).toEqual([]);
   }, 60_000);
 
+  it('a dependency that is down when children start (Redis) restarts them; the supervisor stays', async () => {
+    // Nothing listens on port 1: each child gives up on Redis after its ping's deadline, retryably.
+    const w = startSupervised({ REDIS_URL: 'redis://127.0.0.1:1' });
+    await until(
+      () => count(w, /worker process \d exited \(exit code 1\): restarting in/g) >= 2,
+      'restarts',
+      w,
+    );
+    expect(w.output()).toMatch(/Cannot reach Redis at REDIS_URL=redis:\/\/127\.0\.0\.1:1/);
+    expect(w.output()).not.toMatch(/stopped on a configuration error/);
+    w.child.kill('SIGTERM');
+    expect(await w.exited).toEqual({ code: 0, signal: null });
+    expect(await sessionLeftovers(w.child.pid!)).toEqual([]);
+  }, 60_000);
+
   it('a supervisor killed while its children start: they stop on their own once started', async () => {
     const w = startSupervised();
     // Forked, still loading: their channel to the supervisor closes before they could listen on it.
