@@ -69,8 +69,9 @@ function cgroupPaths(read: ReadText): { v2?: string; v1?: string } {
   const text = attempt(() => read('/proc/self/cgroup')) ?? '';
   const paths: { v2?: string; v1?: string } = {};
   for (const line of text.split('\n')) {
-    const [id, controllers, path] = line.split(/:(.*?):/s, 3) as [string, string?, string?];
-    if (path === undefined || !path.startsWith('/')) continue;
+    // `id:controllers:path`, where the path may hold colons of its own.
+    const [, id, controllers, path] = /^(\d+):([^:]*):(\/.*)$/s.exec(line) ?? [];
+    if (path === undefined) continue;
     if (id === '0' && controllers === '') paths.v2 = path;
     else if (controllers?.split(',').includes('cpu')) paths.v1 = path;
   }

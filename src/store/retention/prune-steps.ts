@@ -28,7 +28,9 @@ export async function pruneSteps(options: PruneBatches, cutoff: Date): Promise<n
     let removed = 0;
     if (old.length > 0) {
       // The age is asked again as the rows are deleted: a job id used again may have started a run since the
-      // read, whose steps take the old rows' ids (a step is written over its row).
+      // read, whose steps take the old rows' ids (a step is written over its row). The join reads those runs
+      // with shared locks: in that race the journal's write and this one may deadlock, and InnoDB rolls one
+      // back (the journal writes its batch again caller by caller; the sweep goes on at its next round).
       const [result] = await pool.query<ResultSetHeader>(
         `DELETE s FROM agent_steps s LEFT JOIN agent_runs r ON r.job_id = s.job_id
          WHERE s.id IN (?) AND (r.finished_at < ? OR (r.job_id IS NULL AND s.created_at < ?))`,

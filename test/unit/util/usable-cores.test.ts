@@ -31,6 +31,14 @@ describe('usableCores', () => {
     ).toBe(1);
   });
 
+  it('a cgroup path with colons of its own is read whole', () => {
+    const read = files({
+      '/proc/self/cgroup': '0::/system.slice/a:b:c.scope\n',
+      '/sys/fs/cgroup/system.slice/a:b:c.scope/cpu.max': '100000 100000',
+    });
+    expect(usableCores(read, 8)).toBe(1);
+  });
+
   it('a parent group’s quota limits a process whose own group has none', () => {
     const read = files({
       '/proc/self/cgroup': '0::/kubepods/pod1/c1\n',
