@@ -9,6 +9,7 @@ import { cleanupAllNamespaces, log } from './lib/fleet.js';
 import { clockTicksPerSecond } from './lib/proc.js';
 import { formatNumber, renderTable, type Row } from './lib/report.js';
 import { DEFAULT_BENCH_TOOL } from './lib/steps-model.js';
+import { uncommittedDiff } from './lib/uncommitted-diff.js';
 import { bareBullmq, type BareBullmqResult } from './scenarios/bare-bullmq.js';
 import { children, type ChildrenResult } from './scenarios/children.js';
 import { cost, type CostResult } from './scenarios/cost.js';
@@ -129,8 +130,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 /**
  * The code measured: HEAD, and whether tracked files differed from it (others edit the tree meanwhile); when they
- * did, the difference (`git diff HEAD`, results files left out, its first 4,000 characters), so that a run of an
- * experiment says what it changed.
+ * did, the difference (bench/lib/uncommitted-diff.ts), so that a run of an experiment says what it changed.
  */
 function gitState(): { commit: string | null; dirty: boolean | null; diff?: string } {
   const git = (...args: string[]) => execFileSync('git', args, { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
@@ -139,7 +139,7 @@ function gitState(): { commit: string | null; dirty: boolean | null; diff?: stri
     return {
       commit: git('rev-parse', 'HEAD'),
       dirty,
-      ...(dirty ? { diff: git('diff', 'HEAD', '--', '.', ':(exclude)bench/results').slice(0, 4_000) } : {}),
+      ...(dirty ? { diff: uncommittedDiff(REPO_ROOT) } : {}),
     };
   } catch {
     return { commit: null, dirty: null };

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import type { Child } from '../lib/children.js';
 import { log, sleep } from '../lib/fleet.js';
 import { median } from '../lib/stats.js';
+import { uncommittedDiff } from '../lib/uncommitted-diff.js';
 import { add, check, openRig, startWorker, workerBatch } from './real-tools.js';
 
 export interface WorkerABOptions {
@@ -37,7 +38,7 @@ export interface WorkerABResult {
   /** `git describe --always --dirty` of each side. */
   versionA: string;
   versionB: string;
-  /** B's uncommitted changes (`git diff HEAD`, the first 4,000 characters): what an experiment's B changed. */
+  /** B's uncommitted changes (bench/lib/uncommitted-diff.ts): what an experiment's B changed. */
   diffB: string;
   tasksPerBatch: number;
   aCpuMsPerCall: number;
@@ -102,7 +103,7 @@ export async function workerAB(options: WorkerABOptions): Promise<WorkerABResult
       dir: options.dir,
       versionA: versionOf(process.cwd()),
       versionB: versionOf(options.dir),
-      diffB: git(options.dir, ['diff', 'HEAD']).slice(0, 4_000),
+      diffB: uncommittedDiff(options.dir),
       tasksPerBatch: options.tasks,
       aCpuMsPerCall: median(pairs.map((p) => p.a)),
       bCpuMsPerCall: median(pairs.map((p) => p.b)),

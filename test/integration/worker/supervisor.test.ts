@@ -73,6 +73,15 @@ const ENV = {
   WORKER_SHUTDOWN_GRACE_MS: '20000',
 };
 
+/** The supervisor killed outright: both children notice, stop gracefully and leave nothing within `withinMs`. */
+async function expectOrphansStop(w: WorkerHandle, withinMs: number): Promise<void> {
+  w.child.kill('SIGKILL');
+  await w.exited;
+  expect(await sessionLeftovers(w.child.pid!, withinMs)).toEqual([]);
+  expect(count(w, /the supervisor is gone: stopping/g)).toBe(2);
+  expect(count(w, /"msg":"worker stopped"/g)).toBe(2);
+}
+
 /** `worker --processes=2` started directly (no npm), in a process group of its own. */
 function startSupervised(env: Record<string, string> = {}): WorkerHandle {
   return start(
@@ -160,11 +169,7 @@ describe('worker --processes 2', () => {
   it('a supervisor killed outright: its children notice and stop gracefully on their own', async () => {
     const w = startSupervised();
     await until(() => count(w, /"msg":"worker started"/g) === 2, 'two children started', w, 60_000);
-    w.child.kill('SIGKILL');
-    await w.exited;
-    expect(await sessionLeftovers(w.child.pid!, 30_000)).toEqual([]);
-    expect(count(w, /the supervisor is gone: stopping/g)).toBe(2);
-    expect(count(w, /"msg":"worker stopped"/g)).toBe(2);
+    await expectOrphansStop(w, 30_000);
   }, 90_000);
 
   it('a third signal to the supervisor: each child releases its running jobs, saved, and all exit 0', async () => {
@@ -217,10 +222,6 @@ describe('worker --processes 2', () => {
     // Forked, still loading: their channel to the supervisor closes before they could listen on it.
     await until(() => /supervising 2 worker processes/.test(w.output()), 'children forked', w, 60_000);
     expect(count(w, /"msg":"worker started"/g)).toBe(0);
-    w.child.kill('SIGKILL');
-    await w.exited;
-    expect(await sessionLeftovers(w.child.pid!, 60_000)).toEqual([]);
-    expect(count(w, /the supervisor is gone: stopping/g)).toBe(2);
-    expect(count(w, /"msg":"worker stopped"/g)).toBe(2);
+    await expectOrphansStop(w, 60_000);
   }, 120_000);
 });
