@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { logCrashes } from '../src/logging/log-crashes.js';
 import { createLogger } from '../src/logging/logger.js';
 import { usableCores } from '../src/util/usable-cores.js';
+import { HURRY_MESSAGE } from '../src/worker/supervisor.js';
 import { parseWorkerArgs } from '../src/worker/worker-args.js';
 
 const args = parseWorkerArgs(process.argv.slice(2), usableCores());
@@ -51,7 +52,6 @@ if (args.processes !== undefined) {
     if (process.connected) process.once('disconnect', orphaned);
     else orphaned();
     // Its third signal: running jobs are released, saved, as this process's own third signal does.
-    const { HURRY_MESSAGE } = await import('../src/worker/supervisor.js');
     process.on('message', (message) => {
       if (message === HURRY_MESSAGE) worker.worker.releaseRunningJobs('asked again');
     });
